@@ -1,0 +1,98 @@
+"""core's attention against PyTorch's own implementations."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import core
+from tests.conftest import gen
+
+
+def qkv(shape_q: tuple, shape_k: tuple, d_v: int, device: torch.device, seed: int = 0):
+    g = gen(seed)
+    q = torch.randn(*shape_q, generator=g).to(device)
+    k = torch.randn(*shape_k, generator=g).to(device)
+    v = torch.randn(*shape_k[:-1], d_v, generator=g).to(device)
+    return q, k, v
+
+
+@pytest.mark.parametrize("scale", [None, 1.0, 0.3])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sdpa_matches_torch(device: torch.device, scale: float | None, is_causal: bool) -> None:
+    q, k, v = qkv((2, 3, 5, 4), (2, 3, 5, 4), 4, device)
+    ours = core.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale)
+    theirs = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale)
+    assert ours.context.device == q.device
+    assert torch.allclose(ours.context, theirs, atol=1e-5)
+
+
+@pytest.mark.parametrize("scale", [None, 1.0, 2.5])
+def test_sdpa_cross_shapes_and_dv_differs(device: torch.device, scale: float | None) -> None:
+    q, k, v = qkv((2, 6, 8), (2, 9, 8), 11, device, seed=1)  # L=6, S=9, d_k=8, d_v=11
+    ours = core.scaled_dot_product_attention(q, k, v, scale=scale)
+    theirs = F.scaled_dot_product_attention(q, k, v, scale=scale)
+    assert ours.weights.shape == (2, 6, 9) and ours.context.shape == (2, 6, 11)
+    assert torch.allclose(ours.context, theirs, atol=1e-5)
+
+
+def test_sdpa_boolean_mask_true_means_attend(device: torch.device) -> None:
+    q, k, v = qkv((1, 4, 6, 8), (1, 4, 7, 8), 8, device, seed=2)
+    mask = torch.rand(6, 7, generator=gen(3)) > 0.4
+    mask[:, 0] = True  # every query may attend somewhere: PyTorch gives nan otherwise
+    mask = mask.to(device)
+    ours = core.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert torch.allclose(ours.context, theirs, atol=1e-5)
+    assert torch.all(ours.weights[..., ~mask] == 0)
+
+
+def test_sdpa_float_mask_is_additive(device: torch.device) -> None:
+    q, k, v = qkv((3, 5, 4), (3, 5, 4), 4, device, seed=4)
+    bias = torch.randn(5, 5, generator=gen(5)).to(device)
+    ours = core.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    assert torch.allclose(ours.context, theirs, atol=1e-5)
+
+
+def test_fast_path_equals_traced_path(device: torch.device) -> None:
+    q, k, v = qkv((2, 2, 7, 4), (2, 2, 7, 4), 4, device, seed=6)
+    for is_causal in (False, True):
+        fast = core.attention_context(q, k, v, is_causal=is_causal, fused=True)
+        slow = core.scaled_dot_product_attention(q, k, v, is_causal=is_causal).context
+        assert torch.allclose(fast, slow, atol=1e-5)
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 4])
+def test_multihead_matches_torch_multiheadattention(device: torch.device, num_heads: int) -> None:
+    d = 8
+    mha = core.MultiHeadAttention(d, d, 10, 0.0, num_heads, generator=gen(11)).to(device).eval()
+    reference = core.torch_multihead_from(mha).to(device).eval()
+    x = torch.randn(3, 10, d, generator=gen(12)).to(device)
+    future = torch.triu(torch.ones(10, 10, dtype=torch.bool, device=device), diagonal=1)
+    # nn.MultiheadAttention's boolean mask means True = NOT allowed (SDPA's is the opposite).
+    out, weights = reference(
+        x, x, x, attn_mask=future, need_weights=True, average_attn_weights=False
+    )
+    trace = mha.trace(x)
+    assert torch.allclose(trace.output, out, atol=1e-5)
+    assert weights.shape == trace.weights.shape == (3, num_heads, 10, 10)
+    assert torch.allclose(trace.weights, weights, atol=1e-5)
+    assert torch.allclose(mha(x), out, atol=1e-5)
+
+
+def test_multihead_fused_flag_equals_reference(device: torch.device) -> None:
+    mha = core.MultiHeadAttention(12, 12, 9, 0.0, 3, qkv_bias=True, generator=gen(2)).to(device).eval()
+    x = torch.randn(2, 9, 12, generator=gen(3)).to(device)
+    reference = mha(x)
+    mha.fused = True
+    assert torch.allclose(mha(x), reference, atol=1e-5)
+
+
+def test_causal_fused_flag_equals_reference(device: torch.device) -> None:
+    ca = core.CausalAttention(3, 4, 6, 0.0, generator=gen(2)).to(device).eval()
+    x = torch.rand(2, 6, 3, generator=gen(3)).to(device)
+    fused = core.CausalAttention(3, 4, 6, 0.0, generator=gen(2), fused=True).to(device).eval()
+    assert torch.allclose(ca(x), fused(x), atol=1e-6)
+    assert torch.allclose(ca(x), ca.trace(x).output, atol=1e-6)
