@@ -29,8 +29,7 @@ def resolve_device(name: str = "auto") -> torch.device:
     if choice == "cuda":
         if not torch.cuda.is_available():
             raise ValueError(
-                "CUDA was requested, but this machine has no usable NVIDIA GPU. "
-                "Choose 'cpu' (or 'auto') instead."
+                "CUDA was requested, but this machine has no usable NVIDIA GPU. Choose 'cpu' (or 'auto') instead."
             )
         return torch.device("cuda")
     raise ValueError(f"Unknown device {name!r}: choose 'auto', 'cpu' or 'cuda'.")

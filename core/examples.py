@@ -139,10 +139,7 @@ def embed_text(text: str, d_in: int = 3, seed: int = 123) -> Example:
     if not isinstance(text, str) or not text.strip():
         raise ValueError("Type a sentence: the text is empty.")
     if len(text) > MAX_TEXT_CHARS:
-        raise ValueError(
-            f"The text has {len(text)} characters; the limit is {MAX_TEXT_CHARS}. "
-            "Use a shorter sentence."
-        )
+        raise ValueError(f"The text has {len(text)} characters; the limit is {MAX_TEXT_CHARS}. Use a shorter sentence.")
     if not 1 <= int(d_in) <= MAX_D_IN:
         raise ValueError(f"d_in must be between 1 and {MAX_D_IN}, got {d_in}.")
     tokens = tokenize(text)

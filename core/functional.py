@@ -218,9 +218,7 @@ def _check_shapes(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -
             f"query has {query.shape[-1]}, key has {key.shape[-1]}."
         )
     if key.shape[-2] != value.shape[-2]:
-        raise ValueError(
-            f"Every key needs a value: key has {key.shape[-2]} rows, value has {value.shape[-2]}."
-        )
+        raise ValueError(f"Every key needs a value: key has {key.shape[-2]} rows, value has {value.shape[-2]}.")
 
 
 def _check_dropout(p: float) -> None:

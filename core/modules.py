@@ -25,9 +25,7 @@ from torch.nn import init
 from core.functional import AttentionTrace, causal_mask, scaled_dot_product_attention
 
 
-def make_linear(
-    d_in: int, d_out: int, bias: bool, generator: torch.Generator | None = None
-) -> nn.Linear:
+def make_linear(d_in: int, d_out: int, bias: bool, generator: torch.Generator | None = None) -> nn.Linear:
     """An `nn.Linear` initialised exactly like PyTorch's default, drawing from `generator`.
 
     Built on the meta device first so that construction itself draws nothing; then the
@@ -49,16 +47,12 @@ def _check_dims(**dims: int) -> None:
 
 def _check_dropout(dropout: float) -> None:
     if not (isinstance(dropout, (int, float)) and 0.0 <= float(dropout) < 1.0):
-        raise ValueError(
-            f"The dropout rate must be at least 0 and below 1 (it is a probability), got {dropout}."
-        )
+        raise ValueError(f"The dropout rate must be at least 0 and below 1 (it is a probability), got {dropout}.")
 
 
 def _check_input(x: torch.Tensor, d_in: int, context_length: int | None = None) -> None:
     if x.dim() < 2 or x.shape[-1] != d_in:
-        raise ValueError(
-            f"Each token must be a vector of width d_in={d_in}; got input of shape {tuple(x.shape)}."
-        )
+        raise ValueError(f"Each token must be a vector of width d_in={d_in}; got input of shape {tuple(x.shape)}.")
     if context_length is not None and x.shape[-2] > context_length:
         raise ValueError(
             f"The input has {x.shape[-2]} tokens, but this module was built for at most "
@@ -146,18 +140,14 @@ class CausalAttention(nn.Module):
         self.W_value = make_linear(d_in, d_out, qkv_bias, generator)
         self.dropout = nn.Dropout(dropout)
         # 1 above the diagonal = "this key is in the future" (the book's convention).
-        self.register_buffer(
-            "mask", torch.triu(torch.ones(context_length, context_length), diagonal=1)
-        )
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_input(x, self.W_query.in_features, self.context_length)
         if self.fused:
             dropout_p = self.dropout.p if self.training else 0.0
             queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
-            return F.scaled_dot_product_attention(
-                queries, keys, values, dropout_p=dropout_p, is_causal=True
-            )
+            return F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout_p, is_causal=True)
         num_tokens = x.shape[-2]
         keys = self.W_key(x)  # (b, T, d_out)
         queries = self.W_query(x)
@@ -277,9 +267,7 @@ class MultiHeadAttention(nn.Module):
         self.W_value = make_linear(d_in, d_out, qkv_bias, generator)
         self.out_proj = make_linear(d_out, d_out, True, generator)
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer(
-            "mask", torch.triu(torch.ones(context_length, context_length), diagonal=1)
-        )
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
 
     def split_heads(self, t: torch.Tensor) -> torch.Tensor:
         """(b, T, d_out) -> (b, h, T, hd): one slice of the width per head."""
@@ -322,7 +310,12 @@ class MultiHeadAttention(nn.Module):
         allowed = ~self.mask.bool()[:num_tokens, :num_tokens]  # (T, T)
         dropout_p = self.dropout.p if self.training else 0.0
         trace = scaled_dot_product_attention(
-            queries, keys, values, attn_mask=allowed, dropout_p=dropout_p, scale=scale,
+            queries,
+            keys,
+            values,
+            attn_mask=allowed,
+            dropout_p=dropout_p,
+            scale=scale,
             generator=generator,
         )
         output = self.out_proj(self.merge_heads(trace.context))  # (b, T, d_out)
@@ -381,9 +374,7 @@ class SingleSelfAttentionHead(nn.Module):
         num_tokens = x.shape[-2]
         allowed = self.causal_mask[:num_tokens, :num_tokens].bool()  # 1 = may attend here
         scale = self.head_size**-0.5 if scale is None else scale
-        return scaled_dot_product_attention(
-            self.query(x), self.key(x), self.value(x), attn_mask=allowed, scale=scale
-        )
+        return scaled_dot_product_attention(self.query(x), self.key(x), self.value(x), attn_mask=allowed, scale=scale)
 
 
 class CrossAttention(nn.Module):
@@ -394,9 +385,7 @@ class CrossAttention(nn.Module):
     a different number of tokens from x_1.
     """
 
-    def __init__(
-        self, d_in: int, d_out_kq: int, d_out_v: int, *, generator: torch.Generator | None = None
-    ):
+    def __init__(self, d_in: int, d_out_kq: int, d_out_v: int, *, generator: torch.Generator | None = None):
         super().__init__()
         _check_dims(d_in=d_in, d_out_kq=d_out_kq, d_out_v=d_out_v)
         self.W_query = nn.Parameter(torch.rand(d_out_kq, d_in, generator=generator))  # (d_k, d_in)
@@ -406,9 +395,7 @@ class CrossAttention(nn.Module):
     def forward(self, x_1: torch.Tensor, x_2: torch.Tensor) -> torch.Tensor:
         return self.trace(x_1, x_2).output
 
-    def trace(
-        self, x_1: torch.Tensor, x_2: torch.Tensor, *, scale: float | None = None
-    ) -> AttentionTrace:
+    def trace(self, x_1: torch.Tensor, x_2: torch.Tensor, *, scale: float | None = None) -> AttentionTrace:
         d_in = self.W_query.shape[1]
         _check_input(x_1, d_in)
         _check_input(x_2, d_in)
@@ -453,7 +440,12 @@ def multihead_from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAtten
     d_out = head_dim * num_heads
     qkv_bias = first.W_query.bias is not None
     mha = MultiHeadAttention(
-        d_in, d_out, first.context_length, first.dropout.p, num_heads, qkv_bias,
+        d_in,
+        d_out,
+        first.context_length,
+        first.dropout.p,
+        num_heads,
+        qkv_bias,
         generator=torch.Generator().manual_seed(0),
     )
     for name in ("W_query", "W_key", "W_value"):
@@ -477,13 +469,16 @@ def torch_multihead_from(mha: MultiHeadAttention) -> nn.MultiheadAttention:
     if d_in != d_out:
         raise ValueError("nn.MultiheadAttention needs d_in == d_out for self-attention.")
     reference = nn.MultiheadAttention(
-        d_out, mha.num_heads, dropout=mha.dropout.p, bias=True, batch_first=True,
+        d_out,
+        mha.num_heads,
+        dropout=mha.dropout.p,
+        bias=True,
+        batch_first=True,
         device="meta",
     ).to_empty(device=mha.W_query.weight.device)
     weights = [mha.W_query.weight, mha.W_key.weight, mha.W_value.weight]
     reference.in_proj_weight.copy_(torch.cat(weights, dim=0))  # (3 * d_out, d_out)
-    biases = [lin.bias if lin.bias is not None else torch.zeros(d_out) for lin in
-              (mha.W_query, mha.W_key, mha.W_value)]
+    biases = [lin.bias if lin.bias is not None else torch.zeros(d_out) for lin in (mha.W_query, mha.W_key, mha.W_value)]
     reference.in_proj_bias.copy_(torch.cat(biases))
     reference.out_proj.weight.copy_(mha.out_proj.weight)
     reference.out_proj.bias.copy_(mha.out_proj.bias)

@@ -68,9 +68,7 @@ def naive_softmax_overflow_threshold(dtype: torch.dtype = torch.float32) -> floa
     return math.log(torch.finfo(dtype).max)
 
 
-def context_vector_loop(
-    inputs: torch.Tensor, weights: torch.Tensor, query_index: int
-) -> torch.Tensor:
+def context_vector_loop(inputs: torch.Tensor, weights: torch.Tensor, query_index: int) -> torch.Tensor:
     """z_i = sum_j alpha_ij x_j, one term at a time: -> (d,)."""
     _check_query_index(inputs, query_index)
     context = torch.zeros_like(inputs[0])
@@ -86,7 +84,4 @@ def context_vectors(inputs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor
 
 def _check_query_index(inputs: torch.Tensor, query_index: int) -> None:
     if not 0 <= int(query_index) < inputs.shape[0]:
-        raise ValueError(
-            f"The query token index must be between 0 and {inputs.shape[0] - 1}, "
-            f"got {query_index}."
-        )
+        raise ValueError(f"The query token index must be between 0 and {inputs.shape[0] - 1}, got {query_index}.")

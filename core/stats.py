@@ -25,9 +25,7 @@ def _check_dims_trials(dims: Sequence[int], trials: int) -> list[int]:
     return dims
 
 
-def sample_dot_products(
-    dims: Sequence[int], trials: int, generator: torch.Generator | None = None
-) -> torch.Tensor:
+def sample_dot_products(dims: Sequence[int], trials: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """`trials` samples of q.k for unit-normal q, k in R^d, for each d: -> (trials, len(dims)).
 
     Drawing d-dimensional q and k costs 2*d numbers per trial (200M for d up to 512).

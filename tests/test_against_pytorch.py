@@ -72,9 +72,7 @@ def test_multihead_matches_torch_multiheadattention(device: torch.device, num_he
     x = torch.randn(3, 10, d, generator=gen(12)).to(device)
     future = torch.triu(torch.ones(10, 10, dtype=torch.bool, device=device), diagonal=1)
     # nn.MultiheadAttention's boolean mask means True = NOT allowed (SDPA's is the opposite).
-    out, weights = reference(
-        x, x, x, attn_mask=future, need_weights=True, average_attn_weights=False
-    )
+    out, weights = reference(x, x, x, attn_mask=future, need_weights=True, average_attn_weights=False)
     trace = mha.trace(x)
     assert torch.allclose(trace.output, out, atol=1e-5)
     assert weights.shape == trace.weights.shape == (3, num_heads, 10, 10)

@@ -19,10 +19,14 @@ def seeded_run(seed: int) -> torch.Tensor:
     trace = mha.trace(x, generator=gen(seed + 1))
     variance = core.dot_product_variance([4, 16], 2_000, gen(seed + 2))
     v1 = core.SelfAttention_v1(6, 4, generator=gen(seed))(x[0])
-    return torch.cat([
-        trace.output.flatten(), trace.dropout_mask.float().flatten(),
-        torch.tensor(variance.unscaled_var.values, dtype=torch.float32), v1.flatten(),
-    ]).detach()
+    return torch.cat(
+        [
+            trace.output.flatten(),
+            trace.dropout_mask.float().flatten(),
+            torch.tensor(variance.unscaled_var.values, dtype=torch.float32),
+            v1.flatten(),
+        ]
+    ).detach()
 
 
 def test_eight_threads_while_global_rng_is_reseeded() -> None:

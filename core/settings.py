@@ -1,0 +1,188 @@
+"""The dashboard's shared settings, their limits, the presets, and link validation.
+
+Pure Python: the sidebar builds its widgets from these ranges, and tests check
+them without a server.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+
+from core.examples import (
+    MAX_D_IN,
+    MAX_TEXT_CHARS,
+    Example,
+    cats_example,
+    embed_text,
+    journey_example,
+    life_example,
+    random_words_example,
+)
+
+# Caps on what a student can ask for; see README "Scaling out" for how they were chosen.
+LIMITS: dict[str, tuple[float, float]] = {
+    "d_in": (1, MAX_D_IN),
+    "d_out": (1, 64),
+    "seed": (0, 2**31 - 1),
+    "dropout": (0.0, 0.9),
+    "num_heads": (1, 8),
+}
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One source's worked example: which inputs, dimensions and seed reproduce it."""
+
+    key: str
+    label: str
+    source: str
+    d_in: int | None  # None: the student chooses (own sentence)
+    d_out: int
+    seed: int
+    num_heads: int
+    dropout: float
+    query_index: int  # the token the source focuses on
+    weights: str  # "rand_x_at_w" (book), "randn" (seed 004), "rand_w_at_x" (seed 003)
+
+
+PRESETS: dict[str, Preset] = {
+    p.key: p
+    for p in (
+        Preset(
+            "book",
+            "Your journey starts with one step (book, seeds 000/001)",
+            "seed 000 + seed 001",
+            3,
+            2,
+            123,
+            2,
+            0.0,
+            1,
+            "rand_x_at_w",
+        ),
+        Preset(
+            "notebook", "These are random words and embeddings (seed 004)", "seed 004", 3, 2, 123, 2, 0.0, 2, "randn"
+        ),
+        Preset(
+            "article", "Life is short, eat dessert first (seed 003)", "seed 003", 16, 24, 123, 3, 0.0, 1, "rand_w_at_x"
+        ),
+        Preset("blog", "cats climb trees during storms (seed 002)", "seed 002", 4, 4, 123, 2, 0.0, 2, "rand_x_at_w"),
+        Preset("custom", "Your own sentence", "you", None, 4, 123, 2, 0.0, 0, "rand_x_at_w"),
+    )
+}
+
+DEFAULT_TEXT = "The cat sat on the mat because it was tired"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the sidebar controls. Frozen and hashable: a safe cache key."""
+
+    preset: str = "book"
+    text: str = DEFAULT_TEXT
+    d_in: int = 3  # width of each input embedding (own sentence only)
+    d_out: int = 2  # width of queries, keys and values (all heads together)
+    seed: int = 123  # seeds every random draw of the page
+    dropout: float = 0.0  # probability of dropping an attention weight in training mode
+    num_heads: int = 2
+    scale: bool = True  # divide scores by sqrt(d_k) before the softmax
+    device: str = "cpu"
+
+    @property
+    def preset_info(self) -> Preset:
+        return PRESETS.get(self.preset, PRESETS["book"])
+
+    @property
+    def scale_factor(self) -> float | None:
+        """What to pass as SDPA's `scale`: None = 1/sqrt(d_k), 1.0 = no scaling."""
+        return None if self.scale else 1.0
+
+
+def settings_for_preset(key: str, base: Settings | None = None) -> Settings:
+    """The settings a preset sets: its dimensions, seed, heads and dropout."""
+    preset = PRESETS[key]
+    base = base or Settings()
+    return Settings(
+        preset=key,
+        text=base.text,
+        d_in=preset.d_in if preset.d_in is not None else base.d_in,
+        d_out=preset.d_out,
+        seed=preset.seed,
+        dropout=preset.dropout,
+        num_heads=preset.num_heads,
+        scale=True,
+        device=base.device,
+    )
+
+
+def load_example(settings: Settings) -> Example:
+    """The input tokens and embeddings for these settings; raises ValueError on bad text."""
+    key = settings.preset
+    if key == "book":
+        return journey_example()
+    if key == "notebook":
+        return random_words_example()
+    if key == "article":
+        return life_example(torch.Generator().manual_seed(123))
+    if key == "blog":
+        return cats_example(d_in=settings.d_in, seed=settings.seed)[0]
+    return embed_text(settings.text, settings.d_in, settings.seed)
+
+
+def effective_d_in(settings: Settings) -> int:
+    """The input width actually used: fixed by the source for the source presets."""
+    fixed = settings.preset_info.d_in
+    return settings.d_in if fixed is None or settings.preset == "blog" else fixed
+
+
+# ------------------------------------------------------------------ link (query-param) checks
+_INT_KEYS = ("d_in", "d_out", "seed", "num_heads")
+
+
+def check_link_params(params: Mapping[str, str | list[str]], devices: list[str]) -> list[str]:
+    """Messages for link values the app will ignore (it keeps its defaults for those).
+
+    Only our own keys are checked; unknown keys are mentioned once.
+    """
+    notes: list[str] = []
+    known = {*LIMITS, "preset", "text", "scale", "device", "query"}
+    for name, raw in params.items():
+        value = raw[-1] if isinstance(raw, list) else raw
+        shown = _shorten(str(value))
+        if name not in known:
+            notes.append(f"Unknown link parameter '{_shorten(name, 20)}' was ignored.")
+        elif name in _INT_KEYS:
+            low, high = LIMITS[name]
+            number = _as_number(value)
+            if number is None or not number.is_integer() or not low <= number <= high:
+                notes.append(f"'{name}={shown}' is not a whole number from {int(low)} to {int(high)}; ignored.")
+        elif name == "dropout":
+            number = _as_number(value)
+            low, high = LIMITS["dropout"]
+            if number is None or not low <= number <= high:
+                notes.append(f"'dropout={shown}' is not a rate from {low} to {high}; ignored.")
+        elif name == "preset" and value not in PRESETS:
+            notes.append(f"'preset={shown}' is not one of {', '.join(PRESETS)}; ignored.")
+        elif name == "scale" and str(value).lower() not in {"true", "false"}:
+            notes.append(f"'scale={shown}' must be true or false; ignored.")
+        elif name == "device" and value not in devices:
+            notes.append(f"'device={shown}' is not available here ({', '.join(devices)}); ignored.")
+        elif name == "text" and len(str(value)) > MAX_TEXT_CHARS:
+            notes.append(f"The linked sentence is longer than {MAX_TEXT_CHARS} characters; ignored.")
+    return notes
+
+
+def _as_number(value: object) -> float | None:
+    try:
+        number = float(str(value))
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _shorten(text: str, limit: int = 30) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

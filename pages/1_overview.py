@@ -1,0 +1,33 @@
+"""Lesson 1: why attention, the chapter's mental model, how to use the lab."""
+
+import streamlit as st
+
+from core.charts import heatmap
+from core.lessons import dims, matrix_frame, unique_labels
+from core.settings import load_example
+from pages import _ui
+
+st.title("Attention Lab")
+st.caption("How transformer LLMs decide what to look at: step by step, with real numbers.")
+_ui.show_input_problem()
+left, right = st.columns([3, 2])
+with left:
+    _ui.prose("overview", "why")
+    _ui.prose("overview", "model")
+with right:
+    st.subheader("How to use it")
+    _ui.prose("overview", "sidebar")
+    settings = _ui.settings()
+    example = load_example(settings)
+    tokens = unique_labels(example.tokens)
+    st.markdown(f"**Current input** ({settings.preset_info.source}): {len(tokens)} tokens × d_in = {example.d_in}")
+    _ui.chart(
+        heatmap(
+            matrix_frame(example.embeddings, tokens, dims("x", example.d_in)),
+            "Input embeddings",
+            signed=bool((example.embeddings < 0).any()),
+            x_title="embedding dimension",
+            y_title="token",
+        ),
+        "Heatmap of the input embeddings: one row per token, one column per embedding dimension.",
+    )

@@ -1,0 +1,80 @@
+"""Lesson 3: queries, keys and values from trainable matrices."""
+
+import streamlit as st
+
+from core import charts
+from core.snippets import trainable_code
+from pages import _ui
+
+st.title("2 · Self-attention with trainable weights")
+_ui.show_input_problem()
+settings = _ui.settings()
+_ui.prose("trainable_weights", "intro")
+first = _ui.trainable_lesson(settings, 0)
+query = _ui.query_picker(first.tokens, settings.preset_info.query_index)
+lesson = _ui.trainable_lesson(settings, query)
+token, values = lesson.tokens[query], lesson.values
+
+cols = st.columns(3)
+for col, name in zip(cols, ("W_query", "W_key", "W_value"), strict=True):
+    with col:
+        _ui.chart(
+            charts.heatmap(lesson.frames[name], name, signed=True, x_title="output", y_title="input"),
+            f"Heatmap of the weight matrix {name}.",
+        )
+st.latex(r"Q = X W_q,\quad K = X W_k,\quad V = X W_v")
+cols = st.columns(3)
+for col, name, label in zip(cols, ("queries", "keys", "values"), ("Q", "K", "V"), strict=True):
+    with col:
+        _ui.chart(
+            charts.heatmap(lesson.frames[name], label, signed=True, x_title="dimension", y_title="token"),
+            f"Heatmap of the {name}, one row per token.",
+        )
+
+st.subheader(f"One query: “{token}”")
+_ui.prose("trainable_weights", "steps")
+scale_text = r"\frac{1}{\sqrt{d_k}}" if settings.scale else "1"
+st.latex(
+    rf"\text{{Attention}}(Q, K, V) = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V"
+    rf"\qquad d_k = {values['d_k']},\ \text{{scale}} = {values['scale']:.4f}"
+)
+q = ", ".join(f"{v:.4f}" for v in values["query_vector"])
+st.markdown(f"q = **[{q}]**")
+st.dataframe(lesson.frames["one_query"].set_index("token").round(4).T, width="stretch")
+z = ", ".join(f"{v:.4f}" for v in values["query_context"])
+st.markdown(f"context vector z for “{token}” = **[{z}]**")
+
+st.subheader("All queries at once")
+c1, c2, c3 = st.columns(3)
+with c1:
+    _ui.chart(
+        charts.heatmap(lesson.frames["scores"], "Scores ω = Q Kᵀ", signed=True), "Heatmap of the raw attention scores."
+    )
+with c2:
+    _ui.chart(
+        charts.heatmap(lesson.frames["weights"], "Weights (click a row)", value_title="weight", select_rows=True),
+        "Heatmap of the attention weights after the softmax.",
+        key="tw_weights",
+        on_select=lambda: _ui.select_query_from_chart("tw_weights"),
+    )
+with c3:
+    _ui.chart(
+        charts.heatmap(
+            lesson.frames["context"], "Context Z = weights @ V", signed=True, x_title="dimension", y_title="token"
+        ),
+        "Heatmap of the context vectors.",
+    )
+
+st.subheader("SelfAttention_v1 vs SelfAttention_v2")
+_ui.prose("trainable_weights", "versions")
+st.dataframe(lesson.frames["v1_vs_v2"].set_index("token").round(4), width="stretch")
+a, b = st.columns(2)
+a.metric("max |v1 − v2|, own initialisations", f"{values['v1_fresh_max_diff']:.4f}")
+b.metric("max |v1 − v2|, v2's weights copied into v1", f"{values['v1_copied_max_diff']:.1e}")
+if settings.preset == "book":
+    st.caption("The book builds v2 with seed 789: set the seed to 789 to see its row 1, [-0.0739, 0.0713].")
+
+st.subheader("d_v may differ from d_k")
+_ui.prose("trainable_weights", "dv")
+st.markdown(f"Here d_k = **{values['d_k']}** and d_v = **{values['d_v']}**.")
+_ui.code_expander(trainable_code(settings))

@@ -1,0 +1,64 @@
+"""Lesson 4: why the scores are divided by sqrt(d_k)."""
+
+import streamlit as st
+
+from core import charts
+from core.snippets import scaling_code
+from core.stats import MAX_TRIALS
+from pages import _ui
+
+st.title("3 · Why scale by √d_k")
+settings = _ui.settings()
+_ui.prose("why_scale", "intro")
+c1, c2 = st.columns(2)
+multiplier = c1.select_slider("Score multiplier", [1.0, 2.0, 4.0, 8.0, 16.0], value=8.0, key="multiplier")
+trials = c2.select_slider(
+    "Monte Carlo trials per d_k",
+    [1_000, 10_000, 100_000, MAX_TRIALS],
+    value=100_000,
+    key="trials",
+    help=f"Capped at {MAX_TRIALS:,} to keep the page fast for a whole class.",
+)
+lesson = _ui.scaling_lesson(settings, int(trials), float(multiplier))
+values = lesson.values
+
+st.subheader("(a) Bigger scores, peakier softmax")
+_ui.prose("why_scale", "peaky")
+st.latex(r"\text{softmax}(m\,\omega)_j = \frac{e^{m \omega_j}}{\sum_k e^{m \omega_k}}")
+_ui.chart(
+    charts.sweep_chart(lesson.frames["sweep"], float(multiplier)),
+    "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8 and 16.",
+)
+m1, m2 = st.columns(2)
+m1.metric(f"largest weight at ×{multiplier:g}", f"{values['max_weight']:.4f}")
+m2.metric("effective number of tokens", f"{values['effective_tokens']:.2f}")
+metric = (
+    st.segmented_control(
+        "Measure", ["max_weight", "entropy", "effective_tokens"], default="max_weight", key="peak_metric"
+    )
+    or "max_weight"
+)
+_ui.chart(
+    charts.peakiness_chart(lesson.frames["peakiness"], metric),
+    f"Line chart of {metric} against d_k for random queries and 8 keys, with and without scaling.",
+)
+if not settings.scale:
+    st.warning("Scaling is switched off in the sidebar: the red (unscaled) lines are what your model sees.")
+
+st.subheader("(b) The variance of q·k grows like d_k")
+_ui.prose("why_scale", "variance")
+st.latex(r"\operatorname{Var}(q\cdot k) = d_k, \qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
+_ui.chart(
+    charts.variance_chart(lesson.frames["variance"]),
+    "Log-log chart: measured variance of q·k grows along the line d_k; the scaled variance stays at 1.",
+)
+st.dataframe(lesson.frames["variance"].round(4), width="stretch", hide_index=True)
+
+st.subheader("(c) Saturated softmax, vanishing gradients")
+_ui.prose("why_scale", "saturation")
+st.latex(r"\frac{\partial s_j}{\partial x_k} = s_j(\delta_{jk} - s_k)")
+_ui.chart(
+    charts.saturation_chart(lesson.frames["saturation"]),
+    "Line chart: the norm of the softmax Jacobian falls towards zero as the multiplier grows.",
+)
+_ui.code_expander(scaling_code(settings, int(trials)))

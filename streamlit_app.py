@@ -1,0 +1,180 @@
+"""Attention Lab: the frame. Navigation, the shared sidebar, and nothing else.
+
+Every sidebar value survives page switches (persist_state="session") and lives in
+the URL (bind="query-params"), so a teacher can share a link to exactly this view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from core.device import available_devices
+from core.examples import MAX_TEXT_CHARS
+from core.settings import LIMITS, PRESETS, Settings, check_link_params, load_example, settings_for_preset
+
+st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
+
+PAGES = {
+    "Start": [
+        st.Page("pages/1_overview.py", title="Overview", icon=":material/home:", default=True, url_path="overview"),
+    ],
+    "Attention step by step": [
+        st.Page(
+            "pages/2_without_weights.py",
+            title="Attention without weights",
+            icon=":material/looks_one:",
+            url_path="without-weights",
+        ),
+        st.Page(
+            "pages/3_trainable_weights.py",
+            title="Trainable weights",
+            icon=":material/looks_two:",
+            url_path="trainable-weights",
+        ),
+        st.Page("pages/4_why_scale.py", title="Why scale by √d_k", icon=":material/looks_3:", url_path="why-scale"),
+        st.Page(
+            "pages/5_causal_dropout.py",
+            title="Causal attention and dropout",
+            icon=":material/looks_4:",
+            url_path="causal",
+        ),
+        st.Page(
+            "pages/6_multi_head.py", title="Multi-head attention", icon=":material/looks_5:", url_path="multi-head"
+        ),
+    ],
+    "Going further": [
+        st.Page(
+            "pages/7_cross_attention.py",
+            title="Cross-attention",
+            icon=":material/compare_arrows:",
+            url_path="cross-attention",
+        ),
+    ],
+}
+
+# Which controls each page ignores, and the one-line reason shown beside them.
+UNUSED: dict[str, dict[str, str]] = {
+    "overview": {
+        "d_out": "no projections on this page",
+        "dropout": "no attention weights here",
+        "num_heads": "no heads here",
+        "scale": "no scores here",
+        "device": "nothing to compute here",
+    },
+    "without-weights": {
+        "d_out": "no weights: inputs are their own queries, keys and values",
+        "dropout": "dropout arrives with causal attention",
+        "num_heads": "one head only",
+        "scale": "raw dot products, as in the sources' first version",
+    },
+    "trainable-weights": {
+        "dropout": "dropout arrives with causal attention",
+        "num_heads": "a single head on this page",
+    },
+    "why-scale": {
+        "preset": "this page uses random vectors",
+        "text": "this page uses random vectors",
+        "d_in": "random vectors of every d_k are drawn",
+        "d_out": "d_k is swept from 1 to 512",
+        "dropout": "no dropout in these experiments",
+        "num_heads": "no heads here",
+        "device": "small experiments run on the CPU",
+    },
+    "causal": {"num_heads": "a single causal head on this page"},
+    "multi-head": {},
+    "cross-attention": {"dropout": "no dropout in this example", "num_heads": "a single head on this page"},
+}
+
+
+def apply_preset() -> None:
+    """on_change of the preset box: choosing a preset sets the sidebar to its values."""
+    key = st.session_state.get("preset", "book")
+    chosen = settings_for_preset(key, Settings(d_in=st.session_state.get("d_in", 3)))
+    for name in ("d_in", "d_out", "seed", "dropout", "num_heads", "scale"):
+        st.session_state[name] = getattr(chosen, name)
+
+
+def sidebar(page_key: str) -> Settings:
+    unused = UNUSED.get(page_key, {})
+    devices = available_devices()
+    if "link_notes" not in st.session_state:  # first run of this session: check the link once
+        st.session_state["link_notes"] = check_link_params(st.query_params.to_dict(), devices)
+    common = {"bind": "query-params", "persist_state": "session"}
+
+    def off(name: str) -> dict:
+        return {"disabled": name in unused, "help": f"Not used here: {unused[name]}." if name in unused else None}
+
+    with st.sidebar:
+        st.subheader("Settings")
+        preset = st.selectbox(
+            "Input (a source's worked example, or your own sentence)",
+            list(PRESETS),
+            key="preset",
+            on_change=apply_preset,
+            **common,
+            **off("preset"),
+        )
+        st.caption(PRESETS[preset].label)
+        custom = preset == "custom"
+        text = st.text_input(
+            "Your sentence",
+            Settings().text,
+            max_chars=MAX_TEXT_CHARS,
+            key="text",
+            **common,
+            disabled=not custom or "text" in unused,
+            help="Choose 'Your own sentence' above to type one." if not custom else None,
+        )
+        fixed_d_in = PRESETS[preset].d_in is not None and preset != "blog"
+        d_in = st.slider(
+            "d_in (embedding width)",
+            *map(int, LIMITS["d_in"]),
+            3,
+            key="d_in",
+            **common,
+            disabled=fixed_d_in or "d_in" in unused,
+            help="Fixed by the source's own embeddings." if fixed_d_in else off("d_in")["help"],
+        )
+        d_out = st.slider(
+            "d_out (query/key/value width)", *map(int, LIMITS["d_out"]), 2, key="d_out", **common, **off("d_out")
+        )
+        seed = st.number_input("Seed", *map(int, LIMITS["seed"]), 123, step=1, key="seed", **common, **off("seed"))
+        dropout = st.slider(
+            "Dropout rate", *LIMITS["dropout"], 0.0, step=0.05, key="dropout", **common, **off("dropout")
+        )
+        num_heads = st.slider("Heads", *map(int, LIMITS["num_heads"]), 2, key="num_heads", **common, **off("num_heads"))
+        scale = st.toggle("Scale scores by 1/√d_k", True, key="scale", **common, **off("scale"))
+        device = st.selectbox("Device", devices, key="device", **common, **off("device"))
+        if unused:
+            st.caption("Greyed out here: " + "; ".join(f"**{k}** ({v})" for k, v in unused.items()))
+        for note in st.session_state["link_notes"]:
+            st.warning(note, icon=":material/link_off:")
+    return Settings(
+        preset=preset,
+        text=text or "",
+        d_in=int(d_in),
+        d_out=int(d_out),
+        seed=int(seed),
+        dropout=float(dropout),
+        num_heads=int(num_heads),
+        scale=bool(scale),
+        device=device,
+    )
+
+
+def usable(settings: Settings) -> Settings:
+    """Fall back to the book's example when the student's sentence cannot be used."""
+    st.session_state["input_problem"] = None
+    try:
+        load_example(settings)
+    except ValueError as error:
+        st.session_state["input_problem"] = f"{error} Showing the book's example instead."
+        return replace(settings, preset="book")
+    return settings
+
+
+page = st.navigation(PAGES)
+st.session_state["settings"] = usable(sidebar(page.url_path or "overview"))  # default page: ""
+page.run()
