@@ -25,23 +25,23 @@ PAGES = {
             "pages/2_without_weights.py",
             title="Attention without weights",
             icon=":material/looks_one:",
-            url_path="without-weights",
+            url_path="without_weights",
         ),
         st.Page(
             "pages/3_trainable_weights.py",
             title="Trainable weights",
             icon=":material/looks_two:",
-            url_path="trainable-weights",
+            url_path="trainable_weights",
         ),
-        st.Page("pages/4_why_scale.py", title="Why scale by √d_k", icon=":material/looks_3:", url_path="why-scale"),
+        st.Page("pages/4_why_scale.py", title="Why scale by √d_k", icon=":material/looks_3:", url_path="why_scale"),
         st.Page(
             "pages/5_causal_dropout.py",
             title="Causal attention and dropout",
             icon=":material/looks_4:",
-            url_path="causal",
+            url_path="causal_dropout",
         ),
         st.Page(
-            "pages/6_multi_head.py", title="Multi-head attention", icon=":material/looks_5:", url_path="multi-head"
+            "pages/6_multi_head.py", title="Multi-head attention", icon=":material/looks_5:", url_path="multi_head"
         ),
     ],
     "Going further": [
@@ -49,11 +49,13 @@ PAGES = {
             "pages/7_cross_attention.py",
             title="Cross-attention",
             icon=":material/compare_arrows:",
-            url_path="cross-attention",
+            url_path="cross_attention",
         ),
     ],
 }
 
+# URL paths equal the file names without their number, as Streamlit derives them for a
+# pages/ folder, so a first deep link that starts in legacy mode keeps its page (see pages/_ui.py).
 # Which controls each page ignores, and the one-line reason shown beside them.
 UNUSED: dict[str, dict[str, str]] = {
     "overview": {
@@ -63,17 +65,17 @@ UNUSED: dict[str, dict[str, str]] = {
         "scale": "no scores here",
         "device": "nothing to compute here",
     },
-    "without-weights": {
+    "without_weights": {
         "d_out": "no weights: inputs are their own queries, keys and values",
         "dropout": "dropout arrives with causal attention",
         "num_heads": "one head only",
         "scale": "raw dot products, as in the sources' first version",
     },
-    "trainable-weights": {
+    "trainable_weights": {
         "dropout": "dropout arrives with causal attention",
         "num_heads": "a single head on this page",
     },
-    "why-scale": {
+    "why_scale": {
         "preset": "this page uses random vectors",
         "text": "this page uses random vectors",
         "d_in": "random vectors of every d_k are drawn",
@@ -82,9 +84,9 @@ UNUSED: dict[str, dict[str, str]] = {
         "num_heads": "no heads here",
         "device": "small experiments run on the CPU",
     },
-    "causal": {"num_heads": "a single causal head on this page"},
-    "multi-head": {},
-    "cross-attention": {"dropout": "no dropout in this example", "num_heads": "a single head on this page"},
+    "causal_dropout": {"num_heads": "a single causal head on this page"},
+    "multi_head": {},
+    "cross_attention": {"dropout": "no dropout in this example", "num_heads": "a single head on this page"},
 }
 
 

@@ -23,22 +23,27 @@ def heatmap(
     x_title: str = "key",
     y_title: str = "query",
     height: int | None = None,
+    min_magnitude: float = 0.0,
 ) -> alt.Chart:
-    """A labelled heatmap of a long matrix frame (row, col, value, row_index, col_index)."""
+    """A labelled heatmap of a long matrix frame (row, col, value, row_index, col_index).
+
+    `min_magnitude` floors the colour range of a signed map, so float noise (1e-8)
+    in a difference matrix stays white instead of being stretched to full colour.
+    """
     rows = list(dict.fromkeys(frame["row"]))
     cols = list(dict.fromkeys(frame["col"]))
-    magnitude = float(frame["value"].abs().max() or 1.0)
+    magnitude = max(float(frame["value"].abs().max() or 1.0), min_magnitude)
     scale = (
         alt.Scale(scheme="blueorange", domainMid=0, domain=[-magnitude, magnitude])
         if signed
         else alt.Scale(scheme="viridis")
     )
     base = alt.Chart(frame, title=title).encode(
-        x=alt.X("col:N", sort=cols, title=x_title, axis=alt.Axis(labelAngle=-40)),
+        x=alt.X("col:N", sort=cols, title=x_title, axis=alt.Axis(labelAngle=-40, labelOverlap=False)),
         y=alt.Y("row:N", sort=rows, title=y_title),
     )
     rect = base.mark_rect().encode(
-        color=alt.Color("value:Q", scale=scale, title=value_title),
+        color=alt.Color("value:Q", scale=scale, title=value_title, legend=alt.Legend(orient="bottom")),
         tooltip=[
             alt.Tooltip("row:N", title=y_title),
             alt.Tooltip("col:N", title=x_title),
@@ -51,8 +56,10 @@ def heatmap(
     layers = [rect]
     if show_values and len(rows) * len(cols) <= 24 * 24:
         threshold = 0.0 if signed else float(frame["value"].min() + frame["value"].max()) / 2
-        text = base.mark_text(fontSize=11 if len(cols) <= 10 else 8).encode(
-            text=alt.Text("value:Q", format=".2f" if len(cols) > 8 else ".4f"),
+        # Fewer decimals as cells get narrower; the tooltip always has four.
+        decimals, font = (4, 11) if len(cols) <= 4 else (3, 10) if len(cols) <= 8 else (2, 8)
+        text = base.mark_text(fontSize=font).encode(
+            text=alt.Text("value:Q", format=f".{decimals}f"),
             color=alt.condition(
                 f"abs(datum.value) > {magnitude * 0.5}" if signed else f"datum.value > {threshold}",
                 alt.value("black"),
@@ -60,10 +67,12 @@ def heatmap(
             ),
         )
         layers.append(text)
-    chart = alt.layer(*layers)
-    if height is not None:
-        chart = chart.properties(height=height)
-    return chart
+    # Size by cell (a "step" per category) so each number fits its cell at any matrix size.
+    cell_width = 62 if len(cols) <= 6 else 46 if len(cols) <= 10 else 30
+    cell_height = 28 if len(rows) <= 12 else 20
+    return alt.layer(*layers).properties(
+        width=alt.Step(cell_width), height=height if height is not None else alt.Step(cell_height)
+    )
 
 
 def grouped_bars(frame: pd.DataFrame, x: str, value: str, group: str, title: str) -> alt.Chart:

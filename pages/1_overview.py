@@ -7,6 +7,8 @@ from core.lessons import dims, matrix_frame, unique_labels
 from core.settings import load_example
 from pages import _ui
 
+_ui.require_frame()
+
 st.title("Attention Lab")
 st.caption("How transformer LLMs decide what to look at: step by step, with real numbers.")
 _ui.show_input_problem()

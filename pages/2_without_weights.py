@@ -6,6 +6,8 @@ from core import charts
 from core.snippets import simple_code
 from pages import _ui
 
+_ui.require_frame()
+
 st.title("1 · Attention without trainable weights")
 _ui.show_input_problem()
 settings = _ui.settings()

@@ -6,6 +6,8 @@ from core import charts
 from core.snippets import trainable_code
 from pages import _ui
 
+_ui.require_frame()
+
 st.title("2 · Self-attention with trainable weights")
 _ui.show_input_problem()
 settings = _ui.settings()

@@ -7,6 +7,8 @@ from core.snippets import scaling_code
 from core.stats import MAX_TRIALS
 from pages import _ui
 
+_ui.require_frame()
+
 st.title("3 · Why scale by √d_k")
 settings = _ui.settings()
 _ui.prose("why_scale", "intro")

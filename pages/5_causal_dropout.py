@@ -6,6 +6,8 @@ from core import charts
 from core.snippets import causal_code
 from pages import _ui
 
+_ui.require_frame()
+
 st.title("4 · Causal attention and dropout")
 _ui.show_input_problem()
 settings = _ui.settings()
@@ -45,7 +47,7 @@ with c2:
     )
 with c3:
     _ui.chart(
-        charts.heatmap(lesson.frames["difference"], "difference", signed=True, show_values=True),
+        charts.heatmap(lesson.frames["difference"], "difference", signed=True, min_magnitude=1e-3),
         "Heatmap of the difference between the two methods: all zeros.",
     )
 st.success(f"Largest difference between the two methods: {values['max_method_difference']:.1e}")

@@ -6,6 +6,8 @@ from core import charts
 from core.snippets import multihead_code
 from pages import _ui
 
+_ui.require_frame()
+
 st.title("5 · Multi-head attention")
 _ui.show_input_problem()
 settings = _ui.settings()

@@ -9,6 +9,8 @@ from core.settings import load_example
 from core.snippets import cross_code
 from pages import _ui
 
+_ui.require_frame()
+
 st.title("6 · Cross-attention")
 _ui.show_input_problem()
 settings = _ui.settings()

@@ -10,12 +10,26 @@ from pathlib import Path
 
 import altair as alt
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from core import lessons
 from core.charts import QUERY_SELECTION
 from core.settings import Settings
 
 TEXT_DIR = Path(__file__).parent / "text"
+
+
+def require_frame() -> None:
+    """Run this page inside streamlit_app.py (navigation + shared sidebar), never alone.
+
+    Streamlit sees the pages/ folder when the server starts and, until st.navigation
+    has run once in the process, serves a deep link such as /causal as a legacy
+    page without the frame. The flag is process-wide and st.navigation clears it
+    itself; we clear it one run earlier and rerun, so the first visitor gets the frame.
+    """
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def settings() -> Settings:

@@ -1,0 +1,154 @@
+"""A real browser: Debian's Chromium driven by Playwright against `streamlit run` on loopback.
+
+Opens every page, moves a sidebar slider, and checks that no exception element and no
+JavaScript error appears; saves a screenshot of each page (JPEG, small). Set
+ATTENTION_LAB_SCREENSHOTS=tests/screenshots to refresh the README's pictures.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [
+    "overview",
+    "without_weights",
+    "trainable_weights",
+    "why_scale",
+    "causal_dropout",
+    "multi_head",
+    "cross_attention",
+]
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed"),
+]
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_up(url: str, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"streamlit did not start at {url}")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "streamlit_app.py",
+        "--server.headless=true",
+        f"--server.port={port}",
+        "--server.address=127.0.0.1",
+        "--browser.gatherUsageStats=false",
+    ]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def wait_for_rerun(page) -> None:
+    """Wait until Streamlit has finished running the script (the status widget is gone)."""
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=60_000)
+    page.wait_for_timeout(300)
+
+
+def d_out_slider(page):
+    container = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"]').filter(has_text="d_out")
+    return container.get_by_role("slider")
+
+
+def test_every_page_in_a_real_browser(server: str, browser, tmp_path: Path) -> None:
+    shots = Path(os.environ.get("ATTENTION_LAB_SCREENSHOTS", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    js_errors: list[str] = []
+    page.on("pageerror", lambda error: js_errors.append(str(error)))
+    for index, name in enumerate(PAGES, start=1):
+        page.goto(f"{server}/{name}", wait_until="domcontentloaded")
+        page.wait_for_selector("h1", timeout=60_000)
+        wait_for_rerun(page)
+        assert page.locator('[data-testid="stException"]').count() == 0, name
+        assert page.locator('[data-testid="stSidebar"] [data-testid="stSlider"]').count() >= 3, name
+        page.screenshot(path=str(shots / f"{index}_{name}.jpg"), type="jpeg", quality=55)
+    assert not js_errors, js_errors
+    context.close()
+
+
+def test_moving_a_slider_reruns_and_updates_the_link(server: str, browser) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    js_errors: list[str] = []
+    page.on("pageerror", lambda error: js_errors.append(str(error)))
+    page.goto(f"{server}/trainable_weights", wait_until="domcontentloaded")
+    page.wait_for_selector("h1", timeout=60_000)
+    wait_for_rerun(page)
+    assert "0.3061, 0.8210" in page.inner_text("body")  # the book's z(2)
+    d_out = d_out_slider(page)
+    d_out.focus()
+    d_out.press("ArrowRight")
+    page.wait_for_url("**d_out=3**", timeout=30_000)
+    wait_for_rerun(page)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert "0.3061, 0.8210" not in page.inner_text("body")  # the numbers changed with d_out
+    # The link reopens exactly this setting in a fresh tab.
+    other = context.new_page()
+    other.goto(page.url, wait_until="domcontentloaded")
+    other.wait_for_selector("h1", timeout=60_000)
+    wait_for_rerun(other)
+    assert d_out_slider(other).input_value() == "3"  # the slider is an <input type="range">
+    assert "0.3061, 0.8210" not in other.inner_text("body")
+    assert not js_errors, js_errors
+    context.close()
