@@ -152,3 +152,19 @@ def test_moving_a_slider_reruns_and_updates_the_link(server: str, browser) -> No
     assert "0.3061, 0.8210" not in other.inner_text("body")
     assert not js_errors, js_errors
     context.close()
+
+
+def test_clicking_a_heatmap_row_selects_the_query(server: str, browser) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+    page = context.new_page()
+    page.goto(f"{server}/without_weights", wait_until="domcontentloaded")
+    page.wait_for_selector("h1", timeout=60_000)
+    wait_for_rerun(page)
+    assert "z for “journey”" in page.inner_text("body")  # the book's query token
+    weights = page.locator('[data-testid="stVegaLiteChart"]').filter(has_text="click a row")
+    # Vega labels each cell for screen readers with its tooltip fields.
+    weights.locator('path[aria-label*="query: step"]').first.click()
+    page.wait_for_function("document.body.innerText.includes('z for “step”')", timeout=30_000)
+    wait_for_rerun(page)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    context.close()
