@@ -6,13 +6,19 @@ the URL (bind="query-params"), so a teacher can share a link to exactly this vie
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import streamlit as st
+import torch
 
 from core.device import available_devices
 from core.examples import MAX_TEXT_CHARS
 from core.settings import LIMITS, PRESETS, Settings, check_link_params, load_example, settings_for_preset
+
+# Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
+# 1-2 cores of a small container when a class reruns at once (override with the variable).
+torch.set_num_threads(int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", "1")))
 
 st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
 
@@ -90,6 +96,14 @@ UNUSED: dict[str, dict[str, str]] = {
 }
 
 
+# Why the sliders stop where they do (caps chosen from bench/ measurements; README "Performance").
+CAPS = {
+    "d_in": "At most 64: wider embeddings stop fitting on a projector and slow every page for the class.",
+    "d_out": "At most 64: wider projections stop fitting on a projector and slow every page for the class.",
+    "num_heads": "At most 8 heads: one readable heatmap per head.",
+}
+
+
 def apply_preset() -> None:
     """on_change of the preset box: choosing a preset sets the sidebar to its values."""
     key = st.session_state.get("preset", "book")
@@ -106,7 +120,9 @@ def sidebar(page_key: str) -> Settings:
     common = {"bind": "query-params", "persist_state": "session"}
 
     def off(name: str) -> dict:
-        return {"disabled": name in unused, "help": f"Not used here: {unused[name]}." if name in unused else None}
+        if name in unused:
+            return {"disabled": True, "help": f"Not used here: {unused[name]}."}
+        return {"disabled": False, "help": CAPS.get(name)}
 
     with st.sidebar:
         st.subheader("Settings")

@@ -220,32 +220,36 @@ def trainable_lesson(settings: Settings, query_index: int) -> Lesson:
 
 
 # ----------------------------------------------------------------- 4. why scale
-def scaling_lesson(settings: Settings, trials: int, multiplier: float) -> Lesson:
-    g = generator(settings.seed)
-    variance = stats.dot_product_variance(stats.DEFAULT_DIMS, trials, g)
-    example_scores = torch.tensor([0.1, -0.2, 0.3, -0.2, 0.5])  # seed 001's vector
-    multipliers = sorted({1.0, 2.0, 4.0, 8.0, 16.0, float(multiplier)})
-    sweep_weights, sweep_summary = stats.softmax_multiplier_sweep(example_scores, multipliers)
-    peaky = stats.peakiness_vs_dk(stats.DEFAULT_DIMS, num_keys=8, trials=1_000, generator=g)
-    saturation = stats.saturation_sweep()
-    lesson = Lesson([f"x{i + 1}" for i in range(5)])
-    lesson.frames.update(
-        variance=variance,
-        sweep=sweep_weights,
-        sweep_summary=sweep_summary,
-        peakiness=peaky,
-        saturation=saturation,
-    )
-    at = sweep_summary[sweep_summary.multiplier == float(multiplier)].iloc[0]
-    lesson.values.update(
-        multiplier=float(multiplier),
-        max_weight=float(at.max_weight),
-        effective_tokens=float(at.effective_tokens),
-        trials=int(trials),
-    )
+SEED_001_SCORES = (0.1, -0.2, 0.3, -0.2, 0.5)  # seed 001's ×8 example
+
+
+def scaling_variance(seed: int, trials: int) -> Lesson:
+    """Monte Carlo variance of q.k, drawn from `generator(seed)` (the Code box repeats it)."""
+    variance = stats.dot_product_variance(stats.DEFAULT_DIMS, trials, generator(seed))
+    lesson = Lesson([])
+    lesson.frames["variance"] = variance
+    lesson.values["trials"] = int(trials)
     lesson.checks.update(
         unscaled_var=torch.tensor(variance.unscaled_var.values),
         scaled_var=torch.tensor(variance.scaled_var.values),
+    )
+    return lesson
+
+
+def scaling_peakiness(seed: int) -> pd.DataFrame:
+    """Peakiness vs d_k, scaling on and off, for random queries against 8 keys."""
+    return stats.peakiness_vs_dk(stats.DEFAULT_DIMS, num_keys=8, trials=1_000, generator=generator(seed + 1))
+
+
+def scaling_sweep(multiplier: float) -> Lesson:
+    """softmax(m · scores) for seed 001's scores at m = 1, 2, 4, 8, 16 and the chosen m."""
+    multipliers = sorted({1.0, 2.0, 4.0, 8.0, 16.0, float(multiplier)})
+    weights, summary = stats.softmax_multiplier_sweep(torch.tensor(SEED_001_SCORES), multipliers)
+    at = summary[summary.multiplier == float(multiplier)].iloc[0]
+    lesson = Lesson([f"x{i + 1}" for i in range(len(SEED_001_SCORES))])
+    lesson.frames.update(sweep=weights, sweep_summary=summary, saturation=stats.saturation_sweep())
+    lesson.values.update(
+        multiplier=float(multiplier), max_weight=float(at.max_weight), effective_tokens=float(at.effective_tokens)
     )
     return lesson
 

@@ -113,12 +113,12 @@ def trainable_code(settings: Settings) -> str:
     return head + body + tail
 
 
-def scaling_code(settings: Settings, trials: int) -> str:
+def scaling_code(seed: int, trials: int) -> str:
     return textwrap.dedent(
         f"""\
         import torch
 
-        g = torch.Generator().manual_seed({settings.seed})
+        g = torch.Generator().manual_seed({int(seed)})
         dims = torch.tensor([1, 2, 4, 8, 16, 32, 64, 128, 256, 512], dtype=torch.float64)
         trials = {int(trials)}
         # q.k for unit-normal q, k in R^d has the same distribution as |q| * z with

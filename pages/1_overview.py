@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from core.charts import heatmap
 from core.lessons import dims, matrix_frame, unique_labels
 from core.settings import load_example
 from pages import _ui
@@ -23,13 +22,11 @@ with right:
     example = load_example(settings)
     tokens = unique_labels(example.tokens)
     st.markdown(f"**Current input** ({settings.preset_info.source}): {len(tokens)} tokens × d_in = {example.d_in}")
-    _ui.chart(
-        heatmap(
-            matrix_frame(example.embeddings, tokens, dims("x", example.d_in)),
-            "Input embeddings",
-            signed=bool((example.embeddings < 0).any()),
-            x_title="embedding dimension",
-            y_title="token",
-        ),
+    _ui.heatmap(
+        matrix_frame(example.embeddings, tokens, dims("x", example.d_in)),
+        "Input embeddings",
         "Heatmap of the input embeddings: one row per token, one column per embedding dimension.",
+        signed=bool((example.embeddings < 0).any()),
+        x_title="embedding dimension",
+        y_title="token",
     )

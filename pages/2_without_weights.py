@@ -64,27 +64,23 @@ st.subheader("Context vectors for every token")
 _ui.prose("without_weights", "context")
 c1, c2 = st.columns(2)
 with c1:
-    _ui.chart(
-        charts.heatmap(
-            lesson.frames["weights"],
-            "Attention weights (click a row to pick the query)",
-            value_title="weight",
-            select_rows=True,
-        ),
+    _ui.heatmap(
+        lesson.frames["weights"],
+        "Attention weights (click a row to pick the query)",
         "Heatmap of the attention weights, queries as rows and keys as columns.",
+        value_title="weight",
+        select_rows=True,
         key="weights_chart",
         on_select=lambda: _ui.select_query_from_chart("weights_chart"),
     )
 with c2:
-    _ui.chart(
-        charts.heatmap(
-            lesson.frames["context"],
-            "Context vectors z = weights @ inputs",
-            x_title="dimension",
-            y_title="token",
-            signed=True,
-        ),
+    _ui.heatmap(
+        lesson.frames["context"],
+        "Context vectors z = weights @ inputs",
         "Heatmap of the context vectors, one row per token.",
+        x_title="dimension",
+        y_title="token",
+        signed=True,
     )
 z = ", ".join(f"{v:.4f}" for v in lesson.values["query_context"])
 st.markdown(f"z for “{token}” = **[{z}]**")

@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from core import charts
 from core.snippets import trainable_code
 from pages import _ui
 
@@ -20,17 +19,25 @@ token, values = lesson.tokens[query], lesson.values
 cols = st.columns(3)
 for col, name in zip(cols, ("W_query", "W_key", "W_value"), strict=True):
     with col:
-        _ui.chart(
-            charts.heatmap(lesson.frames[name], name, signed=True, x_title="output", y_title="input"),
+        _ui.heatmap(
+            lesson.frames[name],
+            name,
             f"Heatmap of the weight matrix {name}.",
+            signed=True,
+            x_title="output",
+            y_title="input",
         )
 st.latex(r"Q = X W_q,\quad K = X W_k,\quad V = X W_v")
 cols = st.columns(3)
 for col, name, label in zip(cols, ("queries", "keys", "values"), ("Q", "K", "V"), strict=True):
     with col:
-        _ui.chart(
-            charts.heatmap(lesson.frames[name], label, signed=True, x_title="dimension", y_title="token"),
+        _ui.heatmap(
+            lesson.frames[name],
+            label,
             f"Heatmap of the {name}, one row per token.",
+            signed=True,
+            x_title="dimension",
+            y_title="token",
         )
 
 st.subheader(f"One query: “{token}”")
@@ -49,22 +56,30 @@ st.markdown(f"context vector z for “{token}” = **[{z}]**")
 st.subheader("All queries at once")
 c1, c2, c3 = st.columns(3)
 with c1:
-    _ui.chart(
-        charts.heatmap(lesson.frames["scores"], "Scores ω = Q Kᵀ", signed=True), "Heatmap of the raw attention scores."
+    _ui.heatmap(
+        lesson.frames["scores"],
+        "Scores ω = Q Kᵀ",
+        "Heatmap of the raw attention scores.",
+        signed=True,
     )
 with c2:
-    _ui.chart(
-        charts.heatmap(lesson.frames["weights"], "Weights (click a row)", value_title="weight", select_rows=True),
+    _ui.heatmap(
+        lesson.frames["weights"],
+        "Weights (click a row)",
         "Heatmap of the attention weights after the softmax.",
+        value_title="weight",
+        select_rows=True,
         key="tw_weights",
         on_select=lambda: _ui.select_query_from_chart("tw_weights"),
     )
 with c3:
-    _ui.chart(
-        charts.heatmap(
-            lesson.frames["context"], "Context Z = weights @ V", signed=True, x_title="dimension", y_title="token"
-        ),
+    _ui.heatmap(
+        lesson.frames["context"],
+        "Context Z = weights @ V",
         "Heatmap of the context vectors.",
+        signed=True,
+        x_title="dimension",
+        y_title="token",
     )
 
 st.subheader("SelfAttention_v1 vs SelfAttention_v2")

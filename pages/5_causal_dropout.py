@@ -36,19 +36,26 @@ _ui.prose("causal_dropout", "methods")
 st.latex(r"\text{masked}_{ij} = \begin{cases}\omega_{ij}/\sqrt{d_k} & j \le i\\ -\infty & j > i\end{cases}")
 c1, c2, c3 = st.columns(3)
 with c1:
-    _ui.chart(
-        charts.heatmap(lesson.frames["after"], "softmax → zero the future → renormalise", value_title="weight"),
+    _ui.heatmap(
+        lesson.frames["after"],
+        "softmax → zero the future → renormalise",
         "Heatmap of causal weights made by masking after the softmax and renormalising.",
+        value_title="weight",
     )
 with c2:
-    _ui.chart(
-        charts.heatmap(lesson.frames["before"], "−∞ above the diagonal → softmax", value_title="weight"),
+    _ui.heatmap(
+        lesson.frames["before"],
+        "−∞ above the diagonal → softmax",
         "Heatmap of causal weights made by masking with minus infinity before the softmax.",
+        value_title="weight",
     )
 with c3:
-    _ui.chart(
-        charts.heatmap(lesson.frames["difference"], "difference", signed=True, min_magnitude=1e-3),
+    _ui.heatmap(
+        lesson.frames["difference"],
+        "difference",
         "Heatmap of the difference between the two methods: all zeros.",
+        signed=True,
+        min_magnitude=1e-3,
     )
 st.success(f"Largest difference between the two methods: {values['max_method_difference']:.1e}")
 if "book_weights" in lesson.frames:
@@ -60,16 +67,18 @@ if "book_weights" in lesson.frames:
         )
         b1, b2 = st.columns(2)
         with b1:
-            _ui.chart(
-                charts.heatmap(lesson.frames["book_weights"], "printed weights", value_title="weight"),
+            _ui.heatmap(
+                lesson.frames["book_weights"],
+                "printed weights",
                 "The book's printed attention weights.",
+                value_title="weight",
             )
         with b2:
-            _ui.chart(
-                charts.heatmap(
-                    lesson.frames["book_minus_inf"], "softmax(printed −∞ scores / √2)", value_title="weight"
-                ),
+            _ui.heatmap(
+                lesson.frames["book_minus_inf"],
+                "softmax(printed −∞ scores / √2)",
                 "Causal weights recomputed from the book's printed masked scores.",
+                value_title="weight",
             )
 
 st.subheader("Inputs and targets: one chunk, many examples")
@@ -77,9 +86,11 @@ _ui.prose("causal_dropout", "shift")
 s1, s2 = st.columns(2)
 s1.dataframe(lesson.frames["shift"], hide_index=True, width="stretch")
 with s2:
-    _ui.chart(
-        charts.heatmap(lesson.frames["simple_average"], "Simple average (seed 002)", value_title="weight"),
+    _ui.heatmap(
+        lesson.frames["simple_average"],
+        "Simple average (seed 002)",
         "Heatmap of the simple-average causal weights for cats climb trees during.",
+        value_title="weight",
     )
 
 st.subheader("Does anything leak from the future?")
@@ -94,9 +105,11 @@ else:
     st.error("An earlier row changed: the mask leaks!")
 l1, l2 = st.columns(2)
 with l1:
-    _ui.chart(
-        charts.heatmap(lesson.frames["buggy"], "With the masked_fill bug", value_title="weight"),
+    _ui.heatmap(
+        lesson.frames["buggy"],
+        "With the masked_fill bug",
         "Heatmap of weights computed with the masking bug: the future is not masked.",
+        value_title="weight",
     )
 with l2:
     st.code(
@@ -115,13 +128,11 @@ st.latex(
 )
 d1, d2 = st.columns(2)
 with d1:
-    _ui.chart(
-        charts.heatmap(
-            lesson.frames["dropped"],
-            "Weights after dropout" + (" (training)" if training else " (evaluation: unchanged)"),
-            value_title="weight",
-        ),
+    _ui.heatmap(
+        lesson.frames["dropped"],
+        "Weights after dropout" + (" (training)" if training else " (evaluation: unchanged)"),
         "Heatmap of the attention weights after dropout.",
+        value_title="weight",
     )
 with d2:
     if not training:

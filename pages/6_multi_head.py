@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from core import charts
 from core.snippets import multihead_code
 from pages import _ui
 
@@ -35,11 +34,12 @@ if lesson is not None:
         for col, head in zip(cols, heads[start : start + per_row], strict=False):
             with col:
                 frame = lesson.frames["head_weights"]
-                _ui.chart(
-                    charts.heatmap(
-                        frame[frame["head"] == head], head, value_title="weight", show_values=len(lesson.tokens) <= 8
-                    ),
+                _ui.heatmap(
+                    frame[frame["head"] == head],
+                    head,
                     f"Heatmap of the causal attention weights of {head}.",
+                    value_title="weight",
+                    show_values=len(lesson.tokens) <= 8,
                 )
 
     st.subheader("Wrapper vs one split matrix")
@@ -57,16 +57,14 @@ if lesson is not None:
         hide_index=True,
         width="stretch",
     )
-    _ui.chart(
-        charts.heatmap(
-            lesson.frames["output"],
-            "Output after out_proj",
-            signed=True,
-            x_title="dimension",
-            y_title="token",
-            show_values=settings.d_out <= 8,
-        ),
+    _ui.heatmap(
+        lesson.frames["output"],
+        "Output after out_proj",
         "Heatmap of the multi-head attention output.",
+        signed=True,
+        x_title="dimension",
+        y_title="token",
+        show_values=settings.d_out <= 8,
     )
 
 st.subheader("Parameter count")

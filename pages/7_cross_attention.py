@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from core import charts
 from core.examples import MAX_TEXT_CHARS, embed_text
 from core.lessons import DEFAULT_SECOND_TEXT
 from core.settings import load_example
@@ -33,15 +32,13 @@ except ValueError as error:
     st.error(f"Second sequence: {error}", icon=":material/error:")
     st.stop()
 values = lesson.values
-_ui.chart(
-    charts.heatmap(
-        lesson.frames["weights"],
-        "Cross-attention weights: queries × keys",
-        value_title="weight",
-        x_title="key (second sequence)",
-        y_title="query (first sequence)",
-    ),
+_ui.heatmap(
+    lesson.frames["weights"],
+    "Cross-attention weights: queries × keys",
     "Rectangular heatmap: one row per token of the first sequence, one column per token of the second.",
+    value_title="weight",
+    x_title="key (second sequence)",
+    y_title="query (first sequence)",
 )
 _ui.prose("cross_attention", "shapes")
 st.dataframe([{"tensor": k, "shape": str(tuple(v))} for k, v in values["shapes"].items()], hide_index=True)

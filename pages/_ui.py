@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import altair as alt
+import pyarrow as pa
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from core import lessons
+from core import charts, lessons
 from core.charts import QUERY_SELECTION
 from core.settings import Settings
 
@@ -59,16 +60,37 @@ def show_input_problem() -> None:
 
 
 def chart(chart_obj: alt.Chart, description: str, key: str | None = None, on_select=None) -> object:
-    """Draw an Altair chart the house way: streamlit theme, full width, with alt text."""
+    """Draw an Altair chart the house way: streamlit theme, full width, with alt text.
+
+    The spec is serialised without Altair's jsonschema validation (~40 ms a chart on
+    a small container); tests/test_charts.py validates every builder's spec instead.
+    """
+    spec = chart_obj.to_dict(validate=False)
     if on_select is None:
-        return st.altair_chart(chart_obj, theme="streamlit", width="stretch", alt=description)
-    return st.altair_chart(
-        chart_obj,
-        theme="streamlit",
-        width="stretch",
-        alt=description,
-        key=key,
-        on_select=on_select,
+        return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
+    return st.vega_lite_chart(
+        spec=spec, theme="streamlit", width="stretch", alt=description, key=key, on_select=on_select
+    )
+
+
+def spec_chart(spec: dict, description: str) -> object:
+    """Draw a ready Vega-Lite spec (from a core.charts *_spec function) the house way."""
+    return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
+
+
+def heatmap(frame, title: str, description: str, *, key: str | None = None, on_select=None, **options) -> object:
+    """Draw `core.charts.heatmap` through its cached spec (built once per look, values swapped).
+
+    The values go to Streamlit as an Arrow table, which it sends as is (records would be
+    turned back into a DataFrame and then into Arrow on every rerun).
+    """
+    spec = charts.heatmap_template(frame, title, **options)
+    columns = charts.heatmap_columns(frame, options.get("signed", False))
+    spec["datasets"] = {charts.HEATMAP_DATA: pa.table(columns)}
+    if on_select is None:
+        return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
+    return st.vega_lite_chart(
+        spec=spec, theme="streamlit", width="stretch", alt=description, key=key, on_select=on_select
     )
 
 
@@ -110,8 +132,22 @@ def trainable_lesson(s: Settings, query_index: int) -> lessons.Lesson:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def scaling_lesson(s: Settings, trials: int, multiplier: float) -> lessons.Lesson:
-    return lessons.scaling_lesson(s, trials, multiplier)
+def scaling_variance(seed: int, trials: int) -> lessons.Lesson:
+    return lessons.scaling_variance(seed, trials)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def scaling_peakiness(seed: int):
+    return lessons.scaling_peakiness(seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def scaling_sweep(multiplier: float) -> tuple[lessons.Lesson, dict, dict]:
+    """The seed-independent part of the page, with its two chart specs (built once)."""
+    lesson = lessons.scaling_sweep(multiplier)
+    sweep = charts.sweep_chart(lesson.frames["sweep"], multiplier).to_dict(validate=False)
+    saturation = charts.saturation_chart(lesson.frames["saturation"]).to_dict(validate=False)
+    return lesson, sweep, saturation
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -75,3 +75,15 @@ def test_dot_product_samplers_agree_statistically() -> None:
     # Both estimate d_k; the sample variance of 40k draws has ~1% relative error.
     assert (abs(exact.unscaled_var / direct.unscaled_var - 1) < 0.05).all()
     assert (abs(direct.scaled_var - 1) < 0.05).all()
+
+
+def test_peakiness_sampler_matches_drawing_the_vectors() -> None:
+    fast = core.peakiness_vs_dk([4, 64], num_keys=8, trials=20_000, generator=gen(3)).set_index(["d_k", "scaling"])
+    g = gen(4)
+    for d in (4, 64):
+        q = torch.randn(20_000, 1, d, generator=g, dtype=torch.float64)
+        k = torch.randn(20_000, 8, d, generator=g, dtype=torch.float64)
+        scores = (q @ k.transpose(1, 2)).squeeze(1)  # (trials, 8)
+        for label, factor in (("unscaled", 1.0), ("scaled", d**-0.5)):
+            direct = core.peakiness(torch.softmax(scores * factor, dim=-1))["max_weight"].mean().item()
+            assert abs(fast.loc[(d, label), "max_weight"] - direct) < 0.01

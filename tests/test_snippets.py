@@ -67,6 +67,5 @@ def test_multihead_and_cross_snippets(settings: Settings) -> None:
 
 
 def test_scaling_snippet() -> None:
-    settings = Settings(seed=5)
-    lesson = lessons.scaling_lesson(settings, 5_000, 8.0)
-    assert_matches(run(snippets.scaling_code(settings, 5_000)), lesson.checks)
+    lesson = lessons.scaling_variance(5, 5_000)
+    assert_matches(run(snippets.scaling_code(5, 5_000)), lesson.checks)

@@ -1,0 +1,1 @@
+"""Attention Lab benchmarks: `python -m bench.run` (see README "Performance")."""

@@ -1,0 +1,103 @@
+"""Interaction latency: median and p95 of a rerun after a sidebar change, per page (AppTest).
+
+Measured in the same run as bench/reference_page.py, so the ratios cancel the machine's speed.
+Each timed rerun changes the seed, so nothing is served from st.cache_data.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from core.stats import MAX_TRIALS
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [
+    "pages/1_overview.py",
+    "pages/2_without_weights.py",
+    "pages/3_trainable_weights.py",
+    "pages/4_why_scale.py",
+    "pages/5_causal_dropout.py",
+    "pages/6_multi_head.py",
+    "pages/7_cross_attention.py",
+]
+LARGEST_TEXT = " ".join(f"w{i}" for i in range(24))  # the token cap
+LARGEST = {"preset": "custom", "text": LARGEST_TEXT, "d_in": "64", "d_out": "64", "num_heads": "8", "dropout": "0.9"}
+
+
+def _use_navigation() -> None:
+    # Same AppTest workaround as tests/test_app.py: keep st.navigation mode on every run.
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs) -> None:
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    PagesManager.__init__ = init
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _time_reruns(at: AppTest, change, repeats: int) -> list[float]:
+    times = []
+    for i in range(repeats):
+        change(at, i)
+        start = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - start)
+        assert not at.exception, [e.value for e in at.exception]
+    return times
+
+
+def reference(repeats: int) -> list[float]:
+    at = AppTest.from_file(str(ROOT / "bench" / "reference_page.py"), default_timeout=120)
+    at.run()
+    return _time_reruns(at, lambda a, i: a.slider(key="value").set_value(i % 100), repeats)
+
+
+def page(page_path: str, repeats: int, params: dict[str, str] | None = None) -> list[float]:
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=300)
+    for key, value in (params or {}).items():
+        at.query_params[key] = value
+    at.run()
+    if page_path != PAGES[0]:
+        at.switch_page(page_path).run()
+    if params is not None and "why_scale" in page_path:
+        at.select_slider(key="trials").set_value(MAX_TRIALS).run()  # the largest the UI allows
+    seed_box = at.sidebar.number_input(key="seed")
+    if seed_box.disabled:  # e.g. no seed on a page: move another control the page uses
+        return _time_reruns(at, lambda a, i: a.sidebar.toggle(key="scale").set_value(i % 2 == 0), repeats)
+    return _time_reruns(at, lambda a, i: a.sidebar.number_input(key="seed").set_value(1000 + i), repeats)
+
+
+def run(repeats: int = 15) -> dict:
+    _use_navigation()
+    ref = reference(repeats)
+    ref_median = statistics.median(ref)
+    result = {"reference_median_s": ref_median, "reference_p95_s": percentile(ref, 0.95), "pages": {}}
+    for page_path in PAGES:
+        name = Path(page_path).stem
+        default = page(page_path, repeats)
+        largest = page(page_path, max(5, repeats // 3), LARGEST)
+        result["pages"][name] = {
+            "default_median_s": statistics.median(default),
+            "default_p95_s": percentile(default, 0.95),
+            "default_ratio": statistics.median(default) / ref_median,
+            "largest_median_s": statistics.median(largest),
+            "largest_p95_s": percentile(largest, 0.95),
+            "largest_ratio": statistics.median(largest) / ref_median,
+        }
+    return result
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(5), indent=2))
