@@ -92,7 +92,13 @@ def heatmap(
         # Fewer decimals as cells get narrower; the tooltip always has four.
         decimals, font = (4, 11) if len(cols) <= 4 else (3, 10) if len(cols) <= 8 else (2, 8)
         text = base.mark_text(fontSize=font).encode(
-            text=alt.Text("value:Q", format=f".{decimals}f"), color=alt.Color("text_color:N", scale=None)
+            text=alt.Text("value:Q", format=f".{decimals}f"),
+            color=alt.Color(
+                # an explicit identity scale: `scale=None` ("scale": null) breaks Streamlit's chart theming
+                "text_color:N",
+                scale=alt.Scale(domain=["black", "white"], range=["black", "white"]),
+                legend=None,
+            ),
         )
         layers.append(text)
     # Size by cell (a "step" per category) so each number fits its cell at any matrix size.
