@@ -22,9 +22,16 @@ torch.set_num_threads(int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", "1")))
 
 st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
 
+# The default page is served at "/"; its url_path only reserves a name, so it gets one nobody
+# links to, and /overview (the name a student would guess, or an old link has) serves the same
+# file as a hidden page. (st.switch_page cannot forward: it clears the query parameters, which
+# the bound sidebar widgets forbid.)
+OVERVIEW = st.Page("pages/1_overview.py", title="Overview", icon=":material/home:", default=True, url_path="start")
+
 PAGES = {
     "Start": [
-        st.Page("pages/1_overview.py", title="Overview", icon=":material/home:", default=True, url_path="overview"),
+        OVERVIEW,
+        st.Page("pages/1_overview.py", title="Overview", url_path="overview", visibility="hidden"),
     ],
     "Attention step by step": [
         st.Page(

@@ -1,0 +1,206 @@
+"""Memory and load: many browser sessions against `streamlit run` on loopback.
+
+One Chromium (Debian's, /usr/bin/chromium) with N pages, each its own Streamlit session:
+1. every session opens every page (then the server's peak RSS is read from /proc);
+2. for `seconds`, each session sits on a different page and keeps stepping its own seed
+   up (the sidebar's "+"), timing each click until the rerun has finished;
+3. cross-talk check: after every rerun a session must still show its own seed, and at the
+   end each one opens the trainable-weights page and must show the numbers `core`
+   computes for its own settings.
+All traffic stays on 127.0.0.1; every loop is bounded by `seconds` and stops by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import replace
+from pathlib import Path
+
+from core import lessons
+from core.settings import settings_for_preset
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--renderer-process-limit=8",
+]
+PAGES = [
+    "overview",
+    "without_weights",
+    "trainable_weights",
+    "why_scale",
+    "causal_dropout",
+    "multi_head",
+    "cross_attention",
+]
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "streamlit_app.py",
+        "--server.headless=true",
+        f"--server.port={port}",
+        "--server.address=127.0.0.1",
+        "--browser.gatherUsageStats=false",
+    ]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2):
+                return process, url
+        except OSError:
+            time.sleep(0.5)
+    process.terminate()
+    raise RuntimeError("streamlit did not start")
+
+
+def rss_mib(pid: int) -> dict[str, float]:
+    """Current and peak resident memory of the server process (Linux /proc)."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    return {"rss_mib": fields["VmRSS"], "peak_rss_mib": fields["VmHWM"]}
+
+
+def expected_z(seed: int) -> str:
+    lesson = lessons.trainable_lesson(replace(settings_for_preset("book"), seed=seed), 1)
+    return ", ".join(f"{v:.4f}" for v in lesson.values["query_context"])
+
+
+async def wait_idle(page, timeout_ms: float = 120_000) -> None:
+    await page.wait_for_selector(IDLE, timeout=timeout_ms)
+
+
+async def open_every_page(page, url: str, seed: int) -> None:
+    for name in PAGES:
+        await page.goto(f"{url}/{name}?seed={seed}", wait_until="domcontentloaded")
+        await page.wait_for_selector("h1", timeout=120_000)
+        await wait_idle(page)
+
+
+async def session(browser, url: str, index: int, seconds: float, stats: dict) -> None:
+    context = await browser.new_context(viewport={"width": 1200, "height": 800})
+    page = await context.new_page()
+    page.on("pageerror", lambda error: stats["js_errors"].append(str(error)))
+    seed = 1000 * (index + 1)
+    try:
+        await open_every_page(page, url, seed)
+        stats["opened_all"] += 1
+        await stats["all_open"].wait()  # measure memory once everyone has opened every page
+        name = PAGES[index % len(PAGES)]
+        await page.goto(f"{url}/{name}?seed={seed}", wait_until="domcontentloaded")
+        await page.wait_for_selector("h1", timeout=120_000)
+        await wait_idle(page)
+        step_up = page.locator('[data-testid="stSidebar"] [data-testid="stNumberInputStepUp"]')
+        seed_box = page.locator('[data-testid="stSidebar"] [data-testid="stNumberInputField"]')
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            start = time.perf_counter()
+            await step_up.click()
+            seed += 1
+            await page.wait_for_function(
+                f"document.querySelector('{IDLE}') !== null && location.search.includes('seed={seed}')",
+                timeout=120_000,
+            )
+            stats["latencies"].append(time.perf_counter() - start)
+            if await seed_box.input_value() != str(seed):
+                stats["cross_talk"].append(f"session {index}: seed box shows {await seed_box.input_value()}")
+            if await page.locator('[data-testid="stException"]').count():
+                stats["exceptions"] += 1
+        await page.goto(f"{url}/trainable_weights?seed={seed}", wait_until="domcontentloaded")
+        await page.wait_for_selector("h1", timeout=120_000)
+        await wait_idle(page)
+        if f"[{expected_z(seed)}]" not in await page.inner_text("body"):
+            stats["cross_talk"].append(f"session {index}: numbers differ from core's for seed {seed}")
+    except Exception as error:  # noqa: BLE001 - every failure counts as an error in the report
+        stats["errors"].append(f"session {index}: {type(error).__name__}: {str(error)[:900]}")
+    finally:
+        await context.close()
+
+
+async def _run(url: str, pid: int, sessions: int, seconds: float) -> dict:
+    from playwright.async_api import async_playwright
+
+    stats: dict = {
+        "latencies": [],
+        "js_errors": [],
+        "cross_talk": [],
+        "errors": [],
+        "exceptions": 0,
+        "opened_all": 0,
+        "all_open": asyncio.Event(),
+    }
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        tasks = [asyncio.create_task(session(browser, url, i, seconds, stats)) for i in range(sessions)]
+        while stats["opened_all"] + len(stats["errors"]) < sessions and not all(t.done() for t in tasks):
+            await asyncio.sleep(0.5)
+        memory = rss_mib(pid)
+        stats["all_open"].set()
+        await asyncio.gather(*tasks)
+        await browser.close()
+    latencies = sorted(stats["latencies"])
+    return {
+        "sessions": sessions,
+        "seconds": seconds,
+        "reruns": len(latencies),
+        "median_s": statistics.median(latencies) if latencies else None,
+        "p95_s": latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))] if latencies else None,
+        "errors": stats["errors"],
+        "js_errors": stats["js_errors"][:5],
+        "exceptions": stats["exceptions"],
+        "cross_talk": stats["cross_talk"],
+        "memory_after_all_pages": memory,
+        "memory_after_load": rss_mib(pid),
+    }
+
+
+def run(sessions: int = 40, seconds: float = 60.0) -> dict:
+    process, url = start_server()
+    try:
+        baseline = rss_mib(process.pid)
+        result = asyncio.run(_run(url, process.pid, sessions, seconds))
+        result["memory_idle_server"] = baseline
+        return result
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    import json
+
+    n = int(os.environ.get("SESSIONS", "8"))
+    print(json.dumps(run(n, float(os.environ.get("SECONDS", "15"))), indent=2))
