@@ -6,6 +6,7 @@ the URL (bind="query-params"), so a teacher can share a link to exactly this vie
 
 from __future__ import annotations
 
+import gc
 import os
 from dataclasses import replace
 
@@ -123,7 +124,8 @@ def sidebar(page_key: str) -> Settings:
     unused = UNUSED.get(page_key, {})
     devices = available_devices()
     if "link_notes" not in st.session_state:  # first run of this session: check the link once
-        st.session_state["link_notes"] = check_link_params(st.query_params.to_dict(), devices)
+        problems = check_link_params(st.query_params.to_dict(), devices)
+        st.session_state["link_notes"] = [message for _, message in problems]
     common = {"bind": "query-params", "persist_state": "session"}
 
     def off(name: str) -> dict:
@@ -165,7 +167,19 @@ def sidebar(page_key: str) -> Settings:
         d_out = st.slider(
             "d_out (query/key/value width)", *map(int, LIMITS["d_out"]), 2, key="d_out", **common, **off("d_out")
         )
-        seed = st.number_input("Seed", *map(int, LIMITS["seed"]), 123, step=1, key="seed", **common, **off("seed"))
+        # A float-typed box showing whole numbers: Streamlit's integer box crashes on a link
+        # such as ?seed=1e9999 (it tries int(inf)); the float one ignores it, and we round.
+        seed = st.number_input(
+            "Seed",
+            float(LIMITS["seed"][0]),
+            float(LIMITS["seed"][1]),
+            123.0,
+            step=1.0,
+            format="%.0f",
+            key="seed",
+            **common,
+            **off("seed"),
+        )
         dropout = st.slider(
             "Dropout rate", *LIMITS["dropout"], 0.0, step=0.05, key="dropout", **common, **off("dropout")
         )
@@ -181,7 +195,7 @@ def sidebar(page_key: str) -> Settings:
         text=text or "",
         d_in=int(d_in),
         d_out=int(d_out),
-        seed=int(seed),
+        seed=int(round(seed)),
         dropout=float(dropout),
         num_heads=int(num_heads),
         scale=bool(scale),
@@ -200,6 +214,21 @@ def usable(settings: Settings) -> Settings:
     return settings
 
 
+@st.cache_resource(show_spinner=False)
+def freeze_import_time_objects() -> bool:
+    """Once per process: move the ~300,000 objects that torch, Altair and Streamlit create at
+    import into the garbage collector's permanent generation.
+
+    Streamlit runs a full collection after every script run, holding the GIL; over that heap it
+    took ~175 ms, and under a class's load the server stopped answering for a minute at a time
+    (bench/load.py). Frozen, a full collection takes ~3 ms.
+    """
+    gc.collect()
+    gc.freeze()
+    return True
+
+
 page = st.navigation(PAGES)
 st.session_state["settings"] = usable(sidebar(page.url_path or "overview"))  # default page: ""
 page.run()
+freeze_import_time_objects()  # after the page, so that its imports are loaded too

@@ -38,7 +38,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
-    "--renderer-process-limit=8",
 ]
 PAGES = [
     "overview",
@@ -192,6 +191,7 @@ def run(sessions: int = 40, seconds: float = 60.0) -> dict:
     try:
         baseline = rss_mib(process.pid)
         result = asyncio.run(_run(url, process.pid, sessions, seconds))
+
         result["memory_idle_server"] = baseline
         return result
     finally:

@@ -7,6 +7,7 @@ them without a server.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -143,44 +144,52 @@ def effective_d_in(settings: Settings) -> int:
 _INT_KEYS = ("d_in", "d_out", "seed", "num_heads")
 
 
-def check_link_params(params: Mapping[str, str | list[str]], devices: list[str]) -> list[str]:
-    """Messages for link values the app will ignore (it keeps its defaults for those).
+def check_link_params(params: Mapping[str, str | list[str]], devices: list[str]) -> list[tuple[str, str]]:
+    """(parameter, message) for each link value the app will ignore, keeping its default.
 
     Only our own keys are checked; unknown keys are mentioned once.
     """
-    notes: list[str] = []
+    notes: list[tuple[str, str]] = []
     known = {*LIMITS, "preset", "text", "scale", "device", "query"}
     for name, raw in params.items():
         value = raw[-1] if isinstance(raw, list) else raw
         shown = _shorten(str(value))
         if name not in known:
-            notes.append(f"Unknown link parameter '{_shorten(name, 20)}' was ignored.")
+            notes.append((name, f"Unknown link parameter '{_shorten(name, 20)}' was ignored."))
         elif name in _INT_KEYS:
             low, high = LIMITS[name]
-            number = _as_number(value)
-            if number is None or not number.is_integer() or not low <= number <= high:
-                notes.append(f"'{name}={shown}' is not a whole number from {int(low)} to {int(high)}; ignored.")
+            # the seed box is float-typed (see streamlit_app.py), so "7.0" is a valid seed there
+            number = _as_number(value, _DECIMAL if name == "seed" else _INTEGER)
+            number = number if number is None or number.is_integer() else None
+            if number is None or not low <= number <= high:
+                notes.append((name, f"'{name}={shown}' is not a whole number from {int(low)} to {int(high)}; ignored."))
         elif name == "dropout":
-            number = _as_number(value)
+            number = _as_number(value, _DECIMAL)
             low, high = LIMITS["dropout"]
             if number is None or not low <= number <= high:
-                notes.append(f"'dropout={shown}' is not a rate from {low} to {high}; ignored.")
+                notes.append((name, f"'dropout={shown}' is not a rate from {low} to {high}; ignored."))
         elif name == "preset" and value not in PRESETS:
-            notes.append(f"'preset={shown}' is not one of {', '.join(PRESETS)}; ignored.")
+            notes.append((name, f"'preset={shown}' is not one of {', '.join(PRESETS)}; ignored."))
         elif name == "scale" and str(value).lower() not in {"true", "false"}:
-            notes.append(f"'scale={shown}' must be true or false; ignored.")
+            notes.append((name, f"'scale={shown}' must be true or false; ignored."))
         elif name == "device" and value not in devices:
-            notes.append(f"'device={shown}' is not available here ({', '.join(devices)}); ignored.")
+            notes.append((name, f"'device={shown}' is not available here ({', '.join(devices)}); ignored."))
         elif name == "text" and len(str(value)) > MAX_TEXT_CHARS:
-            notes.append(f"The linked sentence is longer than {MAX_TEXT_CHARS} characters; ignored.")
+            notes.append((name, f"The linked sentence is longer than {MAX_TEXT_CHARS} characters; ignored."))
     return notes
 
 
-def _as_number(value: object) -> float | None:
-    try:
-        number = float(str(value))
-    except ValueError:
+# What a link may spell a number as: ASCII digits only (Python's float() would also accept
+# "１２" or "1e1", which the widgets do not, so such values must be reported as ignored).
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)")
+
+
+def _as_number(value: object, pattern: re.Pattern[str]) -> float | None:
+    text = str(value).strip()
+    if not pattern.fullmatch(text):
         return None
+    number = float(text)
     return number if math.isfinite(number) else None
 
 
