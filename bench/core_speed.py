@@ -11,6 +11,7 @@ Peak memory is measured in a fresh subprocess per path (ru_maxrss high-water mar
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -59,6 +60,7 @@ def timed(fn, device: torch.device, repeats: int) -> list[float]:
 
 def run(device_name: str = "cpu", repeats: int = 5) -> dict:
     device = core.resolve_device(device_name)
+    torch.set_num_threads(os.cpu_count() or 1)  # the app sets 1 per process; a benchmark uses them all
     # Memory first, in fresh subprocesses, before this process holds gigabytes of its own.
     peak_extra = {p: peak_extra_mib(p, device_name) for p in ("ours_fused", "ours_traced")}
     mha, reference, x = build(device)

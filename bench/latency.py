@@ -10,34 +10,14 @@ import statistics
 import time
 from pathlib import Path
 
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
+from bench.harness import PAGE_FILES, ROOT, use_navigation_mode
 from core.stats import MAX_TRIALS
 
-ROOT = Path(__file__).resolve().parent.parent
-PAGES = [
-    "pages/1_overview.py",
-    "pages/2_without_weights.py",
-    "pages/3_trainable_weights.py",
-    "pages/4_why_scale.py",
-    "pages/5_causal_dropout.py",
-    "pages/6_multi_head.py",
-    "pages/7_cross_attention.py",
-]
+PAGES = PAGE_FILES
 LARGEST_TEXT = " ".join(f"w{i}" for i in range(24))  # the token cap
 LARGEST = {"preset": "custom", "text": LARGEST_TEXT, "d_in": "64", "d_out": "64", "num_heads": "8", "dropout": "0.9"}
-
-
-def _use_navigation() -> None:
-    # Same AppTest workaround as tests/test_app.py: keep st.navigation mode on every run.
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs) -> None:
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    PagesManager.__init__ = init
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -78,7 +58,7 @@ def page(page_path: str, repeats: int, params: dict[str, str] | None = None) -> 
 
 
 def run(repeats: int = 15) -> dict:
-    _use_navigation()
+    use_navigation_mode()
     ref = reference(repeats)
     ref_median = statistics.median(ref)
     result = {"reference_median_s": ref_median, "reference_p95_s": percentile(ref, 0.95), "pages": {}}

@@ -14,73 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
-import urllib.request
 from dataclasses import replace
 from pathlib import Path
 
+from bench.harness import CHROMIUM, CHROMIUM_ARGS, PAGE_URLS, start_server
 from core import lessons
 from core.settings import settings_for_preset
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
-PAGES = [
-    "overview",
-    "without_weights",
-    "trainable_weights",
-    "why_scale",
-    "causal_dropout",
-    "multi_head",
-    "cross_attention",
-]
+PAGES = PAGE_URLS
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server() -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "streamlit_app.py",
-        "--server.headless=true",
-        f"--server.port={port}",
-        "--server.address=127.0.0.1",
-        "--browser.gatherUsageStats=false",
-    ]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2):
-                return process, url
-        except OSError:
-            time.sleep(0.5)
-    process.terminate()
-    raise RuntimeError("streamlit did not start")
+SEED_BOX = '[data-testid="stSidebar"] [data-testid="stNumberInputField"]'
+ARRIVAL_GAP_S = 0.5  # seconds between two sessions' arrivals
 
 
 def rss_mib(pid: int) -> dict[str, float]:
@@ -102,15 +48,29 @@ async def wait_idle(page, timeout_ms: float = 120_000) -> None:
     await page.wait_for_selector(IDLE, timeout=timeout_ms)
 
 
+async def go_to(page, name: str) -> None:
+    """Switch page inside the app, as a student does: the sidebar link, no reload."""
+    await page.locator(f'[data-testid="stSidebarNav"] a[href$="/{name}"]').first.click()
+    await page.wait_for_function(f"location.pathname.endsWith('/{name}')")
+    await wait_idle(page)
+
+
 async def open_every_page(page, url: str, seed: int) -> None:
-    for name in PAGES:
-        await page.goto(f"{url}/{name}?seed={seed}", wait_until="domcontentloaded")
-        await page.wait_for_selector("h1", timeout=120_000)
-        await wait_idle(page)
+    await page.goto(f"{url}/{PAGES[1]}?seed={seed}", wait_until="domcontentloaded")
+    await page.wait_for_selector("h1")
+    await wait_idle(page)
+    for name in PAGES[2:] + ([] if os.environ.get("SKIP_OVERVIEW") else PAGES[:1]):
+        if name == PAGES[0]:  # the overview is the default page, served at /
+            await page.locator('[data-testid="stSidebarNav"] a').first.click()
+            await wait_idle(page)
+        else:
+            await go_to(page, name)
 
 
 async def session(browser, url: str, index: int, seconds: float, stats: dict) -> None:
+    await asyncio.sleep(ARRIVAL_GAP_S * index)  # students arrive over a few seconds, not at once
     context = await browser.new_context(viewport={"width": 1200, "height": 800})
+    context.set_default_timeout(180_000)
     page = await context.new_page()
     page.on("pageerror", lambda error: stats["js_errors"].append(str(error)))
     seed = 1000 * (index + 1)
@@ -119,18 +79,40 @@ async def session(browser, url: str, index: int, seconds: float, stats: dict) ->
         stats["opened_all"] += 1
         await stats["all_open"].wait()  # measure memory once everyone has opened every page
         name = PAGES[index % len(PAGES)]
-        await page.goto(f"{url}/{name}?seed={seed}", wait_until="domcontentloaded")
-        await page.wait_for_selector("h1", timeout=120_000)
+        if name == PAGES[0]:
+            await page.locator('[data-testid="stSidebarNav"] a').first.click()
+            await wait_idle(page)
+        else:
+            await go_to(page, name)
+        # The idle marker can still be the previous page's: wait for this page to show our seed.
+        # Under load a session can come back from a page switch without the seed its link set
+        # (a known issue, see README "Performance"): count it, type the seed back, carry on.
+        try:
+            await page.wait_for_function(
+                "([box, seed]) => document.querySelector(box)?.value === seed",
+                arg=[SEED_BOX, str(seed)],
+                timeout=20_000,
+            )
+        except Exception:  # noqa: BLE001 - a timeout here is the finding being counted
+            stats["link_seed_lost"] += 1
+            await page.locator(SEED_BOX).fill(str(seed))
+            await page.locator(SEED_BOX).press("Enter")
+            await page.wait_for_function(
+                "([box, seed]) => document.querySelector(box)?.value === seed", arg=[SEED_BOX, str(seed)]
+            )
         await wait_idle(page)
         step_up = page.locator('[data-testid="stSidebar"] [data-testid="stNumberInputStepUp"]')
-        seed_box = page.locator('[data-testid="stSidebar"] [data-testid="stNumberInputField"]')
+        seed_box = page.locator(SEED_BOX)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             start = time.perf_counter()
             await step_up.click()
             seed += 1
+            # Done when the script is idle again and the box no longer shows the previous seed.
             await page.wait_for_function(
-                f"document.querySelector('{IDLE}') !== null && location.search.includes('seed={seed}')",
+                """([idle, box, previous]) => document.querySelector(idle) !== null
+                    && document.querySelector(box)?.value !== previous""",
+                arg=[IDLE, SEED_BOX, str(seed - 1)],
                 timeout=120_000,
             )
             stats["latencies"].append(time.perf_counter() - start)
@@ -138,10 +120,16 @@ async def session(browser, url: str, index: int, seconds: float, stats: dict) ->
                 stats["cross_talk"].append(f"session {index}: seed box shows {await seed_box.input_value()}")
             if await page.locator('[data-testid="stException"]').count():
                 stats["exceptions"] += 1
-        await page.goto(f"{url}/trainable_weights?seed={seed}", wait_until="domcontentloaded")
-        await page.wait_for_selector("h1", timeout=120_000)
+        await go_to(page, "trainable_weights")  # the same session, so its own state is what we check
+        # Wait until this page's own result line is on screen (the idle marker may be the last page's).
+        await page.wait_for_function("document.body.innerText.includes('context vector z for')")
         await wait_idle(page)
-        if f"[{expected_z(seed)}]" not in await page.inner_text("body"):
+        shown = await page.locator(SEED_BOX).input_value()
+        if shown == "123" and seed != 123:  # the default: the known loss of a link-set value
+            stats["link_seed_lost_at_end"] += 1
+        elif shown != str(seed):
+            stats["cross_talk"].append(f"session {index}: shows seed {shown}, its own is {seed}")
+        elif f"[{expected_z(seed)}]" not in await page.inner_text("body"):
             stats["cross_talk"].append(f"session {index}: numbers differ from core's for seed {seed}")
     except Exception as error:  # noqa: BLE001 - every failure counts as an error in the report
         stats["errors"].append(f"session {index}: {type(error).__name__}: {str(error)[:900]}")
@@ -158,6 +146,8 @@ async def _run(url: str, pid: int, sessions: int, seconds: float) -> dict:
         "cross_talk": [],
         "errors": [],
         "exceptions": 0,
+        "link_seed_lost": 0,
+        "link_seed_lost_at_end": 0,
         "opened_all": 0,
         "all_open": asyncio.Event(),
     }
@@ -181,6 +171,8 @@ async def _run(url: str, pid: int, sessions: int, seconds: float) -> dict:
         "js_errors": stats["js_errors"][:5],
         "exceptions": stats["exceptions"],
         "cross_talk": stats["cross_talk"],
+        "link_seed_lost": stats["link_seed_lost"],
+        "link_seed_lost_at_end": stats["link_seed_lost_at_end"],
         "memory_after_all_pages": memory,
         "memory_after_load": rss_mib(pid),
     }

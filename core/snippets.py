@@ -55,6 +55,11 @@ _LINEAR_HELPER = textwrap.dedent(
 )
 
 
+def _preamble_with_linear(settings: Settings) -> str:
+    """Imports, the inputs, and the nn.Linear-with-generator helper the module snippets use."""
+    return "import math\nimport torch\n\n" + inputs_code(settings) + "\n" + _LINEAR_HELPER
+
+
 def simple_code(settings: Settings) -> str:
     return (
         "import torch\n\n"
@@ -137,13 +142,8 @@ def scaling_code(seed: int, trials: int) -> str:
 
 def causal_code(settings: Settings, training: bool) -> str:
     dropout = settings.dropout if training else 0.0
-    return (
-        "import math\nimport torch\n\n"
-        + inputs_code(settings)
-        + "\n"
-        + _LINEAR_HELPER
-        + textwrap.dedent(
-            f"""
+    return _preamble_with_linear(settings) + textwrap.dedent(
+        f"""
             g = torch.Generator().manual_seed({settings.seed})
             d_in, d_out = inputs.shape[1], {settings.d_out}
             W_query = linear(d_in, d_out, False, g)   # CausalAttention's draw order
@@ -170,18 +170,12 @@ def causal_code(settings: Settings, training: bool) -> str:
             print(weights)
             print(dropped)
             """
-        )
     )
 
 
 def multihead_code(settings: Settings) -> str:
-    return (
-        "import math\nimport torch\n\n"
-        + inputs_code(settings)
-        + "\n"
-        + _LINEAR_HELPER
-        + textwrap.dedent(
-            f"""
+    return _preamble_with_linear(settings) + textwrap.dedent(
+        f"""
             g = torch.Generator().manual_seed({settings.seed})
             d_in, d_out, num_heads = inputs.shape[1], {settings.d_out}, {settings.num_heads}
             head_dim = d_out // num_heads
@@ -206,7 +200,6 @@ def multihead_code(settings: Settings) -> str:
             print(weights)
             print(output)
             """
-        )
     )
 
 

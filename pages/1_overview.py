@@ -4,6 +4,7 @@ import streamlit as st
 
 from core.lessons import dims, matrix_frame, unique_labels
 from core.settings import load_example
+from core.snippets import inputs_code
 from pages import _ui
 
 _ui.require_frame()
@@ -15,6 +16,8 @@ left, right = st.columns([3, 2])
 with left:
     _ui.prose("overview", "why")
     _ui.prose("overview", "model")
+    st.markdown("Where the four steps lead: the scaled dot-product attention of every transformer layer.")
+    st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V")
 with right:
     st.subheader("How to use it")
     _ui.prose("overview", "sidebar")
@@ -30,3 +33,4 @@ with right:
         x_title="embedding dimension",
         y_title="token",
     )
+    _ui.code_expander(inputs_code(settings))

@@ -54,15 +54,22 @@ z = ", ".join(f"{v:.4f}" for v in values["query_context"])
 st.markdown(f"context vector z for “{token}” = **[{z}]**")
 
 st.subheader("All queries at once")
-c1, c2, c3 = st.columns(3)
-with c1:
+raw_col, scaled_col, weights_col, context_col = st.columns(4)
+with raw_col:
     _ui.heatmap(
         lesson.frames["scores"],
         "Scores ω = Q Kᵀ",
         "Heatmap of the raw attention scores.",
         signed=True,
     )
-with c2:
+with scaled_col:
+    _ui.heatmap(
+        lesson.frames["scaled_scores"],
+        "Scaled scores ω · scale",
+        "Heatmap of the scores after scaling, before the softmax.",
+        signed=True,
+    )
+with weights_col:
     _ui.heatmap(
         lesson.frames["weights"],
         "Weights (click a row)",
@@ -72,7 +79,7 @@ with c2:
         key="tw_weights",
         on_select=lambda: _ui.select_query_from_chart("tw_weights"),
     )
-with c3:
+with context_col:
     _ui.heatmap(
         lesson.frames["context"],
         "Context Z = weights @ V",

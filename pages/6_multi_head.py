@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core.modules import multihead_parameter_count
 from core.snippets import multihead_code
 from pages import _ui
 
@@ -69,6 +70,6 @@ if lesson is not None:
 
 st.subheader("Parameter count")
 _ui.prose("multi_head", "params")
-st.metric("GPT-2-sized layer (768 → 768, 12 heads)", "2,360,064")
+st.metric("GPT-2-sized layer (768 → 768, 12 heads)", f"{multihead_parameter_count(768, 768):,}")
 if lesson is not None:
     _ui.code_expander(multihead_code(settings))

@@ -8,44 +8,27 @@ disabled states are page-specific), so such a regression cannot pass silently.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
+from bench.harness import PAGE_FILES, restore_pages_manager, use_navigation_mode
 from core import lessons
 from core.settings import PRESETS, Settings, settings_for_preset
 
 APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 
-PAGES = [
-    "pages/1_overview.py",
-    "pages/2_without_weights.py",
-    "pages/3_trainable_weights.py",
-    "pages/4_why_scale.py",
-    "pages/5_causal_dropout.py",
-    "pages/6_multi_head.py",
-    "pages/7_cross_attention.py",
-]
+PAGES = PAGE_FILES
 
 
 @pytest.fixture(autouse=True)
-def navigation_not_pages_directory(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Test-side patch for the AppTest pitfall described in the module docstring.
-
-    AppTest sets PagesManager.uses_pages_directory = None before each run, and the
-    PagesManager it then builds sets it to True because pages/ exists, so reruns go
-    through the legacy multipage runner and skip streamlit_app.py. The real server
-    keeps the flag False once st.navigation has run; we do the same here.
-    """
-    original_init = PagesManager.__init__
-
-    def init_then_use_navigation(self, *args, **kwargs) -> None:
-        original_init(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init_then_use_navigation)
+def navigation_not_pages_directory() -> Iterator[None]:
+    """The test-side patch for the AppTest pitfall described in the module docstring."""
+    use_navigation_mode()
+    yield
+    restore_pages_manager()
 
 
 def app(page: str | None = None, **params: str) -> AppTest:

@@ -8,38 +8,15 @@ ATTENTION_LAB_SCREENSHOTS=tests/screenshots to refresh the README's pictures.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parent.parent
-PAGES = [
-    "overview",
-    "without_weights",
-    "trainable_weights",
-    "why_scale",
-    "causal_dropout",
-    "multi_head",
-    "cross_attention",
-]
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
+from bench import harness
+
+CHROMIUM = Path(harness.CHROMIUM)
+PAGES = harness.PAGE_URLS
 
 pytestmark = [
     pytest.mark.browser,
@@ -48,42 +25,10 @@ pytestmark = [
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_up(url: str, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"streamlit did not start at {url}")
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "streamlit_app.py",
-        "--server.headless=true",
-        f"--server.port={port}",
-        "--server.address=127.0.0.1",
-        "--browser.gatherUsageStats=false",
-    ]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    process, url = harness.start_server()
     try:
-        wait_until_up(url)
         yield url
     finally:
         process.terminate()
@@ -93,7 +38,7 @@ def server() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=harness.CHROMIUM_ARGS)
         yield chromium
         chromium.close()
 

@@ -69,3 +69,9 @@ def test_multihead_and_cross_snippets(settings: Settings) -> None:
 def test_scaling_snippet() -> None:
     lesson = lessons.scaling_variance(5, 5_000)
     assert_matches(run(snippets.scaling_code(5, 5_000)), lesson.checks)
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_overview_inputs_snippet(settings: Settings) -> None:
+    namespace = run("import torch\n" + snippets.inputs_code(settings))
+    assert torch.equal(namespace["inputs"], lessons.load_example(settings).embeddings)

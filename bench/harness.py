@@ -1,0 +1,92 @@
+"""What the benchmarks and the tests share: the page list, a local server, Chromium, AppTest mode."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from streamlit.runtime.pages_manager import PagesManager
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"  # Debian's; Playwright's own browser download is not used
+# Headless, no sandbox (root in CI), and no background traffic: the machine has no network.
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+PAGE_FILES = [
+    "pages/1_overview.py",
+    "pages/2_without_weights.py",
+    "pages/3_trainable_weights.py",
+    "pages/4_why_scale.py",
+    "pages/5_causal_dropout.py",
+    "pages/6_multi_head.py",
+    "pages/7_cross_attention.py",
+]
+# URL paths: the file names without their number (see streamlit_app.py).
+PAGE_URLS = [Path(f).stem.split("_", 1)[1] for f in PAGE_FILES]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(timeout_s: float = 90) -> tuple[subprocess.Popen, str]:
+    """`streamlit run streamlit_app.py` on a free loopback port; returns (process, base URL)."""
+    port = free_port()
+    command = [
+        sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless=true",
+        f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2):
+                return process, url
+        except OSError:
+            time.sleep(0.5)
+    process.terminate()
+    raise RuntimeError(f"streamlit did not start at {url}")
+
+
+def use_navigation_mode() -> None:
+    """Make AppTest run every rerun through streamlit_app.py's st.navigation.
+
+    Under Streamlit 1.67, AppTest sets PagesManager.uses_pages_directory = None before each
+    run and the PagesManager it then builds sets it to True because pages/ exists, so reruns
+    go through the legacy multipage runner and skip the frame and its sidebar. The real server
+    keeps the flag False once st.navigation has run (see pages/_ui.require_frame); so do we.
+    Returns nothing; call `restore_pages_manager()` to undo.
+    """
+    if getattr(PagesManager.__init__, "_attention_lab_patch", False):
+        return
+    original = PagesManager.__init__
+
+    def init_then_use_navigation(self, *args, **kwargs) -> None:
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    init_then_use_navigation._attention_lab_patch = True  # type: ignore[attr-defined]
+    init_then_use_navigation._original = original  # type: ignore[attr-defined]
+    PagesManager.__init__ = init_then_use_navigation
+
+
+def restore_pages_manager() -> None:
+    original = getattr(PagesManager.__init__, "_original", None)
+    if original is not None:
+        PagesManager.__init__ = original
