@@ -1,7 +1,7 @@
 """The attention modules of the book chapter, in the order it builds them.
 
 Class names, constructor arguments, attribute names and the order of random draws
-follow the book, so `torch.manual_seed(123); SelfAttention_v1(3, 2)` gives the book's
+follow the book, so seeding torch with 123 (as the book does) before `SelfAttention_v1(3, 2)` gives the book's
 numbers. Each class also takes a keyword-only `generator`: with one, construction
 draws only from that generator and never touches torch's global RNG (the hosted app
 serves many students from one process; a global seed would leak between them).

@@ -11,7 +11,7 @@ from tests.conftest import gen
 ATOL = 1e-4  # the sources print 4 decimals
 
 
-def close(actual: torch.Tensor, expected: list | float, atol: float = ATOL) -> None:
+def assert_close(actual: torch.Tensor, expected: list | float, atol: float = ATOL) -> None:
     expected_t = torch.as_tensor(expected, dtype=actual.dtype)
     assert torch.allclose(actual.detach().cpu(), expected_t, atol=atol, rtol=0), (
         f"\n got      {actual.detach().cpu()}\n expected {expected_t}"
@@ -52,14 +52,14 @@ def test_self_attention_v1_seed_123(journey: torch.Tensor, use_generator: bool) 
     else:
         torch.manual_seed(123)
         module = core.SelfAttention_v1(3, 2)
-    close(module.W_query, [[0.2961, 0.5166], [0.2517, 0.6886], [0.0740, 0.8665]])
+    assert_close(module.W_query, [[0.2961, 0.5166], [0.2517, 0.6886], [0.0740, 0.8665]])
     trace = module.trace(journey)
-    close(trace.queries[1], [0.4306, 1.4551])
-    close(trace.scores[1, 1], 1.8524)
-    close(trace.scores, SCORES_001)
-    close(trace.weights[1], [0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820])
-    close(trace.context[1], [0.3061, 0.8210])
-    close(module(journey), SA_V1_123)
+    assert_close(trace.queries[1], [0.4306, 1.4551])
+    assert_close(trace.scores[1, 1], 1.8524)
+    assert_close(trace.scores, SCORES_001)
+    assert_close(trace.weights[1], [0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820])
+    assert_close(trace.context[1], [0.3061, 0.8210])
+    assert_close(module(journey), SA_V1_123)
     assert trace.keys.shape == trace.values.shape == trace.queries.shape == (6, 2)
 
 
@@ -70,7 +70,7 @@ def test_self_attention_v2_seed_789(journey: torch.Tensor, use_generator: bool) 
     else:
         torch.manual_seed(789)
         module = core.SelfAttention_v2(3, 2)
-    close(module(journey), SA_V2_789)
+    assert_close(module(journey), SA_V2_789)
 
 
 SEED_000_RENORMALISED = [
@@ -89,7 +89,7 @@ def test_seed_000_causal_renormalisation_of_printed_weights() -> None:
     # The chapter renormalised unrounded weights; we only have them to 4 decimals,
     # so one unit of rounding in the 4th place can carry through (e.g. 0.5095 vs 0.5096).
     steps = core.renormalise_rows(core.BOOK_CAUSAL_WEIGHTS, core.causal_mask(6, 6))
-    close(steps, SEED_000_RENORMALISED, atol=2e-4)
+    assert_close(steps, SEED_000_RENORMALISED, atol=2e-4)
     assert torch.all(steps.triu(diagonal=1) == 0)
 
 
@@ -97,8 +97,8 @@ def test_seed_000_minus_infinity_method_matches_printed_weights() -> None:
     # softmax over the printed masked scores / sqrt(2) gives the renormalised weights,
     # and for the unmasked last row it gives the printed full-softmax row.
     weights = torch.softmax(core.BOOK_CAUSAL_MASKED_SCORES / 2**0.5, dim=-1)
-    close(weights[:5], SEED_000_RENORMALISED[:5])  # rows 1-5 digit for digit
-    close(weights[5], core.BOOK_CAUSAL_WEIGHTS[5].tolist(), atol=1.01e-4)  # 0.1806 vs 0.1805
+    assert_close(weights[:5], SEED_000_RENORMALISED[:5])  # rows 1-5 digit for digit
+    assert_close(weights[5], core.BOOK_CAUSAL_WEIGHTS[5].tolist(), atol=1.01e-4)  # 0.1806 vs 0.1805
     assert torch.all(weights.triu(diagonal=1) == 0)
 
 
@@ -111,8 +111,8 @@ def test_seed_000_batch_shapes(journey: torch.Tensor) -> None:
 
 def test_seed_001_softmax_times_eight() -> None:
     long, _ = core.softmax_multiplier_sweep(torch.tensor([0.1, -0.2, 0.3, -0.2, 0.5]), [1, 8])
-    close(torch.tensor(long[long.multiplier == 1].weight.values), [0.1925, 0.1426, 0.2351, 0.1426, 0.2872])
-    close(torch.tensor(long[long.multiplier == 8].weight.values), [0.0326, 0.0030, 0.1615, 0.0030, 0.8000])
+    assert_close(torch.tensor(long[long.multiplier == 1].weight.values), [0.1925, 0.1426, 0.2351, 0.1426, 0.2872])
+    assert_close(torch.tensor(long[long.multiplier == 8].weight.values), [0.0326, 0.0030, 0.1615, 0.0030, 0.8000])
 
 
 def test_seed_001_scaled_variance_is_unscaled_over_d() -> None:
@@ -125,18 +125,18 @@ def test_seed_001_scaled_variance_is_unscaled_over_d() -> None:
 # ---------------------------------------------------------------- seed 004: the second notebook
 def test_seed_004_attention_without_weights(random_words: torch.Tensor) -> None:
     scores_3 = core.dot_scores_for_query(random_words, 2)
-    close(scores_3, [0.4921, 0.9745, 0.5957, 0.5074, 0.6152, 0.2050])
-    close(core.normalize_by_sum(scores_3), [0.1452, 0.2875, 0.1757, 0.1497, 0.1815, 0.0605])
+    assert_close(scores_3, [0.4921, 0.9745, 0.5957, 0.5074, 0.6152, 0.2050])
+    assert_close(core.normalize_by_sum(scores_3), [0.1452, 0.2875, 0.1757, 0.1497, 0.1815, 0.0605])
     naive = core.softmax_naive(scores_3)
-    close(naive, [0.1509, 0.2445, 0.1674, 0.1532, 0.1707, 0.1133])
-    close(core.softmax_stable(scores_3), naive.tolist())
+    assert_close(naive, [0.1509, 0.2445, 0.1674, 0.1532, 0.1707, 0.1133])
+    assert_close(core.softmax_stable(scores_3), naive.tolist())
     weights = torch.softmax(core.dot_scores(random_words), dim=-1)
-    close(core.context_vector_loop(random_words, weights, 2), [0.5876, 0.4533, 0.3425])
+    assert_close(core.context_vector_loop(random_words, weights, 2), [0.5876, 0.4533, 0.3425])
 
 
 def test_seed_004_all_tokens(random_words: torch.Tensor) -> None:
     scores = core.dot_scores(random_words)
-    close(
+    assert_close(
         scores,
         [
             [0.9371, 0.7265, 0.4921, 0.5031, 0.3650, 0.3320],
@@ -147,9 +147,9 @@ def test_seed_004_all_tokens(random_words: torch.Tensor) -> None:
             [0.3320, 0.3470, 0.2050, 0.2960, 0.1270, 0.1400],
         ],
     )
-    close(core.dot_scores_loop(random_words), scores.tolist())
+    assert_close(core.dot_scores_loop(random_words), scores.tolist())
     weights = torch.softmax(scores, dim=1)
-    close(
+    assert_close(
         weights,
         [
             [0.2376, 0.1925, 0.1522, 0.1539, 0.1341, 0.1297],
@@ -161,8 +161,8 @@ def test_seed_004_all_tokens(random_words: torch.Tensor) -> None:
         ],
     )
     context = core.context_vectors(random_words, weights)
-    close(context[:3], [[0.5279, 0.4187, 0.4037], [0.6281, 0.5036, 0.3311], [0.5876, 0.4533, 0.3425]])
-    close(context[3, :2], [0.5420, 0.4984])  # the notebook's printout stops here
+    assert_close(context[:3], [[0.5279, 0.4187, 0.4037], [0.6281, 0.5036, 0.3311], [0.5876, 0.4533, 0.3425]])
+    assert_close(context[3, :2], [0.5420, 0.4984])  # the notebook's printout stops here
 
 
 @pytest.mark.parametrize("use_generator", [False, True], ids=["global-seed", "generator"])
@@ -173,11 +173,11 @@ def test_seed_004_trainable_randn_weights(random_words: torch.Tensor, use_genera
         torch.manual_seed(123)
         w_q, w_k, w_v = core.draw_qkv_weights(3, 2, distribution="randn")
     trace = core.scaled_dot_product_attention(random_words @ w_q, random_words @ w_k, random_words @ w_v)
-    close(trace.queries[2], [-0.4854, 0.0467])
-    close(trace.scores[2, 2], 0.1998)
-    close(trace.scores[2], [0.0214, 0.2577, 0.1998, -0.0948, 0.3484, -0.0249])
-    close(trace.weights[2], [0.1547, 0.1828, 0.1755, 0.1425, 0.1949, 0.1497])
-    close(trace.context[2], [0.2618, 0.4683])
+    assert_close(trace.queries[2], [-0.4854, 0.0467])
+    assert_close(trace.scores[2, 2], 0.1998)
+    assert_close(trace.scores[2], [0.0214, 0.2577, 0.1998, -0.0948, 0.3484, -0.0249])
+    assert_close(trace.weights[2], [0.1547, 0.1828, 0.1755, 0.1425, 0.1949, 0.1497])
+    assert_close(trace.context[2], [0.2618, 0.4683])
 
 
 def test_seed_004_saturation_example() -> None:
@@ -194,9 +194,9 @@ def test_seed_003_embedding_and_vocabulary() -> None:
     assert core.life_vocabulary() == {"Life": 0, "dessert": 1, "eat": 2, "first": 3, "is": 4, "short": 5}
     example = core.life_example()
     assert example.embeddings.shape == (6, 16)
-    close(example.embeddings[0, :4], [0.3374, -0.1778, -0.3035, -0.5880])
-    close(example.embeddings[3, 8:12], [0.8805, 1.5542, 0.6266, -0.1755])
-    close(example.embeddings[5, -4:], [-0.6596, -0.7979, 0.1838, 0.2293])
+    assert_close(example.embeddings[0, :4], [0.3374, -0.1778, -0.3035, -0.5880])
+    assert_close(example.embeddings[3, 8:12], [0.8805, 1.5542, 0.6266, -0.1755])
+    assert_close(example.embeddings[5, -4:], [-0.6596, -0.7979, 0.1838, 0.2293])
     torch.manual_seed(123)
     reference = torch.nn.Embedding(6, 16)(torch.tensor([0, 4, 5, 2, 1, 3])).detach()
     assert torch.equal(reference, example.embeddings)
@@ -206,10 +206,10 @@ def test_seed_003_attention_with_dv_28() -> None:
     x = core.life_example().embeddings
     trace = core.CrossAttention(16, 24, 28, generator=gen(123)).trace(x, x)
     assert trace.keys.shape == (6, 24) and trace.values.shape == (6, 28)
-    close(trace.scores[1, 4], 11.1466)
-    close(trace.scores[1], [8.5808, -7.6597, 3.2558, 1.0395, 11.1466, -0.4800])
-    close(trace.weights[1], [0.2912, 0.0106, 0.0982, 0.0625, 0.4917, 0.0458])
-    close(
+    assert_close(trace.scores[1, 4], 11.1466)
+    assert_close(trace.scores[1], [8.5808, -7.6597, 3.2558, 1.0395, 11.1466, -0.4800])
+    assert_close(trace.weights[1], [0.2912, 0.0106, 0.0982, 0.0625, 0.4917, 0.0458])
+    assert_close(
         trace.output[1],
         [
             -1.5993,
