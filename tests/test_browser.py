@@ -66,6 +66,9 @@ def test_every_page_in_a_real_browser(server: str, browser, tmp_path: Path) -> N
     for index, name in [*enumerate(PAGES, start=1), *enumerate(PAGES, start=1)]:
         page.goto(f"{server}/{name}", wait_until="domcontentloaded")
         page.wait_for_selector("h1", timeout=60_000)
+        # A fresh server's first deep link runs once without the frame, then again with it
+        # (pages/_ui.require_frame): the sidebar's sliders mark the second run.
+        page.wait_for_selector('[data-testid="stSidebar"] [data-testid="stSlider"]', timeout=60_000)
         wait_for_rerun(page)
         assert page.locator('[data-testid="stException"]').count() == 0, name
         assert page.locator('[role="dialog"]').count() == 0, name  # e.g. "Page not found"
