@@ -72,6 +72,11 @@ def unique_labels(tokens: tuple[str, ...] | list[str]) -> list[str]:
     return labels
 
 
+def token_labels(settings: Settings) -> list[str]:
+    """The (unique) token labels of the current input: what a page needs before choosing a query."""
+    return unique_labels(load_example(settings).tokens)
+
+
 def dims(prefix: str, n: int) -> list[str]:
     return [f"{prefix}{i + 1}" for i in range(n)]
 

@@ -22,7 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn import init
 
-from core.functional import AttentionTrace, causal_mask, scaled_dot_product_attention
+from core.functional import AttentionTrace, scaled_dot_product_attention
 
 
 def make_linear(d_in: int, d_out: int, bias: bool, generator: torch.Generator | None = None) -> nn.Linear:
@@ -498,11 +498,6 @@ def multihead_parameter_count(d_in: int, d_out: int, qkv_bias: bool = False) -> 
     """
     projections = 3 * (d_in * d_out + (d_out if qkv_bias else 0))
     return projections + d_out * d_out + d_out
-
-
-def causal_allowed(num_tokens: int) -> torch.Tensor:
-    """(T, T) bool, True = may attend. Re-exported for pages that draw the mask."""
-    return causal_mask(num_tokens, num_tokens)
 
 
 def draw_qkv_weights(

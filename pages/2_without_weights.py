@@ -17,8 +17,7 @@ st.latex(
     r"\qquad z^{(i)} = \sum_j \alpha_{ij}\, x^{(j)}"
 )
 
-first = _ui.simple_lesson(settings, 0, 1.0)
-query = _ui.query_picker(first.tokens, settings.preset_info.query_index)
+query = _ui.query_picker(_ui.token_labels(settings), settings.preset_info.query_index)
 scale = st.slider(
     "Multiply the scores by",
     1.0,

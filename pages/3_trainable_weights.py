@@ -11,8 +11,7 @@ st.title("2 · Self-attention with trainable weights")
 _ui.show_input_problem()
 settings = _ui.settings()
 _ui.prose("trainable_weights", "intro")
-first = _ui.trainable_lesson(settings, 0)
-query = _ui.query_picker(first.tokens, settings.preset_info.query_index)
+query = _ui.query_picker(_ui.token_labels(settings), settings.preset_info.query_index)
 lesson = _ui.trainable_lesson(settings, query)
 token, values = lesson.tokens[query], lesson.values
 

@@ -12,7 +12,7 @@ st.title("4 · Causal attention and dropout")
 _ui.show_input_problem()
 settings = _ui.settings()
 _ui.prose("causal_dropout", "intro")
-tokens = _ui.causal_lesson(settings, 1, False).tokens
+tokens = _ui.token_labels(settings)
 c1, c2 = st.columns(2)
 position = c1.slider(
     "Perturb the token at position",

@@ -122,6 +122,11 @@ def code_expander(code: str) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
+def token_labels(s: Settings) -> list[str]:
+    return lessons.token_labels(s)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
 def simple_lesson(s: Settings, query_index: int, logit_scale: float) -> lessons.Lesson:
     return lessons.simple_lesson(s, query_index, logit_scale)
 
@@ -163,10 +168,3 @@ def multihead_lesson(s: Settings) -> lessons.Lesson:
 @st.cache_data(show_spinner=False, max_entries=256)
 def cross_lesson(s: Settings, second_text: str, d_v: int) -> lessons.Lesson:
     return lessons.cross_lesson(s, second_text, d_v)
-
-
-def matrix_table(frame, digits: int = 4):
-    """A long matrix frame back to a readable wide table (rows = tokens)."""
-    wide = frame.pivot(index="row", columns="col", values="value")
-    wide = wide.loc[list(dict.fromkeys(frame["row"])), list(dict.fromkeys(frame["col"]))]
-    st.dataframe(wide.round(digits), width="stretch")
