@@ -24,11 +24,17 @@ def require_frame() -> None:
     """Run this page inside streamlit_app.py (navigation + shared sidebar), never alone.
 
     Streamlit sees the pages/ folder when the server starts and, until st.navigation
-    has run once in the process, serves a deep link such as /causal as a legacy
-    page without the frame. The flag is process-wide and st.navigation clears it
-    itself; we clear it one run earlier and rerun, so the first visitor gets the frame.
+    has run once in the process, serves a deep link such as /causal_dropout as a legacy
+    page without the frame. The flag is process-wide and st.navigation clears it itself;
+    we clear it one run earlier and rerun, so the first visitor gets the frame.
+
+    The flag alone is not enough: every session whose first run *started* in legacy mode
+    lands here, and under a class's arrival all but the first find the flag already cleared.
+    The frame stores "settings" before it runs any page, so a session without them has not
+    been through the frame and must rerun too (the rerun keeps the link's query string).
     """
-    if PagesManager.uses_pages_directory:
+    legacy_run = PagesManager.uses_pages_directory or "settings" not in st.session_state
+    if legacy_run:
         PagesManager.uses_pages_directory = False
         st.rerun()
 

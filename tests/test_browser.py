@@ -119,3 +119,41 @@ def test_clicking_a_heatmap_row_selects_the_query(server: str, browser) -> None:
     wait_for_rerun(page)
     assert page.locator('[data-testid="stException"]').count() == 0
     context.close()
+
+
+SEED_BOX = '[data-testid="stSidebar"] [data-testid="stNumberInputField"]'
+
+
+def test_a_class_arriving_at_once_gets_the_frame_and_keeps_its_links(browser) -> None:
+    """Six students open six deep links on a server nobody has visited yet, all at once.
+
+    Every session whose first run starts before st.navigation has run once in the process is
+    served as a legacy pages/ page; each must rerun into the frame with its link's seed (a
+    regression: only the first one did, the others showed the page without the sidebar, and
+    their next page switch dropped the link's values).
+    """
+    process, url = harness.start_server()  # its own server: the race is on a fresh process
+    try:
+        seeds = [1000 + 17 * i for i in range(6)]
+        pages = []
+        for i, seed in enumerate(seeds):
+            page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+            page.goto(f"{url}/{PAGES[1 + i]}?seed={seed}", wait_until="commit")  # don't wait: arrive together
+            pages.append(page)
+        for page, seed in zip(pages, seeds, strict=True):
+            page.wait_for_function(
+                "([box, seed]) => document.querySelector(box)?.value === seed",
+                arg=[SEED_BOX, str(seed)],
+                timeout=120_000,
+            )
+        for i, (page, seed) in enumerate(zip(pages, seeds, strict=True)):
+            target = PAGES[1 + (i + 1) % 6]  # another lesson, through the sidebar as a student would
+            page.locator(f'[data-testid="stSidebarNav"] a[href$="/{target}"]').first.click()
+            page.wait_for_url(f"**/{target}?*seed={seed}*", timeout=60_000)
+            wait_for_rerun(page)
+            assert page.locator(SEED_BOX).input_value() == str(seed), (target, seed)
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.context.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
