@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import streamlit as st
 import torch
@@ -120,12 +120,31 @@ def apply_preset() -> None:
         st.session_state[name] = getattr(chosen, name)
 
 
+BOUND = ("preset", "text", "d_in", "d_out", "seed", "dropout", "num_heads", "scale", "device")
+
+
+def restore_link() -> None:
+    """Put back into the address bar any setting this session holds but the URL has lost.
+
+    A page link clicked before the sidebar has finished painting (a slow laptop, a busy server)
+    reaches the server without the query string. persist_state keeps the values, but the link
+    would no longer share them, and the box could show its default. Writing a value back through
+    session_state makes Streamlit re-send it to the widget and write it into the URL again.
+    (Reading the key first returns this run's value, including a change the student just made.)
+    """
+    defaults = asdict(Settings())
+    for key in BOUND:
+        if key in st.session_state and key not in st.query_params and st.session_state[key] != defaults[key]:
+            st.session_state[key] = st.session_state[key]
+
+
 def sidebar(page_key: str) -> Settings:
     unused = UNUSED.get(page_key, {})
     devices = available_devices()
     if "link_notes" not in st.session_state:  # first run of this session: check the link once
         problems = check_link_params(st.query_params.to_dict(), devices)
         st.session_state["link_notes"] = [message for _, message in problems]
+    restore_link()
     common = {"bind": "query-params", "persist_state": "session"}
 
     def off(name: str) -> dict:

@@ -132,6 +132,21 @@ def test_link_restores_sidebar() -> None:
     assert not at.sidebar.warning
 
 
+def test_a_page_switch_that_lost_the_query_string_puts_the_link_back() -> None:
+    """A page link clicked before the sidebar has painted reaches the server without the query
+    string (seen in the browser under load). The values persist, and the link must carry them again."""
+    at = app(None, seed="4321", d_out="5", scale="false")
+    at.query_params.clear()  # what such a page switch sends
+    at.switch_page(PAGES[2]).run()
+    assert_clean(at)
+    assert at.sidebar.number_input(key="seed").value == 4321
+    assert at.sidebar.slider(key="d_out").value == 5
+    assert float(at.query_params["seed"]) == 4321  # back in the URL, to share
+    assert at.query_params["d_out"] == "5"
+    assert at.query_params["scale"] == "false"
+    assert "d_in" not in at.query_params  # defaults stay out of the link
+
+
 @pytest.mark.parametrize(
     ("params", "fragment"),
     [
