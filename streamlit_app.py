@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
+import time
 from dataclasses import asdict, replace
 
 import streamlit as st
@@ -16,6 +17,7 @@ import torch
 from core.device import available_devices
 from core.examples import MAX_TEXT_CHARS
 from core.settings import LIMITS, PRESETS, Settings, check_link_params, load_example, settings_for_preset
+from pages import _ui
 
 # Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
 # 1-2 cores of a small container when a class reruns at once (override with the variable).
@@ -248,6 +250,8 @@ def freeze_import_time_objects() -> bool:
 
 
 page = st.navigation(PAGES)
+started = time.perf_counter()
 st.session_state["settings"] = usable(sidebar(page.url_path or "overview"))  # default page: ""
 page.run()
+_ui.log_run(page.url_path or "overview", st.session_state["settings"], time.perf_counter() - started)
 freeze_import_time_objects()  # after the page, so that its imports are loaded too

@@ -6,18 +6,25 @@ Nothing here computes attention: it calls `core.lessons` through `st.cache_data`
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 from pathlib import Path
 
 import altair as alt
 import pyarrow as pa
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core import charts, lessons
 from core.charts import QUERY_SELECTION
 from core.settings import Settings
 
 TEXT_DIR = Path(__file__).parent / "text"
+# Set by bench/load.py: a file that gets one JSON line per finished script run, so a load test
+# can check what the server computed for each session, not only what 40 tabs have painted.
+RUN_LOG = os.environ.get("ATTENTION_LAB_RUN_LOG")
 
 
 def require_frame() -> None:
@@ -37,6 +44,25 @@ def require_frame() -> None:
     if legacy_run:
         PagesManager.uses_pages_directory = False
         st.rerun()
+
+
+@st.cache_resource(show_spinner=False)
+def _run_logger(path: str) -> logging.Logger:
+    """One logger per process (its handler's lock keeps lines from many sessions whole)."""
+    logger = logging.getLogger("attention_lab.runs")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    logger.addHandler(logging.FileHandler(path, encoding="utf-8"))
+    return logger
+
+
+def log_run(page: str, shown: Settings, seconds: float) -> None:
+    """Record a finished run (only when ATTENTION_LAB_RUN_LOG is set; interrupted runs never get here)."""
+    if not RUN_LOG:
+        return
+    ctx = get_script_run_ctx()
+    record = {"session": ctx.session_id if ctx else None, "page": page, "seed": shown.seed, "seconds": seconds}
+    _run_logger(RUN_LOG).info(json.dumps(record))
 
 
 def settings() -> Settings:

@@ -8,6 +8,7 @@ disabled states are page-specific), so such a regression cannot pass silently.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -203,3 +204,16 @@ def test_cross_attention_bad_second_sentence() -> None:
     at.text_input(key="second_text").input("   ").run()
     assert_clean(at)
     assert any("Second sequence" in e.value for e in at.error)
+
+
+def test_run_log_records_each_finished_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench/load.py reads what the server computed for each session from this log."""
+    from pages import _ui
+
+    log = tmp_path / "runs.jsonl"
+    monkeypatch.setattr(_ui, "RUN_LOG", str(log))
+    at = app(PAGES[2], seed="4321")
+    assert_clean(at)
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["page"], r["seed"]) for r in runs] == [("overview", 4321), ("trainable_weights", 4321)]
+    assert len({r["session"] for r in runs}) == 1 and all(r["seconds"] > 0 for r in runs)
