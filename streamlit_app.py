@@ -132,6 +132,7 @@ def restore_link() -> None:
     reaches the server without the query string. persist_state keeps the values, but the link
     would no longer share them, and the box could show its default. Writing a value back through
     session_state makes Streamlit re-send it to the widget and write it into the URL again.
+    Only after a page switch: on the same page the URL follows the widgets by itself.
     (Reading the key first returns this run's value, including a change the student just made.)
     """
     defaults = asdict(Settings())
@@ -146,7 +147,9 @@ def sidebar(page_key: str) -> Settings:
     if "link_notes" not in st.session_state:  # first run of this session: check the link once
         problems = check_link_params(st.query_params.to_dict(), devices)
         st.session_state["link_notes"] = [message for _, message in problems]
-    restore_link()
+    if st.session_state.get("page_key", page_key) != page_key:
+        restore_link()
+    st.session_state["page_key"] = page_key
     common = {"bind": "query-params", "persist_state": "session"}
 
     def off(name: str) -> dict:
