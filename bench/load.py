@@ -5,7 +5,7 @@ tabs, each its own Streamlit session, session i opening a link with seed 1000·(
 1. every session opens every page through the sidebar; then the server's peak RSS is read;
 2. each goes to its own page, where its box must still show the link's seed, and for
    `seconds` keeps stepping the seed up (the sidebar's "+"), timing each click until the
-   rerun has finished;
+   server has finished a run with the new seed (read from its run log, below);
 3. once every session has stopped clicking, each opens the trainable-weights page, which must
    show the numbers `core` computes for the seed it clicked its way to.
 The server also writes one line per finished run (ATTENTION_LAB_RUN_LOG), which says what it
@@ -119,6 +119,29 @@ async def check_own_numbers(page, index: int, seed: int, stats: dict) -> None:
         stats["cross_talk"].append(f"session {index}: box {box}, z for none of its seeds: {sorted(shown)}")
 
 
+async def finished_run(stats: dict, seed: int, timeout_s: float) -> None:
+    """Wait until the server has logged a finished run computed with `seed` (see watch_run_log)."""
+    deadline = time.monotonic() + timeout_s
+    while seed not in stats["finished_seeds"]:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no finished run with seed {seed} in {timeout_s:.0f} s")
+        await asyncio.sleep(0.05)
+
+
+async def watch_run_log(run_log: Path, stats: dict, stop: asyncio.Event) -> None:
+    """Follow the server's run log: every seed it has finished a run with."""
+    offset = 0
+    while not stop.is_set():
+        if run_log.exists():
+            with run_log.open(encoding="utf-8") as log:
+                log.seek(offset)
+                lines = log.readlines()
+                complete = lines if not lines or lines[-1].endswith("\n") else lines[:-1]
+                offset += sum(len(line.encode("utf-8")) for line in complete)
+            stats["finished_seeds"].update(json.loads(line)["seed"] for line in complete)
+        await asyncio.sleep(0.05)
+
+
 async def step_seed_up(page, seconds: float, seed: int, stats: dict) -> int:
     """Click the seed's "+" for `seconds`, timing each click until its rerun has finished."""
     step_up = page.locator('[data-testid="stSidebar"] [data-testid="stNumberInputStepUp"]')
@@ -127,14 +150,10 @@ async def step_seed_up(page, seconds: float, seed: int, stats: dict) -> int:
         start = time.perf_counter()
         await step_up.click()
         seed += 1
-        # Done when the script is idle and the box no longer shows the previous seed. (The idle
-        # marker can lag the click, so a wait can end early: latencies are a lower bound.)
-        await page.wait_for_function(
-            """([idle, box, previous]) => document.querySelector(idle) !== null
-                && document.querySelector(box)?.value !== previous""",
-            arg=[IDLE, SEED_BOX, str(seed - 1)],
-            timeout=120_000,
-        )
+        # Finished when the server's run log has a finished run with this seed (seeds are unique
+        # to a session). The browser cannot tell us reliably: a starved tab may paint "running"
+        # and "idle" in one frame, or only long after the server is done.
+        await finished_run(stats, seed, timeout_s=120)
         stats["latencies"].append(time.perf_counter() - start)
         if await page.locator('[data-testid="stException"]').count():
             stats["exceptions"] += 1
@@ -194,11 +213,13 @@ def server_side(run_log: Path) -> dict:
     }
 
 
-async def _run(url: str, pid: int, sessions: int, seconds: float) -> dict:
+async def _run(url: str, pid: int, run_log: Path, sessions: int, seconds: float) -> dict:
     from playwright.async_api import async_playwright
 
     stats: dict = defaultdict(list)
-    stats.update(exceptions=0, opened=0, clicked=0)
+    stats.update(exceptions=0, opened=0, clicked=0, finished_seeds=set())
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(watch_run_log(run_log, stats, stop))
     with tempfile.TemporaryDirectory() as folder:
         launcher = low_priority_chromium(Path(folder))
         async with async_playwright() as p:
@@ -209,6 +230,8 @@ async def _run(url: str, pid: int, sessions: int, seconds: float) -> dict:
             memory = rss_mib(pid)
             await asyncio.gather(*tasks)
             await browser.close()
+    stop.set()
+    await watcher
     latencies = sorted(stats["latencies"])
     return {
         "sessions": sessions,
@@ -235,7 +258,7 @@ def run(sessions: int = 40, seconds: float = 60.0) -> dict:
         process, url = start_server(env={"ATTENTION_LAB_RUN_LOG": str(run_log)})
         try:
             baseline = rss_mib(process.pid)
-            result = asyncio.run(_run(url, process.pid, sessions, seconds))
+            result = asyncio.run(_run(url, process.pid, run_log, sessions, seconds))
             result["memory_idle_server"] = baseline
         finally:
             process.terminate()
