@@ -44,8 +44,9 @@ def sdpa_manual(mha: core.MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
     return mha.out_proj(context.transpose(1, 2).reshape(b, t, d))
 
 
-def timed(fn, device: torch.device, repeats: int) -> list[float]:
-    fn()  # warm-up
+def timed(fn, device: torch.device, repeats: int, warm_up: bool = True) -> list[float]:
+    if warm_up:
+        fn()
     times = []
     for _ in range(repeats):
         if device.type == "cuda":
@@ -73,9 +74,13 @@ def run(device_name: str = "cpu", repeats: int = 5) -> dict:
     results: dict = {"device": str(device), "sizes": SIZES, "threads": torch.get_num_threads(), "paths": {}}
     with torch.inference_mode():
         assert torch.allclose(paths["ours_fused"](), paths["torch_mha"](), atol=1e-4)
-        for _round in range(2):  # interleave rounds so drift hits every path alike
+        for fn in paths.values():
+            fn()  # warm-up
+        # One call of each path in turn (ABCABC...), so that drift on a shared machine (another
+        # process, thermal limits) hits every path alike; the ratio is of medians.
+        for _ in range(2 * repeats):
             for name, fn in paths.items():
-                results["paths"].setdefault(name, []).extend(timed(fn, device, repeats))
+                results["paths"].setdefault(name, []).extend(timed(fn, device, 1, warm_up=False))
         traced = timed(lambda: mha.trace(x), device, max(2, repeats // 2))
         trace = mha.trace(x)
         kept = {id(t): t for t in vars(trace).values() if isinstance(t, torch.Tensor)}  # shared tensors once
