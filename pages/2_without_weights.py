@@ -17,7 +17,7 @@ st.latex(
     r"\qquad z^{(i)} = \sum_j \alpha_{ij}\, x^{(j)}"
 )
 
-query = _ui.query_picker(_ui.token_labels(settings), settings.preset_info.query_index)
+query = _ui.query_picker(_ui.token_labels(settings), settings.preset_info.query_index, key="query_without_weights")
 scale = st.slider(
     "Multiply the scores by",
     1.0,
@@ -70,7 +70,7 @@ with c1:
         value_title="weight",
         select_rows=True,
         key="weights_chart",
-        on_select=lambda: _ui.select_query_from_chart("weights_chart"),
+        on_select=lambda: _ui.select_query_from_chart("weights_chart", "query_without_weights"),
     )
 with c2:
     _ui.heatmap(

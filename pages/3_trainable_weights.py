@@ -11,7 +11,7 @@ st.title("2 · Self-attention with trainable weights")
 _ui.show_input_problem()
 settings = _ui.settings()
 _ui.prose("trainable_weights", "intro")
-query = _ui.query_picker(_ui.token_labels(settings), settings.preset_info.query_index)
+query = _ui.query_picker(_ui.token_labels(settings), settings.preset_info.query_index, key="query_trainable_weights")
 lesson = _ui.trainable_lesson(settings, query)
 token, values = lesson.tokens[query], lesson.values
 
@@ -76,7 +76,7 @@ with weights_col:
         value_title="weight",
         select_rows=True,
         key="tw_weights",
-        on_select=lambda: _ui.select_query_from_chart("tw_weights"),
+        on_select=lambda: _ui.select_query_from_chart("tw_weights", "query_trainable_weights"),
     )
 with context_col:
     _ui.heatmap(

@@ -126,8 +126,12 @@ def heatmap(frame, title: str, description: str, *, key: str | None = None, on_s
     )
 
 
-def query_picker(tokens: list[str], default: int, key: str = "query_index") -> int:
-    """A token selector that heatmap clicks can also set (see `select_query_from_chart`)."""
+def query_picker(tokens: list[str], default: int, key: str) -> int:
+    """A token selector that heatmap clicks can also set (see `select_query_from_chart`).
+
+    One key per page: two pages sharing a key left the second page's picker at its first
+    option after a switch between them (the book's query 'journey' became 'Your').
+    """
     if st.session_state.get(key) is None or st.session_state[key] >= len(tokens):
         st.session_state[key] = min(default, len(tokens) - 1)
     return st.selectbox(
@@ -139,7 +143,7 @@ def query_picker(tokens: list[str], default: int, key: str = "query_index") -> i
     )
 
 
-def select_query_from_chart(chart_key: str, target: str = "query_index") -> None:
+def select_query_from_chart(chart_key: str, target: str) -> None:
     """on_select callback: a click on a heatmap row makes that row the query."""
     state = st.session_state.get(chart_key)
     picked = (state or {}).get("selection", {}).get(QUERY_SELECTION) if state else None

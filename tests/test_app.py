@@ -217,3 +217,15 @@ def test_run_log_records_each_finished_run(tmp_path: Path, monkeypatch: pytest.M
     runs = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(r["page"], r["seed"]) for r in runs] == [("overview", 4321), ("trainable_weights", 4321)]
     assert len({r["session"] for r in runs}) == 1 and all(r["seconds"] > 0 for r in runs)
+
+
+def test_each_page_keeps_its_own_query_after_switching_pages() -> None:
+    """The two pages with a query picker once shared its key: after visiting one, the other's
+    picker came back at its first option (the 40-session load benchmark showed it)."""
+    at = app(PAGES[2])
+    book_z = "context vector z for “journey” = **[0.3061, 0.8210]**"  # seed 001's z(2)
+    assert book_z in markdown_text(at)
+    at.switch_page(PAGES[1]).run()
+    at.switch_page(PAGES[2]).run()
+    assert_clean(at)
+    assert book_z in markdown_text(at)
