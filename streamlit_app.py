@@ -122,9 +122,6 @@ def apply_preset() -> None:
         st.session_state[name] = getattr(chosen, name)
 
 
-BOUND = ("preset", "text", "d_in", "d_out", "seed", "dropout", "num_heads", "scale", "device")
-
-
 def restore_link() -> None:
     """Put back into the address bar any setting this session holds but the URL has lost.
 
@@ -135,9 +132,8 @@ def restore_link() -> None:
     Only after a page switch: on the same page the URL follows the widgets by itself.
     (Reading the key first returns this run's value, including a change the student just made.)
     """
-    defaults = asdict(Settings())
-    for key in BOUND:
-        if key in st.session_state and key not in st.query_params and st.session_state[key] != defaults[key]:
+    for key, default in asdict(Settings()).items():  # the sidebar's keys are Settings' fields
+        if key in st.session_state and key not in st.query_params and st.session_state[key] != default:
             st.session_state[key] = st.session_state[key]
 
 

@@ -39,6 +39,9 @@ PAGE_FILES = [
     "pages/6_multi_head.py",
     "pages/7_cross_attention.py",
 ]
+# What the browser-driving code waits on: the app idle after a run, and the sidebar's seed box.
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+SEED_BOX = '[data-testid="stSidebar"] [data-testid="stNumberInputField"]'
 # URL paths: the file names without their number (see streamlit_app.py).
 PAGE_URLS = [Path(f).stem.split("_", 1)[1] for f in PAGE_FILES]
 
@@ -53,6 +56,12 @@ def low_priority_chromium(folder: Path, niceness: int = 10) -> str:
     launcher.write_text(f'#!/bin/sh\nexec nice -n {niceness} {CHROMIUM} "$@"\n')
     launcher.chmod(0o755)
     return str(launcher)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile of `values`, nearest rank (q = 0.95 for a p95)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def free_port() -> int:

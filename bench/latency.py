@@ -12,17 +12,12 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from bench.harness import PAGE_FILES, ROOT, use_navigation_mode
+from bench.harness import PAGE_FILES, ROOT, percentile, use_navigation_mode
 from core.stats import MAX_TRIALS
 
 PAGES = PAGE_FILES
 LARGEST_TEXT = " ".join(f"w{i}" for i in range(24))  # the token cap
 LARGEST = {"preset": "custom", "text": LARGEST_TEXT, "d_in": "64", "d_out": "64", "num_heads": "8", "dropout": "0.9"}
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _time_reruns(at: AppTest, change, repeats: int) -> list[float]:

@@ -27,13 +27,11 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from bench.harness import CHROMIUM_ARGS, PAGE_URLS, low_priority_chromium, start_server
+from bench.harness import CHROMIUM_ARGS, IDLE, PAGE_URLS, SEED_BOX, low_priority_chromium, percentile, start_server
 from core import lessons
 from core.settings import settings_for_preset
 
 PAGES = PAGE_URLS
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-SEED_BOX = '[data-testid="stSidebar"] [data-testid="stNumberInputField"]'
 ARRIVAL_GAP_S = 0.5  # seconds between two sessions' arrivals
 SEEDS_PER_SESSION = 1000  # session i's seeds: 1000·(i+1) and up, one per click
 SETTLE_MS = 120_000  # how long a tab may take to paint what the server computed for it
@@ -110,7 +108,7 @@ async def check_own_numbers(page, index: int, seed: int, stats: dict) -> None:
         pass
     box = await page.locator(SEED_BOX).input_value()
     shown = set(Z_SHOWN.findall(await page.inner_text("body")))
-    own = next((s for s in range(seed, 1000 * (index + 1) - 1, -1) if f"[{expected_z(s)}]" in shown), None)
+    own = next((s for s in range(seed, SEEDS_PER_SESSION * (index + 1) - 1, -1) if f"[{expected_z(s)}]" in shown), None)
     if own is not None:
         stats["stale"].append(f"session {index}: box {box}, z for its earlier seed {own}, not {seed}")
     elif not shown:
@@ -202,10 +200,10 @@ def server_side(run_log: Path) -> dict:
     owners: dict[str, set] = defaultdict(set)
     for run in runs:
         owners[run["session"]].add(owner(run["seed"]))
-    seconds = sorted(run["seconds"] for run in runs)
+    seconds = [run["seconds"] for run in runs]
     return {
         "server_runs": len(runs),
-        "server_run_p95_s": seconds[round(0.95 * (len(seconds) - 1))] if seconds else None,
+        "server_run_p95_s": percentile(seconds, 0.95) if seconds else None,
         # a server session that computed with the default seed: its link's values were lost
         "server_link_lost": sorted(s[:8] for s, o in owners.items() if None in o),
         # a server session that computed with seeds of two different browser sessions
@@ -232,13 +230,13 @@ async def _run(url: str, pid: int, run_log: Path, sessions: int, seconds: float)
             await browser.close()
     stop.set()
     await watcher
-    latencies = sorted(stats["latencies"])
+    latencies = stats["latencies"]
     return {
         "sessions": sessions,
         "seconds": seconds,
         "reruns": len(latencies),
         "median_s": statistics.median(latencies) if latencies else None,
-        "p95_s": latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))] if latencies else None,
+        "p95_s": percentile(latencies, 0.95) if latencies else None,
         "errors": stats["errors"],
         "js_errors": stats["js_errors"][:5],
         "exceptions": stats["exceptions"],

@@ -45,7 +45,7 @@ def browser() -> Iterator[object]:
 
 def wait_for_rerun(page) -> None:
     """Wait until Streamlit has finished running the script (the status widget is gone)."""
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=60_000)
+    page.wait_for_selector(harness.IDLE, timeout=60_000)
     page.wait_for_timeout(300)
 
 
@@ -121,9 +121,6 @@ def test_clicking_a_heatmap_row_selects_the_query(server: str, browser) -> None:
     context.close()
 
 
-SEED_BOX = '[data-testid="stSidebar"] [data-testid="stNumberInputField"]'
-
-
 def test_a_class_arriving_at_once_gets_the_frame_and_keeps_its_links(browser) -> None:
     """Six students open six deep links on a server nobody has visited yet, all at once.
 
@@ -143,7 +140,7 @@ def test_a_class_arriving_at_once_gets_the_frame_and_keeps_its_links(browser) ->
         for page, seed in zip(pages, seeds, strict=True):
             page.wait_for_function(
                 "([box, seed]) => document.querySelector(box)?.value === seed",
-                arg=[SEED_BOX, str(seed)],
+                arg=[harness.SEED_BOX, str(seed)],
                 timeout=120_000,
             )
         for i, (page, seed) in enumerate(zip(pages, seeds, strict=True)):
@@ -151,7 +148,7 @@ def test_a_class_arriving_at_once_gets_the_frame_and_keeps_its_links(browser) ->
             page.locator(f'[data-testid="stSidebarNav"] a[href$="/{target}"]').first.click()
             page.wait_for_url(f"**/{target}?*seed={seed}*", timeout=60_000)
             wait_for_rerun(page)
-            assert page.locator(SEED_BOX).input_value() == str(seed), (target, seed)
+            assert page.locator(harness.SEED_BOX).input_value() == str(seed), (target, seed)
             assert page.locator('[data-testid="stException"]').count() == 0
             page.context.close()
     finally:
