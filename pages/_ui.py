@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from pathlib import Path
 
 import altair as alt
 import pyarrow as pa
@@ -18,10 +17,10 @@ from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core import charts, lessons
+from core import prose as core_prose
 from core.charts import QUERY_SELECTION
 from core.settings import Settings
 
-TEXT_DIR = Path(__file__).parent / "text"
 # Set by bench/load.py: a file that gets one JSON line per finished script run, so a load test
 # can check what the server computed for each session, not only what 40 tabs have painted.
 RUN_LOG = os.environ.get("ATTENTION_LAB_RUN_LOG")
@@ -70,18 +69,14 @@ def settings() -> Settings:
     return st.session_state.get("settings", Settings())
 
 
-@st.cache_data(show_spinner=False)
-def _read(name: str) -> str:
-    return (TEXT_DIR / f"{name}.md").read_text(encoding="utf-8")
+@st.cache_data(show_spinner=False, max_entries=64)
+def _section(name: str, part: str) -> str:
+    return core_prose.section(name, part)
 
 
-def prose(name: str, section: str | None = None) -> None:
-    """Render pages/text/<name>.md, or one '## section' of it."""
-    text = _read(name)
-    if section is not None:
-        parts = text.split("\n## ")
-        text = next((p.split("\n", 1)[1] for p in parts if p.startswith(section)), "")
-    st.markdown(text)
+def prose(name: str, part: str) -> None:
+    """Render one '## part' section of pages/text/<name>.md (a missing one raises)."""
+    st.markdown(_section(name, part))
 
 
 def show_input_problem() -> None:
