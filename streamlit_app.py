@@ -14,6 +14,7 @@ from dataclasses import asdict, replace
 import streamlit as st
 import torch
 
+from core import registry
 from core.device import available_devices
 from core.examples import MAX_TEXT_CHARS
 from core.settings import LIMITS, PRESETS, Settings, check_link_params, load_example, settings_for_preset
@@ -25,85 +26,24 @@ torch.set_num_threads(int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", "1")))
 
 st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
 
-# The default page is served at "/"; its url_path only reserves a name, so it gets one nobody
-# links to, and /overview (the name a student would guess, or an old link has) serves the same
-# file as a hidden page. (st.switch_page cannot forward: it clears the query parameters, which
-# the bound sidebar widgets forbid.)
-OVERVIEW = st.Page("pages/1_overview.py", title="Overview", icon=":material/home:", default=True, url_path="start")
 
-PAGES = {
-    "Start": [
-        OVERVIEW,
-        st.Page("pages/1_overview.py", title="Overview", url_path="overview", visibility="hidden"),
-    ],
-    "Attention step by step": [
-        st.Page(
-            "pages/2_without_weights.py",
-            title="Attention without weights",
-            icon=":material/looks_one:",
-            url_path="without_weights",
-        ),
-        st.Page(
-            "pages/3_trainable_weights.py",
-            title="Trainable weights",
-            icon=":material/looks_two:",
-            url_path="trainable_weights",
-        ),
-        st.Page("pages/4_why_scale.py", title="Why scale by √d_k", icon=":material/looks_3:", url_path="why_scale"),
-        st.Page(
-            "pages/5_causal_dropout.py",
-            title="Causal attention and dropout",
-            icon=":material/looks_4:",
-            url_path="causal_dropout",
-        ),
-        st.Page(
-            "pages/6_multi_head.py", title="Multi-head attention", icon=":material/looks_5:", url_path="multi_head"
-        ),
-    ],
-    "Going further": [
-        st.Page(
-            "pages/7_cross_attention.py",
-            title="Cross-attention",
-            icon=":material/compare_arrows:",
-            url_path="cross_attention",
-        ),
-    ],
-}
+def navigation() -> dict[str, list[st.Page]]:
+    """st.Page objects for core.registry.PAGES, grouped by section.
 
-# URL paths equal the file names without their number, as Streamlit derives them for a
-# pages/ folder, so a first deep link that starts in legacy mode keeps its page (see pages/_ui.py).
-# Which controls each page ignores, and the one-line reason shown beside them.
-UNUSED: dict[str, dict[str, str]] = {
-    "overview": {
-        "d_out": "no projections on this page",
-        "dropout": "no attention weights here",
-        "num_heads": "no heads here",
-        "scale": "no scores here",
-        "device": "nothing to compute here",
-    },
-    "without_weights": {
-        "d_out": "no weights: inputs are their own queries, keys and values",
-        "dropout": "dropout arrives with causal attention",
-        "num_heads": "one head only",
-        "scale": "raw dot products, as in the sources' first version",
-    },
-    "trainable_weights": {
-        "dropout": "dropout arrives with causal attention",
-        "num_heads": "a single head on this page",
-    },
-    "why_scale": {
-        "preset": "this page uses random vectors",
-        "text": "this page uses random vectors",
-        "d_in": "random vectors of every d_k are drawn",
-        "d_out": "d_k is swept from 1 to 512",
-        "dropout": "no dropout in these experiments",
-        "num_heads": "no heads here",
-        "device": "small experiments run on the CPU",
-    },
-    "causal_dropout": {"num_heads": "a single causal head on this page"},
-    "multi_head": {},
-    "cross_attention": {"dropout": "no dropout in this example", "num_heads": "a single head on this page"},
-}
+    The overview is the default page, served at "/"; its url_path only reserves a name, so it
+    gets one nobody links to ("start"), and /overview (the name a student would guess, or an
+    old link has) serves the same file as a hidden page. (st.switch_page cannot forward: it
+    clears the query parameters, which the bound sidebar widgets forbid.)
+    """
+    sections: dict[str, list[st.Page]] = {}
+    for spec in registry.PAGES:
+        pages = sections.setdefault(spec.section.value, [])
+        if spec is registry.HOME:
+            pages.append(st.Page(spec.file, title=spec.title, icon=spec.icon, default=True, url_path="start"))
+            pages.append(st.Page(spec.file, title=spec.title, url_path=spec.slug, visibility="hidden"))
+        else:
+            pages.append(st.Page(spec.file, title=spec.title, icon=spec.icon, url_path=spec.slug))
+    return sections
 
 
 # Why the sliders stop where they do (caps chosen from bench/ measurements; README "Performance").
@@ -137,15 +77,16 @@ def restore_link() -> None:
             st.session_state[key] = st.session_state[key]
 
 
-def sidebar(page_key: str) -> Settings:
-    unused = UNUSED.get(page_key, {})
+def sidebar(spec: registry.PageSpec) -> tuple[Settings, tuple[str, ...]]:
+    """Draw the shared sidebar for this page; (its settings, the notes on the link)."""
+    unused = {control.value: reason for control, reason in spec.ignores.items()}
     devices = available_devices()
     if "link_notes" not in st.session_state:  # first run of this session: check the link once
         problems = check_link_params(st.query_params.to_dict(), devices)
-        st.session_state["link_notes"] = [message for _, message in problems]
-    if st.session_state.get("page_key", page_key) != page_key:
+        st.session_state["link_notes"] = tuple(message for _, message in problems)
+    if st.session_state.get("page_key", spec.slug) != spec.slug:
         restore_link()
-    st.session_state["page_key"] = page_key
+    st.session_state["page_key"] = spec.slug
     common = {"bind": "query-params", "persist_state": "session"}
 
     def off(name: str) -> dict:
@@ -210,7 +151,7 @@ def sidebar(page_key: str) -> Settings:
             st.caption("Greyed out here: " + "; ".join(f"**{k}** ({v})" for k, v in unused.items()))
         for note in st.session_state["link_notes"]:
             st.warning(note, icon=":material/link_off:")
-    return Settings(
+    settings = Settings(
         preset=preset,
         text=text or "",
         d_in=int(d_in),
@@ -221,17 +162,16 @@ def sidebar(page_key: str) -> Settings:
         scale=bool(scale),
         device=device,
     )
+    return settings, st.session_state["link_notes"]
 
 
-def usable(settings: Settings) -> Settings:
-    """Fall back to the book's example when the student's sentence cannot be used."""
-    st.session_state["input_problem"] = None
+def usable(settings: Settings) -> tuple[Settings, str | None]:
+    """Fall back to the book's example when the student's sentence cannot be used: (settings, why)."""
     try:
         load_example(settings)
     except ValueError as error:
-        st.session_state["input_problem"] = f"{error} Showing the book's example instead."
-        return replace(settings, preset="book")
-    return settings
+        return replace(settings, preset="book"), f"{error} Showing the book's example instead."
+    return settings, None
 
 
 @st.cache_resource(show_spinner=False)
@@ -248,9 +188,12 @@ def freeze_import_time_objects() -> bool:
     return True
 
 
-page = st.navigation(PAGES)
+page = st.navigation(navigation())
+spec = registry.page(page.url_path or registry.HOME.slug)  # the default page's url_path is ""
 started = time.perf_counter()
-st.session_state["settings"] = usable(sidebar(page.url_path or "overview"))  # default page: ""
-page.run()
-_ui.log_run(page.url_path or "overview", st.session_state["settings"], time.perf_counter() - started)
+chosen, link_notes = sidebar(spec)
+shown, input_problem = usable(chosen)
+with _ui.hand_over(_ui.Frame(page=spec, settings=shown, input_problem=input_problem, link_notes=link_notes)):
+    page.run()
+_ui.log_run(spec.slug, shown, time.perf_counter() - started)
 freeze_import_time_objects()  # after the page, so that its imports are loaded too

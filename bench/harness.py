@@ -12,6 +12,8 @@ from pathlib import Path
 
 from streamlit.runtime.pages_manager import PagesManager
 
+from core import registry
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"  # Debian's; Playwright's own browser download is not used
 # Headless, no sandbox (root in CI), and no background traffic: the machine has no network.
@@ -30,20 +32,12 @@ CHROMIUM_ARGS = [
     "--disable-background-timer-throttling",
     "--disable-backgrounding-occluded-windows",
 ]
-PAGE_FILES = [
-    "pages/1_overview.py",
-    "pages/2_without_weights.py",
-    "pages/3_trainable_weights.py",
-    "pages/4_why_scale.py",
-    "pages/5_causal_dropout.py",
-    "pages/6_multi_head.py",
-    "pages/7_cross_attention.py",
-]
+# The one page list (core/registry.py): scripts for AppTest, URL paths for the browser.
+PAGE_FILES = [spec.file for spec in registry.PAGES]
+PAGE_URLS = [spec.slug for spec in registry.PAGES]
 # What the browser-driving code waits on: the app idle after a run, and the sidebar's seed box.
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 SEED_BOX = '[data-testid="stSidebar"] [data-testid="stNumberInputField"]'
-# URL paths: the file names without their number (see streamlit_app.py).
-PAGE_URLS = [Path(f).stem.split("_", 1)[1] for f in PAGE_FILES]
 
 
 def low_priority_chromium(folder: Path, niceness: int = 10) -> str:
@@ -101,7 +95,7 @@ def use_navigation_mode() -> None:
     Under Streamlit 1.67, AppTest sets PagesManager.uses_pages_directory = None before each
     run and the PagesManager it then builds sets it to True because pages/ exists, so reruns
     go through the legacy multipage runner and skip the frame and its sidebar. The real server
-    keeps the flag False once st.navigation has run (see pages/_ui.require_frame); so do we.
+    keeps the flag False once st.navigation has run (see pages/_ui.frame); so do we.
     Returns nothing; call `restore_pages_manager()` to undo.
     """
     if getattr(PagesManager.__init__, "_attention_lab_patch", False):

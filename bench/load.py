@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.harness import CHROMIUM_ARGS, IDLE, PAGE_URLS, SEED_BOX, low_priority_chromium, percentile, start_server
-from core import lessons
+from core.lessons import trainable_weights
 from core.settings import settings_for_preset
 
 PAGES = PAGE_URLS
@@ -49,8 +49,8 @@ def rss_mib(pid: int) -> dict[str, float]:
 
 
 def expected_z(seed: int) -> str:
-    lesson = lessons.trainable_lesson(replace(settings_for_preset("book"), seed=seed), 1)
-    return ", ".join(f"{v:.4f}" for v in lesson.values["query_context"])
+    lesson = trainable_weights.trainable_lesson(replace(settings_for_preset("book"), seed=seed), 1)
+    return ", ".join(f"{v:.4f}" for v in lesson.query_context)
 
 
 def owner(seed: int) -> int | None:

@@ -2,17 +2,12 @@
 
 import streamlit as st
 
-from core.examples import MAX_TEXT_CHARS, embed_text
-from core.lessons import DEFAULT_SECOND_TEXT
-from core.settings import load_example
-from core.snippets import cross_code
+from core.examples import MAX_TEXT_CHARS
+from core.lessons.cross_attention import DEFAULT_SECOND_TEXT
 from pages import _ui
 
-_ui.require_frame()
-
-st.title("6 · Cross-attention")
-_ui.show_input_problem()
-settings = _ui.settings()
+frame = _ui.page_start()
+settings = frame.settings
 _ui.prose("cross_attention", "intro")
 article = settings.preset == "article"
 c1, c2 = st.columns([3, 1])
@@ -31,9 +26,8 @@ try:
 except ValueError as error:
     st.error(f"Second sequence: {error}", icon=":material/error:")
     st.stop()
-values = lesson.values
 _ui.heatmap(
-    lesson.frames["weights"],
+    lesson.weights,
     "Cross-attention weights: queries × keys",
     "Rectangular heatmap: one row per token of the first sequence, one column per token of the second.",
     value_title="weight",
@@ -41,6 +35,5 @@ _ui.heatmap(
     y_title="query (first sequence)",
 )
 _ui.prose("cross_attention", "shapes")
-st.dataframe([{"tensor": k, "shape": str(tuple(v))} for k, v in values["shapes"].items()], hide_index=True)
-second = None if article else embed_text(second_text, load_example(settings).d_in, settings.seed).embeddings
-_ui.code_expander(cross_code(settings, second, int(d_v)))
+st.dataframe([{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
+_ui.code_box(lesson.code)

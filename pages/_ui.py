@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import altair as alt
 import pyarrow as pa
@@ -16,9 +19,20 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from core import charts, lessons
+from core import charts
 from core import prose as core_prose
 from core.charts import QUERY_SELECTION
+from core.lessons import (
+    causal_dropout,
+    common,
+    cross_attention,
+    multi_head,
+    overview,
+    trainable_weights,
+    why_scale,
+    without_weights,
+)
+from core.registry import PageSpec
 from core.settings import Settings
 
 # Set by bench/load.py: a file that gets one JSON line per finished script run, so a load test
@@ -26,23 +40,62 @@ from core.settings import Settings
 RUN_LOG = os.environ.get("ATTENTION_LAB_RUN_LOG")
 
 
-def require_frame() -> None:
-    """Run this page inside streamlit_app.py (navigation + shared sidebar), never alone.
+@dataclass(frozen=True)
+class Frame:
+    """What streamlit_app.py hands every page for one run: one typed object, not loose keys."""
 
-    Streamlit sees the pages/ folder when the server starts and, until st.navigation
-    has run once in the process, serves a deep link such as /causal_dropout as a legacy
-    page without the frame. The flag is process-wide and st.navigation clears it itself;
-    we clear it one run earlier and rerun, so the first visitor gets the frame.
+    page: PageSpec  # this page's row of core.registry
+    settings: Settings  # the sidebar's settings, already made usable (a bad sentence -> the book's)
+    input_problem: str | None  # why the student's sentence could not be used, in plain words
+    link_notes: tuple[str, ...]  # what the link asked for that was ignored
 
-    The flag alone is not enough: every session whose first run *started* in legacy mode
-    lands here, and under a class's arrival all but the first find the flag already cleared.
-    The frame stores "settings" before it runs any page, so a session without them has not
-    been through the frame and must rerun too (the rerun keeps the link's query string).
+
+_FRAME_KEY = "frame"
+_RERUN_KEY = "frame_reruns"
+
+
+@contextmanager
+def hand_over(state: Frame) -> Iterator[None]:
+    """The frame runs the page inside this: the page sees `state` through `frame()`, and only then."""
+    st.session_state[_FRAME_KEY] = state
+    st.session_state[_RERUN_KEY] = 0
+    try:
+        yield
+    finally:
+        st.session_state.pop(_FRAME_KEY, None)  # a page run alone must never find an old hand-over
+
+
+def frame() -> Frame:
+    """This run's hand-over from the frame. The one workaround for Streamlit's pages/ folder lives here.
+
+    Streamlit sees the pages/ folder when the server starts and, until st.navigation has run
+    once in the process, serves a deep link such as /causal_dropout as a legacy page, without
+    the frame (PagesManager.uses_pages_directory). Every session whose first run starts in that
+    mode lands here without a hand-over: we clear the flag and rerun, and the rerun (with the
+    link's query string) goes through the frame. Moving the page scripts into a subfolder of
+    pages/ was tried: legacy mode then finds no page for the link and shows a "Page not found"
+    dialog on every early deep link, so the scripts stay at the top of pages/.
+
+    A page run alone (a test opening its file directly) gets no hand-over after that rerun
+    either, and fails loudly instead of drawing the defaults.
     """
-    legacy_run = PagesManager.uses_pages_directory or "settings" not in st.session_state
-    if legacy_run:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    state = st.session_state.get(_FRAME_KEY)
+    if isinstance(state, Frame) and not PagesManager.uses_pages_directory:
+        return state
+    if st.session_state.get(_RERUN_KEY, 0) >= 1:
+        raise RuntimeError("This page runs only inside streamlit_app.py (the frame handed it nothing).")
+    st.session_state[_RERUN_KEY] = 1
+    PagesManager.uses_pages_directory = False
+    st.rerun()
+
+
+def page_start() -> Frame:
+    """Every page's first line: the hand-over, the title, and the input problem if there is one."""
+    state = frame()
+    st.title(state.page.heading)
+    if state.input_problem:
+        st.error(state.input_problem, icon=":material/error:")
+    return state
 
 
 @st.cache_resource(show_spinner=False)
@@ -64,11 +117,6 @@ def log_run(page: str, shown: Settings, seconds: float) -> None:
     _run_logger(RUN_LOG).info(json.dumps(record))
 
 
-def settings() -> Settings:
-    """The sidebar's settings for this rerun (set by streamlit_app.py)."""
-    return st.session_state.get("settings", Settings())
-
-
 @st.cache_data(show_spinner=False, max_entries=64)
 def _section(name: str, part: str) -> str:
     return core_prose.section(name, part)
@@ -77,13 +125,6 @@ def _section(name: str, part: str) -> str:
 def prose(name: str, part: str) -> None:
     """Render one '## part' section of pages/text/<name>.md (a missing one raises)."""
     st.markdown(_section(name, part))
-
-
-def show_input_problem() -> None:
-    """The inline message when the sidebar's input could not be used as asked."""
-    problem = st.session_state.get("input_problem")
-    if problem:
-        st.error(problem, icon=":material/error:")
 
 
 def chart(chart_obj: alt.Chart, description: str, key: str | None = None, on_select=None) -> object:
@@ -146,56 +187,65 @@ def select_query_from_chart(chart_key: str, target: str) -> None:
         st.session_state[target] = int(picked[0]["row_index"])
 
 
-def code_expander(code: str) -> None:
+def code_box(code: str, note: str = "Plain PyTorch; paste it into a notebook and compare with this page.") -> None:
+    """The lesson's recipe (core/recipes/), filled with this page's settings."""
     with st.expander("Code: reproduce exactly these numbers", icon=":material/code:"):
-        st.caption("Plain PyTorch; paste it into a notebook and compare with this page.")
+        st.caption(note)
         st.code(code, language="python")
 
 
+# ------------------------------------------------------------------ cached lessons
+# One wrapper per lesson computation, keyed on the frozen Settings (sessions never share a
+# mutable object: st.cache_data hands every caller its own copy).
 @st.cache_data(show_spinner=False, max_entries=256)
-def token_labels(s: Settings) -> list[str]:
-    return lessons.token_labels(s)
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def simple_lesson(s: Settings, query_index: int, logit_scale: float) -> lessons.Lesson:
-    return lessons.simple_lesson(s, query_index, logit_scale)
+def token_labels(s: Settings) -> tuple[str, ...]:
+    return common.token_labels(s)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def trainable_lesson(s: Settings, query_index: int) -> lessons.Lesson:
-    return lessons.trainable_lesson(s, query_index)
+def overview_lesson(s: Settings) -> overview.OverviewLesson:
+    return overview.overview_lesson(s)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def without_weights_lesson(s: Settings, query_index: int, multiplier: float) -> without_weights.WithoutWeightsLesson:
+    return without_weights.without_weights_lesson(s, query_index, multiplier)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def trainable_lesson(s: Settings, query_index: int) -> trainable_weights.TrainableLesson:
+    return trainable_weights.trainable_lesson(s, query_index)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def scaling_variance(seed: int, trials: int) -> lessons.Lesson:
-    return lessons.scaling_variance(seed, trials)
+def scaling_variance(seed: int, trials: int) -> why_scale.VarianceResult:
+    return why_scale.variance(seed, trials)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def scaling_peakiness(seed: int):
-    return lessons.scaling_peakiness(seed)
+    return why_scale.peakiness(seed)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def scaling_sweep(multiplier: float) -> tuple[lessons.Lesson, dict, dict]:
+def scaling_sweep(multiplier: float) -> tuple[why_scale.SweepResult, dict, dict]:
     """The seed-independent part of the page, with its two chart specs (built once)."""
-    lesson = lessons.scaling_sweep(multiplier)
-    sweep = charts.sweep_chart(lesson.frames["sweep"], multiplier).to_dict(validate=False)
-    saturation = charts.saturation_chart(lesson.frames["saturation"]).to_dict(validate=False)
-    return lesson, sweep, saturation
+    result = why_scale.sweep(multiplier)
+    sweep = charts.sweep_chart(result.sweep, multiplier).to_dict(validate=False)
+    saturation = charts.saturation_chart(result.saturation).to_dict(validate=False)
+    return result, sweep, saturation
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def causal_lesson(s: Settings, position: int, training: bool) -> lessons.Lesson:
-    return lessons.causal_lesson(s, position, training)
+def causal_lesson(s: Settings, perturbed: int, training: bool) -> causal_dropout.CausalLesson:
+    return causal_dropout.causal_lesson(s, perturbed, training)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def multihead_lesson(s: Settings) -> lessons.Lesson:
-    return lessons.multihead_lesson(s)
+def multihead_lesson(s: Settings) -> multi_head.MultiHeadLesson:
+    return multi_head.multihead_lesson(s)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def cross_lesson(s: Settings, second_text: str, d_v: int) -> lessons.Lesson:
-    return lessons.cross_lesson(s, second_text, d_v)
+def cross_lesson(s: Settings, second_text: str, d_v: int) -> cross_attention.CrossLesson:
+    return cross_attention.cross_lesson(s, second_text, d_v)

@@ -16,7 +16,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bench.harness import PAGE_FILES, restore_pages_manager, use_navigation_mode
-from core import lessons
+from core import registry
+from core.lessons import trainable_weights, without_weights
 from core.settings import PRESETS, Settings, settings_for_preset
 
 APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
@@ -86,28 +87,47 @@ def test_sidebar_is_page_specific() -> None:
     at = app(PAGES[1])
     assert at.sidebar.slider(key="num_heads").disabled
     assert any("one head only" in c.value for c in at.sidebar.caption)
-    at.switch_page("pages/6_multi_head.py").run()
+    at.switch_page(registry.page("multi_head").file).run()
     assert not at.sidebar.slider(key="num_heads").disabled
     at.switch_page(PAGES[0]).run()
     assert at.sidebar.slider(key="d_out").disabled
 
 
+@pytest.mark.parametrize("page", PAGES[1:])
+def test_a_page_run_without_the_frame_fails_loudly(page: str) -> None:
+    """A page must get the frame's settings, never silently draw the defaults."""
+    at = AppTest.from_file(str(Path(APP).parent / page), default_timeout=120).run()
+    assert at.exception  # the RuntimeError of pages/_ui.frame (its text is redacted by .streamlit/config.toml)
+    assert not at.title  # nothing was drawn from defaults
+
+
+def test_the_frame_hands_every_page_its_row_of_the_registry() -> None:
+    at = app()
+    for spec in registry.PAGES[1:]:
+        at.switch_page(spec.file).run()
+        assert_clean(at)
+        assert at.title[0].value == spec.heading
+        for control in spec.ignores:
+            widget = next(w for w in at.sidebar if getattr(w, "key", None) == control.value)
+            assert widget.disabled, (spec.slug, control)
+
+
 def test_book_numbers_on_screen_equal_core() -> None:
-    at = app("pages/3_trainable_weights.py")
+    at = app(registry.page("trainable_weights").file)
     text = markdown_text(at)
     assert "context vector z for “journey” = **[0.3061, 0.8210]**" in text
     assert "q = **[0.4306, 1.4551]**" in text
-    lesson = lessons.trainable_lesson(settings_for_preset("book"), 1)
-    z = ", ".join(f"{v:.4f}" for v in lesson.values["query_context"])
+    lesson = trainable_weights.trainable_lesson(settings_for_preset("book"), 1)
+    z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
     assert f"**[{z}]**" in text
 
 
 def test_custom_settings_numbers_on_screen_equal_core() -> None:
-    at = app("pages/2_without_weights.py", preset="custom", d_in="5", seed="9", text="one two three four")
+    at = app(registry.page("without_weights").file, preset="custom", d_in="5", seed="9", text="one two three four")
     assert_clean(at)
     settings = Settings(preset="custom", text="one two three four", d_in=5, seed=9, d_out=2)
-    lesson = lessons.simple_lesson(settings, 0, 1.0)
-    z = ", ".join(f"{v:.4f}" for v in lesson.values["query_context"])
+    lesson = without_weights.without_weights_lesson(settings, 0, 1.0)
+    z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
     assert f"**[{z}]**" in markdown_text(at)
 
 
@@ -170,7 +190,7 @@ def test_bad_link_values_are_ignored_with_a_note(params: dict[str, str], fragmen
 
 
 def test_unusable_sentence_shows_message_and_page_still_renders() -> None:
-    at = app("pages/3_trainable_weights.py", preset="custom")
+    at = app(registry.page("trainable_weights").file, preset="custom")
     at.sidebar.text_input(key="text").input("word " * 30).run()
     assert_clean(at)
     assert any("limit is 24" in e.value for e in at.error)
@@ -178,21 +198,21 @@ def test_unusable_sentence_shows_message_and_page_still_renders() -> None:
 
 
 def test_heads_not_dividing_d_out_shows_message_and_page_still_renders() -> None:
-    at = app("pages/6_multi_head.py", d_out="5", num_heads="2")
+    at = app(registry.page("multi_head").file, d_out="5", num_heads="2")
     assert_clean(at)
     assert any("divisible" in e.value for e in at.error)
     assert any("GPT-2" in m.label for m in at.metric)
 
 
 def test_naive_softmax_overflow_is_explained() -> None:
-    at = app("pages/2_without_weights.py")
+    at = app(registry.page("without_weights").file)
     at.slider(key="logit_scale").set_value(200.0).run()
     assert_clean(at)
     assert any("overflowed" in e.value for e in at.error)
 
 
 def test_causal_page_training_toggle_and_leakage() -> None:
-    at = app("pages/5_causal_dropout.py", dropout="0.5")
+    at = app(registry.page("causal_dropout").file, dropout="0.5")
     assert any("no leakage" in s.value for s in at.success)
     at.toggle(key="training").set_value(True).run()
     assert_clean(at)
@@ -200,7 +220,7 @@ def test_causal_page_training_toggle_and_leakage() -> None:
 
 
 def test_cross_attention_bad_second_sentence() -> None:
-    at = app("pages/7_cross_attention.py")
+    at = app(registry.page("cross_attention").file)
     at.text_input(key="second_text").input("   ").run()
     assert_clean(at)
     assert any("Second sequence" in e.value for e in at.error)

@@ -62,12 +62,12 @@ def test_every_page_in_a_real_browser(server: str, browser, tmp_path: Path) -> N
     js_errors: list[str] = []
     page.on("pageerror", lambda error: js_errors.append(str(error)))
     # Twice round: a fresh server serves the first deep link in legacy pages/ mode (see
-    # pages/_ui.require_frame), every later one through st.navigation; both must work.
+    # pages/_ui.frame), every later one through st.navigation; both must work.
     for index, name in [*enumerate(PAGES, start=1), *enumerate(PAGES, start=1)]:
         page.goto(f"{server}/{name}", wait_until="domcontentloaded")
         page.wait_for_selector("h1", timeout=60_000)
         # A fresh server's first deep link runs once without the frame, then again with it
-        # (pages/_ui.require_frame): the sidebar's sliders mark the second run.
+        # (pages/_ui.frame): the sidebar's sliders mark the second run.
         page.wait_for_selector('[data-testid="stSidebar"] [data-testid="stSlider"]', timeout=60_000)
         wait_for_rerun(page)
         assert page.locator('[data-testid="stException"]').count() == 0, name

@@ -8,15 +8,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bench.harness import PAGE_FILES, restore_pages_manager, use_navigation_mode
-from core import prose
+from bench.harness import restore_pages_manager, use_navigation_mode
+from core import prose, registry
 
 APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
-
-
-def text_name(page_file: str) -> str:
-    """pages/2_without_weights.py -> without_weights (the page's prose file)."""
-    return Path(page_file).stem.split("_", 1)[1]
 
 
 def test_first_section_is_found() -> None:
@@ -35,12 +30,15 @@ def test_unknown_section_raises_instead_of_rendering_nothing() -> None:
         prose.section("overview", "nope")
 
 
-@pytest.mark.parametrize("page_file", PAGE_FILES)
-def test_every_prose_file_has_non_empty_sections(page_file: str) -> None:
-    parts = prose.read_sections(text_name(page_file))
-    assert parts, page_file
+PAGES = [pytest.param(spec, id=spec.slug) for spec in registry.PAGES]
+
+
+@pytest.mark.parametrize("spec", PAGES)
+def test_every_prose_file_has_non_empty_sections(spec: registry.PageSpec) -> None:
+    parts = prose.read_sections(spec.slug)
+    assert parts, spec.prose_path
     for name, body in parts.items():
-        assert body.strip(), f"{page_file}: section {name!r} is empty"
+        assert body.strip(), f"{spec.prose_path}: section {name!r} is empty"
 
 
 @pytest.fixture
@@ -50,13 +48,13 @@ def navigation_mode() -> Iterator[None]:
     restore_pages_manager()
 
 
-@pytest.mark.parametrize("page_file", PAGE_FILES)
-def test_every_section_is_rendered_on_its_page(page_file: str, navigation_mode: None) -> None:
+@pytest.mark.parametrize("spec", PAGES)
+def test_every_section_is_rendered_on_its_page(spec: registry.PageSpec, navigation_mode: None) -> None:
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    if page_file != PAGE_FILES[0]:
-        at.switch_page(page_file).run()
+    if spec is not registry.HOME:
+        at.switch_page(spec.file).run()
     assert not at.exception, [e.value for e in at.exception]
     shown = [m.value.strip() for m in at.markdown]
-    for name, body in prose.read_sections(text_name(page_file)).items():
-        assert body.strip() in shown, f"{page_file}: section {name!r} is not on the page"
+    for name, body in prose.read_sections(spec.slug).items():
+        assert body.strip() in shown, f"{spec.prose_path}: section {name!r} is not on the page"

@@ -35,7 +35,7 @@ def test_fill_replaces_whole_settings_only(demo: str) -> None:
     code = recipes.fill(
         demo, {"text": "inputs = __init__", "inputs": recipes.Code("torch.tensor([[0.5]])"), "d_out": 3}
     )
-    assert "text = 'inputs = __init__'" in code
+    assert 'text = "inputs = __init__"' in code
     assert "[1.0, 2.0]" not in code
     assert code.endswith("total = float(inputs.sum()) * d_out\n")
     assert recipes.run(code)["total"] == pytest.approx(1.5)

@@ -14,6 +14,7 @@ they are; the tests run the filled text (`run`) and compare its variables with t
 
 from __future__ import annotations
 
+import json
 import re
 import runpy
 import tempfile
@@ -45,6 +46,8 @@ def _as_source(value: Any) -> str:
         return value.source
     if isinstance(value, float):
         return repr(float(value))
+    if isinstance(value, str):  # double quotes, as ruff formats the files; JSON escapes are valid Python
+        return json.dumps(value, ensure_ascii=False)
     return repr(value)  # str, int, bool, None, tuples and lists of those
 
 

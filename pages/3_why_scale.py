@@ -1,16 +1,13 @@
-"""Lesson 4: why the scores are divided by sqrt(d_k)."""
+"""Lesson 3: why the scores are divided by sqrt(d_k)."""
 
 import streamlit as st
 
 from core import charts
-from core.snippets import scaling_code
 from core.stats import MAX_TRIALS
 from pages import _ui
 
-_ui.require_frame()
-
-st.title("3 · Why scale by √d_k")
-settings = _ui.settings()
+frame = _ui.page_start()
+settings = frame.settings
 _ui.prose("why_scale", "intro")
 c1, c2 = st.columns(2)
 multiplier = c1.select_slider("Score multiplier", [1.0, 2.0, 4.0, 8.0, 16.0], value=8.0, key="multiplier")
@@ -23,15 +20,14 @@ trials = c2.select_slider(
     "lands within a few percent of the theory.",
 )
 sweep, sweep_spec, saturation_spec = _ui.scaling_sweep(float(multiplier))
-values = sweep.values
 
 st.subheader("(a) Bigger scores, peakier softmax")
 _ui.prose("why_scale", "peaky")
 st.latex(r"\text{softmax}(m\,\omega)_j = \frac{e^{m \omega_j}}{\sum_k e^{m \omega_k}}")
 _ui.spec_chart(sweep_spec, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16.")
 m1, m2 = st.columns(2)
-m1.metric(f"largest weight at ×{multiplier:g}", f"{values['max_weight']:.4f}")
-m2.metric("effective number of tokens", f"{values['effective_tokens']:.2f}")
+m1.metric(f"largest weight at ×{multiplier:g}", f"{sweep.max_weight:.4f}")
+m2.metric("effective number of tokens", f"{sweep.effective_tokens:.2f}")
 metric = (
     st.segmented_control(
         "Measure", ["max_weight", "entropy", "effective_tokens"], default="max_weight", key="peak_metric"
@@ -48,12 +44,12 @@ if not settings.scale:
 st.subheader("(b) The variance of q·k grows like d_k")
 _ui.prose("why_scale", "variance")
 st.latex(r"\operatorname{Var}(q\cdot k) = d_k, \qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
-variance = _ui.scaling_variance(settings.seed, int(trials)).frames["variance"]
+variance = _ui.scaling_variance(settings.seed, int(trials))
 _ui.spec_chart(
-    charts.variance_spec(variance),
+    charts.variance_spec(variance.table),
     "Log-log chart: measured variance of q·k grows along the line d_k; the scaled variance stays at 1.",
 )
-st.dataframe(variance.round(4), width="stretch", hide_index=True)
+st.dataframe(variance.table.round(4), width="stretch", hide_index=True)
 
 st.subheader("(c) Saturated softmax, vanishing gradients")
 _ui.prose("why_scale", "saturation")
@@ -61,4 +57,8 @@ st.latex(r"\frac{\partial s_j}{\partial x_k} = s_j(\delta_{jk} - s_k)")
 _ui.spec_chart(
     saturation_spec, "Line chart: the norm of the softmax Jacobian falls towards zero as the multiplier grows."
 )
-_ui.code_expander(scaling_code(settings.seed, int(trials)))
+_ui.code_box(
+    variance.code,
+    "Plain PyTorch that draws the vectors themselves, as the sources' loop does. The page uses a faster sampler "
+    "of the same distribution, so the digits differ within Monte Carlo error while the law (≈ d_k and ≈ 1) holds.",
+)

@@ -1,16 +1,12 @@
-"""Lesson 6: several heads in parallel, two ways to build them."""
+"""Lesson 5: several heads in parallel, two ways to build them."""
 
 import streamlit as st
 
-from core.modules import multihead_parameter_count
-from core.snippets import multihead_code
+from core.lessons.multi_head import gpt2_parameter_counts
 from pages import _ui
 
-_ui.require_frame()
-
-st.title("5 · Multi-head attention")
-_ui.show_input_problem()
-settings = _ui.settings()
+frame = _ui.page_start()
+settings = frame.settings
 _ui.prose("multi_head", "intro")
 st.latex(
     r"\text{MultiHead}(X) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)\,W_o,\quad"
@@ -26,17 +22,15 @@ except ValueError as error:
     lesson = None
 
 if lesson is not None:
-    values = lesson.values
-    st.subheader(f"{settings.num_heads} heads of width {values['head_dim']}")
+    st.subheader(f"{settings.num_heads} heads of width {lesson.head_dim}")
     per_row = min(settings.num_heads, 4)
-    heads = list(dict.fromkeys(lesson.frames["head_weights"]["head"]))
+    heads = list(dict.fromkeys(lesson.head_weights["head"]))
     for start in range(0, len(heads), per_row):
         cols = st.columns(per_row)
         for col, head in zip(cols, heads[start : start + per_row], strict=False):
             with col:
-                frame = lesson.frames["head_weights"]
                 _ui.heatmap(
-                    frame[frame["head"] == head],
+                    lesson.head_weights[lesson.head_weights["head"] == head],
                     head,
                     f"Heatmap of the causal attention weights of {head}.",
                     value_title="weight",
@@ -46,20 +40,17 @@ if lesson is not None:
     st.subheader("Wrapper vs one split matrix")
     _ui.prose("multi_head", "two")
     a, b, c = st.columns(3)
-    a.metric("wrapper output width", values["wrapper_width"], help="d_out per head × heads")
-    b.metric("max |wrapper − MultiHeadAttention|", f"{values['wrapper_max_diff']:.1e}")
-    c.metric("parameters (this layer)", f"{values['params']:,}")
+    a.metric("wrapper output width", lesson.wrapper_width, help="d_out per head × heads")
+    b.metric("max |wrapper − MultiHeadAttention|", f"{lesson.wrapper_max_diff:.1e}")
+    c.metric("parameters (this layer)", f"{lesson.params:,}")
     st.markdown("**Shapes step by step** (batch of one sentence)")
     st.dataframe(
-        [
-            {"code": code, "what happens": what, "shape": str(tuple(shape))}
-            for code, what, shape in values["shape_steps"]
-        ],
+        [{"code": step.code, "what happens": step.what, "shape": str(step.shape)} for step in lesson.shape_steps],
         hide_index=True,
         width="stretch",
     )
     _ui.heatmap(
-        lesson.frames["output"],
+        lesson.output,
         "Output after out_proj",
         "Heatmap of the multi-head attention output.",
         signed=True,
@@ -70,6 +61,9 @@ if lesson is not None:
 
 st.subheader("Parameter count")
 _ui.prose("multi_head", "params")
-st.metric("GPT-2-sized layer (768 → 768, 12 heads)", f"{multihead_parameter_count(768, 768):,}")
+counts = gpt2_parameter_counts()
+p1, p2 = st.columns(2)
+p1.metric("GPT-2-sized layer (768 → 768, 12 heads), no q/k/v bias (the book's)", f"{counts.without_qkv_bias:,}")
+p2.metric("the same with q/k/v biases (GPT-2 itself)", f"{counts.with_qkv_bias:,}")
 if lesson is not None:
-    _ui.code_expander(multihead_code(settings))
+    _ui.code_box(lesson.code)

@@ -1,35 +1,38 @@
-"""Lesson 5: hiding the future, and dropout on the attention weights."""
+"""Lesson 4: hiding the future, and dropout on the attention weights."""
 
 import streamlit as st
 
 from core import charts
-from core.snippets import causal_code
+from core.lessons.causal_dropout import perturb_range
 from pages import _ui
 
-_ui.require_frame()
-
-st.title("4 · Causal attention and dropout")
-_ui.show_input_problem()
-settings = _ui.settings()
+frame = _ui.page_start()
+settings = frame.settings
 _ui.prose("causal_dropout", "intro")
 tokens = _ui.token_labels(settings)
+bounds = perturb_range(len(tokens))
 c1, c2 = st.columns(2)
-position = c1.slider(
-    "Perturb the token at position",
-    1,
-    max(1, len(tokens) - 1),
-    min(2, max(1, len(tokens) - 1)),
-    key="perturb",
-    disabled=len(tokens) < 2,
-)
+if bounds is None or bounds[0] == bounds[1]:
+    perturbed = bounds[1] if bounds else 1
+    c1.caption(
+        f"The leakage check pushes token x⁽{perturbed}⁾"
+        + (" (a one-token sentence has no earlier token to protect)." if bounds is None else ".")
+    )
+else:
+    perturbed = c1.slider(
+        "Perturb token x⁽ⁱ⁾ (counted from 1, as the sources write x⁽¹⁾, x⁽²⁾, …)",
+        bounds[0],
+        bounds[1],
+        min(3, bounds[1]),
+        key="perturb",
+    )
 training = c2.toggle(
     "Training mode (dropout on)",
     False,
     key="training",
     help="Dropout only acts in training mode; the sidebar sets its rate.",
 )
-lesson = _ui.causal_lesson(settings, position, training)
-values = lesson.values
+lesson = _ui.causal_lesson(settings, perturbed, training)
 
 st.subheader("Two ways to mask")
 _ui.prose("causal_dropout", "methods")
@@ -37,46 +40,60 @@ st.latex(r"\text{masked}_{ij} = \begin{cases}\omega_{ij}/\sqrt{d_k} & j \le i\\ 
 c1, c2, c3 = st.columns(3)
 with c1:
     _ui.heatmap(
-        lesson.frames["after"],
+        lesson.after,
         "softmax → zero the future → renormalise",
         "Heatmap of causal weights made by masking after the softmax and renormalising.",
         value_title="weight",
     )
 with c2:
     _ui.heatmap(
-        lesson.frames["before"],
+        lesson.before,
         "−∞ above the diagonal → softmax",
         "Heatmap of causal weights made by masking with minus infinity before the softmax.",
         value_title="weight",
     )
 with c3:
     _ui.heatmap(
-        lesson.frames["difference"],
+        lesson.difference,
         "difference",
         "Heatmap of the difference between the two methods: all zeros.",
         signed=True,
         min_magnitude=1e-3,
     )
-st.success(f"Largest difference between the two methods: {values['max_method_difference']:.1e}")
-if "book_weights" in lesson.frames:
-    with st.expander("The book's printed causal example (seed 000)", expanded=False):
+st.success(f"Largest difference between the two methods: {lesson.max_method_difference:.1e}")
+if lesson.book is not None:
+    with st.expander("The book chapter's printed causal example", expanded=False):
         st.caption(
-            "The chapter prints these matrices from a v2 module no seed reproduces today, so the lab "
-            "replays its steps on the printed numbers. Its renormalised table has one typo: "
-            "row 6 column 3 reads 0.1555; nothing in row 6 is masked, so it is 0.1565."
+            "The chapter prints these matrices from a v2 module that no seed reproduces today, so the lab "
+            "replays its steps on the printed numbers. Its renormalised table has one misprint: row 6 "
+            "column 3 reads 0.1555; nothing in row 6 is masked, so it is 0.1565."
         )
-        b1, b2 = st.columns(2)
+        b1, b2, b3 = st.columns(3)
         with b1:
             _ui.heatmap(
-                lesson.frames["book_weights"],
-                "printed weights",
-                "The book's printed attention weights.",
-                value_title="weight",
+                lesson.book.printed_weights, "printed weights", "The book's printed weights.", value_title="weight"
             )
         with b2:
             _ui.heatmap(
-                lesson.frames["book_minus_inf"],
-                "softmax(printed −∞ scores / √2)",
+                lesson.book.masked_simple,
+                "future zeroed (masked_simple)",
+                "The printed weights with every entry above the diagonal set to zero.",
+                value_title="weight",
+            )
+        with b3:
+            _ui.heatmap(
+                lesson.book.renormalised,
+                "rows renormalised",
+                "The masked weights with each row divided by its sum.",
+                value_title="weight",
+            )
+        st.markdown("**The printed scores with −∞ above the diagonal**, and the softmax of them divided by √2:")
+        m1, m2 = st.columns(2)
+        m1.dataframe(lesson.book.masked_scores.style.format("{:.4f}"), width="stretch")
+        with m2:
+            _ui.heatmap(
+                lesson.book.minus_inf_weights,
+                "softmax(masked scores / √2)",
                 "Causal weights recomputed from the book's printed masked scores.",
                 value_title="weight",
             )
@@ -84,11 +101,11 @@ if "book_weights" in lesson.frames:
 st.subheader("Inputs and targets: one chunk, many examples")
 _ui.prose("causal_dropout", "shift")
 s1, s2 = st.columns(2)
-s1.dataframe(lesson.frames["shift"], hide_index=True, width="stretch")
+s1.dataframe(lesson.shift, hide_index=True, width="stretch")
 with s2:
     _ui.heatmap(
-        lesson.frames["simple_average"],
-        "Simple average (seed 002)",
+        lesson.simple_average,
+        "Simple average (the decoder blog)",
         "Heatmap of the simple-average causal weights for cats climb trees during.",
         value_title="weight",
     )
@@ -96,17 +113,19 @@ with s2:
 st.subheader("Does anything leak from the future?")
 _ui.prose("causal_dropout", "leak")
 _ui.chart(
-    charts.leakage_chart(lesson.frames["leakage"], values["perturb_position"]),
+    charts.leakage_chart(lesson.leakage, lesson.perturbed),
     "Bars of how much each output row changed after perturbing one token; earlier rows stay at zero.",
 )
-if values["earlier_unchanged"]:
-    st.success(f"Rows before position {values['perturb_position'] + 1} are unchanged: no leakage.")
+if lesson.perturbed == 1:
+    st.info("Token x⁽¹⁾ has no earlier token: every row may change.")
+elif lesson.earlier_unchanged:
+    st.success(f"Rows 1 to {lesson.perturbed - 1} are unchanged after pushing x⁽{lesson.perturbed}⁾: no leakage.")
 else:
     st.error("An earlier row changed: the mask leaks!")
 l1, l2 = st.columns(2)
 with l1:
     _ui.heatmap(
-        lesson.frames["buggy"],
+        lesson.buggy,
         "With the masked_fill bug",
         "Heatmap of weights computed with the masking bug: the future is not masked.",
         value_title="weight",
@@ -118,7 +137,7 @@ with l2:
         "scores.masked_fill_(mask, -torch.inf)           # correct, in place",
         language="python",
     )
-    st.metric("average weight on future tokens, buggy", f"{values['bug_future_mass']:.3f}")
+    st.metric("average weight on future tokens, buggy", f"{lesson.bug_future_mass:.4f}")
 
 st.subheader("Dropout on the attention weights")
 _ui.prose("causal_dropout", "dropout")
@@ -129,7 +148,7 @@ st.latex(
 d1, d2 = st.columns(2)
 with d1:
     _ui.heatmap(
-        lesson.frames["dropped"],
+        lesson.dropped,
         "Weights after dropout" + (" (training)" if training else " (evaluation: unchanged)"),
         "Heatmap of the attention weights after dropout.",
         value_title="weight",
@@ -141,13 +160,13 @@ with d2:
         st.info("The dropout rate is 0: raise it in the sidebar.")
     else:
         st.metric(
-            "fraction of weights kept", f"{values['kept_fraction']:.2f}", help=f"expected {1 - settings.dropout:.2f}"
+            "fraction of weights kept", f"{lesson.kept_fraction:.2f}", help=f"expected {1 - settings.dropout:.2f}"
         )
-        st.metric("survivors are multiplied by", f"{values['rescale']:.3f}")
+        st.metric("survivors are multiplied by", f"{lesson.rescale:.4f}")
     st.markdown("**Batched shapes**")
     st.dataframe(
-        [{"step": s, "shape": str(tuple(shape))} for s, shape in values["batch_shapes"]],
+        [{"step": step, "shape": str(shape)} for step, shape in lesson.batch_shapes],
         hide_index=True,
         width="stretch",
     )
-_ui.code_expander(causal_code(settings, training))
+_ui.code_box(lesson.code)

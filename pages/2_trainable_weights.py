@@ -1,25 +1,22 @@
-"""Lesson 3: queries, keys and values from trainable matrices."""
+"""Lesson 2: queries, keys and values from trainable matrices."""
 
 import streamlit as st
 
-from core.snippets import trainable_code
 from pages import _ui
 
-_ui.require_frame()
-
-st.title("2 · Self-attention with trainable weights")
-_ui.show_input_problem()
-settings = _ui.settings()
+frame = _ui.page_start()
+settings = frame.settings
 _ui.prose("trainable_weights", "intro")
 query = _ui.query_picker(_ui.token_labels(settings), settings.preset_info.query_index, key="query_trainable_weights")
 lesson = _ui.trainable_lesson(settings, query)
-token, values = lesson.tokens[query], lesson.values
+token = lesson.tokens[query]
 
 cols = st.columns(3)
-for col, name in zip(cols, ("W_query", "W_key", "W_value"), strict=True):
+matrices = (("W_query", lesson.w_query), ("W_key", lesson.w_key), ("W_value", lesson.w_value))
+for col, (name, matrix) in zip(cols, matrices, strict=True):
     with col:
         _ui.heatmap(
-            lesson.frames[name],
+            matrix,
             name,
             f"Heatmap of the weight matrix {name}.",
             signed=True,
@@ -28,10 +25,11 @@ for col, name in zip(cols, ("W_query", "W_key", "W_value"), strict=True):
         )
 st.latex(r"Q = X W_q,\quad K = X W_k,\quad V = X W_v")
 cols = st.columns(3)
-for col, name, label in zip(cols, ("queries", "keys", "values"), ("Q", "K", "V"), strict=True):
+projections = (("queries", "Q", lesson.queries), ("keys", "K", lesson.keys), ("values", "V", lesson.values))
+for col, (name, label, matrix) in zip(cols, projections, strict=True):
     with col:
         _ui.heatmap(
-            lesson.frames[name],
+            matrix,
             label,
             f"Heatmap of the {name}, one row per token.",
             signed=True,
@@ -44,33 +42,33 @@ _ui.prose("trainable_weights", "steps")
 scale_text = r"\frac{1}{\sqrt{d_k}}" if settings.scale else "1"
 st.latex(
     rf"\text{{Attention}}(Q, K, V) = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V"
-    rf"\qquad d_k = {values['d_k']},\ \text{{scale}} = {values['scale']:.4f}"
+    rf"\qquad d_k = {lesson.d_k},\ \text{{scale}} = {lesson.scale:.4f}"
 )
-q = ", ".join(f"{v:.4f}" for v in values["query_vector"])
+q = ", ".join(f"{v:.4f}" for v in lesson.query_vector)
 st.markdown(f"q = **[{q}]**")
-st.dataframe(lesson.frames["one_query"].set_index("token").round(4).T, width="stretch")
-z = ", ".join(f"{v:.4f}" for v in values["query_context"])
+st.dataframe(lesson.one_query.set_index("token").round(4).T, width="stretch")
+z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
 st.markdown(f"context vector z for “{token}” = **[{z}]**")
 
 st.subheader("All queries at once")
 raw_col, scaled_col, weights_col, context_col = st.columns(4)
 with raw_col:
     _ui.heatmap(
-        lesson.frames["scores"],
+        lesson.scores,
         "Scores ω = Q Kᵀ",
         "Heatmap of the raw attention scores.",
         signed=True,
     )
 with scaled_col:
     _ui.heatmap(
-        lesson.frames["scaled_scores"],
+        lesson.scaled_scores,
         "Scaled scores ω · scale",
         "Heatmap of the scores after scaling, before the softmax.",
         signed=True,
     )
 with weights_col:
     _ui.heatmap(
-        lesson.frames["weights"],
+        lesson.weights,
         "Weights (click a row)",
         "Heatmap of the attention weights after the softmax.",
         value_title="weight",
@@ -80,7 +78,7 @@ with weights_col:
     )
 with context_col:
     _ui.heatmap(
-        lesson.frames["context"],
+        lesson.context,
         "Context Z = weights @ V",
         "Heatmap of the context vectors.",
         signed=True,
@@ -90,14 +88,14 @@ with context_col:
 
 st.subheader("SelfAttention_v1 vs SelfAttention_v2")
 _ui.prose("trainable_weights", "versions")
-st.dataframe(lesson.frames["v1_vs_v2"].set_index("token").round(4), width="stretch")
+st.dataframe(lesson.v1_vs_v2.set_index("token").round(4), width="stretch")
 a, b = st.columns(2)
-a.metric("max |v1 − v2|, own initialisations", f"{values['v1_fresh_max_diff']:.4f}")
-b.metric("max |v1 − v2|, v2's weights copied into v1", f"{values['v1_copied_max_diff']:.1e}")
+a.metric("max |v1 − v2|, own initialisations", f"{lesson.v1_fresh_max_diff:.4f}")
+b.metric("max |v1 − v2|, v2's weights copied into v1", f"{lesson.v1_copied_max_diff:.1e}")
 if settings.preset == "book":
     st.caption("The book builds v2 with seed 789: set the seed to 789 to see its row 1, [-0.0739, 0.0713].")
 
 st.subheader("d_v may differ from d_k")
 _ui.prose("trainable_weights", "dv")
-st.markdown(f"Here d_k = **{values['d_k']}** and d_v = **{values['d_v']}**.")
-_ui.code_expander(trainable_code(settings))
+st.markdown(f"Here d_k = **{lesson.d_k}** and d_v = **{lesson.d_v}**.")
+_ui.code_box(lesson.code)

@@ -1,0 +1,144 @@
+"""Lesson 4: hiding the future (two masking methods, the leakage check) and dropout on the weights."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+
+from core import functional as fn
+from core import recipes
+from core.examples import BOOK_CAUSAL_MASKED_SCORES, BOOK_CAUSAL_WEIGHTS, cats_example
+from core.lessons.common import generator, inputs_on_device, inputs_source, matrix_frame, tokens_comment, unique_labels
+from core.modules import CausalAttention, SimpleAverageSelfAttention
+from core.settings import Settings
+
+NOISE_SIZE = 3.0  # how far the perturbed token is pushed (times a standard-normal vector)
+
+
+@dataclass(frozen=True)
+class BookCausal:
+    """The book chapter's causal walk-through, replayed on the matrices it prints."""
+
+    printed_weights: pd.DataFrame  # the chapter's attention weights before masking, (6, 6)
+    masked_simple: pd.DataFrame  # those weights with the future zeroed (rows no longer sum to 1)
+    renormalised: pd.DataFrame  # each row divided by its sum
+    masked_scores: pd.DataFrame  # the chapter's printed scores with -inf above the diagonal (a table)
+    minus_inf_weights: pd.DataFrame  # softmax(masked scores / sqrt(2)): the efficient method
+
+
+@dataclass(frozen=True)
+class CausalLesson:
+    tokens: tuple[str, ...]
+    after: pd.DataFrame  # softmax, zero the future, renormalise: (T, T)
+    before: pd.DataFrame  # -inf above the diagonal, then softmax: (T, T)
+    difference: pd.DataFrame  # after - before: zeros up to float error
+    max_method_difference: float
+    book: BookCausal | None  # only for the book chapter's own sentence
+    shift: pd.DataFrame  # the decoder blog's input/target pairs
+    simple_average: pd.DataFrame  # the decoder blog's causal average weights, (4, 4)
+    perturbed: int  # the token pushed for the leakage check, counted from 1 as x^(i)
+    leakage: pd.DataFrame  # token, position (from 1), max change of each output row
+    earlier_unchanged: bool  # rows before the perturbed token did not move
+    buggy: pd.DataFrame  # weights when masked_fill's result is thrown away: the future leaks
+    bug_future_mass: float  # mean weight on future tokens with that bug
+    dropped: pd.DataFrame  # the weights after dropout (unchanged in evaluation mode)
+    training: bool
+    kept_fraction: float | None  # share of weights dropout kept (None in evaluation mode)
+    rescale: float  # survivors are multiplied by 1 / (1 - p)
+    batch_shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (step, shape) for a batch of two
+    code: str  # the filled recipe core/recipes/causal_dropout.py
+
+
+def _book(tokens: tuple[str, ...]) -> BookCausal:
+    keep = fn.causal_mask(6, 6)  # (6, 6), True on and below the diagonal
+    masked = BOOK_CAUSAL_WEIGHTS * keep
+    return BookCausal(
+        printed_weights=matrix_frame(BOOK_CAUSAL_WEIGHTS, tokens, tokens),
+        masked_simple=matrix_frame(masked, tokens, tokens),
+        renormalised=matrix_frame(fn.renormalise_rows(BOOK_CAUSAL_WEIGHTS, keep), tokens, tokens),
+        masked_scores=pd.DataFrame(BOOK_CAUSAL_MASKED_SCORES.numpy(), index=list(tokens), columns=list(tokens)),
+        minus_inf_weights=matrix_frame(torch.softmax(BOOK_CAUSAL_MASKED_SCORES / 2**0.5, dim=-1), tokens, tokens),
+    )
+
+
+def _decoder_blog() -> tuple[pd.DataFrame, pd.DataFrame]:
+    _, chunk = cats_example()
+    shift = pd.DataFrame(
+        [{"context (input)": " ".join(ctx), "next token (target)": target} for ctx, target in chunk.pairs()]
+    )
+    weights = SimpleAverageSelfAttention(4).attention_weights(4)  # (4, 4)
+    return shift, matrix_frame(weights, list(chunk.inputs), list(chunk.inputs))
+
+
+def perturb_range(num_tokens: int) -> tuple[int, int] | None:
+    """Which tokens (from 1) the leakage check may push: from the 2nd on; None for one token."""
+    return (2, num_tokens) if num_tokens >= 2 else None
+
+
+def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalLesson:
+    example, x, device = inputs_on_device(settings)  # x: (T, d_in)
+    tokens = unique_labels(example.tokens)
+    num_tokens = len(tokens)
+    batch = x.unsqueeze(0)  # (1, T, d_in)
+    module = CausalAttention(
+        x.shape[-1], settings.d_out, num_tokens, settings.dropout, generator=generator(settings.seed)
+    ).to(device)
+    bounds = perturb_range(num_tokens)
+    perturbed = min(max(bounds[0], int(perturbed)), bounds[1]) if bounds else 1
+    with torch.no_grad():
+        module.eval()
+        scaled = module.trace(batch, scale=settings.scale_factor).scaled_scores[0]  # (T, T)
+        after = fn.mask_after_softmax(scaled)["renormalised"]
+        before = fn.mask_before_softmax(scaled)
+        buggy = fn.mask_with_classic_bug(scaled.clone())
+        changed = batch.clone()
+        noise = torch.randn(x.shape[-1], generator=generator(settings.seed + 7)).to(device)
+        changed[0, perturbed - 1] += NOISE_SIZE * noise
+        row_change = (module(changed)[0] - module(batch)[0]).abs().amax(dim=-1)  # (T,)
+        module.train(training)
+        dropped = module.trace(batch, generator=generator(settings.seed + 1), scale=settings.scale_factor)
+    shift, simple_average = _decoder_blog()
+    keep = dropped.dropout_mask
+    code = recipes.fill(
+        "causal_dropout",
+        {
+            "tokens": tokens_comment(settings),
+            "inputs": inputs_source(settings),
+            "seed": settings.seed,
+            "d_out": settings.d_out,
+            "scale_scores": settings.scale,
+            "dropout": settings.dropout,
+            "training": training,
+        },
+    )
+    return CausalLesson(
+        tokens=tokens,
+        after=matrix_frame(after, tokens, tokens),
+        before=matrix_frame(before, tokens, tokens),
+        difference=matrix_frame(after - before, tokens, tokens),
+        max_method_difference=float((after - before).abs().max()),
+        book=_book(tokens) if settings.preset == "book" else None,
+        shift=shift,
+        simple_average=simple_average,
+        perturbed=perturbed,
+        leakage=pd.DataFrame(
+            {"token": tokens, "position": range(1, num_tokens + 1), "max change": row_change.cpu().numpy()}
+        ),
+        earlier_unchanged=bool(torch.all(row_change[: perturbed - 1] == 0)),
+        buggy=matrix_frame(buggy, tokens, tokens),
+        bug_future_mass=float(buggy.triu(diagonal=1).sum(dim=-1).mean()),
+        dropped=matrix_frame(dropped.dropped_weights[0], tokens, tokens),
+        training=training,
+        kept_fraction=None if keep is None else float(keep.float().mean()),
+        rescale=1.0 / (1.0 - settings.dropout),
+        batch_shapes=(
+            ("inputs, one sentence", (num_tokens, x.shape[-1])),
+            ("batch = torch.stack((inputs, inputs))", (2, num_tokens, x.shape[-1])),
+            ("queries / keys / values", (2, num_tokens, settings.d_out)),
+            ("attn_scores = queries @ keys.transpose(1, 2)", (2, num_tokens, num_tokens)),
+            ("context_vecs", (2, num_tokens, settings.d_out)),
+        ),
+        code=code,
+    )

@@ -1,0 +1,102 @@
+"""What every lesson shares: its inputs, private generators, and tensors as chart tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from core import recipes
+from core.device import resolve_device
+from core.examples import LIFE_SENTENCE, Example, life_vocabulary
+from core.settings import Settings, load_example
+
+
+def generator(seed: int) -> torch.Generator:
+    """A private CPU generator: never the global RNG (sessions share one process)."""
+    return torch.Generator().manual_seed(int(seed))
+
+
+def matrix_frame(
+    matrix: torch.Tensor, rows: list[str] | tuple[str, ...], cols: list[str] | tuple[str, ...]
+) -> pd.DataFrame:
+    """(R, C) tensor -> long DataFrame with row, col, value, row_index, col_index."""
+    values = matrix.detach().cpu().double()
+    num_rows, num_cols = values.shape
+    return pd.DataFrame(
+        {
+            "row": [rows[i] for i in range(num_rows) for _ in range(num_cols)],
+            "col": [cols[j] for _ in range(num_rows) for j in range(num_cols)],
+            "value": values.flatten().numpy(),
+            "row_index": [i for i in range(num_rows) for _ in range(num_cols)],
+            "col_index": [j for _ in range(num_rows) for j in range(num_cols)],
+        }
+    )
+
+
+def frame_matrix(frame: pd.DataFrame) -> torch.Tensor:
+    """The inverse of `matrix_frame`: the (R, C) float64 tensor a heatmap table holds."""
+    num_rows, num_cols = int(frame.row_index.max()) + 1, int(frame.col_index.max()) + 1
+    matrix = torch.zeros(num_rows, num_cols, dtype=torch.float64)
+    values = torch.tensor(frame.value.to_numpy(), dtype=torch.float64)
+    matrix[frame.row_index.to_numpy(copy=True), frame.col_index.to_numpy(copy=True)] = values
+    return matrix
+
+
+def unique_labels(tokens: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Token labels made unique for chart axes: 'the', 'cat', 'the (2)'."""
+    seen: dict[str, int] = {}
+    labels = []
+    for token in tokens:
+        seen[token] = seen.get(token, 0) + 1
+        labels.append(token if seen[token] == 1 else f"{token} ({seen[token]})")
+    return tuple(labels)
+
+
+def token_labels(settings: Settings) -> tuple[str, ...]:
+    """The (unique) token labels of the current input: what a page needs before choosing a query."""
+    return unique_labels(load_example(settings).tokens)
+
+
+def dims(prefix: str, n: int) -> tuple[str, ...]:
+    return tuple(f"{prefix}{i + 1}" for i in range(n))
+
+
+def inputs_on_device(settings: Settings) -> tuple[Example, torch.Tensor, torch.device]:
+    example = load_example(settings)
+    device = resolve_device(settings.device)
+    return example, example.embeddings.to(device), device
+
+
+def clamp_index(index: int, length: int) -> int:
+    return min(max(0, int(index)), length - 1)
+
+
+def row_values(matrix: torch.Tensor, row: int) -> tuple[float, ...]:
+    return tuple(float(v) for v in matrix[row].detach().cpu())
+
+
+# ----------------------------------------------------------------- inputs as a recipe writes them
+def _number(value: float) -> str:
+    """The shortest text that reads back as the same float32 (0.43, not 0.4300000071525574)."""
+    return np.format_float_positional(np.float32(value), unique=True, trim="0")
+
+
+def tensor_literal(matrix: torch.Tensor) -> recipes.Code:
+    """A (R, C) tensor as `torch.tensor([...])` source, one row per line."""
+    rows = "".join("    [" + ", ".join(_number(v) for v in row) + "],\n" for row in matrix.tolist())
+    return recipes.Code("torch.tensor([\n" + rows + "])")
+
+
+def inputs_source(settings: Settings) -> recipes.Code:
+    """The recipe's `inputs` setting: how the page's input embeddings are built, in plain PyTorch."""
+    if settings.preset == "article":
+        vocabulary = life_vocabulary()
+        ids = ", ".join(str(vocabulary[word]) for word in LIFE_SENTENCE.replace(",", "").split())
+        # The self-attention article: nn.Embedding(6, 16) seeded 123 draws a 6x16 standard-normal table.
+        return recipes.Code(f"torch.randn(6, 16, generator=torch.Generator().manual_seed(123))[torch.tensor([{ids}])]")
+    return tensor_literal(load_example(settings).embeddings)
+
+
+def tokens_comment(settings: Settings) -> str:
+    return " | ".join(load_example(settings).tokens)

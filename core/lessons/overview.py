@@ -1,0 +1,35 @@
+"""Lesson 0, the overview: the current input, one embedding vector per token."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from core import recipes
+from core.lessons.common import dims, inputs_source, matrix_frame, tokens_comment, unique_labels
+from core.settings import Settings, load_example
+
+
+@dataclass(frozen=True)
+class OverviewLesson:
+    tokens: tuple[str, ...]
+    source: str  # where the input comes from, in words
+    d_in: int
+    embeddings: pd.DataFrame  # matrix_frame of the (T, d_in) inputs
+    signed: bool  # whether any embedding value is negative (picks the colour scale)
+    code: str  # the filled recipe core/recipes/overview.py
+
+
+def overview_lesson(settings: Settings) -> OverviewLesson:
+    example = load_example(settings)
+    tokens = unique_labels(example.tokens)
+    code = recipes.fill("overview", {"tokens": tokens_comment(settings), "inputs": inputs_source(settings)})
+    return OverviewLesson(
+        tokens=tokens,
+        source=settings.preset_info.source,
+        d_in=example.d_in,
+        embeddings=matrix_frame(example.embeddings, tokens, dims("x", example.d_in)),
+        signed=bool((example.embeddings < 0).any()),
+        code=code,
+    )

@@ -1,0 +1,39 @@
+"""Attention without trainable weights: every token is its own query, key and value."""
+
+import torch
+
+# --- settings (the page fills in its current values) ---
+tokens = "Your | journey | starts | with | one | step"
+inputs = torch.tensor([
+    [0.43, 0.15, 0.89],
+    [0.55, 0.87, 0.66],
+    [0.57, 0.85, 0.64],
+    [0.22, 0.58, 0.33],
+    [0.77, 0.25, 0.1],
+    [0.05, 0.8, 0.55],
+])
+query = 1  # the chosen query token, counted from 0
+multiplier = 1.0  # the page's "multiply the scores by" slider
+# --- end of settings ---
+
+# Scores: one dot product for every pair of tokens.
+scores = inputs @ inputs.T  # (T, d_in) @ (d_in, T) -> (T, T)
+unit = inputs / inputs.norm(dim=-1, keepdim=True)  # each row scaled to length 1, (T, d_in)
+cosine = unit @ unit.T  # only the direction counts, (T, T)
+print("dot products:", scores[query])
+print("cosine similarities:", cosine[query])
+
+# Three ways to turn the chosen query's scores into weights that sum to 1.
+row = scores[query] * multiplier  # (T,)
+by_sum = row / row.sum()
+naive = torch.exp(row) / torch.exp(row).sum()  # overflows float32 once a score passes ~88.7
+stable = torch.exp(row - row.max()) / torch.exp(row - row.max()).sum()
+print("divide by sum:", by_sum)
+print("naive softmax:", naive)
+print("stable softmax:", stable)
+
+# All queries at once: weights, then context vectors.
+weights = torch.softmax(scores, dim=-1)  # each row sums to 1, (T, T)
+context = weights @ inputs  # (T, T) @ (T, d_in) -> (T, d_in)
+print(weights)
+print("z for the query:", context[query])

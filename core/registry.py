@@ -1,0 +1,157 @@
+"""The one list of lesson pages: what the frame shows, the tests open and the benchmarks time.
+
+Each page is one row: its script, title, icon, URL path, navigation section, its prose file,
+and the sidebar controls it ignores with the reason shown beside them. Pure Python (no
+streamlit), so tests and benchmarks read it without a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from types import MappingProxyType
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Control(StrEnum):
+    """The sidebar's controls; each value is also the name of a `Settings` field and URL key."""
+
+    PRESET = "preset"
+    TEXT = "text"
+    D_IN = "d_in"
+    D_OUT = "d_out"
+    SEED = "seed"
+    DROPOUT = "dropout"
+    NUM_HEADS = "num_heads"
+    SCALE = "scale"
+    DEVICE = "device"
+
+
+class Section(StrEnum):
+    START = "Start"
+    STEPS = "Attention step by step"
+    FURTHER = "Going further"
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """One lesson page."""
+
+    number: int  # the lesson number shown in its title and in the overview (0: the overview)
+    slug: str  # URL path, prose file pages/text/<slug>.md, script pages/<number>_<slug>.py
+    title: str
+    icon: str  # a Material icon name, as st.Page takes it
+    section: Section
+    ignores: Mapping[Control, str] = field(default_factory=dict)  # control -> why this page ignores it
+
+    @property
+    def file(self) -> str:
+        """The page script, relative to the repository root (as st.Page and AppTest take it)."""
+        return f"pages/{self.number}_{self.slug}.py"
+
+    @property
+    def heading(self) -> str:
+        """The page's title line: lessons carry their number, the overview does not."""
+        return self.title if self.number == 0 else f"{self.number} · {self.title}"
+
+    @property
+    def prose_path(self) -> Path:
+        return ROOT / "pages" / "text" / f"{self.slug}.md"
+
+
+def _ignores(**reasons: str) -> Mapping[Control, str]:
+    return MappingProxyType({Control(name): reason for name, reason in reasons.items()})
+
+
+_RANDOM_VECTORS = "this page uses random vectors"
+_NO_HEADS = "a single head on this page"
+_DROPOUT_LATER = "dropout arrives with causal attention (lesson 4)"
+
+PAGES: tuple[PageSpec, ...] = (
+    PageSpec(
+        0,
+        "overview",
+        "Overview",
+        ":material/home:",
+        Section.START,
+        _ignores(
+            d_out="no projections on this page",
+            dropout="no attention weights here",
+            num_heads="no heads here",
+            scale="no scores here",
+            device="nothing to compute here",
+        ),
+    ),
+    PageSpec(
+        1,
+        "without_weights",
+        "Attention without trainable weights",
+        ":material/looks_one:",
+        Section.STEPS,
+        _ignores(
+            d_out="no weights: inputs are their own queries, keys and values",
+            dropout=_DROPOUT_LATER,
+            num_heads="one head only",
+            scale="raw dot products, as in the sources' first version",
+        ),
+    ),
+    PageSpec(
+        2,
+        "trainable_weights",
+        "Self-attention with trainable weights",
+        ":material/looks_two:",
+        Section.STEPS,
+        _ignores(dropout=_DROPOUT_LATER, num_heads=_NO_HEADS),
+    ),
+    PageSpec(
+        3,
+        "why_scale",
+        "Why scale by √d_k",
+        ":material/looks_3:",
+        Section.STEPS,
+        _ignores(
+            preset=_RANDOM_VECTORS,
+            text=_RANDOM_VECTORS,
+            d_in="random vectors of every d_k are drawn",
+            d_out="d_k is swept from 1 to 512",
+            dropout="no dropout in these experiments",
+            num_heads="no heads here",
+            device="small experiments run on the CPU",
+        ),
+    ),
+    PageSpec(
+        4,
+        "causal_dropout",
+        "Causal attention and dropout",
+        ":material/looks_4:",
+        Section.STEPS,
+        _ignores(num_heads="a single causal head on this page"),
+    ),
+    PageSpec(5, "multi_head", "Multi-head attention", ":material/looks_5:", Section.STEPS),
+    PageSpec(
+        7,
+        "cross_attention",
+        "Cross-attention",
+        ":material/compare_arrows:",
+        Section.FURTHER,
+        _ignores(dropout="no dropout in this example", num_heads=_NO_HEADS),
+    ),
+)
+
+HOME = PAGES[0]
+
+
+def page(slug: str) -> PageSpec:
+    """The page with this URL path; KeyError for an unknown one."""
+    for spec in PAGES:
+        if spec.slug == slug:
+            return spec
+    raise KeyError(slug)
+
+
+def lessons() -> tuple[PageSpec, ...]:
+    """Every page but the overview, in order."""
+    return tuple(spec for spec in PAGES if spec.number > 0)

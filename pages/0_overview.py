@@ -1,0 +1,28 @@
+"""Lesson 0: why attention, the lessons ahead, how to use the lab."""
+
+import streamlit as st
+
+from pages import _ui
+
+frame = _ui.page_start()
+st.caption("How transformer LLMs decide what to look at: step by step, with real numbers.")
+left, right = st.columns([3, 2])
+with left:
+    _ui.prose("overview", "why")
+    _ui.prose("overview", "model")
+    st.markdown("Where the steps lead: the scaled dot-product attention of every transformer layer.")
+    st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V")
+with right:
+    st.subheader("How to use it")
+    _ui.prose("overview", "sidebar")
+    lesson = _ui.overview_lesson(frame.settings)
+    st.markdown(f"**Current input** ({lesson.source}): {len(lesson.tokens)} tokens × d_in = {lesson.d_in}")
+    _ui.heatmap(
+        lesson.embeddings,
+        "Input embeddings",
+        "Heatmap of the input embeddings: one row per token, one column per embedding dimension.",
+        signed=lesson.signed,
+        x_title="embedding dimension",
+        y_title="token",
+    )
+    _ui.code_box(lesson.code)

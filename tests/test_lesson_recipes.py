@@ -1,0 +1,129 @@
+"""Every lesson's Code box is a real script: run it for several settings and compare with the page's numbers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from core import recipes, stats
+from core.lessons import (
+    causal_dropout,
+    cross_attention,
+    frame_matrix,
+    multi_head,
+    overview,
+    trainable_weights,
+    why_scale,
+    without_weights,
+)
+from core.lessons.common import generator
+from core.settings import PRESETS, Settings, load_example, settings_for_preset
+
+SETTINGS = [settings_for_preset(key) for key in PRESETS] + [
+    Settings(
+        preset="custom",
+        text="Attention is all you need, they said",
+        d_in=5,
+        d_out=6,
+        seed=7,
+        dropout=0.3,
+        num_heads=3,
+        scale=False,
+    ),
+    # A sentence that names the recipes' own variables must not change the code.
+    Settings(preset="custom", text="inputs weights = x_1 __init__", d_in=4, d_out=4, seed=11, num_heads=2),
+]
+IDS = [s.preset if s.preset != "custom" else f"custom-{s.seed}" for s in SETTINGS]
+
+
+def assert_same(got: object, expected: torch.Tensor, name: str) -> None:
+    got = torch.as_tensor(got).detach().double()
+    assert got.shape == expected.shape, (name, got.shape, expected.shape)
+    assert torch.allclose(got, expected.double(), atol=1e-5), name
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_overview_recipe_builds_the_page_inputs(settings: Settings) -> None:
+    lesson = overview.overview_lesson(settings)
+    namespace = recipes.run(lesson.code)
+    assert torch.allclose(namespace["inputs"], load_example(settings).embeddings)  # float32 read back exactly
+    assert_same(namespace["inputs"], frame_matrix(lesson.embeddings), "inputs")
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_without_weights_recipe(settings: Settings) -> None:
+    lesson = without_weights.without_weights_lesson(settings, 1, 3.0)
+    namespace = recipes.run(lesson.code)
+    assert_same(namespace["weights"], frame_matrix(lesson.weights), "weights")
+    assert_same(namespace["context"][lesson.query_index], torch.tensor(lesson.query_context), "z")
+    stable = lesson.norms[lesson.norms.method == "stable softmax"].weight.to_numpy()
+    assert_same(namespace["stable"], torch.tensor(stable), "stable softmax")
+    cosine = torch.tensor(lesson.dots["cosine similarity"].to_numpy())
+    assert_same(namespace["cosine"][lesson.query_index], cosine, "cosine")
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_trainable_weights_recipe(settings: Settings) -> None:
+    lesson = trainable_weights.trainable_lesson(settings, 1)
+    namespace = recipes.run(lesson.code)
+    for name in ("queries", "keys", "values", "weights", "context"):
+        assert_same(namespace[name], frame_matrix(getattr(lesson, name)), name)
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+@pytest.mark.parametrize("training", [False, True])
+def test_causal_recipe(settings: Settings, training: bool) -> None:
+    lesson = causal_dropout.causal_lesson(settings, 2, training)
+    namespace = recipes.run(lesson.code)
+    assert_same(namespace["weights"], frame_matrix(lesson.before), "weights")
+    assert_same(namespace["dropped"], frame_matrix(lesson.dropped), "dropped")
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_multi_head_recipe(settings: Settings) -> None:
+    if settings.d_out % settings.num_heads:
+        pytest.skip("heads must divide d_out")
+    lesson = multi_head.multihead_lesson(settings)
+    namespace = recipes.run(lesson.code)
+    for h in range(settings.num_heads):
+        head = lesson.head_weights[lesson.head_weights["head"] == f"head {h + 1}"]
+        assert_same(namespace["weights"][h], frame_matrix(head), f"head {h + 1}")
+    assert_same(namespace["output"], frame_matrix(lesson.output), "output")
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_cross_attention_recipe(settings: Settings) -> None:
+    lesson = cross_attention.cross_lesson(settings, "Un deux trois quatre", settings.d_out + 3)
+    namespace = recipes.run(lesson.code)
+    assert_same(namespace["weights"], frame_matrix(lesson.weights), "weights")
+    assert_same(namespace["context"], frame_matrix(lesson.output), "context")
+
+
+def test_why_scale_recipe_draws_the_vectors_like_the_direct_sampler() -> None:
+    # The recipe draws q and k as the sources' loop does; it equals core's direct sampler digit for
+    # digit (while trials * 512 fits one chunk) and the page's fast sampler within Monte Carlo error.
+    trials = 4_000
+    result = why_scale.variance(5, trials)
+    namespace = recipes.run(result.code)
+    direct = stats.dot_product_variance(stats.DEFAULT_DIMS, trials, generator(5), method="direct")
+    assert_same(namespace["unscaled_vars"], torch.tensor(direct.unscaled_var.to_numpy()), "direct unscaled")
+    assert_same(namespace["scaled_vars"], torch.tensor(direct.scaled_var.to_numpy()), "direct scaled")
+    page = torch.tensor(result.table.scaled_var.to_numpy())
+    recipe = torch.tensor(namespace["scaled_vars"], dtype=torch.float64)
+    assert torch.allclose(recipe, page, rtol=0, atol=0.25)  # about 4 standard errors at 4,000 trials
+
+
+def test_every_recipe_is_used_by_a_lesson() -> None:
+    used = {
+        "overview",
+        "without_weights",
+        "trainable_weights",
+        "trainable_weights_article",
+        "why_scale",
+        "causal_dropout",
+        "multi_head",
+        "cross_attention",
+    }
+    on_disk = {path.stem for path in recipes.RECIPES_DIR.glob("*.py") if path.stem != "__init__"}
+    assert used <= on_disk
+    assert on_disk - used <= {"real_model", "training_lab"}, on_disk - used  # the two lessons with their own tests
