@@ -104,6 +104,8 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, tuple[str, ...]]:
             **common,
             **off("preset"),
         )
+        # No format_func: a bound selectbox writes its *formatted* option into the link, and the
+        # short key (?preset=article) is what teachers share; the caption gives the title instead.
         st.caption(PRESETS[preset].label)
         custom = preset == "custom"
         text = st.text_input(

@@ -32,7 +32,7 @@ class Example:
 
 
 def journey_example() -> Example:
-    """'Your journey starts with one step': 6 tokens x 3 dims (seeds 000 and 001)."""
+    """'Your journey starts with one step': 6 tokens x 3 dims (the book chapter and the trainable-weights notebook)."""
     inputs = torch.tensor(
         [
             [0.43, 0.15, 0.89],  # Your
@@ -44,11 +44,11 @@ def journey_example() -> Example:
         ]
     )
     tokens = ("Your", "journey", "starts", "with", "one", "step")
-    return Example("journey", tokens, inputs, "seed 000 (book chapter) and seed 001 (notebook)")
+    return Example("journey", tokens, inputs, "the book chapter and the trainable-weights notebook")
 
 
 def random_words_example() -> Example:
-    """'These are random words and embeddings': 6 tokens x 3 dims (seed 004)."""
+    """'These are random words and embeddings': 6 tokens x 3 dims (the attention notebook)."""
     inputs = torch.tensor(
         [
             [0.35, 0.15, 0.89],  # These
@@ -60,20 +60,20 @@ def random_words_example() -> Example:
         ]
     )
     tokens = ("These", "are", "random", "words", "and", "embeddings")
-    return Example("random_words", tokens, inputs, "seed 004 (notebook)")
+    return Example("random_words", tokens, inputs, "the attention notebook")
 
 
 LIFE_SENTENCE = "Life is short, eat dessert first"
 
 
 def life_vocabulary(sentence: str = LIFE_SENTENCE) -> dict[str, int]:
-    """Seed 003's dictionary: the sentence's words without commas, sorted, numbered."""
+    """The self-attention article's dictionary: the sentence's words without commas, sorted, numbered."""
     words = sentence.replace(",", "").split()
     return {word: index for index, word in enumerate(sorted(words))}
 
 
 def life_example(generator: torch.Generator | None = None) -> Example:
-    """'Life is short, eat dessert first' through `nn.Embedding(6, 16)` seeded 123 (seed 003).
+    """'Life is short, eat dessert first' through `nn.Embedding(6, 16)` seeded 123 (the self-attention article).
 
     With `generator=None` a fresh generator seeded 123 is used, so the numbers are
     the article's whatever the global RNG state is.
@@ -85,7 +85,7 @@ def life_example(generator: torch.Generator | None = None) -> Example:
     # nn.Embedding initialises its table with one standard-normal draw of (vocab, dim).
     table = torch.randn(len(vocab), 16, generator=gen)  # (6, 16)
     embedded = table[token_ids]  # (6, 16)
-    return Example("life", tuple(words), embedded, "seed 003 (article)")
+    return Example("life", tuple(words), embedded, "the self-attention article")
 
 
 CATS_SENTENCE = "cats climb trees during storms"
@@ -93,7 +93,7 @@ CATS_SENTENCE = "cats climb trees during storms"
 
 @dataclass(frozen=True)
 class ShiftedChunk:
-    """Seed 002's next-token set-up: the input chunk and its target, shifted by one."""
+    """The decoder blog's next-token set-up: the input chunk and its target, shifted by one."""
 
     inputs: tuple[str, ...]
     targets: tuple[str, ...]
@@ -104,14 +104,14 @@ class ShiftedChunk:
 
 
 def cats_example(d_in: int = 4, seed: int = 123) -> tuple[Example, ShiftedChunk]:
-    """'cats climb trees during storms' (seed 002): inputs are the first four words.
+    """'cats climb trees during storms' (the decoder blog): inputs are the first four words.
 
     The article gives no numbers for the embeddings, so they come from `embed_text`.
     """
     words = CATS_SENTENCE.split()
     chunk = ShiftedChunk(inputs=tuple(words[:-1]), targets=tuple(words[1:]))
     example = embed_text(" ".join(chunk.inputs), d_in=d_in, seed=seed)
-    return Example("cats", example.tokens, example.embeddings, "seed 002 (article)"), chunk
+    return Example("cats", example.tokens, example.embeddings, "the decoder blog"), chunk
 
 
 _TOKEN_PATTERN = re.compile(r"[\w']+|[^\w\s]")
@@ -161,11 +161,11 @@ def embed_text(text: str, d_in: int = 3, seed: int = 123) -> Example:
 def random_second_sequence(
     num_tokens: int = 8, d_in: int = 16, generator: torch.Generator | None = None
 ) -> torch.Tensor:
-    """Seed 003's second sentence for cross-attention: `torch.rand(8, 16)` -> (8, 16)."""
+    """The self-attention article's second sentence for cross-attention: `torch.rand(8, 16)` -> (8, 16)."""
     return torch.rand(num_tokens, d_in, generator=generator)
 
 
-# Seed 000 prints the causal-masking walk-through from a `SelfAttention_v2` whose weights
+# The book chapter prints the causal-masking walk-through from a `SelfAttention_v2` whose weights
 # no seed reproduces with today's PyTorch (seeds 0-30,000 searched; the book's seed 789
 # gives 0.1921 where the chapter prints 0.1690). The printed matrices are therefore
 # kept as data: the dashboard replays the masking steps on them.
@@ -178,7 +178,7 @@ BOOK_CAUSAL_WEIGHTS = torch.tensor(
         [0.1602, 0.1651, 0.1655, 0.1693, 0.1748, 0.1652],
         [0.1649, 0.1559, 0.1565, 0.1752, 0.1805, 0.1670],
     ]
-)  # (6, 6) softmax(scores / sqrt(2)) as printed in seed 000
+)  # (6, 6) softmax(scores / sqrt(2)) as printed in the book chapter
 
 _NEG_INF = float("-inf")
 BOOK_CAUSAL_MASKED_SCORES = torch.tensor(
@@ -190,4 +190,4 @@ BOOK_CAUSAL_MASKED_SCORES = torch.tensor(
         [-0.1138, -0.0713, -0.0680, -0.0359, 0.0092, _NEG_INF],
         [-0.2850, -0.3639, -0.3583, -0.1993, -0.1564, -0.2669],
     ]
-)  # (6, 6) raw scores with -inf above the diagonal, as printed in seed 000
+)  # (6, 6) raw scores with -inf above the diagonal, as printed in the book chapter

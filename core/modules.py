@@ -323,7 +323,7 @@ class MultiHeadAttention(nn.Module):
 
 
 class SimpleAverageSelfAttention(nn.Module):
-    """Seed 002's baseline: every token averages itself and all earlier tokens equally.
+    """The decoder blog's baseline: every token averages itself and all earlier tokens equally.
 
     The scores are all zero, so after the causal -inf mask the softmax gives 1/(i+1)
     to each of the first i+1 tokens. Nothing is learned.
@@ -346,7 +346,7 @@ class SimpleAverageSelfAttention(nn.Module):
 
 
 class SingleSelfAttentionHead(nn.Module):
-    """Seed 002's causal head: `key`, `query`, `value` layers created in that order."""
+    """The decoder blog's causal head: `key`, `query`, `value` layers created in that order."""
 
     def __init__(
         self,
@@ -378,7 +378,7 @@ class SingleSelfAttentionHead(nn.Module):
 
 
 class CrossAttention(nn.Module):
-    """Seed 003's attention between two sequences: queries from x_1, keys/values from x_2.
+    """The self-attention article's attention between two sequences: queries from x_1, keys/values from x_2.
 
     Weights use the article's layout, (d_out, d_in), drawn with `torch.rand` in the
     order query, key, value; q = W_query x. d_v may differ from d_k, and x_2 may have
@@ -509,7 +509,8 @@ def draw_qkv_weights(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """W_q, W_k, W_v of shape (d_in, d_out), drawn in that order as the notebooks do.
 
-    distribution="rand" (uniform [0, 1), seed 001) or "randn" (standard normal, seed 004).
+    distribution="rand" (uniform [0, 1), the trainable-weights notebook) or "randn" (standard normal,
+    the attention notebook).
     """
     _check_dims(d_in=d_in, d_out=d_out)
     draw = {"rand": torch.rand, "randn": torch.randn}.get(distribution)

@@ -47,7 +47,7 @@ class Preset:
     num_heads: int
     dropout: float
     query_index: int  # the token the source focuses on
-    weights: str  # "rand_x_at_w" (book), "randn" (seed 004), "rand_w_at_x" (seed 003)
+    weights: str  # "rand_x_at_w" (book), "randn" (the attention notebook), "rand_w_at_x" (the self-attention article)
 
 
 PRESETS: dict[str, Preset] = {
@@ -55,8 +55,8 @@ PRESETS: dict[str, Preset] = {
     for p in (
         Preset(
             "book",
-            "Your journey starts with one step (book, seeds 000/001)",
-            "seed 000 + seed 001",
+            "Your journey starts with one step (the book chapter)",
+            "the book chapter + the trainable-weights notebook",
             3,
             2,
             123,
@@ -66,12 +66,41 @@ PRESETS: dict[str, Preset] = {
             "rand_x_at_w",
         ),
         Preset(
-            "notebook", "These are random words and embeddings (seed 004)", "seed 004", 3, 2, 123, 2, 0.0, 2, "randn"
+            "notebook",
+            "These are random words and embeddings (the attention notebook)",
+            "the attention notebook",
+            3,
+            2,
+            123,
+            2,
+            0.0,
+            2,
+            "randn",
         ),
         Preset(
-            "article", "Life is short, eat dessert first (seed 003)", "seed 003", 16, 24, 123, 3, 0.0, 1, "rand_w_at_x"
+            "article",
+            "Life is short, eat dessert first (the self-attention article)",
+            "the self-attention article",
+            16,
+            24,
+            123,
+            3,
+            0.0,
+            1,
+            "rand_w_at_x",
         ),
-        Preset("blog", "cats climb trees during storms (seed 002)", "seed 002", 4, 4, 123, 2, 0.0, 2, "rand_x_at_w"),
+        Preset(
+            "blog",
+            "cats climb trees during storms (the decoder blog)",
+            "the decoder blog",
+            4,
+            4,
+            123,
+            2,
+            0.0,
+            2,
+            "rand_x_at_w",
+        ),
         Preset("custom", "Your own sentence", "you", None, 4, 123, 2, 0.0, 0, "rand_x_at_w"),
     )
 }

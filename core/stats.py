@@ -117,7 +117,7 @@ def peakiness(weights: torch.Tensor) -> dict[str, torch.Tensor]:
 def softmax_multiplier_sweep(
     scores: torch.Tensor, multipliers: Sequence[float], labels: Sequence[str] | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """softmax(m * scores) for each multiplier m: the ×8 example of seed 001.
+    """softmax(m * scores) for each multiplier m: the ×8 example of the trainable-weights notebook.
 
     Returns (weights: multiplier, token, weight) and (summary: multiplier, max_weight,
     entropy, effective_tokens).
@@ -174,7 +174,7 @@ def softmax_jacobian(weights: torch.Tensor) -> torch.Tensor:
 def saturation_sweep(
     base_scores: Sequence[float] = (1.0, 0.0, 0.0), multipliers: Sequence[float] | None = None
 ) -> pd.DataFrame:
-    """How the softmax gradient dies as scores grow: seed 004's [1,0,0] -> [8,0,0].
+    """How the softmax gradient dies as scores grow: the attention notebook's [1,0,0] -> [8,0,0].
 
     Columns: multiplier, max_weight, jacobian_norm (Frobenius), min_grad (smallest
     diagonal entry of the Jacobian: the gradient that reaches the weakest token).

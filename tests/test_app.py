@@ -243,7 +243,7 @@ def test_each_page_keeps_its_own_query_after_switching_pages() -> None:
     """The two pages with a query picker once shared its key: after visiting one, the other's
     picker came back at its first option (the 40-session load benchmark showed it)."""
     at = app(PAGES[2])
-    book_z = "context vector z for “journey” = **[0.3061, 0.8210]**"  # seed 001's z(2)
+    book_z = "context vector z for “journey” = **[0.3061, 0.8210]**"  # the trainable-weights notebook's z(2)
     assert book_z in markdown_text(at)
     at.switch_page(PAGES[1]).run()
     at.switch_page(PAGES[2]).run()

@@ -44,7 +44,7 @@ SCORES_001 = [
 ]
 
 
-# ---------------------------------------------------------------- seeds 000 and 001: the book
+# ---------------------------------------------------------------- the book chapter and the trainable-weights notebook
 @pytest.mark.parametrize("use_generator", [False, True], ids=["global-seed", "generator"])
 def test_self_attention_v1_seed_123(journey: torch.Tensor, use_generator: bool) -> None:
     if use_generator:
@@ -116,13 +116,13 @@ def test_seed_001_softmax_times_eight() -> None:
 
 
 def test_seed_001_scaled_variance_is_unscaled_over_d() -> None:
-    # Seed 001's printouts (5.2447 -> 1.0489, 100.447 -> 1.0045) obey var(x/sqrt d) = var(x)/d.
+    # The trainable-weights notebook's printouts (5.2447 -> 1.0489, 100.447 -> 1.0045) obey var(x/sqrt d) = var(x)/d.
     table = core.dot_product_variance([5, 100], trials=1000, generator=gen(0))
     ratio = table.unscaled_var / table.scaled_var
     assert ratio.round(6).tolist() == [5.0, 100.0]
 
 
-# ---------------------------------------------------------------- seed 004: the second notebook
+# ---------------------------------------------------------------- the attention notebook: the second notebook
 def test_seed_004_attention_without_weights(random_words: torch.Tensor) -> None:
     scores_3 = core.dot_scores_for_query(random_words, 2)
     assert_close(scores_3, [0.4921, 0.9745, 0.5957, 0.5074, 0.6152, 0.2050])
@@ -189,7 +189,7 @@ def test_seed_004_saturation_example() -> None:
     assert eight.jacobian_norm < one.jacobian_norm / 100  # gradients all but vanish
 
 
-# ---------------------------------------------------------------- seed 003: the article
+# ---------------------------------------------------------------- the self-attention article: the article
 def test_seed_003_embedding_and_vocabulary() -> None:
     assert core.life_vocabulary() == {"Life": 0, "dessert": 1, "eat": 2, "first": 3, "is": 4, "short": 5}
     example = core.life_example()
@@ -253,7 +253,7 @@ def test_seed_003_cross_attention_shapes() -> None:
     assert trace.weights.shape == (6, 8) and trace.output.shape == (6, 28)
 
 
-# ---------------------------------------------------------------- seed 002: the blog post
+# ---------------------------------------------------------------- the decoder blog: the blog post
 def test_seed_002_shift_and_simple_average() -> None:
     example, chunk = core.cats_example()
     assert chunk.inputs == ("cats", "climb", "trees", "during")
