@@ -57,14 +57,12 @@ st.subheader("Context vectors for every token")
 _ui.prose("without_weights", "context")
 c1, c2 = st.columns(2)
 with c1:
-    _ui.heatmap(
+    _ui.query_weights_heatmap(
         lesson.weights,
         "Attention weights (click a row to pick the query)",
         "Heatmap of the attention weights, queries as rows and keys as columns.",
-        value_title="weight",
-        select_rows=True,
-        key="weights_chart",
-        on_select=lambda: _ui.select_query_from_chart("weights_chart", "query_without_weights"),
+        chart_key="weights_chart",
+        picker_key="query_without_weights",
     )
 with c2:
     _ui.heatmap(

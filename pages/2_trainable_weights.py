@@ -67,14 +67,12 @@ with scaled_col:
         signed=True,
     )
 with weights_col:
-    _ui.heatmap(
+    _ui.query_weights_heatmap(
         lesson.weights,
         "Weights (click a row)",
         "Heatmap of the attention weights after the softmax.",
-        value_title="weight",
-        select_rows=True,
-        key="tw_weights",
-        on_select=lambda: _ui.select_query_from_chart("tw_weights", "query_trainable_weights"),
+        chart_key="tw_weights",
+        picker_key="query_trainable_weights",
     )
 with context_col:
     _ui.heatmap(

@@ -187,6 +187,19 @@ def select_query_from_chart(chart_key: str, target: str) -> None:
         st.session_state[target] = int(picked[0]["row_index"])
 
 
+def query_weights_heatmap(frame, title: str, description: str, *, chart_key: str, picker_key: str) -> object:
+    """The attention weights, whose rows a click makes the query of the picker `picker_key`."""
+    return heatmap(
+        frame,
+        title,
+        description,
+        value_title="weight",
+        select_rows=True,
+        key=chart_key,
+        on_select=lambda: select_query_from_chart(chart_key, picker_key),
+    )
+
+
 def code_box(code: str, note: str = "Plain PyTorch; paste it into a notebook and compare with this page.") -> None:
     """The lesson's recipe (core/recipes/), filled with this page's settings."""
     with st.expander("Code: reproduce exactly these numbers", icon=":material/code:"):

@@ -4,15 +4,8 @@ import torch
 from torch import nn
 
 # --- settings (the page fills in its current values) ---
-tokens = "Your | journey | starts | with | one | step"
-inputs = torch.tensor([
-    [0.43, 0.15, 0.89],
-    [0.55, 0.87, 0.66],
-    [0.57, 0.85, 0.64],
-    [0.22, 0.58, 0.33],
-    [0.77, 0.25, 0.1],
-    [0.05, 0.8, 0.55],
-])
+tokens = "Your | journey | starts | with | one | step"  # the page writes its tokens here
+inputs = torch.rand(6, 3)  # a stand-in: the page writes its input embeddings here
 seed = 123
 d_out = 2
 scale_scores = True  # divide the scores by sqrt(d_k) before the softmax

@@ -3,15 +3,8 @@
 import torch
 
 # --- settings (the page fills in its current values) ---
-tokens = "Your | journey | starts | with | one | step"
-inputs = torch.tensor([
-    [0.43, 0.15, 0.89],
-    [0.55, 0.87, 0.66],
-    [0.57, 0.85, 0.64],
-    [0.22, 0.58, 0.33],
-    [0.77, 0.25, 0.1],
-    [0.05, 0.8, 0.55],
-])
+tokens = "Your | journey | starts | with | one | step"  # the page writes its tokens here
+inputs = torch.rand(6, 3)  # a stand-in: the page writes its input embeddings here
 query = 1  # the chosen query token, counted from 0
 multiplier = 1.0  # the page's "multiply the scores by" slider
 # --- end of settings ---
