@@ -24,7 +24,15 @@ from pages import _ui
 # 1-2 cores of a small container when a class reruns at once (override with the variable).
 torch.set_num_threads(int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", "1")))
 
-st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
+PRESENT_VALUES = ("1", "true")  # ?present=1 (what a teacher types) or ?present=true (what the toggle writes)
+if "present" not in st.session_state and st.query_params.get("present", "").lower() in PRESENT_VALUES:
+    st.session_state["present"] = True  # before the bound toggle exists, so "1" counts too
+st.set_page_config(
+    page_title="Attention Lab",
+    page_icon=":material/visibility:",
+    layout="wide",
+    initial_sidebar_state="collapsed" if st.session_state.get("present") else "auto",
+)
 
 
 def navigation() -> dict[str, list[st.Page]]:
@@ -149,6 +157,13 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, tuple[str, ...]]:
         num_heads = st.slider("Heads", *map(int, LIMITS["num_heads"]), 2, key="num_heads", **common, **off("num_heads"))
         scale = st.toggle("Scale scores by 1/√d_k", True, key="scale", **common, **off("scale"))
         device = st.selectbox("Device", devices, key="device", **common, **off("device"))
+        st.toggle(
+            "Presentation mode",
+            False,
+            key="present",
+            **common,
+            help="One step of the lesson at a time, larger type, sidebar closed; the step is in the link.",
+        )
         if unused:
             st.caption("Greyed out here: " + "; ".join(f"**{k}** ({v})" for k, v in unused.items()))
         for note in st.session_state["link_notes"]:
@@ -195,7 +210,11 @@ spec = registry.page(page.url_path or registry.HOME.slug)  # the default page's 
 started = time.perf_counter()
 chosen, link_notes = sidebar(spec)
 shown, input_problem = usable(chosen)
+step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
 with _ui.hand_over(_ui.Frame(page=spec, settings=shown, input_problem=input_problem, link_notes=link_notes)):
     page.run()
+    if st.session_state.get("present"):
+        with step_bar:
+            _ui.presentation_bar(_ui.steps_drawn())
 _ui.log_run(spec.slug, shown, time.perf_counter() - started)
 freeze_import_time_objects()  # after the page, so that its imports are loaded too

@@ -179,7 +179,7 @@ def check_link_params(params: Mapping[str, str | list[str]], devices: list[str])
     Only our own keys are checked; unknown keys are mentioned once.
     """
     notes: list[tuple[str, str]] = []
-    known = {*LIMITS, "preset", "text", "scale", "device", "query"}
+    known = {*LIMITS, "preset", "text", "scale", "device", "query", "present", "step"}
     for name, raw in params.items():
         value = raw[-1] if isinstance(raw, list) else raw
         shown = _shorten(str(value))

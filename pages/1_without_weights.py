@@ -24,9 +24,10 @@ scale = st.slider(
     help="Large multipliers push exp() past the float32 limit (about 88.7).",
 )
 lesson = _ui.without_weights_lesson(settings, query, scale)
+_ui.predict(lesson.prediction, key="predict_without_weights")
 token = lesson.tokens[query]
 
-st.subheader(f"Scores of the query “{token}”")
+_ui.step(f"Scores of the query “{token}”")
 _ui.prose("without_weights", "dots")
 dots = lesson.dots.melt(id_vars="token", var_name="measure", value_name="score")
 _ui.chart(
@@ -34,7 +35,7 @@ _ui.chart(
     f"Bar chart: the dot product and the cosine similarity of the query {token} with every token.",
 )
 
-st.subheader("Three ways to normalise")
+_ui.step("Three ways to normalise")
 _ui.prose("without_weights", "norms")
 _ui.chart(
     charts.grouped_bars(lesson.norms, "token", "weight", "method", f"Weights for “{token}” with scores × {scale:g}"),
@@ -53,7 +54,7 @@ else:
         f"{lesson.overflow_at:.2f}. Raise the multiplier to see it happen."
     )
 
-st.subheader("Context vectors for every token")
+_ui.step("Context vectors for every token")
 _ui.prose("without_weights", "context")
 c1, c2 = st.columns(2)
 with c1:

@@ -9,6 +9,7 @@ settings = frame.settings
 _ui.prose("trainable_weights", "intro")
 query = _ui.query_picker(_ui.token_labels(settings), settings.preset_info.query_index, key="query_trainable_weights")
 lesson = _ui.trainable_lesson(settings, query)
+_ui.predict(lesson.prediction, key="predict_trainable_weights")
 token = lesson.tokens[query]
 
 cols = st.columns(3)
@@ -37,7 +38,7 @@ for col, (name, label, matrix) in zip(cols, projections, strict=True):
             y_title="token",
         )
 
-st.subheader(f"One query: “{token}”")
+_ui.step(f"One query: “{token}”")
 _ui.prose("trainable_weights", "steps")
 scale_text = r"\frac{1}{\sqrt{d_k}}" if settings.scale else "1"
 st.latex(
@@ -50,7 +51,7 @@ st.dataframe(lesson.one_query.set_index("token").round(4).T, width="stretch")
 z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
 st.markdown(f"context vector z for “{token}” = **[{z}]**")
 
-st.subheader("All queries at once")
+_ui.step("All queries at once")
 raw_col, scaled_col, weights_col, context_col = st.columns(4)
 with raw_col:
     _ui.heatmap(
@@ -84,7 +85,7 @@ with context_col:
         y_title="token",
     )
 
-st.subheader("SelfAttention_v1 vs SelfAttention_v2")
+_ui.step("SelfAttention_v1 vs SelfAttention_v2")
 _ui.prose("trainable_weights", "versions")
 st.dataframe(lesson.v1_vs_v2.set_index("token").round(4), width="stretch")
 a, b = st.columns(2)
@@ -93,7 +94,7 @@ b.metric("max |v1 − v2|, v2's weights copied into v1", f"{lesson.v1_copied_max
 if settings.preset == "book":
     st.caption("The book builds v2 with seed 789: set the seed to 789 to see its row 1, [-0.0739, 0.0713].")
 
-st.subheader("d_v may differ from d_k")
+_ui.step("d_v may differ from d_k")
 _ui.prose("trainable_weights", "dv")
 st.markdown(f"Here d_k = **{lesson.d_k}** and d_v = **{lesson.d_v}**.")
 _ui.code_box(lesson.code)

@@ -20,8 +20,9 @@ trials = c2.select_slider(
     "lands within a few percent of the theory.",
 )
 sweep, sweep_spec, saturation_spec = _ui.scaling_sweep(float(multiplier))
+_ui.predict(sweep.prediction, key="predict_why_scale")
 
-st.subheader("(a) Bigger scores, peakier softmax")
+_ui.step("(a) Bigger scores, peakier softmax")
 _ui.prose("why_scale", "peaky")
 st.latex(r"\text{softmax}(m\,\omega)_j = \frac{e^{m \omega_j}}{\sum_k e^{m \omega_k}}")
 _ui.spec_chart(sweep_spec, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16.")
@@ -41,7 +42,7 @@ _ui.spec_chart(
 if not settings.scale:
     st.warning("Scaling is switched off in the sidebar: the red (unscaled) lines are what your model sees.")
 
-st.subheader("(b) The variance of q·k grows like d_k")
+_ui.step("(b) The variance of q·k grows like d_k")
 _ui.prose("why_scale", "variance")
 st.latex(r"\operatorname{Var}(q\cdot k) = d_k, \qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
 variance = _ui.scaling_variance(settings.seed, int(trials))
@@ -51,7 +52,7 @@ _ui.spec_chart(
 )
 st.dataframe(variance.table.round(4), width="stretch", hide_index=True)
 
-st.subheader("(c) Saturated softmax, vanishing gradients")
+_ui.step("(c) Saturated softmax, vanishing gradients")
 _ui.prose("why_scale", "saturation")
 st.latex(r"\frac{\partial s_j}{\partial x_k} = s_j(\delta_{jk} - s_k)")
 _ui.spec_chart(

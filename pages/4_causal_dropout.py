@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import charts
 from core.lessons.causal_dropout import perturb_range
+from core.lessons.common import token_name
 from pages import _ui
 
 frame = _ui.page_start()
@@ -15,7 +16,7 @@ c1, c2 = st.columns(2)
 if bounds is None or bounds[0] == bounds[1]:
     perturbed = bounds[1] if bounds else 1
     c1.caption(
-        f"The leakage check pushes token x⁽{perturbed}⁾"
+        f"The leakage check pushes token {token_name(perturbed)}"
         + (" (a one-token sentence has no earlier token to protect)." if bounds is None else ".")
     )
 else:
@@ -33,8 +34,10 @@ training = c2.toggle(
     help="Dropout only acts in training mode; the sidebar sets its rate.",
 )
 lesson = _ui.causal_lesson(settings, perturbed, training)
+if lesson.perturbed > 1:
+    _ui.predict(lesson.prediction, key="predict_causal_dropout")
 
-st.subheader("Two ways to mask")
+_ui.step("Two ways to mask")
 _ui.prose("causal_dropout", "methods")
 st.latex(r"\text{masked}_{ij} = \begin{cases}\omega_{ij}/\sqrt{d_k} & j \le i\\ -\infty & j > i\end{cases}")
 c1, c2, c3 = st.columns(3)
@@ -98,7 +101,7 @@ if lesson.book is not None:
                 value_title="weight",
             )
 
-st.subheader("Inputs and targets: one chunk, many examples")
+_ui.step("Inputs and targets: one chunk, many examples")
 _ui.prose("causal_dropout", "shift")
 s1, s2 = st.columns(2)
 s1.dataframe(lesson.shift, hide_index=True, width="stretch")
@@ -110,16 +113,18 @@ with s2:
         value_title="weight",
     )
 
-st.subheader("Does anything leak from the future?")
+_ui.step("Does anything leak from the future?")
 _ui.prose("causal_dropout", "leak")
 _ui.chart(
     charts.leakage_chart(lesson.leakage, lesson.perturbed),
     "Bars of how much each output row changed after perturbing one token; earlier rows stay at zero.",
 )
 if lesson.perturbed == 1:
-    st.info("Token x⁽¹⁾ has no earlier token: every row may change.")
+    st.info(f"Token {token_name(1)} has no earlier token: every row may change.")
 elif lesson.earlier_unchanged:
-    st.success(f"Rows 1 to {lesson.perturbed - 1} are unchanged after pushing x⁽{lesson.perturbed}⁾: no leakage.")
+    st.success(
+        f"Rows 1 to {lesson.perturbed - 1} are unchanged after pushing {token_name(lesson.perturbed)}: no leakage."
+    )
 else:
     st.error("An earlier row changed: the mask leaks!")
 l1, l2 = st.columns(2)
@@ -139,7 +144,7 @@ with l2:
     )
     st.metric("average weight on future tokens, buggy", f"{lesson.bug_future_mass:.4f}")
 
-st.subheader("Dropout on the attention weights")
+_ui.step("Dropout on the attention weights")
 _ui.prose("causal_dropout", "dropout")
 st.latex(
     rf"\tilde\alpha_{{ij}} = \frac{{m_{{ij}}\,\alpha_{{ij}}}}{{1-p}},\quad m_{{ij}}\sim\text{{Bernoulli}}(1-p),"

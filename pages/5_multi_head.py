@@ -22,7 +22,8 @@ except ValueError as error:
     lesson = None
 
 if lesson is not None:
-    st.subheader(f"{settings.num_heads} heads of width {lesson.head_dim}")
+    _ui.predict(lesson.prediction, key="predict_multi_head")
+    _ui.step(f"{settings.num_heads} heads of width {lesson.head_dim}")
     per_row = min(settings.num_heads, 4)
     heads = list(dict.fromkeys(lesson.head_weights["head"]))
     for start in range(0, len(heads), per_row):
@@ -37,7 +38,7 @@ if lesson is not None:
                     show_values=len(lesson.tokens) <= 8,
                 )
 
-    st.subheader("Wrapper vs one split matrix")
+    _ui.step("Wrapper vs one split matrix")
     _ui.prose("multi_head", "two")
     a, b, c = st.columns(3)
     a.metric("wrapper output width", lesson.wrapper_width, help="d_out per head × heads")
@@ -59,7 +60,7 @@ if lesson is not None:
         show_values=settings.d_out <= 8,
     )
 
-st.subheader("Parameter count")
+_ui.step("Parameter count")
 _ui.prose("multi_head", "params")
 counts = gpt2_parameter_counts()
 p1, p2 = st.columns(2)

@@ -26,6 +26,8 @@ try:
 except ValueError as error:
     st.error(f"Second sequence: {error}", icon=":material/error:")
     st.stop()
+_ui.step("Queries from one sequence, keys from another")
+_ui.predict(lesson.prediction, key="predict_cross_attention")
 _ui.heatmap(
     lesson.weights,
     "Cross-attention weights: queries × keys",
@@ -34,6 +36,7 @@ _ui.heatmap(
     x_title="key (second sequence)",
     y_title="query (first sequence)",
 )
+_ui.step("Shapes")
 _ui.prose("cross_attention", "shapes")
 st.dataframe([{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
 _ui.code_box(lesson.code)

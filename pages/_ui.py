@@ -32,6 +32,7 @@ from core.lessons import (
     why_scale,
     without_weights,
 )
+from core.lessons.common import Prediction, escape_markdown
 from core.registry import PageSpec
 from core.settings import Settings
 
@@ -52,6 +53,7 @@ class Frame:
 
 _FRAME_KEY = "frame"
 _RERUN_KEY = "frame_reruns"
+_STEPS_KEY = "steps_drawn"  # how many steps this run's page has drawn so far
 
 
 @contextmanager
@@ -59,6 +61,7 @@ def hand_over(state: Frame) -> Iterator[None]:
     """The frame runs the page inside this: the page sees `state` through `frame()`, and only then."""
     st.session_state[_FRAME_KEY] = state
     st.session_state[_RERUN_KEY] = 0
+    st.session_state[_STEPS_KEY] = 1  # step 1 is the lesson's opening, before its first heading
     try:
         yield
     finally:
@@ -92,10 +95,85 @@ def frame() -> Frame:
 def page_start() -> Frame:
     """Every page's first line: the hand-over, the title, and the input problem if there is one."""
     state = frame()
-    st.title(state.page.heading)
-    if state.input_problem:
-        st.error(state.input_problem, icon=":material/error:")
+    with st.container(key="al-title"):  # stays in view on every step of presentation mode
+        st.title(state.page.heading)
+        if state.input_problem:
+            st.error(state.input_problem, icon=":material/error:")
     return state
+
+
+# ------------------------------------------------------------------ steps and presentation mode
+def step(title: str) -> None:
+    """Start the next step of the lesson: its heading, in a container presentation mode can find.
+
+    Outside presentation mode this is a subheader. In presentation mode the frame shows one
+    step at a time (`presentation_style`), so a page only marks where each step starts.
+    """
+    number = st.session_state.get(_STEPS_KEY, 1) + 1
+    st.session_state[_STEPS_KEY] = number
+    with st.container(key=f"al-step-{number}"):
+        st.subheader(title)
+
+
+def steps_drawn() -> int:
+    """How many steps the page drew in this run (1 + its step() calls)."""
+    return int(st.session_state.get(_STEPS_KEY, 1))
+
+
+def presentation_style(current: int) -> str:
+    """CSS that shows only step `current` of the page's main column, and larger type.
+
+    The page's top-level blocks are siblings (each container sits in its own wrapper); a step
+    runs from its marker container to the next marker. The title block and the step bar stay.
+    """
+    blocks = '[data-testid="stMainBlockContainer"] > [data-testid="stVerticalBlock"] > div'
+    marker = lambda n: f"{blocks}:has(> .st-key-al-step-{n})"  # noqa: E731 - a one-line selector builder
+    keep = ":not(:has(> .st-key-al-bar)):not(:has(> .st-key-al-title))"
+    rules = [
+        f"{marker(current + 1)}, {marker(current + 1)} ~ div {{display: none;}}",
+        "html {font-size: 20px;}",
+    ]
+    if current > 1:
+        rules.append(f"{blocks}:has(~ div > .st-key-al-step-{current}){keep} {{display: none;}}")
+    return "<style>" + "\n".join(rules) + "</style>"
+
+
+def _move_step(delta: int, total: int) -> None:
+    st.session_state["step"] = min(max(1, int(st.session_state.get("step", 1) or 1) + delta), total)
+
+
+def presentation_bar(total: int) -> None:
+    """Back / step k of n / Next, with the step bound to the link so students follow the teacher."""
+    back, where, forward = st.columns([1, 3, 1], vertical_alignment="bottom")
+    with where:
+        chosen = st.number_input(f"Step (of {total})", 1, max(total, 1), 1, key="step", bind="query-params")
+    current = min(int(chosen or 1), total)
+    back.button("← Back", on_click=_move_step, args=(-1, total), disabled=current <= 1, width="stretch")
+    forward.button("Next →", on_click=_move_step, args=(1, total), disabled=current >= total, width="stretch")
+    st.html(presentation_style(current))
+
+
+def predict(prediction: Prediction, key: str) -> None:
+    """Predict, then reveal: the answer and why appear only once the student has chosen."""
+    with st.container(border=True):
+        st.markdown(f"**Predict first.** {escape_markdown(prediction.question)}")
+        choice = st.radio(
+            "Your prediction",
+            range(len(prediction.options)),
+            index=None,
+            format_func=lambda i: prediction.options[i],
+            key=key,
+            label_visibility="collapsed",
+        )
+        if choice is None:
+            st.caption("Choose an answer to see what the numbers say.")
+        elif choice == prediction.answer:
+            st.success(f"Right. {prediction.explanation}", icon=":material/check_circle:")
+        else:
+            st.warning(
+                f"Not quite: it is “{prediction.options[prediction.answer]}”. {prediction.explanation}",
+                icon=":material/lightbulb:",
+            )
 
 
 @st.cache_resource(show_spinner=False)

@@ -10,7 +10,16 @@ import torch
 from core import functional as fn
 from core import recipes
 from core.examples import BOOK_CAUSAL_MASKED_SCORES, BOOK_CAUSAL_WEIGHTS, cats_example
-from core.lessons.common import generator, inputs_on_device, inputs_source, matrix_frame, tokens_comment, unique_labels
+from core.lessons.common import (
+    Prediction,
+    generator,
+    inputs_on_device,
+    inputs_source,
+    matrix_frame,
+    token_name,
+    tokens_comment,
+    unique_labels,
+)
 from core.modules import CausalAttention, SimpleAverageSelfAttention
 from core.settings import Settings
 
@@ -41,6 +50,7 @@ class CausalLesson:
     perturbed: int  # the token pushed for the leakage check, counted from 1 as x^(i)
     leakage: pd.DataFrame  # token, position (from 1), max change of each output row
     earlier_unchanged: bool  # rows before the perturbed token did not move
+    prediction: Prediction  # which output rows a push on one token can change
     buggy: pd.DataFrame  # weights when masked_fill's result is thrown away: the future leaks
     bug_future_mass: float  # mean weight on future tokens with that bug
     dropped: pd.DataFrame  # the weights after dropout (unchanged in evaluation mode)
@@ -70,6 +80,26 @@ def _decoder_blog() -> tuple[pd.DataFrame, pd.DataFrame]:
     )
     weights = SimpleAverageSelfAttention(4).attention_weights(4)  # (4, 4)
     return shift, matrix_frame(weights, list(chunk.inputs), list(chunk.inputs))
+
+
+def _leak_question(perturbed: int, num_tokens: int, row_change: torch.Tensor) -> Prediction:
+    options = ("Every row", f"Rows {perturbed} to {num_tokens}", f"Rows 1 to {perturbed}")
+    changed = [i + 1 for i, change in enumerate(row_change.tolist()) if change > 0]
+    if changed == list(range(perturbed, num_tokens + 1)):
+        answer = 1
+    elif changed == list(range(1, num_tokens + 1)):
+        answer = 0
+    else:
+        answer = 2
+    return Prediction(
+        question=f"Push token {token_name(perturbed)} and run causal attention again. Which output rows can change?",
+        options=options,
+        answer=answer,
+        explanation=(
+            f"Rows {', '.join(map(str, changed)) or 'none'} changed. Row i only mixes the values of tokens "
+            "1 to i, so a token can only change its own row and the rows after it."
+        ),
+    )
 
 
 def perturb_range(num_tokens: int) -> tuple[int, int] | None:
@@ -127,6 +157,7 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
             {"token": tokens, "position": range(1, num_tokens + 1), "max change": row_change.cpu().numpy()}
         ),
         earlier_unchanged=bool(torch.all(row_change[: perturbed - 1] == 0)),
+        prediction=_leak_question(perturbed, num_tokens, row_change),
         buggy=matrix_frame(buggy, tokens, tokens),
         bug_future_mass=float(buggy.triu(diagonal=1).sum(dim=-1).mean()),
         dropped=matrix_frame(dropped.dropped_weights[0], tokens, tokens),

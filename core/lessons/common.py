@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import torch
@@ -10,6 +13,48 @@ from core import recipes
 from core.device import resolve_device
 from core.examples import LIFE_SENTENCE, Example, life_vocabulary
 from core.settings import Settings, load_example
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A predict-then-reveal question whose answer the lesson computed from its own numbers."""
+
+    question: str
+    options: tuple[str, ...]
+    answer: int  # index into options
+    explanation: str  # shown after a choice
+
+
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def token_name(position: int) -> str:
+    """x⁽³⁾ for the 3rd token: the sources' 1-based notation."""
+    return f"x⁽{str(position).translate(_SUPERSCRIPT)}⁾"
+
+
+def strongest_key_question(tokens: tuple[str, ...], query_index: int, weights_row: torch.Tensor) -> Prediction:
+    """'Which token will <query> attend to most?', answered by the row of weights."""
+    answer = int(weights_row.argmax())
+    own = "its own embedding" if answer == query_index else f"“{tokens[answer]}”"
+    return Prediction(
+        question=f"Which token will “{tokens[query_index]}” attend to most?",
+        options=tokens,
+        answer=answer,
+        explanation=(
+            f"The largest weight, {float(weights_row[answer]):.4f}, goes to {own}: the key with the largest "
+            "score against this query wins the softmax. A dot product grows with both length and agreement "
+            "of direction, so a long vector can outscore the token itself."
+        ),
+    )
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:])")
+
+
+def escape_markdown(text: str) -> str:
+    """User text (a token, a sentence) made inert inside Streamlit markdown."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def generator(seed: int) -> torch.Generator:

@@ -10,6 +10,7 @@ import torch
 from core import recipes
 from core.examples import embed_text, random_second_sequence
 from core.lessons.common import (
+    Prediction,
     dims,
     generator,
     inputs_on_device,
@@ -33,7 +34,21 @@ class CrossLesson:
     weights: pd.DataFrame  # (T1, T2): rectangular
     output: pd.DataFrame  # context vectors, (T1, d_v)
     shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (tensor, shape)
+    prediction: Prediction  # the weights' shape, asked before it is shown
     code: str  # the filled recipe core/recipes/cross_attention.py
+
+
+def _shape_question(first: int, second: int) -> Prediction:
+    options = (f"{first} × {first} (square, like self-attention)", f"{first} × {second}", f"{second} × {first}")
+    return Prediction(
+        question=f"The first sequence has {first} tokens, the second {second}. What shape will the weights have?",
+        options=options,
+        answer=1,
+        explanation=(
+            "One row per query (the first sequence) and one column per key (the second): "
+            "each row is a softmax over the second sequence, so each row sums to 1."
+        ),
+    )
 
 
 def cross_lesson(settings: Settings, second_text: str, d_v: int) -> CrossLesson:
@@ -77,5 +92,6 @@ def cross_lesson(settings: Settings, second_text: str, d_v: int) -> CrossLesson:
             ("weights", tuple(trace.weights.shape)),
             ("context", tuple(trace.output.shape)),
         ),
+        prediction=_shape_question(len(tokens), len(second_tokens)),
         code=code,
     )

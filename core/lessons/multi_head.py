@@ -9,6 +9,7 @@ import torch
 
 from core import recipes
 from core.lessons.common import (
+    Prediction,
     dims,
     generator,
     inputs_on_device,
@@ -44,6 +45,7 @@ class MultiHeadLesson:
     wrapper_max_diff: float  # wrapper vs MultiHeadAttention with the same weights
     params: int  # parameters of this layer
     shape_steps: tuple[ShapeStep, ...]
+    prediction: Prediction  # whether untrained heads look different
     code: str  # the filled recipe core/recipes/multi_head.py
 
 
@@ -59,6 +61,25 @@ def gpt2_parameter_counts() -> ParameterCounts:
     return ParameterCounts(
         without_qkv_bias=multihead_parameter_count(768, 768, qkv_bias=False),
         with_qkv_bias=multihead_parameter_count(768, 768, qkv_bias=True),
+    )
+
+
+def _heads_question(weights: torch.Tensor) -> Prediction:
+    """weights: (h, T, T) of untrained heads."""
+    heads, num_tokens = weights.shape[0], weights.shape[-1]
+    pairs = [(i, j) for i in range(heads) for j in range(i + 1, heads)]
+    apart = max((float((weights[i] - weights[j]).abs().mean()) for i, j in pairs), default=0.0)
+    peak = float(weights[:, -1].max(dim=-1).values.mean())  # the last row sees every token
+    return Prediction(
+        question="These heads start from random weights. Will each one already look for something different?",
+        options=("Yes: each head has its own clear pattern", "No: they look alike and fairly flat until training"),
+        answer=1,
+        explanation=(
+            f"The most different pair of heads differs by {apart:.4f} per weight on average, and the last row's "
+            f"largest weight is {peak:.4f} where spreading evenly would give {1 / num_tokens:.4f}. Random "
+            "projections of a few small embeddings give small, similar scores; heads specialise only by training "
+            "(lesson 8) — see what trained heads do in lesson 6."
+        ),
     )
 
 
@@ -116,5 +137,6 @@ def multihead_lesson(settings: Settings) -> MultiHeadLesson:
         wrapper_max_diff=float((wrapped - stacked).abs().max()),
         params=count_parameters(mha),
         shape_steps=_shape_steps(num_tokens, d_in, d_out, heads),
+        prediction=_heads_question(trace.weights[0]),
         code=code,
     )

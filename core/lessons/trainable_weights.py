@@ -10,6 +10,7 @@ import torch
 from core import functional as fn
 from core import recipes
 from core.lessons.common import (
+    Prediction,
     clamp_index,
     dims,
     generator,
@@ -17,6 +18,7 @@ from core.lessons.common import (
     inputs_source,
     matrix_frame,
     row_values,
+    strongest_key_question,
     tokens_comment,
     unique_labels,
 )
@@ -47,6 +49,7 @@ class TrainableLesson:
     query_context: tuple[float, ...]
     v1_copied_max_diff: float  # v1 given v2's weights: equal up to float error
     v1_fresh_max_diff: float  # v1 and v2 with their own initialisations: different
+    prediction: Prediction  # which token the chosen query attends to most, now through W_q and W_k
     code: str  # the filled recipe (core/recipes/trainable_weights*.py)
 
 
@@ -139,5 +142,6 @@ def trainable_lesson(settings: Settings, query_index: int) -> TrainableLesson:
         query_context=row_values(trace.context, query_index),
         v1_copied_max_diff=copied_diff,
         v1_fresh_max_diff=fresh_diff,
+        prediction=strongest_key_question(tokens, query_index, trace.weights[query_index]),
         code=_code(settings, query_index),
     )

@@ -8,7 +8,7 @@ import pandas as pd
 import torch
 
 from core import recipes, stats
-from core.lessons.common import generator
+from core.lessons.common import Prediction, generator
 
 # The trainable-weights notebook's five scores, multiplied by 8 to show a peaky softmax.
 NOTEBOOK_SCORES = (0.1, -0.2, 0.3, -0.2, 0.5)
@@ -33,6 +33,7 @@ class SweepResult:
     multiplier: float  # the chosen m
     max_weight: float  # at the chosen m
     effective_tokens: float  # exp(entropy) at the chosen m
+    prediction: Prediction  # what happens to the weights at x16, answered by the sweep
 
 
 def variance(seed: int, trials: int) -> VarianceResult:
@@ -52,10 +53,27 @@ def sweep(multiplier: float) -> SweepResult:
     multipliers = sorted({*MULTIPLIERS, float(multiplier)})
     weights, summary = stats.softmax_multiplier_sweep(torch.tensor(NOTEBOOK_SCORES), multipliers)
     chosen = summary[summary.multiplier == float(multiplier)].iloc[0]
+    at_16 = float(summary[summary.multiplier == 16.0].iloc[0].max_weight)
+    at_1 = float(summary[summary.multiplier == 1.0].iloc[0].max_weight)
     return SweepResult(
         sweep=weights,
         saturation=stats.saturation_sweep(),
         multiplier=float(multiplier),
         max_weight=float(chosen.max_weight),
         effective_tokens=float(chosen.effective_tokens),
+        prediction=_peaky_question(at_1, at_16),
+    )
+
+
+def _peaky_question(max_at_1: float, max_at_16: float) -> Prediction:
+    options = ("They spread out more evenly", "They stay about the same", "Almost all the weight goes to one token")
+    answer = 2 if max_at_16 > 0.9 else (1 if abs(max_at_16 - max_at_1) < 0.05 else 0)
+    return Prediction(
+        question="Multiply the five scores [0.1, -0.2, 0.3, -0.2, 0.5] by 16 before the softmax. The weights…",
+        options=options,
+        answer=answer,
+        explanation=(
+            f"The largest weight goes from {max_at_1:.4f} at ×1 to {max_at_16:.4f} at ×16. The softmax "
+            "exponentiates differences, and multiplying the scores multiplies their differences."
+        ),
     )

@@ -9,12 +9,14 @@ import torch
 
 from core import recipes, simple
 from core.lessons.common import (
+    Prediction,
     clamp_index,
     dims,
     inputs_on_device,
     inputs_source,
     matrix_frame,
     row_values,
+    strongest_key_question,
     tokens_comment,
     unique_labels,
 )
@@ -38,6 +40,7 @@ class WithoutWeightsLesson:
     max_scaled_score: float
     loop_matches_matrix: bool  # the loop form of scores and context equals the matrix form
     query_context: tuple[float, ...]  # z for the chosen query
+    prediction: Prediction  # which token the chosen query attends to most
     code: str  # the filled recipe core/recipes/without_weights.py
 
 
@@ -94,5 +97,6 @@ def without_weights_lesson(settings: Settings, query_index: int, multiplier: flo
         max_scaled_score=float(scaled_row.max()),
         loop_matches_matrix=bool(loop_ok),
         query_context=row_values(context, query_index),
+        prediction=strongest_key_question(tokens, query_index, weights[query_index]),
         code=code,
     )
