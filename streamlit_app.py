@@ -85,6 +85,13 @@ def restore_link() -> None:
             st.session_state[key] = st.session_state[key]
 
 
+def seed_state(spec: registry.PageSpec, preset: str, default: dict) -> dict:
+    """The seed box is greyed out where it changes nothing: no random weights, inputs fixed by a source."""
+    if not spec.random_weights and PRESETS[preset].d_in is not None and preset != "blog":
+        return {"disabled": True, "help": "Not used here: the source's inputs are fixed and this page draws nothing."}
+    return default
+
+
 def sidebar(spec: registry.PageSpec) -> tuple[Settings, tuple[str, ...]]:
     """Draw the shared sidebar for this page; (its settings, the notes on the link)."""
     unused = {control.value: reason for control, reason in spec.ignores.items()}
@@ -149,7 +156,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, tuple[str, ...]]:
             format="%.0f",
             key="seed",
             **common,
-            **off("seed"),
+            **seed_state(spec, preset, off("seed")),
         )
         dropout = st.slider(
             "Dropout rate", *LIMITS["dropout"], 0.0, step=0.05, key="dropout", **common, **off("dropout")

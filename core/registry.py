@@ -46,6 +46,8 @@ class PageSpec:
     icon: str  # a Material icon name, as st.Page takes it
     section: Section
     ignores: Mapping[Control, str] = field(default_factory=dict)  # control -> why this page ignores it
+    controls: tuple[str, ...] = ()  # the page's own widgets bound to the link (their keys = URL parameters)
+    random_weights: bool = True  # False: the seed only matters where it draws the inputs (own sentence, blog)
 
     @property
     def file(self) -> str:
@@ -84,6 +86,7 @@ PAGES: tuple[PageSpec, ...] = (
             scale="no scores here",
             device="nothing to compute here",
         ),
+        random_weights=False,
     ),
     PageSpec(
         1,
@@ -97,6 +100,8 @@ PAGES: tuple[PageSpec, ...] = (
             num_heads="one head only",
             scale="raw dot products, as in the sources' first version",
         ),
+        controls=("logit_scale",),
+        random_weights=False,
     ),
     PageSpec(
         2,
@@ -121,6 +126,7 @@ PAGES: tuple[PageSpec, ...] = (
             num_heads="no heads here",
             device="small experiments run on the CPU",
         ),
+        controls=("multiplier", "trials", "peak_metric"),
     ),
     PageSpec(
         4,
@@ -129,8 +135,16 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/looks_4:",
         Section.STEPS,
         _ignores(num_heads="a single causal head on this page"),
+        controls=("perturb", "training"),
     ),
-    PageSpec(5, "multi_head", "Multi-head attention", ":material/looks_5:", Section.STEPS),
+    PageSpec(
+        5,
+        "multi_head",
+        "Multi-head attention",
+        ":material/looks_5:",
+        Section.STEPS,
+        _ignores(dropout="the heads are shown in evaluation mode, where dropout does nothing (see lesson 4)"),
+    ),
     PageSpec(
         7,
         "cross_attention",
@@ -138,6 +152,7 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/compare_arrows:",
         Section.FURTHER,
         _ignores(dropout="no dropout in this example", num_heads=_NO_HEADS),
+        controls=("second_text", "d_v"),
     ),
 )
 
@@ -150,6 +165,15 @@ def page(slug: str) -> PageSpec:
         if spec.slug == slug:
             return spec
     raise KeyError(slug)
+
+
+# The frame's own bound widgets outside Settings: presentation mode and its step.
+FRAME_CONTROLS = ("present", "step")
+
+
+def link_keys() -> frozenset[str]:
+    """Every URL parameter some widget reads: the sidebar's, the frame's and every page's own."""
+    return frozenset({*(c.value for c in Control), *FRAME_CONTROLS, *(k for spec in PAGES for k in spec.controls)})
 
 
 def lessons() -> tuple[PageSpec, ...]:

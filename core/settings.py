@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from core import registry
 from core.examples import (
     MAX_D_IN,
     MAX_TEXT_CHARS,
@@ -179,7 +180,7 @@ def check_link_params(params: Mapping[str, str | list[str]], devices: list[str])
     Only our own keys are checked; unknown keys are mentioned once.
     """
     notes: list[tuple[str, str]] = []
-    known = {*LIMITS, "preset", "text", "scale", "device", "query", "present", "step"}
+    known = registry.link_keys()
     for name, raw in params.items():
         value = raw[-1] if isinstance(raw, list) else raw
         shown = _shorten(str(value))

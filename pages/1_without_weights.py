@@ -21,6 +21,7 @@ scale = st.slider(
     1.0,
     step=1.0,
     key="logit_scale",
+    bind="query-params",
     help="Large multipliers push exp() past the float32 limit (about 88.7).",
 )
 lesson = _ui.without_weights_lesson(settings, query, scale)

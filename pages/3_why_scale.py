@@ -10,12 +10,15 @@ frame = _ui.page_start()
 settings = frame.settings
 _ui.prose("why_scale", "intro")
 c1, c2 = st.columns(2)
-multiplier = c1.select_slider("Score multiplier", [1.0, 2.0, 4.0, 8.0, 16.0], value=8.0, key="multiplier")
+multiplier = c1.select_slider(
+    "Score multiplier", [1.0, 2.0, 4.0, 8.0, 16.0], value=8.0, key="multiplier", bind="query-params"
+)
 trials = c2.select_slider(
     "Monte Carlo trials per d_k",
     [1_000, 20_000, MAX_TRIALS],
     value=20_000,
     key="trials",
+    bind="query-params",
     help=f"Capped at {MAX_TRIALS:,} so the page stays quick when a whole class uses it at once; 20,000 already "
     "lands within a few percent of the theory.",
 )
@@ -31,7 +34,11 @@ m1.metric(f"largest weight at ×{multiplier:g}", f"{sweep.max_weight:.4f}")
 m2.metric("effective number of tokens", f"{sweep.effective_tokens:.2f}")
 metric = (
     st.segmented_control(
-        "Measure", ["max_weight", "entropy", "effective_tokens"], default="max_weight", key="peak_metric"
+        "Measure",
+        ["max_weight", "entropy", "effective_tokens"],
+        default="max_weight",
+        key="peak_metric",
+        bind="query-params",
     )
     or "max_weight"
 )

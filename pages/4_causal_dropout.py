@@ -26,11 +26,13 @@ else:
         bounds[1],
         min(3, bounds[1]),
         key="perturb",
+        bind="query-params",
     )
 training = c2.toggle(
     "Training mode (dropout on)",
     False,
     key="training",
+    bind="query-params",
     help="Dropout only acts in training mode; the sidebar sets its rate.",
 )
 lesson = _ui.causal_lesson(settings, perturbed, training)

@@ -16,10 +16,11 @@ second_text = c1.text_input(
     DEFAULT_SECOND_TEXT,
     max_chars=MAX_TEXT_CHARS,
     key="second_text",
+    bind="query-params",
     disabled=article,
     help="With the the self-attention article preset the second sequence is torch.rand(8, 16)." if article else None,
 )
-d_v = c2.number_input("d_v (value width)", 1, 64, min(settings.d_out + 4, 64), key="d_v")
+d_v = c2.number_input("d_v (value width)", 1, 64, min(settings.d_out + 4, 64), key="d_v", bind="query-params")
 st.latex(r"Z = \text{softmax}\!\left(\frac{(X_1 W_q)(X_2 W_k)^\top}{\sqrt{d_k}}\right) X_2 W_v")
 try:
     lesson = _ui.cross_lesson(settings, second_text, int(d_v))

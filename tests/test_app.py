@@ -249,3 +249,17 @@ def test_each_page_keeps_its_own_query_after_switching_pages() -> None:
     at.switch_page(PAGES[2]).run()
     assert_clean(at)
     assert book_z in markdown_text(at)
+
+
+def test_controls_that_change_nothing_are_greyed_out_with_a_reason() -> None:
+    at = app(registry.page("without_weights").file)  # the book's inputs, no random weights
+    assert at.sidebar.number_input(key="seed").disabled
+    at.sidebar.selectbox(key="preset").set_value("custom").run()  # now the seed draws the embeddings
+    assert not at.sidebar.number_input(key="seed").disabled
+    at.switch_page(registry.page("multi_head").file).run()
+    assert at.sidebar.slider(key="dropout").disabled  # heads are shown in evaluation mode
+
+
+def test_a_link_parameter_no_widget_reads_is_reported() -> None:
+    at = app(None, query="3")
+    assert any("Unknown link parameter" in w.value and "query" in w.value for w in at.sidebar.warning)

@@ -107,3 +107,32 @@ def test_presentation_shows_one_step_steps_forward_and_back_and_a_question_revea
         settle()
         assert shown("Row i only mixes")
         browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not harness.Path(harness.CHROMIUM).exists(), reason="Debian's chromium is not installed")
+def test_a_shared_link_restores_the_page_controls_too(server: str) -> None:
+    """The teacher moves a page's own controls; the student who opens the link sees the same screen."""
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=harness.CHROMIUM, args=harness.CHROMIUM_ARGS)
+        teacher = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+        teacher.goto(f"{server}/causal_dropout?dropout=0.5")
+        teacher.wait_for_selector(harness.IDLE, timeout=60_000)
+        teacher.get_by_text("Training mode (dropout on)").click()
+        teacher.wait_for_url("**training=true**", timeout=30_000)
+        teacher.wait_for_selector(harness.IDLE, timeout=60_000)
+        teacher.wait_for_timeout(500)
+        kept = teacher.locator('[data-testid="stMetric"]').filter(has_text="fraction of weights kept")
+        teacher_value = kept.locator('[data-testid="stMetricValue"]').inner_text()
+
+        student = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+        student.goto(teacher.url)
+        student.wait_for_selector(harness.IDLE, timeout=60_000)
+        student.wait_for_timeout(500)
+        kept = student.locator('[data-testid="stMetric"]').filter(has_text="fraction of weights kept")
+        assert kept.locator('[data-testid="stMetricValue"]').inner_text() == teacher_value
+
+        student.goto(f"{server}/why_scale?multiplier=16.0")
+        student.wait_for_selector(harness.IDLE, timeout=60_000)
+        assert student.get_by_text("largest weight at ×16").first.is_visible()
+        browser.close()
