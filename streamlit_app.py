@@ -62,6 +62,12 @@ PAGES = {
     ],
     "Going further": [
         st.Page(
+            "pages/8_real_model.py",
+            title="Inside a real model",
+            icon=":material/neurology:",
+            url_path="real_model",
+        ),
+        st.Page(
             "pages/7_cross_attention.py",
             title="Cross-attention",
             icon=":material/compare_arrows:",
@@ -102,6 +108,17 @@ UNUSED: dict[str, dict[str, str]] = {
     },
     "causal_dropout": {"num_heads": "a single causal head on this page"},
     "multi_head": {},
+    "real_model": {
+        "preset": "this page has its own sentence box",
+        "text": "type your sentence in the page's own box",
+        "d_in": "fixed by the pretrained model: 384 numbers per token",
+        "d_out": "fixed by the pretrained model: 12 heads of width 32",
+        "seed": "nothing is random: the weights are pretrained",
+        "dropout": "the model runs in evaluation mode, without dropout",
+        "num_heads": "fixed by the pretrained model: 12 heads per layer",
+        "scale": "the model was trained with scaling by 1/√32",
+        "device": "the model runs on the CPU",
+    },
     "cross_attention": {"dropout": "no dropout in this example", "num_heads": "a single head on this page"},
 }
 
