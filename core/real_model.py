@@ -17,7 +17,7 @@ import hashlib
 import importlib.resources
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -119,8 +119,8 @@ class RealModel:
     """The loaded model. Shared by every session through st.cache_resource: never mutate it."""
 
     config: EncoderConfig
-    weights: EncoderWeights
-    tokenizer: Tokenizer  # padding and truncation switched off at load
+    weights: EncoderWeights = field(repr=False)
+    tokenizer: Tokenizer = field(repr=False)  # padding and truncation switched off at load
     folder: Path
 
 
