@@ -53,9 +53,9 @@ if LAYER not in st.session_state:  # first visit: open the clearest previous-tok
 
 st.subheader(f"All {lesson.num_layers * lesson.num_heads} heads")
 _ui.prose("real_model", "grid")
-_ui.data_chart(
-    charts_rm.head_grid(len(lesson.tokens), lesson.num_layers, lesson.num_heads),
-    {charts_rm.GRID_DATA: lesson_rm.grid_frame(lesson)},
+_ui.template_chart(
+    charts_rm.grid_template(len(lesson.tokens), lesson.num_layers, lesson.num_heads),
+    {charts_rm.GRID_DATA: lesson_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD])},
     "A grid of 6 by 12 small heatmaps, one per attention head; rows are layers, columns heads.",
     key="real_grid",
     on_select=lambda: _ui.select_head_from_chart("real_grid", charts_rm.HEAD_SELECTION, LAYER, HEAD),
@@ -65,30 +65,33 @@ st.subheader("One head, large")
 c1, c2 = st.columns(2)
 layer = c1.selectbox("Layer", list(range(lesson.num_layers)), key=LAYER, help="Counted from 0, as in the code.")
 head = c2.selectbox("Head", list(range(lesson.num_heads)), key=HEAD, help="Counted from 0, as in the code.")
+st.markdown(f"**Layer {layer}, head {head}**")
 _ui.prose("real_model", "head")
 big, lines = st.columns([3, 2])
+num_tokens = len(lesson.tokens)
 with big:
-    _ui.heatmap(
-        lesson_rm.head_frame(lesson, layer, head),
-        f"Layer {layer}, head {head}",
-        "Heatmap of the chosen head's attention weights, queries down, keys across.",
-        value_title="weight",
-        show_values=len(lesson.tokens) <= 12,
+    _ui.template_chart(
+        charts_rm.head_heatmap_template(num_tokens, "Weights: queries down, keys across", num_tokens <= 12),
+        {charts_rm.HEAD_DATA: lesson_rm.head_frame(lesson, layer, head)},
+        f"Heatmap of the attention weights of layer {layer}, head {head}, queries down, keys across.",
     )
 with lines:
     _ui.prose("real_model", "lines")
-    _ui.chart(
-        charts_rm.head_lines(
-            lesson_rm.lines_frame(lesson, layer, head), lesson_rm.tokens_frame(lesson), f"Layer {layer}, head {head}"
-        ),
-        "Lines from each word piece on the left to the pieces it attends to on the right.",
+    _ui.template_chart(
+        charts_rm.lines_template(num_tokens, "Who attends to whom"),
+        {
+            charts_rm.LINES_DATA: lesson_rm.lines_frame(lesson, layer, head),
+            charts_rm.TOKENS_DATA: lesson_rm.tokens_frame(lesson),
+        },
+        f"Lines from each word piece to the pieces it attends to (layer {layer}, head {head}).",
     )
 
 st.subheader("What the heads do: measured")
 _ui.prose("real_model", "measures")
 measure = st.selectbox("Measure", list(lesson_rm.Measure), format_func=lambda m: m.title, index=4, key="real_measure")
-_ui.chart(
-    charts_rm.measure_map(lesson_rm.measure_frame(lesson, measure), f"{measure.title}, every head", measure.title),
+_ui.template_chart(
+    charts_rm.measure_template(f"{measure.title}, every head", measure.title),
+    {charts_rm.MEASURE_DATA: lesson_rm.measure_frame(lesson, measure, layer, head)},
     f"A 6 by 12 map of each head's {measure.title} on this sentence.",
     key="real_measures",
     on_select=lambda: _ui.select_head_from_chart("real_measures", charts_rm.HEAD_SELECTION, LAYER, HEAD),
@@ -138,20 +141,16 @@ st.metric(
 )
 left, right = st.columns(2)
 with left:
-    _ui.heatmap(
-        lesson_rm.head_frame(lesson, layer, head),
-        "As the encoder computes it (no mask)",
+    _ui.template_chart(
+        charts_rm.head_heatmap_template(num_tokens, "As the encoder computes it (no mask)", False),
+        {charts_rm.HEAD_DATA: lesson_rm.head_frame(lesson, layer, head)},
         "Heatmap of the chosen head's weights without a mask.",
-        value_title="weight",
-        show_values=False,
     )
 with right:
-    _ui.heatmap(
-        lesson_rm.causal_frame(lesson, view),
-        "With a causal mask put back",
+    _ui.template_chart(
+        charts_rm.head_heatmap_template(num_tokens, "With a causal mask put back", False),
+        {charts_rm.HEAD_DATA: lesson_rm.causal_frame(lesson, view)},
         "Heatmap of the chosen head's weights with a causal mask: zero above the diagonal.",
-        value_title="weight",
-        show_values=False,
     )
 
 _ui.prose("real_model", "code")

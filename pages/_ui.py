@@ -226,9 +226,12 @@ def real_model_lesson(sentence: str) -> RealModelLesson:
     return compute(real_model(), sentence)
 
 
-def data_chart(chart_obj: alt.TopLevelMixin, datasets: dict, description: str, key: str | None = None, on_select=None):
-    """Draw a chart whose data are named datasets, sent to the browser as Arrow tables (not JSON)."""
-    spec = chart_obj.to_dict(validate=False)
+def template_chart(template: str, datasets: dict, description: str, key: str | None = None, on_select=None):
+    """Draw a cached chart template (a JSON string, never mutated) with this rerun's named datasets.
+
+    The data go to the browser as Arrow tables, which Streamlit sends as they are.
+    """
+    spec = json.loads(template)
     spec["datasets"] = {name: pa.Table.from_pandas(frame, preserve_index=False) for name, frame in datasets.items()}
     if on_select is None:
         return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)

@@ -3,6 +3,7 @@ the head measures, the recipe, the charts, and the page through the frame."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -261,27 +262,53 @@ def test_recipe_settings_are_the_pages_choices() -> None:
 # --- charts -----------------------------------------------------------------------------------
 
 
-def test_grid_frame_drops_faint_cells_and_spec_validates(lesson) -> None:
-    frame = lesson_rm.grid_frame(lesson)
+def test_grid_frame_drops_faint_cells_marks_the_chosen_head_and_spec_validates(lesson) -> None:
+    frame = lesson_rm.grid_frame(lesson, 2, 7)
     assert frame["weight"].min() >= lesson_rm.GRID_FLOOR
     kept = int((lesson.attentions >= lesson_rm.GRID_FLOOR).sum())
     assert len(frame) == kept < lesson.attentions.numel()
+    chosen = frame[frame["chosen"]]
+    assert set(zip(chosen["layer"], chosen["head"], strict=True)) == {(2, 7)}
+    assert len(chosen) == int((lesson.head(2, 7) >= lesson_rm.GRID_FLOOR).sum())
+    row = frame.iloc[0]
+    assert row["query"] == lesson.labels[row["query_index"]] and row["key"] == lesson.labels[row["key_index"]]
     spec = charts_rm.head_grid_to_dict(frame, len(lesson.tokens), lesson.num_layers, lesson.num_heads)
     assert spec["facet"]["row"]["field"] == "layer" and spec["facet"]["column"]["field"] == "head"
     params = spec.get("params", []) + spec["spec"].get("params", [])  # Altair hoists them
     assert [p["name"] for p in params] == [charts_rm.HEAD_SELECTION]
     assert params[0]["select"]["fields"] == ["layer", "head"]
+    template = json.loads(charts_rm.grid_template(len(lesson.tokens), lesson.num_layers, lesson.num_heads))
+    assert template == {k: v for k, v in spec.items() if k != "datasets"}  # the page's cached copy
 
 
 def test_lines_and_measure_map_specs_validate(lesson) -> None:
     lines = lesson_rm.lines_frame(lesson, 0, 2)
     assert lines["weight"].min() >= 0.05
-    spec = charts_rm.head_lines(lines, lesson_rm.tokens_frame(lesson), "head").to_dict()
+    spec = charts_rm.head_lines_to_dict(lines, lesson_rm.tokens_frame(lesson), "head")
     assert len(spec["layer"]) == 3
-    table = lesson_rm.measure_frame(lesson, lesson_rm.Measure.PREVIOUS)
-    assert list(table.columns) == ["layer", "head", "value"] and len(table) == 72
-    spec = charts_rm.measure_map(table, "previous", "score").to_dict()
+    table = lesson_rm.measure_frame(lesson, lesson_rm.Measure.PREVIOUS, 0, 2)
+    assert list(table.columns) == ["layer", "head", "value", "chosen"] and len(table) == 72
+    assert table[table["chosen"]][["layer", "head"]].values.tolist() == [[0, 2]]
+    expected = lesson.measures.previous[3, 5]
+    assert table[(table["layer"] == 3) & (table["head"] == 5)]["value"].item() == pytest.approx(float(expected))
+    head = lesson_rm.head_frame(lesson, 0, 2)
+    spec = charts_rm.head_heatmap_to_dict(head, "head", show_values=True)
+    assert spec["layer"][0]["encoding"]["x"]["sort"] == {"field": "col_index"}  # no tokens baked into the spec
+    assert spec["layer"][0]["encoding"]["color"]["scale"]["domain"] == [0, 1]
+    spec = charts_rm.measure_map_to_dict(table, "previous", "score")
     assert spec["layer"][0]["encoding"]["x"]["field"] == "head"
+
+
+def test_head_click_callback_sets_layer_and_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pages import _ui
+
+    state = {"grid": {"selection": {charts_rm.HEAD_SELECTION: [{"layer": 4, "head": 9}]}}}
+    monkeypatch.setattr(_ui.st, "session_state", state)
+    _ui.select_head_from_chart("grid", charts_rm.HEAD_SELECTION, "layer", "head")
+    assert (state["layer"], state["head"]) == (4, 9)
+    state["grid"] = {"selection": {charts_rm.HEAD_SELECTION: []}}  # a click on empty space: keep the choice
+    _ui.select_head_from_chart("grid", charts_rm.HEAD_SELECTION, "layer", "head")
+    assert (state["layer"], state["head"]) == (4, 9)
 
 
 # --- the page ---------------------------------------------------------------------------------
