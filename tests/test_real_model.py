@@ -368,3 +368,18 @@ def test_over_cap_sentence_shows_the_message_not_an_exception(navigation_mode) -
     assert any("the limit is 64" in e.value and "first example" in e.value for e in at.error)
     assert at.title  # the rest of the page still renders, with the first example
     assert any("chased" in t.value for t in at.text)
+
+
+@pytest.mark.parametrize(
+    "typed",
+    ["**bold** <b>x</b> [link](http://example.com) `code`", "😀😀😀", "x" * 400, "{{7*7}} $x^2$", "\u202eevil"],
+)
+def test_hostile_own_sentences_are_shown_as_plain_text(navigation_mode, typed: str) -> None:
+    at = page(navigation_mode)
+    at.selectbox(key="real_example").set_value(lesson_rm.OWN_SENTENCE).run()
+    at.text_input(key="real_sentence").input(typed).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert all(not m.proto.allow_html for m in at.markdown)
+    shown = [m.value for m in at.markdown] + [c.value for c in at.caption] + [e.value for e in at.error]
+    assert not any(typed in text for text in shown)  # user text never goes through markdown
+    assert at.text, "the word pieces are listed as plain text"
