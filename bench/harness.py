@@ -40,6 +40,9 @@ PAGE_FILES = [
     "pages/7_cross_attention.py",
     "pages/8_real_model.py",
 ]
+# Pages whose sidebar seed is greyed out (streamlit_app.UNUSED; tests/test_real_model.py checks):
+# a benchmark that clicks the seed's "+" must do it elsewhere.
+NO_SEED_PAGES = {"real_model"}
 # What the browser-driving code waits on: the app idle after a run, and the sidebar's seed box.
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 SEED_BOX = '[data-testid="stSidebar"] [data-testid="stNumberInputField"]'

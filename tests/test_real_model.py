@@ -3,10 +3,13 @@ the head measures, the recipe, the charts, and the page through the frame."""
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -383,3 +386,31 @@ def test_hostile_own_sentences_are_shown_as_plain_text(navigation_mode, typed: s
     shown = [m.value for m in at.markdown] + [c.value for c in at.caption] + [e.value for e in at.error]
     assert not any(typed in text for text in shown)  # user text never goes through markdown
     assert at.text, "the word pieces are listed as plain text"
+
+
+def test_benchmarks_know_which_pages_grey_out_the_seed() -> None:
+    """bench/load.py clicks the seed's "+" on every page but these; they must match the frame's UNUSED."""
+    from bench.harness import NO_SEED_PAGES
+
+    source = Path(APP).read_text(encoding="utf-8")
+    assignment = next(
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "UNUSED"
+    )
+    unused = ast.literal_eval(assignment.value)
+    assert {page for page, controls in unused.items() if "seed" in controls} == NO_SEED_PAGES
+
+
+def test_the_app_path_never_imports_the_reference_libraries() -> None:
+    """transformers and sentence-transformers are test references only (memory, start-up time)."""
+    code = (
+        "import sys\n"
+        "from core import real_model, real_model_lesson, charts_real_model\n"
+        "from pages import _ui\n"
+        "real_model_lesson.real_model_lesson(real_model.load_model(), 'A short sentence.')\n"
+        "print(sorted(m for m in ('transformers', 'sentence_transformers') if m in sys.modules))\n"
+    )
+    root = Path(APP).parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
