@@ -25,6 +25,8 @@ class ExampleSentence:
     label: str  # what the selector shows
     sentence: str
     look_for: str  # one line: what to look for in this example
+    query: str  # the pair of word pieces the example is about, as labelled on the axes
+    attends_to: str
 
 
 EXAMPLES: tuple[ExampleSentence, ...] = (
@@ -32,19 +34,25 @@ EXAMPLES: tuple[ExampleSentence, ...] = (
         "pronoun",
         "A pronoun and its noun",
         "The dog chased the ball because it was bored.",
-        "Which heads send 'it' to 'dog' (or to 'ball')?",
+        "Which heads send 'it' to 'dog', the noun it stands for?",
+        "it",
+        "dog",
     ),
     ExampleSentence(
         "repeat",
         "A repeated word",
         "The cat sat on the mat, and then the cat fell asleep.",
-        "Do the two copies of 'cat' attend to each other?",
+        "Does the second 'cat' find the first one?",
+        "cat (2)",
+        "cat",
     ),
     ExampleSentence(
         "list",
         "A list",
         "We bought apples, pears, plums and cherries at the market.",
-        "Do the fruit names look at one another, or at the commas?",
+        "The fruit names split into word pieces (pear + ##s). Does 'plum' look back at 'pear'?",
+        "plum",
+        "pear",
     ),
 )
 OWN_SENTENCE = "own"  # the selector's key for the student's sentence
@@ -232,6 +240,37 @@ def real_model_lesson(model: real_model.RealModel, sentence: str) -> RealModelLe
         head_dim=config.head_dim,
         hidden_size=config.hidden_size,
         scale=real_model.scale_factor(config),
+    )
+
+
+@dataclass(frozen=True)
+class PairFinding:
+    """Which head sends the most of one query's weight to one key, in this sentence."""
+
+    query: str
+    attends_to: str
+    query_index: int
+    key_index: int
+    strongest: HeadScore
+    mean_weight: float  # the same weight averaged over all 72 heads, for comparison
+
+
+def pair_finding(lesson: RealModelLesson, query: str, attends_to: str) -> PairFinding | None:
+    """The head with the largest weight from the word piece labelled `query` to `attends_to`
+    (None if the sentence has no such pieces)."""
+    if query not in lesson.labels or attends_to not in lesson.labels:
+        return None
+    query_index, key_index = lesson.labels.index(query), lesson.labels.index(attends_to)
+    weights = lesson.attentions[:, :, query_index, key_index]  # (L, h)
+    best = int(weights.argmax())
+    layer, head = divmod(best, weights.shape[1])
+    return PairFinding(
+        query=query,
+        attends_to=attends_to,
+        query_index=query_index,
+        key_index=key_index,
+        strongest=HeadScore(layer, head, float(weights[layer, head])),
+        mean_weight=float(weights.mean()),
     )
 
 

@@ -41,15 +41,30 @@ try:
 except SentenceError as error:
     st.error(f"{error} Showing the first example instead.", icon=":material/error:")
     lesson = _ui.real_model_lesson(lesson_rm.EXAMPLES[0].sentence)
-if choice in EXAMPLES:
-    st.caption(EXAMPLES[choice].look_for)
+example = EXAMPLES.get(choice) if lesson.sentence == sentence else None
+pair = lesson_rm.pair_finding(lesson, example.query, example.attends_to) if example else None
 
 _ui.prose("real_model", "input")
 st.text(f"{len(lesson.tokens)} word pieces:  " + "  ".join(lesson.tokens))  # st.text: never markdown
 
-if LAYER not in st.session_state:  # first visit: open the clearest previous-token head of this sentence
-    strongest = next(f.strongest for f in lesson.findings if f.pattern is lesson_rm.Pattern.PREVIOUS)
-    st.session_state[LAYER], st.session_state[HEAD] = strongest.layer, strongest.head
+if LAYER not in st.session_state:  # first visit: open the example's head, or the clearest previous-token head
+    previous = next(f.strongest for f in lesson.findings if f.pattern is lesson_rm.Pattern.PREVIOUS)
+    opening = pair.strongest if pair else previous
+    st.session_state[LAYER], st.session_state[HEAD] = opening.layer, opening.head
+
+
+def open_head(layer: int, head: int) -> None:
+    st.session_state[LAYER], st.session_state[HEAD] = layer, head
+
+
+if example and pair:
+    best = pair.strongest
+    ask, answer = st.columns([3, 1], vertical_alignment="center")
+    ask.caption(
+        f"{example.look_for} In this sentence, layer {best.layer}, head {best.head} sends {best.value:.0%} of "
+        f"'{pair.query}' to '{pair.attends_to}' (the 72 heads average {pair.mean_weight:.0%})."
+    )
+    answer.button(f"Open layer {best.layer}, head {best.head}", on_click=open_head, args=(best.layer, best.head))
 
 st.subheader(f"All {lesson.num_layers * lesson.num_heads} heads")
 _ui.prose("real_model", "grid")

@@ -226,6 +226,15 @@ def lesson(model: rm.RealModel) -> lesson_rm.RealModelLesson:
     return lesson_rm.real_model_lesson(model, lesson_rm.EXAMPLES[0].sentence)
 
 
+@pytest.mark.parametrize("example", lesson_rm.EXAMPLES, ids=lambda e: e.key)
+def test_every_example_names_word_pieces_it_has(model: rm.RealModel, example: lesson_rm.ExampleSentence) -> None:
+    lesson = lesson_rm.real_model_lesson(model, example.sentence)
+    pair = lesson_rm.pair_finding(lesson, example.query, example.attends_to)
+    assert pair is not None, lesson.labels
+    assert pair.strongest.value == pytest.approx(float(lesson.attentions[:, :, pair.query_index, pair.key_index].max()))
+    assert lesson_rm.pair_finding(lesson, "no such piece", example.attends_to) is None
+
+
 def test_lesson_weights_are_the_forward_pass_weights(model: rm.RealModel, lesson) -> None:
     output = rm.encode(model, [lesson.sentence])
     assert lesson.tokens[0] == "[CLS]" and lesson.tokens[-1] == "[SEP]"
@@ -344,8 +353,15 @@ def test_page_renders_the_default_example_with_core_numbers(navigation_mode, les
     previous = next(f for f in lesson.findings if f.pattern is lesson_rm.Pattern.PREVIOUS)
     best = previous.strongest
     assert f"{best.layer}-{best.head} ({best.value:.2f})" in captions(at)
-    # First visit opens the clearest previous-token head.
-    assert (at.selectbox(key="real_layer").value, at.selectbox(key="real_head").value) == (best.layer, best.head)
+    # First visit opens the head that sends most of 'it' to 'dog'.
+    pair = lesson_rm.pair_finding(lesson, "it", "dog")
+    assert pair is not None and pair.strongest.value > 2 * pair.mean_weight
+    assert f"sends {pair.strongest.value:.0%} of 'it' to 'dog'" in captions(at)
+    opened = (at.selectbox(key="real_layer").value, at.selectbox(key="real_head").value)
+    assert opened == (pair.strongest.layer, pair.strongest.head)
+    at.selectbox(key="real_layer").set_value(0).run()
+    at.button[0].click().run()
+    assert (at.selectbox(key="real_layer").value, at.selectbox(key="real_head").value) == opened
     assert any("  ".join(lesson.tokens) in t.value for t in at.text)
 
 
