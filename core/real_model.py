@@ -258,7 +258,8 @@ def tokenize(model: RealModel, sentences: list[str] | tuple[str, ...], max_piece
     """
     if not sentences:
         raise SentenceError("Give at least one sentence.")
-    encodings = model.tokenizer.encode_batch(list(sentences))
+    # One at a time: encode_batch would start a thread pool per process for a sentence or two.
+    encodings = [model.tokenizer.encode(sentence) for sentence in sentences]
     for encoding in encodings:
         if len(encoding.ids) <= 2:  # only [CLS] and [SEP]
             raise SentenceError("The sentence has no words the model can read. Type a sentence.")

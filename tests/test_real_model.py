@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -430,3 +431,28 @@ def test_the_app_path_never_imports_the_reference_libraries() -> None:
     root = Path(APP).parent
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_sessions_in_threads_share_one_model_safely(model: rm.RealModel) -> None:
+    """Sessions run in threads of one process and share the cached model."""
+    sentences = [example.sentence for example in lesson_rm.EXAMPLES] * 3
+    alone = [rm.encode(model, [s]).attentions for s in sentences]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda s: rm.encode(model, [s]).attentions, sentences))
+    for a, b in zip(alone, together, strict=True):  # no cross-talk (float noise allowed: threads split GEMMs)
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+def test_page_says_so_when_the_model_files_are_broken(
+    navigation_mode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pages import _ui
+
+    monkeypatch.setattr(rm, "default_folder", lambda: tmp_path)  # an empty folder: no files at all
+    _ui.real_model.clear()
+    try:
+        at = page(navigation_mode)
+        assert any("could not be loaded" in e.value for e in at.error)
+        assert any("config.json is missing" in t.value for t in at.text)
+    finally:
+        _ui.real_model.clear()  # the next test loads the real files again
