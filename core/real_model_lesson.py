@@ -16,7 +16,7 @@ import torch
 
 from core import functional as fn
 from core import real_model
-from core.lessons import matrix_frame, unique_labels
+from core.lessons import unique_labels
 
 
 @dataclass(frozen=True)
@@ -306,9 +306,26 @@ def grid_frame(lesson: RealModelLesson, layer: int, head: int, floor: float = GR
     )
 
 
+def weights_frame(lesson: RealModelLesson, weights: torch.Tensor) -> pd.DataFrame:
+    """A (T, T) matrix over this sentence's pieces, long: row, col, value, row_index, col_index
+    (core.lessons.matrix_frame's columns, built without a Python loop: 4,096 cells at the cap)."""
+    num_tokens = weights.shape[-1]
+    rows, cols = torch.meshgrid(torch.arange(num_tokens), torch.arange(num_tokens), indexing="ij")
+    rows, cols = rows.flatten(), cols.flatten()
+    return pd.DataFrame(
+        {
+            "row": _labels_at(lesson, rows),
+            "col": _labels_at(lesson, cols),
+            "value": weights.detach().double().flatten().numpy(),
+            "row_index": rows.numpy(),
+            "col_index": cols.numpy(),
+        }
+    )
+
+
 def head_frame(lesson: RealModelLesson, layer: int, head: int) -> pd.DataFrame:
-    """One head as the shared heatmap's long frame (row = query, col = key)."""
-    return matrix_frame(lesson.head(layer, head), lesson.labels, lesson.labels)
+    """One head as a heatmap's long frame (row = query, col = key)."""
+    return weights_frame(lesson, lesson.head(layer, head))
 
 
 def lines_frame(lesson: RealModelLesson, layer: int, head: int, floor: float = 0.05) -> pd.DataFrame:
@@ -380,5 +397,5 @@ def causal_view(lesson: RealModelLesson, layer: int, head: int) -> CausalView:
 
 
 def causal_frame(lesson: RealModelLesson, view: CausalView) -> pd.DataFrame:
-    """The causal-mask version of a head as the shared heatmap's long frame."""
-    return matrix_frame(view.causal_weights, lesson.labels, lesson.labels)
+    """The causal-mask version of a head as a heatmap's long frame."""
+    return weights_frame(lesson, view.causal_weights)

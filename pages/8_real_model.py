@@ -84,10 +84,11 @@ st.markdown(f"**Layer {layer}, head {head}**")
 _ui.prose("real_model", "head")
 big, lines = st.columns([3, 2])
 num_tokens = len(lesson.tokens)
+chosen_frame = lesson_rm.head_frame(lesson, layer, head)
 with big:
     _ui.template_chart(
         charts_rm.head_heatmap_template(num_tokens, "Weights: queries down, keys across", num_tokens <= 12),
-        {charts_rm.HEAD_DATA: lesson_rm.head_frame(lesson, layer, head)},
+        {charts_rm.HEAD_DATA: chosen_frame},
         f"Heatmap of the attention weights of layer {layer}, head {head}, queries down, keys across.",
     )
 with lines:
@@ -158,7 +159,7 @@ left, right = st.columns(2)
 with left:
     _ui.template_chart(
         charts_rm.head_heatmap_template(num_tokens, "As the encoder computes it (no mask)", False),
-        {charts_rm.HEAD_DATA: lesson_rm.head_frame(lesson, layer, head)},
+        {charts_rm.HEAD_DATA: chosen_frame},
         "Heatmap of the chosen head's weights without a mask.",
     )
 with right:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
@@ -24,6 +25,7 @@ from core import functional as fn
 from core import real_model as rm
 from core import real_model_lesson as lesson_rm
 from core import recipes
+from core.lessons import matrix_frame
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the references read the same local folder; never the network
 
@@ -305,6 +307,8 @@ def test_lines_and_measure_map_specs_validate(lesson) -> None:
     expected = lesson.measures.previous[3, 5]
     assert table[(table["layer"] == 3) & (table["head"] == 5)]["value"].item() == pytest.approx(float(expected))
     head = lesson_rm.head_frame(lesson, 0, 2)
+    shared = matrix_frame(lesson.head(0, 2), lesson.labels, lesson.labels)  # core.lessons' frame, the same
+    pd.testing.assert_frame_equal(head.astype({"row": object, "col": object}), shared, check_dtype=False)
     spec = charts_rm.head_heatmap_to_dict(head, "head", show_values=True)
     assert spec["layer"][0]["encoding"]["x"]["sort"] == {"field": "col_index"}  # no tokens baked into the spec
     assert spec["layer"][0]["encoding"]["color"]["scale"]["domain"] == [0, 1]
