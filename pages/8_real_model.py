@@ -1,173 +1,27 @@
-"""Going further: a real pretrained encoder (all-MiniLM-L6-v2), its 72 heads computed by our own code."""
+"""Going further: a real pretrained encoder (all-MiniLM-L6-v2), its 72 heads computed by our own code.
+
+Each section is drawn by pages/_real_model_ui.py; this script only puts them in order.
+"""
 
 import streamlit as st
 
-from core import charts_real_model as charts_rm
 from core import real_model_lesson as lesson_rm
-from core import recipes
-from core.examples import MAX_TEXT_CHARS
-from core.real_model import MAX_WORD_PIECES, ModelFilesError, SentenceError
+from pages import _real_model_ui as parts
 from pages import _ui
 
 _ui.require_frame()
 
 st.title("Inside a real model")
 _ui.prose("real_model", "intro")
-
-EXAMPLES = {example.key: example for example in lesson_rm.EXAMPLES}
-LABELS = {**{key: example.label for key, example in EXAMPLES.items()}, lesson_rm.OWN_SENTENCE: "Your own sentence"}
-LAYER, HEAD = "real_layer", "real_head"
-
-try:
-    model = _ui.real_model()
-except ModelFilesError as error:
-    st.error("The model's files could not be loaded, so this page cannot run:", icon=":material/error:")
-    st.text(str(error))  # plain text: a path is not markdown
-    st.stop()
-
-pick, own = st.columns([1, 2])
-choice = pick.selectbox("Sentence", list(LABELS), format_func=LABELS.get, key="real_example")
-typed = own.text_input(
-    "Your sentence",
-    "Attention lets every word look at every other word.",
-    max_chars=MAX_TEXT_CHARS,
-    key="real_sentence",
-    disabled=choice != lesson_rm.OWN_SENTENCE,
-    help=f"Any English sentence of up to {MAX_WORD_PIECES} word pieces ([CLS] and [SEP] included).",
-)
-sentence = typed if choice == lesson_rm.OWN_SENTENCE else EXAMPLES[choice].sentence
-try:
-    lesson = _ui.real_model_lesson(sentence)
-except SentenceError as error:
-    st.error(f"{error} Showing the first example instead.", icon=":material/error:")
-    lesson = _ui.real_model_lesson(lesson_rm.EXAMPLES[0].sentence)
-example = EXAMPLES.get(choice) if lesson.sentence == sentence else None
-pair = lesson_rm.pair_finding(lesson, example.query, example.attends_to) if example else None
-
+parts.model_or_stop()
+lesson, example = parts.sentence_picker()
 _ui.prose("real_model", "input")
-st.text(f"{len(lesson.tokens)} word pieces:  " + "  ".join(lesson.tokens))  # st.text: never markdown
-
-if LAYER not in st.session_state:  # first visit: open the example's head, or the clearest previous-token head
-    previous = next(f.strongest for f in lesson.findings if f.pattern is lesson_rm.Pattern.PREVIOUS)
-    opening = pair.strongest if pair else previous
-    st.session_state[LAYER], st.session_state[HEAD] = opening.layer, opening.head
-
-
-def open_head(layer: int, head: int) -> None:
-    st.session_state[LAYER], st.session_state[HEAD] = layer, head
-
-
-if example and pair:
-    best = pair.strongest
-    ask, answer = st.columns([3, 1], vertical_alignment="center")
-    ask.caption(
-        f"{example.look_for} In this sentence, layer {best.layer}, head {best.head} sends {best.value:.0%} of "
-        f"'{pair.query}' to '{pair.attends_to}' (the 72 heads average {pair.mean_weight:.0%})."
-    )
-    answer.button(f"Open layer {best.layer}, head {best.head}", on_click=open_head, args=(best.layer, best.head))
-
-st.subheader(f"All {lesson.num_layers * lesson.num_heads} heads")
-_ui.prose("real_model", "grid")
-_ui.template_chart(
-    charts_rm.grid_template(len(lesson.tokens), lesson.num_layers, lesson.num_heads),
-    {charts_rm.GRID_DATA: lesson_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD])},
-    "A grid of 6 by 12 small heatmaps, one per attention head; rows are layers, columns heads.",
-    key="real_grid",
-    on_select=lambda: _ui.select_head_from_chart("real_grid", charts_rm.HEAD_SELECTION, LAYER, HEAD),
-)
-
-st.subheader("One head, large")
-c1, c2 = st.columns(2)
-layer = c1.selectbox("Layer", list(range(lesson.num_layers)), key=LAYER, help="Counted from 0, as in the code.")
-head = c2.selectbox("Head", list(range(lesson.num_heads)), key=HEAD, help="Counted from 0, as in the code.")
-st.markdown(f"**Layer {layer}, head {head}**")
-_ui.prose("real_model", "head")
-big, lines = st.columns([3, 2])
-num_tokens = len(lesson.tokens)
-chosen_frame = lesson_rm.head_frame(lesson, layer, head)
-with big:
-    _ui.template_chart(
-        charts_rm.head_heatmap_template(num_tokens, "Weights: queries down, keys across", num_tokens <= 12),
-        {charts_rm.HEAD_DATA: chosen_frame},
-        f"Heatmap of the attention weights of layer {layer}, head {head}, queries down, keys across.",
-    )
-with lines:
-    _ui.prose("real_model", "lines")
-    _ui.template_chart(
-        charts_rm.lines_template(num_tokens, "Who attends to whom"),
-        {
-            charts_rm.LINES_DATA: lesson_rm.lines_frame(lesson, layer, head),
-            charts_rm.TOKENS_DATA: lesson_rm.tokens_frame(lesson),
-        },
-        f"Lines from each word piece to the pieces it attends to (layer {layer}, head {head}).",
-    )
-
-st.subheader("What the heads do: measured")
-_ui.prose("real_model", "measures")
-measure = st.selectbox("Measure", list(lesson_rm.Measure), format_func=lambda m: m.title, index=4, key="real_measure")
-_ui.template_chart(
-    charts_rm.measure_template(f"{measure.title}, every head", measure.title),
-    {charts_rm.MEASURE_DATA: lesson_rm.measure_frame(lesson, measure, layer, head)},
-    f"A 6 by 12 map of each head's {measure.title} on this sentence.",
-    key="real_measures",
-    on_select=lambda: _ui.select_head_from_chart("real_measures", charts_rm.HEAD_SELECTION, LAYER, HEAD),
-)
-
-
-def described(finding: lesson_rm.Finding) -> str:
-    """One line about a pattern's heads in this sentence (numbers only: no user text)."""
-    best = finding.strongest
-    strongest = f"the strongest is layer {best.layer}, head {best.head} ({best.value:.2f})"
-    if not finding.heads:
-        return f"In this sentence no head reaches {finding.threshold:.2f}; {strongest}."
-    named = ", ".join(f"{s.layer}-{s.head} ({s.value:.2f})" for s in finding.heads[:6])
-    more = f" and {len(finding.heads) - 6} more" if len(finding.heads) > 6 else ""
-    return f"In this sentence {len(finding.heads)} head(s) reach {finding.threshold:.2f} (layer-head): {named}{more}."
-
-
-SCORE_NAMES = {
-    lesson_rm.Pattern.PREVIOUS: "previous-token score",
-    lesson_rm.Pattern.NEXT: "next-token score",
-    lesson_rm.Pattern.SINK: "weight on [CLS] + [SEP]",
-    lesson_rm.Pattern.BROAD: "entropy / log(number of pieces)",
-}
-for finding in lesson.findings:
-    _ui.prose("real_model", finding.pattern.value)
-    st.caption(f"Measured by the {SCORE_NAMES[finding.pattern]}. {described(finding)}")
-
-st.subheader("The same attention as in the earlier lessons")
-_ui.prose("real_model", "bridge")
-st.latex(
-    r"\text{head}_i = \text{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{"
-    + str(lesson.head_dim)
-    + r"}}\right) V_i,\qquad Q_i = X W_q^{(i)},\; K_i = X W_k^{(i)},\; V_i = X W_v^{(i)}"
-)
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("width of a token's vector", lesson.hidden_size)
-m2.metric("heads per layer", lesson.num_heads)
-m3.metric("head width d_k", lesson.head_dim)
-m4.metric("score scale 1/√d_k", f"{lesson.scale:.4f}")
-
-_ui.prose("real_model", "causal")
-view = lesson_rm.causal_view(lesson, layer, head)
-st.metric(
-    f"weight layer {layer}, head {head} puts on later pieces (mean over queries)",
-    f"{view.mean_future_share:.0%}",
-    help="What a causal mask would take away and share out over the earlier pieces.",
-)
-left, right = st.columns(2)
-with left:
-    _ui.template_chart(
-        charts_rm.head_heatmap_template(num_tokens, "As the encoder computes it (no mask)", False),
-        {charts_rm.HEAD_DATA: chosen_frame},
-        "Heatmap of the chosen head's weights without a mask.",
-    )
-with right:
-    _ui.template_chart(
-        charts_rm.head_heatmap_template(num_tokens, "With a causal mask put back", False),
-        {charts_rm.HEAD_DATA: lesson_rm.causal_frame(lesson, view)},
-        "Heatmap of the chosen head's weights with a causal mask: zero above the diagonal.",
-    )
-
-_ui.prose("real_model", "code")
-_ui.code_expander(recipes.fill("real_model", {"sentence": lesson.sentence, "layer": layer, "head": head}))
+parts.word_pieces(lesson, example)
+parts.head_grid(lesson)
+layer, head = parts.head_picker(lesson)
+chosen = lesson_rm.head_frame(lesson, layer, head)
+parts.chosen_head(lesson, layer, head, chosen)
+parts.measures(lesson, layer, head)
+parts.bridge(lesson)
+parts.causal(lesson, layer, head, chosen)
+parts.code(lesson, layer, head)
