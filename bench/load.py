@@ -27,11 +27,21 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from bench.harness import CHROMIUM_ARGS, IDLE, PAGE_URLS, SEED_BOX, low_priority_chromium, percentile, start_server
+from bench.harness import (
+    CHROMIUM_ARGS,
+    IDLE,
+    NO_SEED_PAGES,
+    PAGE_URLS,
+    SEED_BOX,
+    low_priority_chromium,
+    percentile,
+    start_server,
+)
 from core.lessons import trainable_weights
 from core.settings import settings_for_preset
 
 PAGES = PAGE_URLS
+SEED_PAGES = [name for name in PAGES if name not in NO_SEED_PAGES]  # where a session clicks the seed's "+"
 ARRIVAL_GAP_S = 0.5  # seconds between two sessions' arrivals
 SEEDS_PER_SESSION = 1000  # session i's seeds: 1000·(i+1) and up, one per click
 SETTLE_MS = 120_000  # how long a tab may take to paint what the server computed for it
@@ -174,7 +184,7 @@ async def session(browser, url: str, index: int, sessions: int, seconds: float, 
         phases.remove("opened")
         await barrier(stats, "opened", sessions)  # memory is read once everyone has opened every page
         switched = time.perf_counter()
-        await go_to(page, PAGES[index % len(PAGES)])
+        await go_to(page, SEED_PAGES[index % len(SEED_PAGES)])
         # Seven page switches after the link: the box must still show the link's seed. (40 tabs on
         # 2 cores paint slowly: allow SETTLE_MS, and report the slowest switch.)
         if await shows_seed(page, seed, SETTLE_MS):

@@ -22,7 +22,7 @@ import altair as alt
 import pandas as pd
 import torch
 
-from bench import core_speed, latency, load, monte_carlo
+from bench import core_speed, latency, load, monte_carlo, real_model
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
@@ -35,7 +35,7 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__}{gpu}"
 
 
-PARTS = ("core", "monte_carlo", "load", "latency")  # latency last: it runs the app in this process
+PARTS = ("core", "monte_carlo", "real_model", "load", "latency")  # latency last: it runs the app in this process
 
 
 def run_all(quick: bool, only: set[str]) -> dict:
@@ -49,6 +49,8 @@ def run_all(quick: bool, only: set[str]) -> dict:
             results["core_cuda"] = core_speed.run("cuda", repeats=10)
     if "monte_carlo" in only:
         results["monte_carlo"] = monte_carlo.run(100_000)
+    if "real_model" in only:
+        results["real_model"] = real_model.run(repeats=10 if quick else 30)
     if "load" in only:
         results["load"] = load.run(sessions=8 if quick else 40, seconds=15 if quick else 60)
     if "latency" in only:
@@ -104,6 +106,7 @@ def table(results: dict) -> str:
                 ok(cuda["fused_vs_sdpa"] <= 1.05),
             )
         )
+    rows += real_model_rows(results.get("real_model"))
     rows += [
         (
             "Monte Carlo: 10 dims x 100,000 trials, speed-up over the sources' loop",
@@ -159,6 +162,40 @@ def table(results: dict) -> str:
         "![Rerun latency per page relative to the reference page](bench/results.png)",
     ]
     return "\n".join(lines)
+
+
+def real_model_rows(measured: dict | None) -> list[tuple[str, str, str, str]]:
+    """The real model's rows (none until `--only real_model` has run once)."""
+    if not measured:
+        return []
+    ok = lambda good: "met" if good else "**not met**"  # noqa: E731
+    speed, memory, server = measured["speed"], measured["memory"], measured.get("server")
+    rows = [
+        (
+            "Real model: our traced forward / transformers' eager BertModel, 32 word pieces, 1 thread",
+            f"{speed['ours_vs_transformers']:.2f}x ({speed['median_s']['ours'] * 1e3:.1f} ms "
+            f"vs {speed['median_s']['transformers'] * 1e3:.1f} ms)",
+            "<= 1.2x",
+            ok(speed["ours_vs_transformers"] <= 1.2),
+        ),
+        (
+            "Real model: extra RSS once loaded and one sentence run (fresh process)",
+            f"+{memory['extra_mib']:.0f} MiB (load {memory['load_s']:.2f} s, sha256 included)",
+            "<= 150 MiB",
+            ok(memory["extra_mib"] <= 150),
+        ),
+    ]
+    if server:
+        rows.append(
+            (
+                "Real model: server RSS idle / after the overview / after the real-model page",
+                f"{server['idle_mib']:.0f} / {server['after_overview_mib']:.0f} / "
+                f"{server['after_real_model_mib']:.0f} MiB (+{server['page_extra_mib']:.0f})",
+                "(reported)",
+                "",
+            )
+        )
+    return rows
 
 
 def plot(results: dict) -> alt.Chart:

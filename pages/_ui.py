@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import altair as alt
 import pyarrow as pa
@@ -35,6 +36,10 @@ from core.lessons import (
 from core.lessons.common import Prediction, escape_markdown
 from core.registry import PageSpec
 from core.settings import Settings
+
+if TYPE_CHECKING:  # the real model's modules are imported only by its page (memory)
+    from core.real_model import RealModel
+    from core.real_model_lesson import RealModelLesson
 
 # Set by bench/load.py: a file that gets one JSON line per finished script run, so a load test
 # can check what the server computed for each session, not only what 40 tabs have painted.
@@ -340,3 +345,46 @@ def multihead_lesson(s: Settings) -> multi_head.MultiHeadLesson:
 @st.cache_data(show_spinner=False, max_entries=256)
 def cross_lesson(s: Settings, second_text: str, d_v: int) -> cross_attention.CrossLesson:
     return cross_attention.cross_lesson(s, second_text, d_v)
+
+
+# The real model ("Inside a real model"): imported here lazily, so the other pages never load it.
+REAL_MODEL_TTL_S = 3600
+
+
+@st.cache_resource(show_spinner="Loading all-MiniLM-L6-v2 (once per server)…")
+def real_model() -> RealModel:
+    """The pretrained encoder, checked and loaded once per process; shared, never mutated."""
+    from core import real_model as core_real_model
+
+    return core_real_model.load_model()
+
+
+@st.cache_data(show_spinner=False, max_entries=32, ttl=REAL_MODEL_TTL_S)
+def real_model_lesson(sentence: str) -> RealModelLesson:
+    """One sentence's lesson (~1.2 MB at the 64-piece cap: 32 entries stay under 40 MB)."""
+    from core.real_model_lesson import real_model_lesson as compute
+
+    return compute(real_model(), sentence)
+
+
+def template_chart(template: str, datasets: dict, description: str, key: str | None = None, on_select=None):
+    """Draw a cached chart template (a JSON string, never mutated) with this rerun's named datasets.
+
+    The data go to the browser as Arrow tables, which Streamlit sends as they are.
+    """
+    spec = json.loads(template)
+    spec["datasets"] = {name: pa.Table.from_pandas(frame, preserve_index=False) for name, frame in datasets.items()}
+    if on_select is None:
+        return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
+    return st.vega_lite_chart(
+        spec=spec, theme="streamlit", width="stretch", alt=description, key=key, on_select=on_select
+    )
+
+
+def select_head_from_chart(chart_key: str, selection: str, layer_key: str, head_key: str) -> None:
+    """on_select callback: a click on a head's cell or panel makes it the chosen (layer, head)."""
+    state = st.session_state.get(chart_key)
+    picked = (state or {}).get("selection", {}).get(selection) if state else None
+    if picked and "layer" in picked[0] and "head" in picked[0]:
+        st.session_state[layer_key] = int(picked[0]["layer"])
+        st.session_state[head_key] = int(picked[0]["head"])

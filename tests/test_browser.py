@@ -121,6 +121,28 @@ def test_clicking_a_heatmap_row_selects_the_query(server: str, browser) -> None:
     context.close()
 
 
+def test_clicking_a_head_in_the_real_models_grid_opens_it(server: str, browser) -> None:
+    """The grid is a faceted chart with a click selection: only a browser can click it."""
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+    page = context.new_page()
+    js_errors: list[str] = []
+    page.on("pageerror", lambda error: js_errors.append(str(error)))
+    page.goto(f"{server}/real_model", wait_until="domcontentloaded")
+    page.wait_for_selector("h1", timeout=60_000)
+    wait_for_rerun(page)
+    head_box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Head").locator("input").first
+    layer_box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Layer").locator("input").first
+    assert (layer_box.input_value(), head_box.input_value()) != ("4", "9")
+    grid = page.locator('[data-testid="stVegaLiteChart"]').filter(has_text="click one to open it")
+    grid.locator('path[aria-label*="layer: 4; head: 9;"]').first.click()  # Vega labels cells by their tooltip
+    playwright_api.expect(head_box).to_have_value("9", timeout=30_000)
+    wait_for_rerun(page)
+    assert (layer_box.input_value(), head_box.input_value()) == ("4", "9")
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert not js_errors, js_errors
+    context.close()
+
+
 def test_a_class_arriving_at_once_gets_the_frame_and_keeps_its_links(browser) -> None:
     """Six students open six deep links on a server nobody has visited yet, all at once.
 

@@ -1,0 +1,243 @@
+"""Chart builders for the "Inside a real model" lesson: DataFrames in, Vega-Lite out.
+
+Each chart reads named datasets, so its structure depends only on a few sizes: `*_template`
+builds it once per look with Altair (~20-100 ms) and keeps the JSON; the page swaps in this
+rerun's data (see core.charts.heatmap_spec for the same idea). `*_to_dict` give the full,
+validated spec with the values inlined, for the tests.
+
+Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in core.charts.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import altair as alt
+import pandas as pd
+
+GRID_DATA = "real_model_grid"  # layer, head, query_index, key_index, query, key, weight, chosen
+LINES_DATA = "real_model_lines"  # query_index, key_index, query, key, weight
+TOKENS_DATA = "real_model_tokens"  # query_index, token
+MEASURE_DATA = "real_model_measure"  # layer, head, value, chosen
+HEAD_DATA = "real_model_head"  # row, col, value, row_index, col_index (core.lessons.matrix_frame)
+HEAD_SELECTION = "head_pick"  # click selection (fields layer, head) on the grid and the measures map
+QUERY_HIGHLIGHT = "query_pick"  # click on a query token in the line view (drawn in the browser only)
+ZERO_COLOUR = "#440154"  # viridis at 0: the grid's panel background where cells were dropped
+CHOSEN_COLOUR = "#e45756"  # the outline of the chosen head
+_WEIGHT_SCALE = alt.Scale(scheme="viridis", domain=[0, 1])
+_NO_AXIS = alt.Axis(labels=False, ticks=False, grid=False, title=None, domain=False)
+
+
+def head_grid(num_tokens: int, num_layers: int, num_heads: int, panel: int = 54) -> alt.FacetChart:
+    """All heads as small heatmaps: one row of panels per layer, one column per head.
+
+    Data: GRID_DATA (see core.real_model_lesson.grid_frame; cells under the floor dropped).
+    Positions are quantitative with a fixed domain, so a dropped cell leaves the background
+    (the colour of 0) in its place. The chosen head (rows with chosen = true) gets an outline;
+    a click on a panel selects its (layer, head).
+    """
+    pick = alt.selection_point(name=HEAD_SELECTION, fields=["layer", "head"], on="click", empty=False)
+    x_scale = alt.Scale(domain=[0, num_tokens], nice=False, zero=True)
+    y_scale = alt.Scale(domain=[0, num_tokens], nice=False, reverse=True)
+    cells = (
+        alt.Chart()
+        .mark_rect()
+        .transform_calculate(key_end="datum.key_index + 1", query_end="datum.query_index + 1")
+        .encode(
+            x=alt.X("key_index:Q", scale=x_scale, axis=_NO_AXIS),
+            x2="key_end:Q",
+            y=alt.Y("query_index:Q", scale=y_scale, axis=_NO_AXIS),
+            y2="query_end:Q",
+            color=alt.Color("weight:Q", scale=_WEIGHT_SCALE, title="weight", legend=alt.Legend(orient="bottom")),
+            tooltip=[
+                alt.Tooltip("layer:O"),
+                alt.Tooltip("head:O"),
+                alt.Tooltip("query:N", title="query"),
+                alt.Tooltip("key:N", title="key"),
+                alt.Tooltip("weight:Q", format=".3f"),
+            ],
+        )
+        .add_params(pick)
+    )
+    outline = (
+        alt.Chart()
+        .transform_filter("datum.chosen")
+        .transform_aggregate(cells="count()", groupby=["layer", "head"])
+        .mark_rect(fillOpacity=0, stroke=CHOSEN_COLOUR, strokeWidth=4)
+        .encode(
+            x=alt.datum(0, scale=x_scale, axis=_NO_AXIS),
+            x2=alt.datum(num_tokens),
+            y=alt.datum(0, scale=y_scale, axis=_NO_AXIS),
+            y2=alt.datum(num_tokens),
+        )
+    )
+    return (
+        alt.layer(cells, outline)
+        .properties(width=panel, height=panel)
+        .facet(
+            data=alt.NamedData(name=GRID_DATA),
+            row=alt.Row("layer:O", title="layer", sort=list(range(num_layers)), header=alt.Header(labelAngle=0)),
+            column=alt.Column("head:O", title="head", sort=list(range(num_heads))),
+            spacing=4,
+        )
+        .configure_view(fill=ZERO_COLOUR, stroke=None)
+        .properties(title="Every head of every layer (rows: queries, columns: keys); click one to open it")
+    )
+
+
+def head_lines(num_tokens: int, title: str) -> alt.LayerChart:
+    """One head as lines from each query (left) to the keys it attends to (right).
+
+    Data: LINES_DATA (one row per line) and TOKENS_DATA (the labels down both sides).
+    Thicker, darker lines carry more weight; a click on a token on the left shows only its lines.
+    """
+    num_tokens = max(num_tokens, 1)
+    y_scale = alt.Scale(domain=[-0.5, num_tokens - 0.5], reverse=True, nice=False, zero=False)
+    x_scale = alt.Scale(domain=[0, 1], nice=False)
+    pick = alt.selection_point(name=QUERY_HIGHLIGHT, fields=["query_index"], on="click", empty=True)
+    weight_opacity = alt.Opacity("weight:Q", scale=alt.Scale(domain=[0, 1], range=[0.25, 1]), legend=None)
+    strokes = (
+        alt.Chart(alt.NamedData(name=LINES_DATA))
+        .mark_rule(strokeCap="round", color="#3b528b")
+        .encode(
+            x=alt.datum(0.0, scale=x_scale, axis=_NO_AXIS),
+            x2=alt.datum(1.0),
+            y=alt.Y("query_index:Q", scale=y_scale, axis=_NO_AXIS),
+            y2="key_index:Q",
+            strokeWidth=alt.StrokeWidth("weight:Q", scale=alt.Scale(domain=[0, 1], range=[0.5, 7]), legend=None),
+            opacity=alt.condition(pick, weight_opacity, alt.value(0.03)),
+            tooltip=[
+                alt.Tooltip("query:N", title="query"),
+                alt.Tooltip("key:N", title="key"),
+                alt.Tooltip("weight:Q", format=".3f"),
+            ],
+        )
+    )
+    labels = alt.Chart(alt.NamedData(name=TOKENS_DATA)).encode(
+        y=alt.Y("query_index:Q", scale=y_scale, axis=_NO_AXIS), text="token:N"
+    )
+    left = (
+        labels.mark_text(align="right", dx=-6, fontSize=12)
+        .encode(
+            x=alt.datum(0.0, scale=x_scale, axis=_NO_AXIS),
+            opacity=alt.condition(pick, alt.value(1), alt.value(0.4)),
+        )
+        .add_params(pick)
+    )
+    right = labels.mark_text(align="left", dx=6, fontSize=12).encode(x=alt.datum(1.0, scale=x_scale, axis=_NO_AXIS))
+    return alt.layer(strokes, left, right).properties(
+        title=title, width=260, height=max(120, 20 * num_tokens), padding={"left": 90, "right": 90}
+    )
+
+
+def head_heatmap(num_tokens: int, title: str, show_values: bool) -> alt.LayerChart:
+    """One head's weights, tokens on both axes (queries down, keys across), on a fixed 0..1 scale.
+
+    Data: HEAD_DATA. The axes are sorted by position fields rather than by a list of the
+    tokens, so one spec serves every sentence of the same length (core.charts.heatmap bakes
+    the tokens into its spec, and rebuilding it for each sentence cost ~100 ms a chart).
+    """
+    base = alt.Chart(alt.NamedData(name=HEAD_DATA)).encode(
+        x=alt.X(
+            "col:N",
+            sort=alt.EncodingSortField("col_index"),
+            title="key",
+            axis=alt.Axis(labelAngle=-40, labelOverlap=False),
+        ),
+        y=alt.Y("row:N", sort=alt.EncodingSortField("row_index"), title="query", axis=alt.Axis(labelOverlap=False)),
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color("value:Q", scale=_WEIGHT_SCALE, title="weight", legend=alt.Legend(orient="bottom")),
+        tooltip=[
+            alt.Tooltip("row:N", title="query"),
+            alt.Tooltip("col:N", title="key"),
+            alt.Tooltip("value:Q", format=".4f", title="weight"),
+        ],
+    )
+    layers = [rect]
+    if show_values:
+        layers.append(
+            base.mark_text(fontSize=9).encode(
+                text=alt.Text("value:Q", format=".2f"),
+                color=alt.condition("datum.value > 0.5", alt.value("black"), alt.value("white")),
+            )
+        )
+    cell = 34 if num_tokens <= 12 else 22 if num_tokens <= 24 else 12
+    return alt.layer(*layers).properties(title=title, width=alt.Step(cell), height=alt.Step(cell))
+
+
+def measure_map(title: str, value_title: str) -> alt.LayerChart:
+    """One measure for every head: layer x head cells with their values, clickable like the grid.
+
+    Data: MEASURE_DATA (layer, head, value, chosen); the chosen head is outlined.
+    """
+    pick = alt.selection_point(name=HEAD_SELECTION, fields=["layer", "head"], on="click", empty=False)
+    base = alt.Chart(alt.NamedData(name=MEASURE_DATA)).encode(
+        x=alt.X("head:O", title="head", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("layer:O", title="layer"),
+    )
+    rect = (
+        base.mark_rect(stroke=CHOSEN_COLOUR)
+        .encode(
+            color=alt.Color("value:Q", scale=alt.Scale(scheme="viridis"), title=value_title),
+            strokeWidth=alt.condition("datum.chosen", alt.value(3), alt.value(0)),
+            tooltip=["layer:O", "head:O", alt.Tooltip("value:Q", format=".3f", title=value_title)],
+        )
+        .add_params(pick)
+    )
+    # Dark text on light cells: the midpoint comes from the data, so the spec stays the same.
+    text = (
+        base.transform_joinaggregate(low="min(value)", high="max(value)")
+        .mark_text(fontSize=10)
+        .encode(
+            text=alt.Text("value:Q", format=".2f"),
+            color=alt.condition("datum.value > (datum.low + datum.high) / 2", alt.value("black"), alt.value("white")),
+        )
+    )
+    return alt.layer(rect, text).properties(title=title, width=alt.Step(46), height=alt.Step(30))
+
+
+@functools.lru_cache(maxsize=128)
+def grid_template(num_tokens: int, num_layers: int, num_heads: int) -> str:
+    """The grid's spec without data, serialised once per size (a str: nobody can mutate it)."""
+    return json.dumps(head_grid(num_tokens, num_layers, num_heads).to_dict(validate=False))
+
+
+@functools.lru_cache(maxsize=256)
+def lines_template(num_tokens: int, title: str) -> str:
+    return json.dumps(head_lines(num_tokens, title).to_dict(validate=False))
+
+
+@functools.lru_cache(maxsize=256)
+def head_heatmap_template(num_tokens: int, title: str, show_values: bool) -> str:
+    return json.dumps(head_heatmap(num_tokens, title, show_values).to_dict(validate=False))
+
+
+@functools.lru_cache(maxsize=32)
+def measure_template(title: str, value_title: str) -> str:
+    return json.dumps(measure_map(title, value_title).to_dict(validate=False))
+
+
+def _with_records(chart: alt.TopLevelMixin, datasets: dict[str, pd.DataFrame]) -> dict:
+    spec = chart.to_dict()  # validated by Altair
+    spec["datasets"] = {name: frame.to_dict(orient="records") for name, frame in datasets.items()}
+    return spec
+
+
+def head_grid_to_dict(frame: pd.DataFrame, num_tokens: int, num_layers: int, num_heads: int) -> dict:
+    """The grid's full spec with its values as records."""
+    return _with_records(head_grid(num_tokens, num_layers, num_heads), {GRID_DATA: frame})
+
+
+def head_lines_to_dict(lines: pd.DataFrame, tokens: pd.DataFrame, title: str) -> dict:
+    return _with_records(head_lines(len(tokens), title), {LINES_DATA: lines, TOKENS_DATA: tokens})
+
+
+def measure_map_to_dict(frame: pd.DataFrame, title: str, value_title: str) -> dict:
+    return _with_records(measure_map(title, value_title), {MEASURE_DATA: frame})
+
+
+def head_heatmap_to_dict(frame: pd.DataFrame, title: str, show_values: bool) -> dict:
+    num_tokens = int(frame["row_index"].max()) + 1 if len(frame) else 0
+    return _with_records(head_heatmap(num_tokens, title, show_values), {HEAD_DATA: frame})
