@@ -69,6 +69,7 @@ with c1:
         "Heatmap of the attention weights, queries as rows and keys as columns.",
         value_title="weight",
         select_rows=True,
+        highlight_row=query,
         key="weights_chart",
         on_select=lambda: _ui.select_query_from_chart("weights_chart", "query_without_weights"),
     )

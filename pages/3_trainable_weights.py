@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core import charts
 from core.snippets import trainable_code
 from pages import _ui
 
@@ -53,20 +54,25 @@ z = ", ".join(f"{v:.4f}" for v in values["query_context"])
 st.markdown(f"context vector z for “{token}” = **[{z}]**")
 
 st.subheader("All queries at once")
-raw_col, scaled_col, weights_col, context_col = st.columns(4)
+# Two per row: four heatmaps side by side leave no room for their numbers.
+raw_col, scaled_col = st.columns(2)
+weights_col, context_col = st.columns(2)
+scores_domain = charts.shared_domain(lesson.frames["scores"], lesson.frames["scaled_scores"])
 with raw_col:
     _ui.heatmap(
         lesson.frames["scores"],
         "Scores ω = Q Kᵀ",
-        "Heatmap of the raw attention scores.",
+        "Heatmap of the raw attention scores, on the same colour scale as the scaled scores.",
         signed=True,
+        domain=scores_domain,
     )
 with scaled_col:
     _ui.heatmap(
         lesson.frames["scaled_scores"],
         "Scaled scores ω · scale",
-        "Heatmap of the scores after scaling, before the softmax.",
+        "Heatmap of the scores after scaling, before the softmax, on the same colour scale as the raw scores.",
         signed=True,
+        domain=scores_domain,
     )
 with weights_col:
     _ui.heatmap(
@@ -75,6 +81,7 @@ with weights_col:
         "Heatmap of the attention weights after the softmax.",
         value_title="weight",
         select_rows=True,
+        highlight_row=query,
         key="tw_weights",
         on_select=lambda: _ui.select_query_from_chart("tw_weights", "query_trainable_weights"),
     )

@@ -34,13 +34,18 @@ m1.metric(f"largest weight at ×{multiplier:g}", f"{values['max_weight']:.4f}")
 m2.metric("effective number of tokens", f"{values['effective_tokens']:.2f}")
 metric = (
     st.segmented_control(
-        "Measure", ["max_weight", "entropy", "effective_tokens"], default="max_weight", key="peak_metric"
+        "Measure",
+        ["max_weight", "entropy", "effective_tokens"],
+        default="max_weight",
+        key="peak_metric",
+        format_func=charts.peakiness_label,
     )
     or "max_weight"
 )
 _ui.spec_chart(
     charts.peakiness_spec(_ui.scaling_peakiness(settings.seed), metric),
-    f"Line chart of {metric} against d_k for random queries and 8 keys, with and without scaling.",
+    f"Line chart of the {charts.peakiness_label(metric)} against d_k for random queries and 8 keys, "
+    "with and without scaling.",
 )
 if not settings.scale:
     st.warning("Scaling is switched off in the sidebar: the red (unscaled) lines are what your model sees.")
@@ -53,7 +58,7 @@ _ui.spec_chart(
     charts.variance_spec(variance),
     "Log-log chart: measured variance of q·k grows along the line d_k; the scaled variance stays at 1.",
 )
-st.dataframe(variance.round(4), width="stretch", hide_index=True)
+st.dataframe(charts.variance_table(variance), width="stretch", hide_index=True)
 
 st.subheader("(c) Saturated softmax, vanishing gradients")
 _ui.prose("why_scale", "saturation")

@@ -34,7 +34,9 @@ values = lesson.values
 st.subheader("Two ways to mask")
 _ui.prose("causal_dropout", "methods")
 st.latex(r"\text{masked}_{ij} = \begin{cases}\omega_{ij}/\sqrt{d_k} & j \le i\\ -\infty & j > i\end{cases}")
-c1, c2, c3 = st.columns(3)
+# Two per row: three 6-token heatmaps side by side leave no room for their numbers.
+c1, c2 = st.columns(2)
+c3, _ = st.columns(2)
 with c1:
     _ui.heatmap(
         lesson.frames["after"],

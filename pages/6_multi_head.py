@@ -28,7 +28,7 @@ except ValueError as error:
 if lesson is not None:
     values = lesson.values
     st.subheader(f"{settings.num_heads} heads of width {values['head_dim']}")
-    per_row = min(settings.num_heads, 4)
+    per_row = min(settings.num_heads, 2)  # two per row: four leave no room for the numbers
     heads = list(dict.fromkeys(lesson.frames["head_weights"]["head"]))
     for start in range(0, len(heads), per_row):
         cols = st.columns(per_row)
