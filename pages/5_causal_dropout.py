@@ -119,6 +119,7 @@ with l2:
         "scores = scores.masked_fill(mask, -torch.inf)   # correct\n"
         "scores.masked_fill_(mask, -torch.inf)           # correct, in place",
         language="python",
+        wrap_lines=True,  # no sideways scrolling box (a keyboard cannot reach it)
     )
     st.metric("average weight on future tokens, buggy", f"{values['bug_future_mass']:.3f}")
 
