@@ -392,14 +392,16 @@ def sweep_chart(frame: pd.DataFrame, highlight: float) -> alt.Chart:
                 "token:N", sort=tokens, scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(orient="bottom")
             ),
             # The chosen multiplier in full colour, the others faded.
-            opacity=alt.condition(alt.datum.multiplier == highlight, alt.value(1.0), alt.value(0.4)),
+            opacity=alt.condition(alt.datum.multiplier == highlight, alt.value(1.0), alt.value(0.5)),
             tooltip=[
                 "token:N",
                 alt.Tooltip("weight:Q", format=".4f"),
                 alt.Tooltip("multiplier:Q", title="multiplier"),
             ],
         )
-        .properties(height=220)
+        # fit-x: the column's width, and 220 px for the bars themselves (Streamlit's default "fit"
+        # would squeeze axes, labels and legend into the 220 px too).
+        .properties(height=220, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     )
 
 
@@ -485,8 +487,8 @@ VARIANCE_TABLE_NAMES = {
 
 
 def variance_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """dot_product_variance's table with human column names and 4 decimals, for st.dataframe."""
-    return frame[list(VARIANCE_TABLE_NAMES)].rename(columns=VARIANCE_TABLE_NAMES).round(4)
+    """dot_product_variance's table with human column names, for st.dataframe."""
+    return frame[list(VARIANCE_TABLE_NAMES)].rename(columns=VARIANCE_TABLE_NAMES)
 
 
 def leakage_chart(frame: pd.DataFrame, position: int) -> alt.Chart:

@@ -49,7 +49,7 @@ st.latex(
 )
 q = ", ".join(f"{v:.4f}" for v in values["query_vector"])
 st.markdown(f"q = **[{q}]**")
-st.dataframe(lesson.frames["one_query"].set_index("token").round(4).T, width="stretch")
+_ui.number_table(lesson.frames["one_query"].set_index("token").T)
 z = ", ".join(f"{v:.4f}" for v in values["query_context"])
 st.markdown(f"context vector z for “{token}” = **[{z}]**")
 
@@ -97,7 +97,7 @@ with context_col:
 
 st.subheader("SelfAttention_v1 vs SelfAttention_v2")
 _ui.prose("trainable_weights", "versions")
-st.dataframe(lesson.frames["v1_vs_v2"].set_index("token").round(4), width="stretch")
+_ui.number_table(lesson.frames["v1_vs_v2"].set_index("token"))
 a, b = st.columns(2)
 a.metric("max |v1 − v2|, own initialisations", f"{values['v1_fresh_max_diff']:.4f}")
 b.metric("max |v1 − v2|, v2's weights copied into v1", f"{values['v1_copied_max_diff']:.1e}")

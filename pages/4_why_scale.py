@@ -58,7 +58,7 @@ _ui.spec_chart(
     charts.variance_spec(variance),
     "Log-log chart: measured variance of q·k grows along the line d_k; the scaled variance stays at 1.",
 )
-st.dataframe(charts.variance_table(variance), width="stretch", hide_index=True)
+_ui.number_table(charts.variance_table(variance), hide_index=True)
 
 st.subheader("(c) Saturated softmax, vanishing gradients")
 _ui.prose("why_scale", "saturation")

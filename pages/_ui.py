@@ -11,6 +11,7 @@ import logging
 import os
 
 import altair as alt
+import pandas as pd
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -118,6 +119,16 @@ def heatmap(frame, title: str, description: str, *, key: str | None = None, on_s
     The values travel as an Arrow table, which Streamlit sends as is.
     """
     return _draw(charts.heatmap_spec(frame, title, **options), description, key, on_select)
+
+
+def number_table(frame: pd.DataFrame, *, decimals: int = 4, hide_index: bool = False) -> object:
+    """st.dataframe with every float column at the same decimals (never 0.15 beside 0.2264)."""
+    formats = {
+        str(name): st.column_config.NumberColumn(format=f"%.{decimals}f")
+        for name in frame.columns
+        if pd.api.types.is_float_dtype(frame[name])
+    }
+    return st.dataframe(frame, column_config=formats, width="stretch", hide_index=hide_index)
 
 
 def query_picker(tokens: list[str], default: int, key: str) -> int:

@@ -1,14 +1,18 @@
-"""Chart builders checked through their Vega-Lite specs, without a server."""
+"""Chart builders checked through their Vega-Lite specs, and what the pages hand to Streamlit (AppTest)."""
 
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
 
 import core
+from bench import harness
+from bench.harness import PAGE_FILES, restore_pages_manager, use_navigation_mode
 from core import charts, lessons
 
 
@@ -187,3 +191,56 @@ def test_saturation_and_peakiness_charts() -> None:
     data = pd.DataFrame(charts.peakiness_spec(peaky, "max_weight")["datasets"][charts.PEAKINESS_DATA])
     at_512 = data[data.d_k == 512].set_index("scaling")["max_weight"]
     assert at_512["unscaled"] > at_512["scaled"] + 0.3
+
+
+def drawn_heatmaps(at) -> dict[str, list[dict]]:
+    """Every heatmap the page drew: its alt text -> its cells, as Streamlit received them."""
+    drawn = {}
+    for element in at.get("vega_lite_chart"):
+        proto = element.proto
+        for dataset in proto.datasets:
+            if dataset.name == charts.HEATMAP_DATA:
+                drawn[proto.alt] = pa.ipc.open_stream(dataset.data.data).read_all().to_pylist()
+    return drawn
+
+
+@pytest.mark.parametrize(
+    ("page", "picker", "description"),
+    [
+        (
+            PAGE_FILES[1],
+            "query_without_weights",
+            "Heatmap of the attention weights, queries as rows and keys as columns.",
+        ),
+        (PAGE_FILES[2], "query_trainable_weights", "Heatmap of the attention weights after the softmax."),
+    ],
+)
+def test_the_outlined_heatmap_row_follows_the_query_picker(page: str, picker: str, description: str) -> None:
+    """Issue 13: after choosing a query in the picker the heatmap still showed the row clicked before.
+
+    The outline now comes from the page's query (the data), not from the chart's own click state.
+    """
+    use_navigation_mode()
+    try:
+        at = AppTest.from_file(str(harness.ROOT / "streamlit_app.py"), default_timeout=120)
+        at.run()
+        at.switch_page(page).run()
+        for query in (at.selectbox(key=picker).value, 0, 4):
+            at.selectbox(key=picker).set_value(query).run()
+            cells = drawn_heatmaps(at)[description]
+            assert {c["row_index"] for c in cells if c["is_query"]} == {query}
+    finally:
+        restore_pages_manager()
+
+
+def test_bar_charts_label_every_token() -> None:
+    """Vega drops overlapping axis labels by default: a 20-token sentence showed every second token."""
+    tokens = [f"token{i}" for i in range(20)]
+    frame = pd.DataFrame({"token": tokens, "position": range(20), "max change": [0.0] * 20})
+    for chart in (
+        charts.leakage_chart(frame, 3),
+        charts.bars(frame, "token", "max change", "t"),
+        charts.grouped_bars(frame.assign(measure="a"), "token", "max change", "measure", "t"),
+    ):
+        axis = chart.to_dict()["encoding"]["x"]["axis"]
+        assert axis["labelOverlap"] is False and axis["labelAngle"] == -90

@@ -3,7 +3,8 @@
 One server for the module; for each of the three sizes (issue 13: 1400x900, a 1920x1080
 projector at 150% = 1280x720 CSS px at deviceScaleFactor 1.5, a 390x844 phone) in each colour
 scheme, every page is opened once and checked for:
-- no sideways scroll of the page, and no chart wider than the screen;
+- no sideways scroll of the page, no chart or formula wider than the screen, no chart squeezed
+  so flat that its marks vanish, and every chart with its text description (alt);
 - the page background follows the scheme (the app no longer forces the light theme);
 - every number shown in a heatmap cell is at least MIN_CELL_FONT_PX high (at the projector size
   at least one heatmap per heatmap page must show its numbers, so the check is never vacuous),
@@ -93,10 +94,17 @@ LAYOUT = """() => {
   const wide = [...document.querySelectorAll('[data-testid="stVegaLiteChart"] svg, .katex-display')]
     .filter(e => e.checkVisibility() && e.getBoundingClientRect().right > right)
     .map(e => e.closest('[data-testid="stVegaLiteChart"]')?.getAttribute('aria-label') || e.textContent.slice(0, 40));
+  // A chart whose marks are squeezed to nothing (e.g. axes and legend eating a fixed total height).
+  const collapsed = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+    .filter(c => c.checkVisibility() && c.querySelector('g.role-mark'))
+    .filter(c => Math.max(...[...c.querySelectorAll('g.role-mark')].map(g => g.getBoundingClientRect().height)) < 40)
+    .map(c => c.getAttribute('aria-label'));
+  const unlabelled = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+    .filter(c => !(c.getAttribute('aria-label') || '').trim()).length;
   const main = document.querySelector('[data-testid="stMain"]');
   const app = document.querySelector('[data-testid="stApp"]');
   return {scrollWidth: document.scrollingElement.scrollWidth, mainScroll: main.scrollWidth - main.clientWidth,
-          innerWidth, wide, background: getComputedStyle(app).backgroundColor};
+          innerWidth, wide, collapsed, unlabelled, background: getComputedStyle(app).backgroundColor};
 }"""
 
 # Every number drawn in a heatmap cell (Vega's text marks; axis and legend labels are other groups),
@@ -172,6 +180,10 @@ def test_every_page_displays_right(server: str, browser, size: str, scheme: str)
         layout = page.evaluate(LAYOUT)
         if layout["scrollWidth"] > layout["innerWidth"] or layout["mainScroll"] > 1:
             problems.append(f"{name}: scrolls sideways ({layout})")
+        if layout["unlabelled"]:
+            problems.append(f"{name}: {layout['unlabelled']} charts without a text description")
+        if layout["collapsed"]:
+            problems.append(f"{name}: charts with no room for their marks: {layout['collapsed']}")
         if layout["wide"]:
             problems.append(f"{name}: wider than the screen: {layout['wide']}")
         background = luminance(rgb(layout["background"]))
