@@ -87,8 +87,10 @@ def show_input_problem() -> None:
 
 
 def _draw(spec: dict, description: str, key: str | None = None, on_select=None) -> object:
-    """st.vega_lite_chart the house way: Streamlit's theme (light or dark, as the viewer's),
-    the column's full width, and a text description for screen readers."""
+    """st.vega_lite_chart the house way: Streamlit's theme (light or dark, as the viewer's) with
+    axis and legend text in the page's text colour, the column's full width, and a text
+    description for screen readers."""
+    spec = charts.readable(spec)
     if on_select is None:
         return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
     return st.vega_lite_chart(

@@ -244,3 +244,14 @@ def test_bar_charts_label_every_token() -> None:
     ):
         axis = chart.to_dict()["encoding"]["x"]["axis"]
         assert axis["labelOverlap"] is False and axis["labelAngle"] == -90
+
+
+def test_axis_and_legend_text_follow_the_page_text_colour() -> None:
+    """Streamlit's chart grey is 3.8:1 on white; currentColor is the theme's own text colour."""
+    frame = lessons.matrix_frame(torch.eye(2), ["a", "b"], ["a", "b"])
+    config = charts.heatmap_spec(frame, "t")["config"]
+    assert config["axis"]["labelColor"] == config["legend"]["labelColor"] == "currentColor"
+    assert config["axis"]["labelFontSize"] >= charts.MIN_CELL_FONT_PX
+    bars = charts.readable(charts.bars(pd.DataFrame({"token": ["a"], "v": [1.0]}), "token", "v", "t").to_dict())
+    assert bars["config"]["axis"]["titleColor"] == "currentColor"
+    assert charts.readable({"config": {"axis": {"labelColor": "red"}}})["config"]["axis"]["labelColor"] == "red"

@@ -16,6 +16,7 @@ module at a few minutes on a 2-core machine.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +52,10 @@ AXE_EXCUSED = [
         "Streamlit greys out a disabled control's label; WCAG 1.4.3 exempts inactive controls",
     ),
 ]
+# ATTENTION_LAB_SCREENSHOTS=tests/screenshots also saves the README's dark-theme picture of this page.
+SHOTS = os.environ.get("ATTENTION_LAB_SCREENSHOTS")
+DARK_SHOT = "trainable_weights"
+
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed"),
@@ -199,6 +204,9 @@ def test_every_page_displays_right(server: str, browser, size: str, scheme: str)
             problems.append(f"{name}: no heatmap shows its numbers on the projector")
         if size == "laptop":
             problems += [f"{name}: axe {p}" for p in axe_problems(page)]
+        if SHOTS and size == "laptop" and scheme == "dark" and name == DARK_SHOT:
+            page.locator('[data-testid="stMain"]').evaluate("main => main.scrollTo(0, 0)")
+            page.screenshot(path=str(Path(SHOTS) / f"dark_{name}.jpg"), type="jpeg", quality=55)
     context.close()
     assert not problems, "\n".join(problems)
     assert not js_errors, js_errors
