@@ -156,14 +156,16 @@ def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[He
     options = dict(options)
     domain, min_magnitude = options.pop("domain", None), options.pop("min_magnitude", 0.0)
     highlight_row = options.pop("highlight_row", None)
-    look = HeatmapLook(tuple(dict.fromkeys(frame["row"])), tuple(dict.fromkeys(frame["col"])), title, **options)
+    rows, cols = frame["row"].to_numpy(dtype=object), frame["col"].to_numpy(dtype=object)
+    look = HeatmapLook(tuple(dict.fromkeys(rows)), tuple(dict.fromkeys(cols)), title, **options)  # first-seen order
     values = frame["value"].to_numpy(dtype=np.float64)
     lo_hi = colour_domain(values, signed=look.signed, domain=domain, min_magnitude=min_magnitude)
-    widest = max((len(f"{v:.{look.decimals}f}") for v in values), default=1)
+    # The widest label is the largest or the smallest value's (a minus sign takes a character).
+    widest = max(len(f"{v:.{look.decimals}f}") for v in (values.min(), values.max())) if values.size else 1
     row_index = frame["row_index"].to_numpy(dtype=np.int64)
     columns = {
-        "row": frame["row"].to_numpy(dtype=object),
-        "col": frame["col"].to_numpy(dtype=object),
+        "row": rows,
+        "col": cols,
         "value": np.round(values, 6),
         "row_index": row_index,
         "text_color": text_colours(values, lo_hi, look.stops),
@@ -185,7 +187,8 @@ def _cell_font_expr(label_chars: int) -> str:
 
 def _domain_stops(domain: tuple[float, float], stops: tuple[str, ...]) -> list[float]:
     """The scale's piecewise domain: one value per colour stop, evenly spread."""
-    return [float(v) for v in np.linspace(domain[0], domain[1], len(stops))]
+    low, high, steps = float(domain[0]), float(domain[1]), len(stops) - 1
+    return [low + (high - low) * i / steps for i in range(steps)] + [high]
 
 
 def _heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
