@@ -8,91 +8,223 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 
 import altair as alt
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 QUERY_SELECTION = "query_row"  # name of the click selection on heatmaps
-
-
 HEATMAP_DATA = "heatmap_values"  # the one dataset name in every heatmap spec
 
+# Colour scales as explicit stops, interpolated linearly in sRGB (Vega's "rgb" interpolation),
+# so that Python knows the exact colour of every cell and can pick its text colour from it.
+# VIRIDIS: every third stop of Vega's "viridis"; BLUE_ORANGE: Vega's "blueorange" (both colour-blind safe).
+VIRIDIS = (
+    "#440154", "#482575", "#414487", "#35608d", "#2a788e", "#21918d",
+    "#22a884", "#43bf71", "#7ad151", "#bcdf27", "#fde725",
+)  # fmt: skip
+BLUE_ORANGE = (
+    "#134b85", "#2f78b3", "#5da2cb", "#9dcae1", "#d2e5ef", "#f2f0eb",
+    "#fce0ba", "#fbbf74", "#e8932f", "#c5690d", "#994a07",
+)  # fmt: skip
+WEIGHT_DOMAIN = (0.0, 1.0)  # attention weights always on 0..1: 0.099 must not look like a masked 0
+HIGHLIGHT = "#e4007c"  # outline of the query's row; stands out on viridis, blue-orange, light and dark
+MIN_CELL_FONT_PX = 14  # numbers smaller than this are hidden (the tooltip still has them)
+MAX_CELL_FONT_PX = 24
 
-def heatmap_columns(frame: pd.DataFrame, signed: bool = False) -> dict[str, np.ndarray]:
-    """The heatmap's dataset as columns: row, col, value (6 decimals), row_index, text_color.
 
-    text_color puts dark text on light cells and light text on dark cells; it is computed
-    here rather than as a Vega condition so that the chart's spec depends on the values
-    only through its data (which is what lets `heatmap_spec` reuse a built spec).
+# Axis and legend text in the page's own text colour: SVG's currentColor is the colour Streamlit's
+# theme gives the chart's container (near-black in light, near-white in dark). Streamlit's chart
+# theme uses a grey that reaches only 3.8:1 on white, and 12 px labels are too small on a projector.
+READABLE_TEXT = {
+    "axis": {"labelColor": "currentColor", "titleColor": "currentColor", "labelFontSize": 14, "titleFontSize": 14},
+    "legend": {"labelColor": "currentColor", "titleColor": "currentColor", "labelFontSize": 14, "titleFontSize": 14},
+}
+
+
+def readable(spec: dict) -> dict:
+    """A copy of a Vega-Lite spec with READABLE_TEXT under its config (its own settings win)."""
+    config = dict(spec.get("config", {}))
+    for part, settings in READABLE_TEXT.items():
+        config[part] = {**settings, **config.get(part, {})}
+    return {**spec, "config": config}
+
+
+def hex_to_rgb(colours: tuple[str, ...]) -> np.ndarray:
+    """('#rrggbb', ...) -> (S, 3) floats in 0..1 (sRGB, gamma-encoded)."""
+    return np.array([[int(c[i : i + 2], 16) / 255 for i in (1, 3, 5)] for c in colours])
+
+
+def scale_colours(values: np.ndarray, domain: tuple[float, float], stops: tuple[str, ...]) -> np.ndarray:
+    """The colour a heatmap cell gets: values (N,) -> (N, 3) sRGB in 0..1.
+
+    The same mapping as the Vega scale `heatmap` writes: stops spread evenly over the
+    domain, linear between them in sRGB, clamped at the ends.
     """
-    values = frame["value"].to_numpy(dtype=np.float64)
+    lo, hi = domain
+    position = np.clip((np.asarray(values, dtype=np.float64) - lo) / (hi - lo), 0.0, 1.0) * (len(stops) - 1)
+    left = np.minimum(np.floor(position).astype(int), len(stops) - 2)
+    fraction = (position - left)[:, None]  # (N, 1)
+    rgb = hex_to_rgb(stops)
+    return rgb[left] * (1 - fraction) + rgb[left + 1] * fraction
+
+
+def relative_luminance(rgb: np.ndarray) -> np.ndarray:
+    """WCAG 2 relative luminance of sRGB colours (..., 3) in 0..1."""
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return linear @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def contrast_ratio(luminance_a: np.ndarray, luminance_b: np.ndarray) -> np.ndarray:
+    """WCAG 2 contrast ratio (1..21) between two relative luminances."""
+    lighter, darker = np.maximum(luminance_a, luminance_b), np.minimum(luminance_a, luminance_b)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def text_colours(values: np.ndarray, domain: tuple[float, float], stops: tuple[str, ...]) -> np.ndarray:
+    """'black' or 'white' per value: whichever contrasts more with that value's own cell colour.
+
+    One of the two always reaches at least 4.58:1 (the worst case is a cell of luminance 0.18).
+    """
+    cell = relative_luminance(scale_colours(values, domain, stops))
+    black_wins = contrast_ratio(cell, np.zeros_like(cell)) >= contrast_ratio(cell, np.ones_like(cell))
+    return np.where(black_wins, "black", "white").astype(object)
+
+
+def colour_domain(
+    values: np.ndarray, *, signed: bool, domain: tuple[float, float] | None = None, min_magnitude: float = 0.0
+) -> tuple[float, float]:
+    """The (low, high) ends of a heatmap's colour scale.
+
+    An explicit `domain` wins (two heatmaps that pass the same one share a scale). Signed maps
+    are symmetric around 0, at least ±min_magnitude (so float noise of 1e-8 in a difference stays
+    white). Unsigned maps are 0..1 (weights) unless the values leave it.
+    """
+    if domain is not None:
+        return float(domain[0]), float(domain[1])
+    values = np.asarray(values, dtype=np.float64)
     if signed:
-        light = np.abs(values) > np.abs(values).max() * 0.5
-    else:
-        light = values > (values.min() + values.max()) / 2
-    return {
-        "row": frame["row"].to_numpy(dtype=object),
-        "col": frame["col"].to_numpy(dtype=object),
+        magnitude = max(float(np.abs(values).max(initial=0.0)), min_magnitude)
+        magnitude = magnitude if magnitude > 0 else 1.0
+        return -magnitude, magnitude
+    low, high = WEIGHT_DOMAIN
+    return min(low, float(values.min(initial=low))), max(high, float(values.max(initial=high)))
+
+
+def shared_domain(*frames: pd.DataFrame, signed: bool = True) -> tuple[float, float]:
+    """One colour domain for several heatmaps (e.g. raw and scaled scores on one scale)."""
+    values = np.concatenate([frame["value"].to_numpy(dtype=np.float64) for frame in frames])
+    return colour_domain(values, signed=signed)
+
+
+@dataclass(frozen=True)
+class HeatmapLook:
+    """Everything about a heatmap's spec that does not depend on its values (the template's key)."""
+
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    title: str
+    signed: bool = False
+    value_title: str = "value"
+    show_values: bool = True
+    select_rows: bool = False
+    x_title: str = "key"
+    y_title: str = "query"
+
+    @property
+    def stops(self) -> tuple[str, ...]:
+        return BLUE_ORANGE if self.signed else VIRIDIS
+
+    @property
+    def decimals(self) -> int:
+        """4 decimals up to 8 columns (every lesson's worked examples), 3 beyond."""
+        return 4 if len(self.cols) <= 8 else 3
+
+
+@dataclass(frozen=True)
+class HeatmapValues:
+    """What a heatmap's spec takes from its values: the colour domain and the widest number."""
+
+    domain: tuple[float, float]
+    label_chars: int  # characters in the widest cell label, e.g. 7 for "-0.1234"
+
+
+def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[HeatmapLook, HeatmapValues, dict]:
+    """Split heatmap options into the look, the value-dependent part, and the per-cell data."""
+    options = dict(options)
+    domain, min_magnitude = options.pop("domain", None), options.pop("min_magnitude", 0.0)
+    highlight_row = options.pop("highlight_row", None)
+    rows, cols = frame["row"].to_numpy(dtype=object), frame["col"].to_numpy(dtype=object)
+    look = HeatmapLook(tuple(dict.fromkeys(rows)), tuple(dict.fromkeys(cols)), title, **options)  # first-seen order
+    values = frame["value"].to_numpy(dtype=np.float64)
+    lo_hi = colour_domain(values, signed=look.signed, domain=domain, min_magnitude=min_magnitude)
+    # The widest label is the largest or the smallest value's (a minus sign takes a character).
+    widest = max(len(f"{v:.{look.decimals}f}") for v in (values.min(), values.max())) if values.size else 1
+    row_index = frame["row_index"].to_numpy(dtype=np.int64)
+    columns = {
+        "row": rows,
+        "col": cols,
         "value": np.round(values, 6),
-        "row_index": frame["row_index"].to_numpy(dtype=np.int64),
-        "text_color": np.where(light, "black", "white").astype(object),
+        "row_index": row_index,
+        "text_color": text_colours(values, lo_hi, look.stops),
+        "is_query": row_index == (-1 if highlight_row is None else highlight_row),
     }
+    return look, HeatmapValues(lo_hi, widest), columns
 
 
-def heatmap_records(frame: pd.DataFrame, signed: bool = False) -> list[dict]:
-    """The dataset as Vega-Lite records (plain Python values)."""
-    columns = heatmap_columns(frame, signed)
-    return [dict(zip(columns, row, strict=True)) for row in zip(*(c.tolist() for c in columns.values()), strict=True)]
+def _cell_font_expr(label_chars: int) -> str:
+    """Vega expression: the cell-number font size that fits the rendered cell, or 0 (hidden).
 
-
-def heatmap(
-    frame: pd.DataFrame,
-    title: str,
-    *,
-    signed: bool = False,
-    value_title: str = "value",
-    show_values: bool = True,
-    select_rows: bool = False,
-    x_title: str = "key",
-    y_title: str = "query",
-    min_magnitude: float = 0.0,
-) -> alt.LayerChart:
-    """A labelled heatmap of a long matrix frame (row, col, value, row_index, col_index).
-
-    Signed maps use a diverging scale centred at 0. `min_magnitude` fixes a signed
-    map's colour range at ±min_magnitude, so float noise (1e-8) in a difference matrix
-    stays white instead of being stretched to full colour.
+    Cells grow with the chart's width (Streamlit sets it to the column's), so the numbers
+    grow too: the widest label must fit the cell's width (a digit is about 0.5 em in the
+    theme's sans-serif) and the row's height. Below MIN_CELL_FONT_PX the numbers are hidden.
     """
-    rows = list(dict.fromkeys(frame["row"]))
-    cols = list(dict.fromkeys(frame["col"]))
-    if signed and min_magnitude > 0:
-        scale = alt.Scale(scheme="blueorange", domainMid=0, domain=[-min_magnitude, min_magnitude], clamp=True)
-    elif signed:
-        scale = alt.Scale(scheme="blueorange", domainMid=0)
-    else:
-        scale = alt.Scale(scheme="viridis")
-    base = alt.Chart(title=title).encode(
-        x=alt.X("col:N", sort=cols, title=x_title, axis=alt.Axis(labelAngle=-40, labelOverlap=False)),
-        y=alt.Y("row:N", sort=rows, title=y_title),
+    fit = f"min(bandwidth('x') / ({0.5 * label_chars:.2f} + 0.6), bandwidth('y') * 0.62)"
+    return f"{fit} >= {MIN_CELL_FONT_PX} ? min({fit}, {MAX_CELL_FONT_PX}) : 0"
+
+
+def _domain_stops(domain: tuple[float, float], stops: tuple[str, ...]) -> list[float]:
+    """The scale's piecewise domain: one value per colour stop, evenly spread."""
+    low, high, steps = float(domain[0]), float(domain[1]), len(stops) - 1
+    return [low + (high - low) * i / steps for i in range(steps)] + [high]
+
+
+def _heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
+    """The Altair heatmap for one look and value range (data comes from HEATMAP_DATA)."""
+    rows, cols = list(look.rows), list(look.cols)
+    scale = alt.Scale(
+        domain=_domain_stops(values.domain, look.stops), range=list(look.stops), interpolate="rgb", clamp=True
     )
-    rect = base.mark_rect().encode(
-        color=alt.Color("value:Q", scale=scale, title=value_title, legend=alt.Legend(orient="bottom")),
+    # Rotated labels need about 18 px each; many columns get vertical labels so none is skipped.
+    label_angle = -45 if len(cols) <= 10 else -90
+    base = alt.Chart(title=look.title).encode(
+        x=alt.X("col:N", sort=cols, title=look.x_title, axis=alt.Axis(labelAngle=label_angle, labelOverlap=False)),
+        y=alt.Y("row:N", sort=rows, title=look.y_title, axis=alt.Axis(labelOverlap=False)),
+    )
+    legend = alt.Legend(orient="bottom", gradientLength=alt.ExprRef("clamp(width - 40, 60, 240)"), tickCount=4)
+    # The query's row is outlined (from the data, so it follows the query picker too).
+    rect = base.mark_rect(cursor="pointer" if look.select_rows else "default", stroke=HIGHLIGHT).encode(
+        color=alt.Color("value:Q", scale=scale, title=look.value_title, legend=legend),
+        strokeWidth=alt.condition("datum.is_query", alt.value(3), alt.value(0)),
         tooltip=[
-            alt.Tooltip("row:N", title=y_title),
-            alt.Tooltip("col:N", title=x_title),
-            alt.Tooltip("value:Q", format=".4f"),
+            alt.Tooltip("row:N", title=look.y_title),
+            alt.Tooltip("col:N", title=look.x_title),
+            alt.Tooltip("value:Q", title=look.value_title, format=".4f"),
         ],
     )
-    if select_rows:
-        pick = alt.selection_point(name=QUERY_SELECTION, fields=["row_index"], on="click")
-        rect = rect.add_params(pick).encode(opacity=alt.condition(pick, alt.value(1.0), alt.value(0.55)))
+    if look.select_rows:
+        # A fixed view name: Altair's default is a hash of the view, domain included, which would
+        # differ between the cached template and a fresh build.
+        rect = rect.properties(name="heatmap_cells").add_params(
+            alt.selection_point(name=QUERY_SELECTION, fields=["row_index"], on="click")
+        )
     layers = [rect]
-    if show_values and len(rows) * len(cols) <= 24 * 24:
-        # Fewer decimals as cells get narrower; the tooltip always has four.
-        decimals, font = (4, 11) if len(cols) <= 4 else (3, 10) if len(cols) <= 8 else (2, 8)
-        text = base.mark_text(fontSize=font).encode(
-            text=alt.Text("value:Q", format=f".{decimals}f"),
+    if look.show_values:
+        font = _cell_font_expr(values.label_chars)
+        text = base.mark_text(fontSize=alt.ExprRef(font), opacity=alt.ExprRef(f"({font}) > 0 ? 1 : 0")).encode(
+            text=alt.Text("value:Q", format=f".{look.decimals}f"),
             color=alt.Color(
                 # an explicit identity scale: `scale=None` ("scale": null) breaks Streamlit's chart theming
                 "text_color:N",
@@ -101,42 +233,48 @@ def heatmap(
             ),
         )
         layers.append(text)
-    # Size by cell (a "step" per category) so each number fits its cell at any matrix size.
-    cell_width = 62 if len(cols) <= 6 else 46 if len(cols) <= 10 else 30
-    cell_height = 28 if len(rows) <= 12 else 20
+    # Width: the column's (Streamlit sets it); height: a row step tall enough for 24 px numbers.
+    row_height = 38 if len(rows) <= 10 else 30 if len(rows) <= 16 else 22
     data = alt.NamedData(name=HEATMAP_DATA)
-    return alt.layer(*layers, data=data).properties(width=alt.Step(cell_width), height=alt.Step(cell_height))
+    return (
+        alt.layer(*layers, data=data)
+        .properties(width="container", height=alt.Step(row_height))
+        .configure_axis(**READABLE_TEXT["axis"])
+        .configure_legend(**READABLE_TEXT["legend"])
+    )
 
 
-def heatmap_to_dict(frame: pd.DataFrame, title: str, **options) -> dict:
-    """The heatmap's full Vega-Lite spec, its values included (validated by Altair)."""
-    spec = heatmap(frame, title, **options).to_dict()
-    spec["datasets"] = {HEATMAP_DATA: heatmap_records(frame, options.get("signed", False))}
-    return spec
+def heatmap(frame: pd.DataFrame, title: str, **options) -> alt.LayerChart:
+    """The reference build: a labelled heatmap of a long matrix frame (row, col, value, row_index).
+
+    Options: signed (diverging blue-orange centred at 0, else viridis), value_title, show_values,
+    select_rows (a click picks a row: QUERY_SELECTION), highlight_row (row_index outlined),
+    x_title, y_title, domain ((low, high) of the colour scale, e.g. from `shared_domain`),
+    min_magnitude (a signed map's domain is at least ±this). The values are not inlined:
+    they are the named dataset HEATMAP_DATA (see `heatmap_spec`).
+    """
+    look, values, _ = _look_and_values(frame, title, options)
+    return _heatmap_chart(look, values)
 
 
 @functools.lru_cache(maxsize=512)
-def _heatmap_template(rows: tuple[str, ...], cols: tuple[str, ...], title: str, options: tuple) -> str:
-    """One heatmap look (labels + options) serialised once; a str so nobody can mutate it."""
-    skeleton = pd.DataFrame({"row": [r for r in rows for _ in cols], "col": [c for _ in rows for c in cols]})
-    skeleton = skeleton.assign(value=0.0, row_index=0)
-    return json.dumps(heatmap(skeleton, title, **dict(options)).to_dict())
-
-
-def heatmap_template(frame: pd.DataFrame, title: str, **options) -> dict:
-    """The heatmap's spec without its values (a fresh copy: callers may add datasets)."""
-    rows = tuple(dict.fromkeys(frame["row"]))
-    cols = tuple(dict.fromkeys(frame["col"]))
-    return json.loads(_heatmap_template(rows, cols, title, tuple(sorted(options.items()))))
+def _heatmap_template(look: HeatmapLook, label_chars: int) -> str:
+    """One look serialised once, for a placeholder domain; a str so nobody can mutate it."""
+    return json.dumps(_heatmap_chart(look, HeatmapValues((0.0, 1.0), label_chars)).to_dict(validate=False))
 
 
 def heatmap_spec(frame: pd.DataFrame, title: str, **options) -> dict:
-    """`heatmap_to_dict` for the app's hot path: the spec is built once per look, then only
-    the values change (Altair's build and validation cost ~20 ms a chart; this ~0.1 ms).
-    tests/test_charts.py checks both give the same spec for fresh data.
+    """The heatmap as the page draws it: Vega-Lite spec plus its values (an Arrow table).
+
+    The one heatmap path: `pages/_ui.heatmap` hands this to st.vega_lite_chart, and the tests
+    check it. The structure is built by Altair once per look (~20 ms) and cached; per call only
+    the colour domain is written in and the values attached (~0.1 ms). tests/test_charts.py
+    checks this equals a fresh Altair build of `heatmap`.
     """
-    spec = heatmap_template(frame, title, **options)
-    spec["datasets"] = {HEATMAP_DATA: heatmap_records(frame, options.get("signed", False))}
+    look, values, columns = _look_and_values(frame, title, options)
+    spec = json.loads(_heatmap_template(look, values.label_chars))
+    spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = _domain_stops(values.domain, look.stops)
+    spec["datasets"] = {HEATMAP_DATA: pa.table(columns)}
     return spec
 
 
@@ -147,16 +285,30 @@ def with_values(template: str, dataset: str, records: list[dict]) -> dict:
     return spec
 
 
-def grouped_bars(frame: pd.DataFrame, x: str, value: str, group: str, title: str) -> alt.Chart:
+def token_axis(count: int, title: str | None = None) -> alt.Axis:
+    """An x axis that labels every one of `count` tokens (Vega would skip overlapping ones).
+
+    Labels are tilted, and vertical beyond 10 tokens, so that a 20-token sentence still gets
+    one readable label per bar on a phone.
+    """
+    return alt.Axis(title=title, labelAngle=-45 if count <= 10 else -90, labelOverlap=False, labelLimit=120)
+
+
+def grouped_bars(
+    frame: pd.DataFrame, x: str, value: str, group: str, title: str, *, value_title: str | None = None
+) -> alt.Chart:
     """Bars of `value` per `x`, one colour per `group`, side by side."""
+    categories = list(dict.fromkeys(frame[x]))
     return (
         alt.Chart(frame, title=title)
         .mark_bar()
         .encode(
-            x=alt.X(f"{x}:N", sort=list(dict.fromkeys(frame[x])), title=None, axis=alt.Axis(labelAngle=-40)),
+            x=alt.X(f"{x}:N", sort=categories, axis=token_axis(len(categories))),
             xOffset=alt.XOffset(f"{group}:N"),
-            y=alt.Y(f"{value}:Q", title=value),
-            color=alt.Color(f"{group}:N", scale=alt.Scale(scheme="tableau10"), title=None),
+            y=alt.Y(f"{value}:Q", title=value_title or value),
+            color=alt.Color(
+                f"{group}:N", scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
+            ),
             tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{value}:Q", format=".4f")],
         )
     )
@@ -169,11 +321,12 @@ def bars(frame: pd.DataFrame, x: str, value: str, title: str, *, highlight: str 
         if highlight is not None
         else alt.value("#4c78a8")
     )
+    categories = list(dict.fromkeys(frame[x]))
     return (
         alt.Chart(frame, title=title)
         .mark_bar()
         .encode(
-            x=alt.X(f"{x}:N", sort=list(dict.fromkeys(frame[x])), title=None, axis=alt.Axis(labelAngle=-40)),
+            x=alt.X(f"{x}:N", sort=categories, axis=token_axis(len(categories))),
             y=alt.Y(f"{value}:Q"),
             color=color,
             tooltip=[f"{x}:N", alt.Tooltip(f"{value}:Q", format=".4f")],
@@ -219,7 +372,7 @@ def variance_chart(frame: pd.DataFrame | None = None) -> alt.LayerChart:
             y=y,
             color=alt.Color("series:N", scale=colors, title=None),
             shape=alt.Shape("series:N", title=None),
-            tooltip=["d_k:Q", "series:N", alt.Tooltip("variance:Q", format=".3f")],
+            tooltip=["d_k:Q", "series:N", alt.Tooltip("variance:Q", format=".4f")],
         )
     )
     return alt.layer(lines, points, data=alt.NamedData(name=VARIANCE_DATA)).properties(
@@ -245,20 +398,35 @@ def variance_spec(frame: pd.DataFrame) -> dict:
 
 
 def sweep_chart(frame: pd.DataFrame, highlight: float) -> alt.Chart:
-    """softmax(m · scores) per token for each multiplier m (the ×8 example)."""
+    """softmax(m · scores) per token for each multiplier m (the ×8 example).
+
+    One group of bars per multiplier in a single chart that fills its column: five
+    fixed-width panels side by side used to run off a phone's screen.
+    """
     data = frame.assign(multiplier_label=frame["multiplier"].map(lambda m: f"×{m:g}"))
     order = [f"×{m:g}" for m in sorted(frame["multiplier"].unique())]
+    tokens = list(dict.fromkeys(frame["token"]))
     return (
         alt.Chart(data, title="Softmax of the same scores, multiplied")
         .mark_bar()
         .encode(
-            x=alt.X("token:N", title=None),
-            y=alt.Y("weight:Q", scale=alt.Scale(domain=[0, 1])),
-            column=alt.Column("multiplier_label:N", sort=order, title=None),
-            color=alt.condition(alt.datum.multiplier == highlight, alt.value("#e45756"), alt.value("#4c78a8")),
-            tooltip=["token:N", alt.Tooltip("weight:Q", format=".4f"), "multiplier:Q"],
+            x=alt.X("multiplier_label:N", sort=order, title="scores multiplied by", axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("token:N", sort=tokens),
+            y=alt.Y("weight:Q", scale=alt.Scale(domain=[0, 1]), title="softmax weight"),
+            color=alt.Color(
+                "token:N", sort=tokens, scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(orient="bottom")
+            ),
+            # The chosen multiplier in full colour, the others faded.
+            opacity=alt.condition(alt.datum.multiplier == highlight, alt.value(1.0), alt.value(0.5)),
+            tooltip=[
+                "token:N",
+                alt.Tooltip("weight:Q", format=".4f"),
+                alt.Tooltip("multiplier:Q", title="multiplier"),
+            ],
         )
-        .properties(width=90, height=180)
+        # fit-x: the column's width, and 220 px for the bars themselves (Streamlit's default "fit"
+        # would squeeze axes, labels and legend into the 220 px too).
+        .properties(height=220, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     )
 
 
@@ -268,6 +436,11 @@ _PEAKINESS_TITLES = {
     "entropy": "mean entropy (nats)",
     "effective_tokens": "effective tokens",
 }
+
+
+def peakiness_label(metric: str) -> str:
+    """The human name of a peakiness measure (for the page's measure picker)."""
+    return _PEAKINESS_TITLES.get(metric, metric)
 
 
 def peakiness_chart(metric: str) -> alt.Chart:
@@ -282,8 +455,13 @@ def peakiness_chart(metric: str) -> alt.Chart:
         .encode(
             x=alt.X("d_k:Q", scale=alt.Scale(type="log", base=2), title="d_k (log scale)"),
             y=alt.Y(f"{metric}:Q", title=title),
-            color=alt.Color("scaling:N", scale=alt.Scale(domain=["unscaled", "scaled"], range=["#e45756", "#4c78a8"])),
-            tooltip=["d_k:Q", "scaling:N", alt.Tooltip(f"{metric}:Q", format=".3f")],
+            color=alt.Color(
+                "scaling:N",
+                scale=alt.Scale(domain=["unscaled", "scaled"], range=["#e45756", "#4c78a8"]),
+                title="scores",
+                legend=alt.Legend(orient="bottom"),
+            ),
+            tooltip=["d_k:Q", "scaling:N", alt.Tooltip(f"{metric}:Q", title=title, format=".4f")],
         )
     )
 
@@ -298,31 +476,55 @@ def peakiness_spec(frame: pd.DataFrame, metric: str) -> dict:
     return with_values(_peakiness_template(metric), PEAKINESS_DATA, frame.to_dict(orient="records"))
 
 
+_SATURATION_NAMES = {"jacobian_norm": "gradient size (Jacobian norm)", "max_weight": "largest weight"}
+
+
 def saturation_chart(frame: pd.DataFrame) -> alt.Chart:
     """Softmax Jacobian norm (gradient size) vs the multiplier on [1, 0, 0]."""
     data = frame.melt(
-        id_vars="multiplier", value_vars=["jacobian_norm", "max_weight"], var_name="quantity", value_name="value"
-    )
+        id_vars="multiplier", value_vars=list(_SATURATION_NAMES), var_name="quantity", value_name="value"
+    ).assign(quantity=lambda long: long["quantity"].map(_SATURATION_NAMES))
     return (
         alt.Chart(data, title="Gradient through softmax([m, 0, 0]) dies as m grows")
         .mark_line(point=True)
         .encode(
             x=alt.X("multiplier:Q", scale=alt.Scale(type="log", base=2), title="score multiplier m (log scale)"),
             y=alt.Y("value:Q", title=None),
-            color=alt.Color("quantity:N", scale=alt.Scale(scheme="tableau10"), title=None),
-            tooltip=["multiplier:Q", "quantity:N", alt.Tooltip("value:Q", format=".5f")],
+            color=alt.Color(
+                "quantity:N", scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
+            ),
+            tooltip=[
+                alt.Tooltip("multiplier:Q", title="multiplier m", format=".4f"),
+                alt.Tooltip("quantity:N", title="quantity"),
+                alt.Tooltip("value:Q", format=".4f"),
+            ],
         )
     )
 
 
+VARIANCE_TABLE_NAMES = {
+    "d_k": "d_k",
+    "unscaled_var": "Var(q·k) measured",
+    "scaled_var": "Var(q·k/√d_k) measured",
+    "theory_unscaled": "theory: d_k",
+    "theory_scaled": "theory: 1",
+}
+
+
+def variance_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """dot_product_variance's table with human column names, for st.dataframe."""
+    return frame[list(VARIANCE_TABLE_NAMES)].rename(columns=VARIANCE_TABLE_NAMES)
+
+
 def leakage_chart(frame: pd.DataFrame, position: int) -> alt.Chart:
     """Largest change of each output row after perturbing the token at `position`."""
+    tokens = list(frame["token"])
     return (
         alt.Chart(frame, title="Change in each output row after perturbing one token")
         .mark_bar()
         .encode(
-            x=alt.X("token:N", sort=list(frame["token"]), title=None, axis=alt.Axis(labelAngle=-40)),
-            y=alt.Y("max change:Q"),
+            x=alt.X("token:N", sort=tokens, axis=token_axis(len(tokens))),
+            y=alt.Y("max change:Q", title="largest change in the output row"),
             color=alt.condition(alt.datum.position < position, alt.value("#4c78a8"), alt.value("#e45756")),
             tooltip=["token:N", alt.Tooltip("max change:Q", format=".6f")],
         )

@@ -65,6 +65,7 @@ with c1:
         "Heatmap of the attention weights, queries as rows and keys as columns.",
         chart_key="weights_chart",
         picker_key="query_without_weights",
+        highlight_row=query,
     )
 with c2:
     _ui.heatmap(

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core import charts
 from pages import _ui
 
 frame = _ui.page_start()
@@ -47,25 +48,30 @@ st.latex(
 )
 q = ", ".join(f"{v:.4f}" for v in lesson.query_vector)
 st.markdown(f"q = **[{q}]**")
-st.dataframe(lesson.one_query.set_index("token").round(4).T, width="stretch")
+_ui.number_table(lesson.one_query.set_index("token").T)
 z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
 st.markdown(f"context vector z for “{token}” = **[{z}]**")
 
 _ui.step("All queries at once")
-raw_col, scaled_col, weights_col, context_col = st.columns(4)
+# Two per row: four heatmaps side by side leave no room for their numbers.
+raw_col, scaled_col = st.columns(2)
+weights_col, context_col = st.columns(2)
+scores_domain = charts.shared_domain(lesson.scores, lesson.scaled_scores)
 with raw_col:
     _ui.heatmap(
         lesson.scores,
         "Scores ω = Q Kᵀ",
-        "Heatmap of the raw attention scores.",
+        "Heatmap of the raw attention scores, on the same colour scale as the scaled scores.",
         signed=True,
+        domain=scores_domain,
     )
 with scaled_col:
     _ui.heatmap(
         lesson.scaled_scores,
         "Scaled scores ω · scale",
-        "Heatmap of the scores after scaling, before the softmax.",
+        "Heatmap of the scores after scaling, before the softmax, on the same colour scale as the raw scores.",
         signed=True,
+        domain=scores_domain,
     )
 with weights_col:
     _ui.query_weights_heatmap(
@@ -74,6 +80,7 @@ with weights_col:
         "Heatmap of the attention weights after the softmax.",
         chart_key="tw_weights",
         picker_key="query_trainable_weights",
+        highlight_row=query,
     )
 with context_col:
     _ui.heatmap(
@@ -87,7 +94,7 @@ with context_col:
 
 _ui.step("SelfAttention_v1 vs SelfAttention_v2")
 _ui.prose("trainable_weights", "versions")
-st.dataframe(lesson.v1_vs_v2.set_index("token").round(4), width="stretch")
+_ui.number_table(lesson.v1_vs_v2.set_index("token"))
 a, b = st.columns(2)
 a.metric("max |v1 − v2|, own initialisations", f"{lesson.v1_fresh_max_diff:.4f}")
 b.metric("max |v1 − v2|, v2's weights copied into v1", f"{lesson.v1_copied_max_diff:.1e}")

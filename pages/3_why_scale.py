@@ -39,12 +39,14 @@ metric = (
         default="max_weight",
         key="peak_metric",
         bind="query-params",
+        format_func=charts.peakiness_label,
     )
     or "max_weight"
 )
 _ui.spec_chart(
     charts.peakiness_spec(_ui.scaling_peakiness(settings.seed), metric),
-    f"Line chart of {metric} against d_k for random queries and 8 keys, with and without scaling.",
+    f"Line chart of the {charts.peakiness_label(metric)} against d_k for random queries and 8 keys, "
+    "with and without scaling.",
 )
 if not settings.scale:
     st.warning("Scaling is switched off in the sidebar: the red (unscaled) lines are what your model sees.")
@@ -57,7 +59,7 @@ _ui.spec_chart(
     charts.variance_spec(variance.table),
     "Log-log chart: measured variance of q·k grows along the line d_k; the scaled variance stays at 1.",
 )
-st.dataframe(variance.table.round(4), width="stretch", hide_index=True)
+_ui.number_table(charts.variance_table(variance.table), hide_index=True)
 
 _ui.step("(c) Saturated softmax, vanishing gradients")
 _ui.prose("why_scale", "saturation")

@@ -42,7 +42,9 @@ if lesson.perturbed > 1:
 _ui.step("Two ways to mask")
 _ui.prose("causal_dropout", "methods")
 st.latex(r"\text{masked}_{ij} = \begin{cases}\omega_{ij}/\sqrt{d_k} & j \le i\\ -\infty & j > i\end{cases}")
-c1, c2, c3 = st.columns(3)
+# Two per row: three 6-token heatmaps side by side leave no room for their numbers.
+c1, c2 = st.columns(2)
+c3, _ = st.columns(2)
 with c1:
     _ui.heatmap(
         lesson.after,
@@ -73,7 +75,8 @@ if lesson.book is not None:
             "replays its steps on the printed numbers. Its renormalised table has one misprint: row 6 "
             "column 3 reads 0.1555; nothing in row 6 is masked, so it is 0.1565."
         )
-        b1, b2, b3 = st.columns(3)
+        b1, b2 = st.columns(2)
+        b3, _ = st.columns(2)
         with b1:
             _ui.heatmap(
                 lesson.book.printed_weights, "printed weights", "The book's printed weights.", value_title="weight"
@@ -143,6 +146,7 @@ with l2:
         "scores = scores.masked_fill(mask, -torch.inf)   # correct\n"
         "scores.masked_fill_(mask, -torch.inf)           # correct, in place",
         language="python",
+        wrap_lines=True,  # no sideways scrolling box (a keyboard cannot reach it)
     )
     st.metric("average weight on future tokens, buggy", f"{lesson.bug_future_mass:.4f}")
 

@@ -24,7 +24,7 @@ except ValueError as error:
 if lesson is not None:
     _ui.predict(lesson.prediction, key="predict_multi_head")
     _ui.step(f"{settings.num_heads} heads of width {lesson.head_dim}")
-    per_row = min(settings.num_heads, 4)
+    per_row = min(settings.num_heads, 2)  # two per row: four leave no room for the numbers
     heads = list(dict.fromkeys(lesson.head_weights["head"]))
     for start in range(0, len(heads), per_row):
         cols = st.columns(per_row)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import altair as alt
+import pandas as pd
 import pyarrow as pa
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
@@ -210,39 +211,51 @@ def prose(name: str, part: str) -> None:
     st.markdown(_section(name, part))
 
 
+def _draw(spec: dict, description: str, key: str | None = None, on_select=None) -> object:
+    """st.vega_lite_chart the house way: Streamlit's theme (light or dark, as the viewer's) with
+    axis and legend text in the page's text colour, the column's full width, and a text
+    description for screen readers."""
+    spec = charts.readable(spec)
+    if on_select is None:
+        return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
+    return st.vega_lite_chart(
+        spec=spec, theme="streamlit", width="stretch", alt=description, key=key, on_select=on_select
+    )
+
+
 def chart(chart_obj: alt.Chart, description: str, key: str | None = None, on_select=None) -> object:
-    """Draw an Altair chart the house way: streamlit theme, full width, with alt text.
+    """Draw an Altair chart the house way (see `_draw`).
 
     The spec is serialised without Altair's jsonschema validation (~40 ms a chart on
     a small container); tests/test_charts.py validates every builder's spec instead.
     """
-    spec = chart_obj.to_dict(validate=False)
-    if on_select is None:
-        return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
-    return st.vega_lite_chart(
-        spec=spec, theme="streamlit", width="stretch", alt=description, key=key, on_select=on_select
-    )
+    return _draw(chart_obj.to_dict(validate=False), description, key, on_select)
 
 
 def spec_chart(spec: dict, description: str) -> object:
     """Draw a ready Vega-Lite spec (from a core.charts *_spec function) the house way."""
-    return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
+    return _draw(spec, description)
 
 
 def heatmap(frame, title: str, description: str, *, key: str | None = None, on_select=None, **options) -> object:
-    """Draw `core.charts.heatmap` through its cached spec (built once per look, values swapped).
+    """Draw `core.charts.heatmap_spec(frame, title, **options)`: the one heatmap path.
 
-    The values go to Streamlit as an Arrow table, which it sends as is (records would be
-    turned back into a DataFrame and then into Arrow on every rerun).
+    Options (see core.charts.heatmap): signed, value_title, show_values, select_rows,
+    highlight_row (the query's row, outlined), x_title, y_title, domain (e.g.
+    charts.shared_domain(a, b) to put two heatmaps on one colour scale), min_magnitude.
+    The values travel as an Arrow table, which Streamlit sends as is.
     """
-    spec = charts.heatmap_template(frame, title, **options)
-    columns = charts.heatmap_columns(frame, options.get("signed", False))
-    spec["datasets"] = {charts.HEATMAP_DATA: pa.table(columns)}
-    if on_select is None:
-        return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
-    return st.vega_lite_chart(
-        spec=spec, theme="streamlit", width="stretch", alt=description, key=key, on_select=on_select
-    )
+    return _draw(charts.heatmap_spec(frame, title, **options), description, key, on_select)
+
+
+def number_table(frame: pd.DataFrame, *, decimals: int = 4, hide_index: bool = False) -> object:
+    """st.dataframe with every float column at the same decimals (never 0.15 beside 0.2264)."""
+    formats = {
+        str(name): st.column_config.NumberColumn(format=f"%.{decimals}f")
+        for name in frame.columns
+        if pd.api.types.is_float_dtype(frame[name])
+    }
+    return st.dataframe(frame, column_config=formats, width="stretch", hide_index=hide_index)
 
 
 def query_picker(tokens: list[str], default: int, key: str) -> int:
@@ -270,14 +283,20 @@ def select_query_from_chart(chart_key: str, target: str) -> None:
         st.session_state[target] = int(picked[0]["row_index"])
 
 
-def query_weights_heatmap(frame, title: str, description: str, *, chart_key: str, picker_key: str) -> object:
-    """The attention weights, whose rows a click makes the query of the picker `picker_key`."""
+def query_weights_heatmap(
+    frame, title: str, description: str, *, chart_key: str, picker_key: str, highlight_row: int
+) -> object:
+    """The attention weights, whose rows a click makes the query of the picker `picker_key`.
+
+    The outlined row is the picker's current query (`highlight_row`), not the last clicked one.
+    """
     return heatmap(
         frame,
         title,
         description,
         value_title="weight",
         select_rows=True,
+        highlight_row=highlight_row,
         key=chart_key,
         on_select=lambda: select_query_from_chart(chart_key, picker_key),
     )
