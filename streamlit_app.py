@@ -16,7 +16,8 @@ import torch
 
 from core.device import available_devices
 from core.examples import MAX_TEXT_CHARS
-from core.settings import LIMITS, PRESETS, Settings, check_link_params, load_example, settings_for_preset
+from core.markup import code_span
+from core.settings import LIMITS, PRESETS, LinkReading, Settings, load_example, read_link, settings_for_preset
 from pages import _ui
 
 # Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
@@ -140,9 +141,7 @@ def restore_link() -> None:
 def sidebar(page_key: str) -> Settings:
     unused = UNUSED.get(page_key, {})
     devices = available_devices()
-    if "link_notes" not in st.session_state:  # first run of this session: check the link once
-        problems = check_link_params(st.query_params.to_dict(), devices)
-        st.session_state["link_notes"] = [message for _, message in problems]
+    reading = read_link_once(devices)
     if st.session_state.get("page_key", page_key) != page_key:
         restore_link()
     st.session_state["page_key"] = page_key
@@ -208,9 +207,8 @@ def sidebar(page_key: str) -> Settings:
         device = st.selectbox("Device", devices, key="device", **common, **off("device"))
         if unused:
             st.caption("Greyed out here: " + "; ".join(f"**{k}** ({v})" for k, v in unused.items()))
-        for note in st.session_state["link_notes"]:
-            st.warning(note, icon=":material/link_off:")
-    return Settings(
+        link_notes(reading)
+    shown = Settings(
         preset=preset,
         text=text or "",
         d_in=int(d_in),
@@ -221,6 +219,41 @@ def sidebar(page_key: str) -> Settings:
         scale=bool(scale),
         device=device,
     )
+    return shown
+
+
+def read_link_once(devices: list[str]) -> LinkReading:
+    """The session's link, read once by core.settings' rule; what it ignores leaves the link.
+
+    Streamlit's bound widgets read a link more loosely than our rule (they take "１２", "1e1",
+    "1_000", the start of an over-long text), so a value the rule ignores must not reach them:
+    it is deleted from the query parameters (before any widget binds it) and the script reruns
+    on the cleaned link, where each widget starts from its default, as the note says.
+    """
+    if "link_reading" not in st.session_state:
+        params = {name: st.query_params.get_all(name) for name in st.query_params}
+        reading = read_link(params, devices)
+        st.session_state["link_reading"] = reading
+        if reading.notes:
+            for note in reading.notes:
+                del st.query_params[note.parameter]  # also sets the rerun's query string
+            st.rerun()
+    return st.session_state["link_reading"]
+
+
+LINK_OFF = ":material/link_off:"
+
+
+def link_notes(reading: LinkReading) -> None:
+    """One warning per ignored parameter, one line for all unknown ones; values as inert code."""
+    for note in reading.notes:
+        st.warning(f"{code_span(note.parameter + '=' + note.value)} {note.reason}; ignored.", icon=LINK_OFF)
+    if reading.unknown:
+        count = len(reading.unknown)
+        names = ", ".join(code_span(name, 20) for name in reading.unknown[:5])
+        more = f" and {count - 5} more" if count > 5 else ""
+        plural = "s" if count > 1 else ""
+        st.warning(f"{count} unknown link parameter{plural} ignored: {names}{more}.", icon=LINK_OFF)
 
 
 def usable(settings: Settings) -> Settings:

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from core import charts
+from core.markup import literal
 from core.snippets import simple_code
 from pages import _ui
 
@@ -30,7 +31,7 @@ scale = st.slider(
 lesson = _ui.simple_lesson(settings, query, scale)
 token = lesson.tokens[query]
 
-st.subheader(f"Scores of the query “{token}”")
+st.subheader(f"Scores of the query “{literal(token)}”")
 _ui.prose("without_weights", "dots")
 dots = lesson.frames["dots"].melt(id_vars="token", var_name="measure", value_name="score")
 _ui.chart(
@@ -82,7 +83,7 @@ with c2:
         signed=True,
     )
 z = ", ".join(f"{v:.4f}" for v in lesson.values["query_context"])
-st.markdown(f"z for “{token}” = **[{z}]**")
+st.markdown(f"z for “{literal(token)}” = **[{z}]**")
 ok = lesson.values["loop_equals_matrix"] and lesson.values["loop_scores_equal"]
 st.success("Loop form and matrix form agree to float precision." if ok else "Loop and matrix forms differ!")
 _ui.code_expander(simple_code(settings))

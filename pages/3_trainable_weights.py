@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core.markup import literal
 from core.snippets import trainable_code
 from pages import _ui
 
@@ -39,7 +40,7 @@ for col, name, label in zip(cols, ("queries", "keys", "values"), ("Q", "K", "V")
             y_title="token",
         )
 
-st.subheader(f"One query: “{token}”")
+st.subheader(f"One query: “{literal(token)}”")
 _ui.prose("trainable_weights", "steps")
 scale_text = r"\frac{1}{\sqrt{d_k}}" if settings.scale else "1"
 st.latex(
@@ -50,7 +51,7 @@ q = ", ".join(f"{v:.4f}" for v in values["query_vector"])
 st.markdown(f"q = **[{q}]**")
 st.dataframe(lesson.frames["one_query"].set_index("token").round(4).T, width="stretch")
 z = ", ".join(f"{v:.4f}" for v in values["query_context"])
-st.markdown(f"context vector z for “{token}” = **[{z}]**")
+st.markdown(f"context vector z for “{literal(token)}” = **[{z}]**")
 
 st.subheader("All queries at once")
 raw_col, scaled_col, weights_col, context_col = st.columns(4)

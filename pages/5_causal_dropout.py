@@ -14,14 +14,7 @@ settings = _ui.settings()
 _ui.prose("causal_dropout", "intro")
 tokens = _ui.token_labels(settings)
 c1, c2 = st.columns(2)
-position = c1.slider(
-    "Perturb the token at position",
-    1,
-    max(1, len(tokens) - 1),
-    min(2, max(1, len(tokens) - 1)),
-    key="perturb",
-    disabled=len(tokens) < 2,
-)
+position = _ui.whole_number_slider("Perturb the token at position", 1, max(1, len(tokens) - 1), 2, "perturb", c1)
 training = c2.toggle(
     "Training mode (dropout on)",
     False,

@@ -126,8 +126,13 @@ def query_picker(tokens: list[str], default: int, key: str) -> int:
 
     One key per page: two pages sharing a key left the second page's picker at its first
     option after a switch between them (the book's query 'journey' became 'Your').
+
+    The browser keeps a selectbox's value as its label ("2: journey") and sends it back on the
+    next rerun. After the input changes, that label names no option of the new token list, and
+    Streamlit then stores the label string itself as the widget's value (a str, not an index):
+    anything that is not an index into these tokens goes back to the lesson's default.
     """
-    if st.session_state.get(key) is None or st.session_state[key] >= len(tokens):
+    if not is_index(st.session_state.get(key), len(tokens)):
         st.session_state[key] = min(default, len(tokens) - 1)
     return st.selectbox(
         "Query token",
@@ -136,6 +141,23 @@ def query_picker(tokens: list[str], default: int, key: str) -> int:
         key=key,
         help="Pick the token whose attention you follow, or click a row in the weights heatmap.",
     )
+
+
+def whole_number_slider(label: str, low: int, high: int, value: int, key: str, container=st, **options) -> int:
+    """A slider over low..high, or, when that range holds one number, a caption saying which.
+
+    Streamlit refuses a slider whose minimum equals its maximum; a student's one- or two-word
+    sentence leaves some position sliders with a single choice.
+    """
+    if high <= low:
+        container.caption(f"{label}: {low} (the only choice for this input)")
+        return low
+    return container.slider(label, low, high, min(max(value, low), high), key=key, **options)
+
+
+def is_index(value: object, length: int) -> bool:
+    """True for a plain int that indexes a list of `length` items (bool and str are not indexes)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < length
 
 
 def select_query_from_chart(chart_key: str, target: str) -> None:

@@ -158,7 +158,7 @@ def test_a_page_switch_that_lost_the_query_string_puts_the_link_back() -> None:
         ({"preset": "<script>alert(1)</script>"}, "preset="),
         ({"scale": "maybe"}, "scale=maybe"),
         ({"device": "tpu"}, "device=tpu"),
-        ({"bogus": "1"}, "Unknown link parameter"),
+        ({"bogus": "1"}, "unknown link parameter ignored: `bogus`"),
     ],
 )
 def test_bad_link_values_are_ignored_with_a_note(params: dict[str, str], fragment: str) -> None:
