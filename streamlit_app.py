@@ -7,6 +7,7 @@ the URL (bind="query-params"), so a teacher can share a link to exactly this vie
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import time
 from dataclasses import asdict, replace
@@ -281,9 +282,38 @@ def freeze_import_time_objects() -> bool:
     return True
 
 
+def back_to_the_book() -> None:
+    """on_click of the error message's button: the book's example, whose numbers are tested."""
+    st.session_state["preset"] = "book"
+    apply_preset()
+
+
+def run_page(page: st.Page, settings: Settings) -> None:
+    """Run one lesson; an unexpected error becomes a short message, and its traceback a log line.
+
+    Streamlit's own error box says nothing a student can act on (details are hidden from them
+    by client.showErrorDetails). What the page drew before the error stays on screen, and the
+    sidebar and every other page keep working. st.rerun and st.stop are not Exceptions
+    (Streamlit's control flow derives from BaseException), so they pass through.
+    """
+    try:
+        page.run()
+    except Exception:
+        LOGGER.exception("page %r failed with %r", page.url_path or "overview", settings)
+        st.error(
+            "This part of the lesson hit a problem with these settings, so it stops here. "
+            "Everything else still works: the sidebar, the other lessons, and this one with other "
+            "settings. The button below goes back to the book's example.",
+            icon=":material/sentiment_dissatisfied:",
+        )
+        st.button("Back to the book's example", on_click=back_to_the_book, key="error_back_to_book")
+
+
+LOGGER = logging.getLogger("attention_lab")
+
 page = st.navigation(PAGES)
 started = time.perf_counter()
 st.session_state["settings"] = usable(sidebar(page.url_path or "overview"))  # default page: ""
-page.run()
+run_page(page, st.session_state["settings"])
 _ui.log_run(page.url_path or "overview", st.session_state["settings"], time.perf_counter() - started)
 freeze_import_time_objects()  # after the page, so that its imports are loaded too
