@@ -221,3 +221,30 @@ def _read_value(name: str, text: str, devices: list[str]) -> tuple[object, str |
     if len(text) > MAX_TEXT_CHARS:
         return None, f"is longer than {MAX_TEXT_CHARS} characters"
     return text, None
+
+
+# ------------------------------------------------------------------ cache keys
+def input_fields(preset: str) -> frozenset[str]:
+    """The fields that shape a preset's input tokens and embeddings (see `load_example`)."""
+    if preset == "custom":
+        return frozenset({"text", "d_in", "seed"})
+    if preset == "blog":
+        return frozenset({"d_in", "seed"})  # the blog's sentence is fixed; its embeddings are drawn
+    return frozenset()  # the book's, the notebook's and the article's inputs are fixed data
+
+
+def cache_key(settings: Settings, uses: frozenset[str]) -> Settings:
+    """`settings` with every field a computation does not read put back to its default.
+
+    `uses` names the fields the computation reads besides its input (the preset always counts).
+    Two settings that differ only where nothing looks then share one cache entry: a student
+    typing a sentence on the book's preset, or moving the dropout slider on a page without
+    dropout, creates no new entry. tests/test_cache_budget.py checks each lesson gives the
+    same result for both.
+    """
+    kept = uses | input_fields(settings.preset) | {"preset"}
+    default = Settings()
+    return Settings(**{name: getattr(settings if name in kept else default, name) for name in _FIELDS})
+
+
+_FIELDS = tuple(Settings.__dataclass_fields__)

@@ -6,6 +6,7 @@ Nothing here computes attention: it calls `core.lessons` through `st.cache_data`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -19,11 +20,19 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from core import charts, lessons
 from core import prose as core_prose
 from core.charts import QUERY_SELECTION
-from core.settings import Settings
+from core.lessons import DEFAULT_SECOND_TEXT
+from core.settings import Settings, cache_key
 
 # Set by bench/load.py: a file that gets one JSON line per finished script run, so a load test
 # can check what the server computed for each session, not only what 40 tabs have painted.
 RUN_LOG = os.environ.get("ATTENTION_LAB_RUN_LOG")
+
+# Every cache is bounded by time and by bytes. Streamlit bounds a cache by entries (max_entries)
+# and age (ttl), so each max_entries below is a byte budget divided by the largest value that
+# cache can hold (pickled, at the largest settings: 24 tokens, d_in = d_out = 64, 8 heads).
+# tests/test_cache_budget.py measures those sizes and holds the sum under CACHE_BUDGET_MIB.
+CACHE_BUDGET_MIB = 150
+TTL_S = 60 * 60  # a lesson: a class's settings are not needed the next hour
 
 
 def require_frame() -> None:
@@ -69,7 +78,7 @@ def settings() -> Settings:
     return st.session_state.get("settings", Settings())
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64, ttl=TTL_S)
 def _section(name: str, part: str) -> str:
     return core_prose.section(name, part)
 
@@ -174,50 +183,106 @@ def code_expander(code: str) -> None:
         st.code(code, language="python")
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+# What each lesson reads besides its input (core.settings.cache_key resets the rest, so a
+# control the page ignores does not create a new cache entry).
+USES: dict[str, frozenset[str]] = {
+    "token_labels": frozenset(),
+    "simple_lesson": frozenset({"device"}),
+    "trainable_lesson": frozenset({"d_out", "seed", "scale", "device"}),
+    "causal_lesson": frozenset({"d_out", "seed", "scale", "dropout", "device"}),
+    "multihead_lesson": frozenset({"d_out", "seed", "scale", "dropout", "num_heads", "device"}),
+    "cross_lesson": frozenset({"d_out", "seed", "scale", "device"}),
+}
+# Entries per cache: budget / largest value (MiB measured: trainable 0.94, multihead 0.33,
+# simple 0.19, causal 0.18, cross 0.15; the scaling page's values are a few KiB).
+MAX_ENTRIES = {
+    "token_labels": 256,
+    "simple_lesson": 64,
+    "trainable_lesson": 48,
+    "causal_lesson": 96,
+    "multihead_lesson": 64,
+    "cross_lesson": 64,
+    "scaling_variance": 64,
+    "scaling_peakiness": 64,
+    "scaling_sweep": 8,
+}
+
+
+def drawn(lesson: lessons.Lesson) -> lessons.Lesson:
+    """Only what a page draws: the frames and values, not the tensors the tests check."""
+    return dataclasses.replace(lesson, checks={})
+
+
 def token_labels(s: Settings) -> list[str]:
+    return _token_labels(cache_key(s, USES["token_labels"]))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["token_labels"], ttl=TTL_S)
+def _token_labels(s: Settings) -> list[str]:
     return lessons.token_labels(s)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
 def simple_lesson(s: Settings, query_index: int, logit_scale: float) -> lessons.Lesson:
-    return lessons.simple_lesson(s, query_index, logit_scale)
+    return _simple_lesson(cache_key(s, USES["simple_lesson"]), query_index, logit_scale)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["simple_lesson"], ttl=TTL_S)
+def _simple_lesson(s: Settings, query_index: int, logit_scale: float) -> lessons.Lesson:
+    return drawn(lessons.simple_lesson(s, query_index, logit_scale))
+
+
 def trainable_lesson(s: Settings, query_index: int) -> lessons.Lesson:
-    return lessons.trainable_lesson(s, query_index)
+    return _trainable_lesson(cache_key(s, USES["trainable_lesson"]), query_index)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["trainable_lesson"], ttl=TTL_S)
+def _trainable_lesson(s: Settings, query_index: int) -> lessons.Lesson:
+    return drawn(lessons.trainable_lesson(s, query_index))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["scaling_variance"], ttl=TTL_S)
 def scaling_variance(seed: int, trials: int) -> lessons.Lesson:
-    return lessons.scaling_variance(seed, trials)
+    return drawn(lessons.scaling_variance(seed, trials))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["scaling_peakiness"], ttl=TTL_S)
 def scaling_peakiness(seed: int):
     return lessons.scaling_peakiness(seed)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["scaling_sweep"], ttl=TTL_S)
 def scaling_sweep(multiplier: float) -> tuple[lessons.Lesson, dict, dict]:
     """The seed-independent part of the page, with its two chart specs (built once)."""
     lesson = lessons.scaling_sweep(multiplier)
     sweep = charts.sweep_chart(lesson.frames["sweep"], multiplier).to_dict(validate=False)
     saturation = charts.saturation_chart(lesson.frames["saturation"]).to_dict(validate=False)
-    return lesson, sweep, saturation
+    return drawn(lesson), sweep, saturation
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
 def causal_lesson(s: Settings, position: int, training: bool) -> lessons.Lesson:
-    return lessons.causal_lesson(s, position, training)
+    return _causal_lesson(cache_key(s, USES["causal_lesson"]), position, training)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["causal_lesson"], ttl=TTL_S)
+def _causal_lesson(s: Settings, position: int, training: bool) -> lessons.Lesson:
+    return drawn(lessons.causal_lesson(s, position, training))
+
+
 def multihead_lesson(s: Settings) -> lessons.Lesson:
-    return lessons.multihead_lesson(s)
+    return _multihead_lesson(cache_key(s, USES["multihead_lesson"]))
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["multihead_lesson"], ttl=TTL_S)
+def _multihead_lesson(s: Settings) -> lessons.Lesson:
+    return drawn(lessons.multihead_lesson(s))
+
+
 def cross_lesson(s: Settings, second_text: str, d_v: int) -> lessons.Lesson:
-    return lessons.cross_lesson(s, second_text, d_v)
+    # The article's second sequence is torch.rand(8, 16): the text box is ignored there.
+    second_text = DEFAULT_SECOND_TEXT if s.preset == "article" else second_text
+    return _cross_lesson(cache_key(s, USES["cross_lesson"]), second_text, d_v)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["cross_lesson"], ttl=TTL_S)
+def _cross_lesson(s: Settings, second_text: str, d_v: int) -> lessons.Lesson:
+    return drawn(lessons.cross_lesson(s, second_text, d_v))
