@@ -7,7 +7,6 @@ the URL (bind="query-params"), so a teacher can share a link to exactly this vie
 from __future__ import annotations
 
 import gc
-import logging
 import os
 import time
 from dataclasses import asdict, replace
@@ -299,7 +298,7 @@ def run_page(page: st.Page, settings: Settings) -> None:
     try:
         page.run()
     except Exception:
-        LOGGER.exception("page %r failed with %r", page.url_path or "overview", settings)
+        _ui.LOGGER.exception("page %r failed with %r", page.url_path or "overview", settings)
         st.error(
             "This part of the lesson hit a problem with these settings, so it stops here. "
             "Everything else still works: the sidebar, the other lessons, and this one with other "
@@ -309,8 +308,7 @@ def run_page(page: st.Page, settings: Settings) -> None:
         st.button("Back to the book's example", on_click=back_to_the_book, key="error_back_to_book")
 
 
-LOGGER = logging.getLogger("attention_lab")
-
+_ui.keep_shared_caches()
 page = st.navigation(PAGES)
 started = time.perf_counter()
 st.session_state["settings"] = usable(sidebar(page.url_path or "overview"))  # default page: ""

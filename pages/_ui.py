@@ -14,6 +14,7 @@ import os
 import altair as alt
 import pyarrow as pa
 import streamlit as st
+from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
@@ -26,6 +27,7 @@ from core.settings import Settings, cache_key
 # Set by bench/load.py: a file that gets one JSON line per finished script run, so a load test
 # can check what the server computed for each session, not only what 40 tabs have painted.
 RUN_LOG = os.environ.get("ATTENTION_LAB_RUN_LOG")
+LOGGER = logging.getLogger("attention_lab")
 
 # Every cache is bounded by time and by bytes. Streamlit bounds a cache by entries (max_entries)
 # and age (ttl), so each max_entries below is a byte budget divided by the largest value that
@@ -286,3 +288,25 @@ def cross_lesson(s: Settings, second_text: str, d_v: int) -> lessons.Lesson:
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["cross_lesson"], ttl=TTL_S)
 def _cross_lesson(s: Settings, second_text: str, d_v: int) -> lessons.Lesson:
     return drawn(lessons.cross_lesson(s, second_text, d_v))
+
+
+# ------------------------------------------------------------------ one client must not reset everyone
+def keep_shared_caches() -> None:
+    """Make a client's "clear cache" message clear only that client's own session state.
+
+    Any websocket client can send Streamlit's clear_cache BackMsg (the browser's menu item is
+    hidden by client.toolbarMode = "viewer", the message is not), and Streamlit then empties
+    st.cache_data and st.cache_resource for every session in the process: one student, or a
+    script, resets the whole class's caches. No configuration option turns it off (Streamlit
+    1.67), so the handler is replaced, once per process. bench/hostile_probe.py measures it on
+    a real server; tests/test_public_link.py checks the patch is in place.
+    """
+    if getattr(AppSession._handle_clear_cache_request, "_attention_lab", False):
+        return
+
+    def clear_own_session_state_only(session: AppSession) -> None:
+        LOGGER.warning("A client asked to clear every cache; only its own session state was cleared.")
+        session._session_state.clear()
+
+    clear_own_session_state_only._attention_lab = True  # type: ignore[attr-defined]
+    AppSession._handle_clear_cache_request = clear_own_session_state_only  # type: ignore[method-assign]
