@@ -145,15 +145,28 @@ async def _flood(url: str, connections: int) -> dict:
     }
 
 
-def run(connections: int = 32, env: dict[str, str] | None = None) -> dict:
+def probe_clear_cache(env: dict[str, str] | None = None) -> dict:
+    """The clear-cache probe against a fresh server."""
     process, url = harness.start_server(env=env)
     try:
-        survived = asyncio.run(_cache_survives(url))
-        flood = asyncio.run(_flood(url, connections))
+        return asyncio.run(_cache_survives(url))
     finally:
         process.terminate()
         process.wait(timeout=30)
-    return {"clear_cache": survived, "flood": flood}
+
+
+def probe_flood(connections: int = 32, env: dict[str, str] | None = None) -> dict:
+    """The flood probe against a fresh server."""
+    process, url = harness.start_server(env=env)
+    try:
+        return asyncio.run(_flood(url, connections))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def run(connections: int = 32) -> dict:
+    return {"clear_cache": probe_clear_cache(), "flood": probe_flood(connections)}
 
 
 if __name__ == "__main__":

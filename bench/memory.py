@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -28,14 +29,15 @@ def rss_mib(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
-async def _visit(url: str, count: int, parallel: int) -> int:
+async def _visit(url: str, count: int, parallel: int, pid: int | None = None) -> int:
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(count):
         queue.put_nowait(i)
     failures = 0
+    done = 0
 
     async def worker() -> None:
-        nonlocal failures
+        nonlocal failures, done
         while not queue.empty():
             i = queue.get_nowait()
             query = {**LARGEST, "text": LARGEST_TEXT, "seed": str(10_000 + i)}
@@ -43,6 +45,9 @@ async def _visit(url: str, count: int, parallel: int) -> int:
                 for page in harness.PAGE_URLS:
                     _, clean = await session.rerun(page, query)
                     failures += not clean
+            done += 1
+            if pid and done % 25 == 0:  # progress on stderr: a long run on a busy machine still reports
+                print(f"{done} settings: RSS {rss_mib(pid):.0f} MiB", file=sys.stderr, flush=True)
 
     await asyncio.gather(*(worker() for _ in range(parallel)))
     return failures
@@ -54,7 +59,7 @@ def run(count: int = 300, parallel: int = 2) -> dict:
         asyncio.run(_visit(url, 1, 1))  # imports and first runs, so that "idle" means a warm server
         idle = rss_mib(process.pid)
         started = time.perf_counter()
-        failures = asyncio.run(_visit(url, count, parallel))
+        failures = asyncio.run(_visit(url, count, parallel, process.pid))
         seconds = time.perf_counter() - started
         time.sleep(METRICS_TTL_S)
         caches = cache_bytes(url)

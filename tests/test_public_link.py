@@ -45,3 +45,12 @@ def test_a_clients_clear_cache_message_keeps_everyones_caches() -> None:
     assert COMPUTED.count(3) == 1  # still cached for everyone: not recomputed
     _ui.keep_shared_caches()  # idempotent
     assert AppSession._handle_clear_cache_request.__name__ == "clear_own_session_state_only"
+
+
+def test_a_websocket_clients_clear_cache_leaves_the_caches_on_a_real_server() -> None:
+    """End to end: `streamlit run`, one session fills a cache, another sends clear_cache."""
+    from bench import hostile_probe
+
+    result = hostile_probe.probe_clear_cache()
+    assert result["cache_bytes_before"] > 500_000, result  # the largest trainable lesson is cached
+    assert result["cache_survived"], result
