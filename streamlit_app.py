@@ -17,7 +17,8 @@ import torch
 from core import registry
 from core.device import available_devices
 from core.examples import MAX_TEXT_CHARS
-from core.settings import LIMITS, PRESETS, Settings, check_link_params, load_example, settings_for_preset
+from core.markup import code_span
+from core.settings import LIMITS, PRESETS, LinkReading, Settings, load_example, read_link, settings_for_preset
 from pages import _ui
 
 # Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
@@ -92,13 +93,11 @@ def seed_state(spec: registry.PageSpec, preset: str, default: dict) -> dict:
     return default
 
 
-def sidebar(spec: registry.PageSpec) -> tuple[Settings, tuple[str, ...]]:
-    """Draw the shared sidebar for this page; (its settings, the notes on the link)."""
+def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
+    """Draw the shared sidebar for this page; (its settings, what the link asked for and what was ignored)."""
     unused = {control.value: reason for control, reason in spec.ignores.items()}
     devices = available_devices()
-    if "link_notes" not in st.session_state:  # first run of this session: check the link once
-        problems = check_link_params(st.query_params.to_dict(), devices)
-        st.session_state["link_notes"] = tuple(message for _, message in problems)
+    reading = read_link_once(devices)
     if st.session_state.get("page_key", spec.slug) != spec.slug:
         restore_link()
     st.session_state["page_key"] = spec.slug
@@ -173,8 +172,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, tuple[str, ...]]:
         )
         if unused:
             st.caption("Greyed out here: " + "; ".join(f"**{k}** ({v})" for k, v in unused.items()))
-        for note in st.session_state["link_notes"]:
-            st.warning(note, icon=":material/link_off:")
+        link_notes(reading)
     settings = Settings(
         preset=preset,
         text=text or "",
@@ -186,7 +184,41 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, tuple[str, ...]]:
         scale=bool(scale),
         device=device,
     )
-    return settings, st.session_state["link_notes"]
+    return settings, reading
+
+
+def read_link_once(devices: list[str]) -> LinkReading:
+    """The session's link, read once by core.settings' rule; what it ignores leaves the link.
+
+    Streamlit's bound widgets read a link more loosely than our rule (they take "１２", "1e1",
+    "1_000", the start of an over-long text), so a value the rule ignores must not reach them:
+    it is deleted from the query parameters (before any widget binds it) and the script reruns
+    on the cleaned link, where each widget starts from its default, as the note says.
+    """
+    if "link_reading" not in st.session_state:
+        params = {name: st.query_params.get_all(name) for name in st.query_params}
+        reading = read_link(params, devices)
+        st.session_state["link_reading"] = reading
+        if reading.notes:
+            for note in reading.notes:
+                del st.query_params[note.parameter]  # also sets the rerun's query string
+            st.rerun()
+    return st.session_state["link_reading"]
+
+
+LINK_OFF = ":material/link_off:"
+
+
+def link_notes(reading: LinkReading) -> None:
+    """One warning per ignored parameter, one line for all unknown ones; values as inert code."""
+    for note in reading.notes:
+        st.warning(f"{code_span(note.parameter + '=' + note.value)} {note.reason}; ignored.", icon=LINK_OFF)
+    if reading.unknown:
+        count = len(reading.unknown)
+        names = ", ".join(code_span(name, 20) for name in reading.unknown[:5])
+        more = f" and {count - 5} more" if count > 5 else ""
+        plural = "s" if count > 1 else ""
+        st.warning(f"{count} unknown link parameter{plural} ignored: {names}{more}.", icon=LINK_OFF)
 
 
 def usable(settings: Settings) -> tuple[Settings, str | None]:
@@ -212,14 +244,42 @@ def freeze_import_time_objects() -> bool:
     return True
 
 
+def back_to_the_book() -> None:
+    """on_click of the error message's button: the book's example, whose numbers are tested."""
+    st.session_state["preset"] = "book"
+    apply_preset()
+
+
+def run_page(page: st.Page, settings: Settings) -> None:
+    """Run one lesson; an unexpected error becomes a short message, and its traceback a log line.
+
+    Streamlit's own error box says nothing a student can act on (details are hidden from them
+    by client.showErrorDetails). What the page drew before the error stays on screen, and the
+    sidebar and every other page keep working. st.rerun and st.stop are not Exceptions
+    (Streamlit's control flow derives from BaseException), so they pass through.
+    """
+    try:
+        page.run()
+    except Exception:
+        _ui.LOGGER.exception("page %r failed with %r", page.url_path or "overview", settings)
+        st.error(
+            "This part of the lesson hit a problem with these settings, so it stops here. "
+            "Everything else still works: the sidebar, the other lessons, and this one with other "
+            "settings. The button below goes back to the book's example.",
+            icon=":material/sentiment_dissatisfied:",
+        )
+        st.button("Back to the book's example", on_click=back_to_the_book, key="error_back_to_book")
+
+
+_ui.keep_shared_caches()
 page = st.navigation(navigation())
 spec = registry.page(page.url_path or registry.HOME.slug)  # the default page's url_path is ""
 started = time.perf_counter()
-chosen, link_notes = sidebar(spec)
+chosen, link = sidebar(spec)
 shown, input_problem = usable(chosen)
 step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
-with _ui.hand_over(_ui.Frame(page=spec, settings=shown, input_problem=input_problem, link_notes=link_notes)):
-    page.run()
+with _ui.hand_over(_ui.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
+    run_page(page, shown)
     if st.session_state.get("present"):
         with step_bar:
             _ui.presentation_bar(_ui.steps_drawn())

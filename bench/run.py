@@ -22,7 +22,7 @@ import altair as alt
 import pandas as pd
 import torch
 
-from bench import core_speed, latency, load, monte_carlo, real_model
+from bench import core_speed, hostile_probe, latency, load, memory, monte_carlo, real_model
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
@@ -35,7 +35,7 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__}{gpu}"
 
 
-PARTS = ("core", "monte_carlo", "real_model", "load", "latency")  # latency last: it runs the app in this process
+PARTS = ("core", "monte_carlo", "real_model", "load", "memory", "hostile", "latency")  # latency last: runs the app here
 
 
 def run_all(quick: bool, only: set[str]) -> dict:
@@ -53,6 +53,10 @@ def run_all(quick: bool, only: set[str]) -> dict:
         results["real_model"] = real_model.run(repeats=10 if quick else 30)
     if "load" in only:
         results["load"] = load.run(sessions=8 if quick else 40, seconds=15 if quick else 60)
+    if "memory" in only:
+        results["memory"] = memory.run(count=30 if quick else 300)
+    if "hostile" in only:
+        results["hostile"] = hostile_probe.run(connections=8 if quick else 32)
     if "latency" in only:
         results["latency"] = latency.run(repeats=5 if quick else 15)
     return results
@@ -120,6 +124,7 @@ def table(results: dict) -> str:
             "(reported; container ~1 GB)",
             ok(ld["memory_after_all_pages"]["peak_rss_mib"] < 1024),
         ),
+        *public_link_rows(results, ok),
         (
             f"Load: {ld['sessions']} browser sessions x {ld['seconds']:.0f} s, p95 slider change -> rerun done",
             f"{ld['p95_s']:.2f} s (median {ld['median_s']:.2f} s, {ld['reruns']} reruns)",
@@ -195,6 +200,39 @@ def real_model_rows(measured: dict | None) -> list[tuple[str, str, str, str]]:
                 "",
             )
         )
+    return rows
+
+
+def public_link_rows(results: dict, ok) -> list[tuple[str, str, str, str]]:
+    """Rows for the public-link benchmarks (bench/memory.py, bench/hostile_probe.py), when measured."""
+    rows = []
+    if "memory" in results:
+        mem = results["memory"]
+        rows.append(
+            (
+                f"Memory: server RSS after {mem['settings']} distinct largest settings on every page",
+                f"{mem['rss_mib']:,.0f} MiB (idle {mem['idle_rss_mib']:,.0f}; "
+                f"st.cache_data {mem['cache_data_mib']:.0f} MiB)",
+                "caches < 150 MiB",
+                ok(mem["cache_data_mib"] < 150 and mem["rss_mib"] - mem["idle_rss_mib"] < 150),
+            )
+        )
+    if "hostile" in results:
+        clear, flood = results["hostile"]["clear_cache"], results["hostile"]["flood"]
+        rows += [
+            (
+                "Public link: caches kept after a client sends Streamlit's clear-cache message",
+                f"{clear['cache_bytes_after_clear'] / 2**20:.1f} of {clear['cache_bytes_before'] / 2**20:.1f} MiB kept",
+                "all kept",
+                ok(clear["cache_survived"]),
+            ),
+            (
+                f"Public link: a student's rerun while one client floods {flood['connections']} connections",
+                f"median {flood['victim_median_flood_s']:.2f} s (alone {flood['victim_median_quiet_s']:.2f} s)",
+                "(reported; see Public link)",
+                "",
+            ),
+        ]
     return rows
 
 

@@ -6,7 +6,6 @@ them without a server.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -171,57 +170,112 @@ def effective_d_in(settings: Settings) -> int:
 
 
 # ------------------------------------------------------------------ link (query-param) checks
-_INT_KEYS = ("d_in", "d_out", "seed", "num_heads")
+# One rule for every link: each of our parameters is either used exactly as `read_link` reads
+# it, or ignored with one note, and then the sidebar shows its default. Streamlit's bound
+# widgets parse a URL more loosely than this (int("１２"), int("1_000"), float("1e3"), the
+# start of an over-long text, a repeated parameter dropped), so the frame makes the widgets
+# show `LinkReading.settings` rather than trusting their own parse (streamlit_app.py).
+
+# What a link may spell a number as: ASCII digits only, no exponent, no separators.
+_INTEGER = re.compile(r"[0-9]{1,10}")
+_WHOLE_DECIMAL = re.compile(r"[0-9]{1,10}(\.0*)?")  # the seed box is float-typed: "7.0" is 7
+_DECIMAL = re.compile(r"[0-9]{0,3}(\.[0-9]{1,6})?")
 
 
-def check_link_params(params: Mapping[str, str | list[str]], devices: list[str]) -> list[tuple[str, str]]:
-    """(parameter, message) for each link value the app will ignore, keeping its default.
+@dataclass(frozen=True)
+class LinkNote:
+    """One link value the app ignores: the parameter, the value as given, and why."""
 
-    Only our own keys are checked; unknown keys are mentioned once.
+    parameter: str
+    value: str
+    reason: str  # plain words that complete "'name=value' ..."
+
+
+@dataclass(frozen=True)
+class LinkReading:
+    """What a link asks for, after the rule: the settings to show, and what was ignored."""
+
+    settings: Settings  # the link's accepted values over the defaults
+    notes: tuple[LinkNote, ...]  # at most one per known parameter
+    unknown: tuple[str, ...]  # names of parameters the app does not know, in link order
+
+
+def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> LinkReading:
+    """Read a link's query parameters by the one rule (see the comment above).
+
+    `params` maps each name to its value, or to all its values when it was repeated.
     """
-    notes: list[tuple[str, str]] = []
-    known = registry.link_keys()
+    accepted: dict[str, object] = {}
+    notes: list[LinkNote] = []
+    unknown: list[str] = []
+    fields = Settings.__dataclass_fields__
     for name, raw in params.items():
-        value = raw[-1] if isinstance(raw, list) else raw
-        shown = _shorten(str(value))
-        if name not in known:
-            notes.append((name, f"Unknown link parameter '{_shorten(name, 20)}' was ignored."))
-        elif name in _INT_KEYS:
-            low, high = LIMITS[name]
-            # the seed box is float-typed (see streamlit_app.py), so "7.0" is a valid seed there
-            number = _as_number(value, _DECIMAL if name == "seed" else _INTEGER)
-            number = number if number is None or number.is_integer() else None
-            if number is None or not low <= number <= high:
-                notes.append((name, f"'{name}={shown}' is not a whole number from {int(low)} to {int(high)}; ignored."))
-        elif name == "dropout":
-            number = _as_number(value, _DECIMAL)
-            low, high = LIMITS["dropout"]
-            if number is None or not low <= number <= high:
-                notes.append((name, f"'dropout={shown}' is not a rate from {low} to {high}; ignored."))
-        elif name == "preset" and value not in PRESETS:
-            notes.append((name, f"'preset={shown}' is not one of {', '.join(PRESETS)}; ignored."))
-        elif name == "scale" and str(value).lower() not in {"true", "false"}:
-            notes.append((name, f"'scale={shown}' must be true or false; ignored."))
-        elif name == "device" and value not in devices:
-            notes.append((name, f"'device={shown}' is not available here ({', '.join(devices)}); ignored."))
-        elif name == "text" and len(str(value)) > MAX_TEXT_CHARS:
-            notes.append((name, f"The linked sentence is longer than {MAX_TEXT_CHARS} characters; ignored."))
-    return notes
+        values = raw if isinstance(raw, list) else [raw]
+        if name not in fields:  # a page's own control or the frame's is read by its bound widget
+            if name not in registry.link_keys():
+                unknown.append(name)
+            continue
+        if len(values) != 1:
+            notes.append(LinkNote(name, " & ".join(map(str, values)), f"is given {len(values)} times"))
+            continue
+        value, problem = _read_value(name, str(values[0]), devices)
+        if problem:
+            notes.append(LinkNote(name, str(values[0]), problem))
+        else:
+            accepted[name] = value
+    return LinkReading(Settings(**accepted), tuple(notes), tuple(unknown))
 
 
-# What a link may spell a number as: ASCII digits only (Python's float() would also accept
-# "１２" or "1e1", which the widgets do not, so such values must be reported as ignored).
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-_DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)")
+def _read_value(name: str, text: str, devices: list[str]) -> tuple[object, str | None]:
+    """(the value, None) when the rule accepts `text` for parameter `name`, else (None, why not)."""
+    if name in ("d_in", "d_out", "num_heads", "seed"):
+        low, high = (int(bound) for bound in LIMITS[name])
+        pattern = _WHOLE_DECIMAL if name == "seed" else _INTEGER
+        number = int(float(text)) if pattern.fullmatch(text) else None
+        if number is None or not low <= number <= high:
+            return None, f"is not a whole number from {low} to {high} (digits 0-9 only)"
+        return number, None
+    if name == "dropout":
+        low, high = LIMITS["dropout"]
+        number = float(text) if text and text != "." and _DECIMAL.fullmatch(text) else None
+        if number is None or not low <= number <= high:
+            return None, f"is not a rate from {low} to {high} (such as 0.25)"
+        return number, None
+    if name == "preset":
+        return (text, None) if text in PRESETS else (None, f"is not one of {', '.join(PRESETS)}")
+    if name == "scale":
+        return (text == "true", None) if text in ("true", "false") else (None, "is not true or false")
+    if name == "device":
+        return (text, None) if text in devices else (None, f"is not available here ({', '.join(devices)})")
+    if not text.strip():
+        return None, "is empty"
+    if len(text) > MAX_TEXT_CHARS:
+        return None, f"is longer than {MAX_TEXT_CHARS} characters"
+    return text, None
 
 
-def _as_number(value: object, pattern: re.Pattern[str]) -> float | None:
-    text = str(value).strip()
-    if not pattern.fullmatch(text):
-        return None
-    number = float(text)
-    return number if math.isfinite(number) else None
+# ------------------------------------------------------------------ cache keys
+def input_fields(preset: str) -> frozenset[str]:
+    """The fields that shape a preset's input tokens and embeddings (see `load_example`)."""
+    if preset == "custom":
+        return frozenset({"text", "d_in", "seed"})
+    if preset == "blog":
+        return frozenset({"d_in", "seed"})  # the blog's sentence is fixed; its embeddings are drawn
+    return frozenset()  # the book's, the notebook's and the article's inputs are fixed data
 
 
-def _shorten(text: str, limit: int = 30) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def cache_key(settings: Settings, uses: frozenset[str]) -> Settings:
+    """`settings` with every field a computation does not read put back to its default.
+
+    `uses` names the fields the computation reads besides its input (the preset always counts).
+    Two settings that differ only where nothing looks then share one cache entry: a student
+    typing a sentence on the book's preset, or moving the dropout slider on a page without
+    dropout, creates no new entry. tests/test_cache_budget.py checks each lesson gives the
+    same result for both.
+    """
+    kept = uses | input_fields(settings.preset) | {"preset"}
+    default = Settings()
+    return Settings(**{name: getattr(settings if name in kept else default, name) for name in _FIELDS})
+
+
+_FIELDS = tuple(Settings.__dataclass_fields__)

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from core import charts
+from core.markup import literal
 from pages import _ui
 
 frame = _ui.page_start()
@@ -28,7 +29,7 @@ lesson = _ui.without_weights_lesson(settings, query, scale)
 _ui.predict(lesson.prediction, key="predict_without_weights")
 token = lesson.tokens[query]
 
-_ui.step(f"Scores of the query “{token}”")
+_ui.step(f"Scores of the query “{literal(token)}”")
 _ui.prose("without_weights", "dots")
 dots = lesson.dots.melt(id_vars="token", var_name="measure", value_name="score")
 _ui.chart(
@@ -77,7 +78,7 @@ with c2:
         signed=True,
     )
 z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
-st.markdown(f"z for “{token}” = **[{z}]**")
+st.markdown(f"z for “{literal(token)}” = **[{z}]**")
 if lesson.loop_matches_matrix:
     st.success("Loop form and matrix form agree to float precision.")
 else:

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from core import charts
+from core.markup import literal
 from pages import _ui
 
 frame = _ui.page_start()
@@ -39,7 +40,7 @@ for col, (name, label, matrix) in zip(cols, projections, strict=True):
             y_title="token",
         )
 
-_ui.step(f"One query: “{token}”")
+_ui.step(f"One query: “{literal(token)}”")
 _ui.prose("trainable_weights", "steps")
 scale_text = r"\frac{1}{\sqrt{d_k}}" if settings.scale else "1"
 st.latex(
@@ -50,7 +51,7 @@ q = ", ".join(f"{v:.4f}" for v in lesson.query_vector)
 st.markdown(f"q = **[{q}]**")
 _ui.number_table(lesson.one_query.set_index("token").T)
 z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
-st.markdown(f"context vector z for “{token}” = **[{z}]**")
+st.markdown(f"context vector z for “{literal(token)}” = **[{z}]**")
 
 _ui.step("All queries at once")
 # Two per row: four heatmaps side by side leave no room for their numbers.

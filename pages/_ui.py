@@ -18,6 +18,7 @@ import altair as alt
 import pandas as pd
 import pyarrow as pa
 import streamlit as st
+from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
@@ -34,9 +35,10 @@ from core.lessons import (
     why_scale,
     without_weights,
 )
-from core.lessons.common import Prediction, escape_markdown
+from core.lessons.common import Prediction
+from core.markup import literal
 from core.registry import PageSpec
-from core.settings import Settings
+from core.settings import LinkReading, Settings, cache_key
 
 if TYPE_CHECKING:  # the real model's modules are imported only by its page (memory)
     from core.real_model import RealModel
@@ -45,6 +47,14 @@ if TYPE_CHECKING:  # the real model's modules are imported only by its page (mem
 # Set by bench/load.py: a file that gets one JSON line per finished script run, so a load test
 # can check what the server computed for each session, not only what 40 tabs have painted.
 RUN_LOG = os.environ.get("ATTENTION_LAB_RUN_LOG")
+LOGGER = logging.getLogger("attention_lab")
+
+# Every cache is bounded by time and by bytes. Streamlit bounds a cache by entries (max_entries)
+# and age (ttl), so each max_entries below is a byte budget divided by the largest value that
+# cache can hold (pickled, at the largest settings: 24 tokens, d_in = d_out = 64, 8 heads).
+# tests/test_cache_budget.py measures those sizes and holds the sum under CACHE_BUDGET_MIB.
+CACHE_BUDGET_MIB = 150
+TTL_S = 60 * 60  # a lesson: a class's settings are not needed the next hour
 
 
 @dataclass(frozen=True)
@@ -54,7 +64,7 @@ class Frame:
     page: PageSpec  # this page's row of core.registry
     settings: Settings  # the sidebar's settings, already made usable (a bad sentence -> the book's)
     input_problem: str | None  # why the student's sentence could not be used, in plain words
-    link_notes: tuple[str, ...]  # what the link asked for that was ignored
+    link: LinkReading  # what the link asked for, and what of it was ignored
 
 
 _FRAME_KEY = "frame"
@@ -162,22 +172,23 @@ def presentation_bar(total: int) -> None:
 def predict(prediction: Prediction, key: str) -> None:
     """Predict, then reveal: the answer and why appear only once the student has chosen."""
     with st.container(border=True):
-        st.markdown(f"**Predict first.** {escape_markdown(prediction.question)}")
+        st.markdown(f"**Predict first.** {literal(prediction.question)}")
         choice = st.radio(
             "Your prediction",
             range(len(prediction.options)),
             index=None,
-            format_func=lambda i: prediction.options[i],
+            format_func=lambda i: literal(prediction.options[i]),  # radio labels are markdown
             key=key,
             label_visibility="collapsed",
         )
         if choice is None:
             st.caption("Choose an answer to see what the numbers say.")
         elif choice == prediction.answer:
-            st.success(f"Right. {prediction.explanation}", icon=":material/check_circle:")
+            st.success(f"Right. {literal(prediction.explanation)}", icon=":material/check_circle:")
         else:
+            right = literal(prediction.options[prediction.answer])
             st.warning(
-                f"Not quite: it is “{prediction.options[prediction.answer]}”. {prediction.explanation}",
+                f"Not quite: it is “{right}”. {literal(prediction.explanation)}",
                 icon=":material/lightbulb:",
             )
 
@@ -201,7 +212,7 @@ def log_run(page: str, shown: Settings, seconds: float) -> None:
     _run_logger(RUN_LOG).info(json.dumps(record))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64, ttl=TTL_S)
 def _section(name: str, part: str) -> str:
     return core_prose.section(name, part)
 
@@ -263,8 +274,13 @@ def query_picker(tokens: list[str], default: int, key: str) -> int:
 
     One key per page: two pages sharing a key left the second page's picker at its first
     option after a switch between them (the book's query 'journey' became 'Your').
+
+    The browser keeps a selectbox's value as its label ("2: journey") and sends it back on the
+    next rerun. After the input changes, that label names no option of the new token list, and
+    Streamlit then stores the label string itself as the widget's value (a str, not an index):
+    anything that is not an index into these tokens goes back to the lesson's default.
     """
-    if st.session_state.get(key) is None or st.session_state[key] >= len(tokens):
+    if not is_index(st.session_state.get(key), len(tokens)):
         st.session_state[key] = min(default, len(tokens) - 1)
     return st.selectbox(
         "Query token",
@@ -273,6 +289,11 @@ def query_picker(tokens: list[str], default: int, key: str) -> int:
         key=key,
         help="Pick the token whose attention you follow, or click a row in the weights heatmap.",
     )
+
+
+def is_index(value: object, length: int) -> bool:
+    """True for a plain int that indexes a list of `length` items (bool and str are not indexes)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < length
 
 
 def select_query_from_chart(chart_key: str, target: str) -> None:
@@ -311,38 +332,81 @@ def code_box(code: str, note: str = "Plain PyTorch; paste it into a notebook and
 
 # ------------------------------------------------------------------ cached lessons
 # One wrapper per lesson computation, keyed on the frozen Settings (sessions never share a
-# mutable object: st.cache_data hands every caller its own copy).
-@st.cache_data(show_spinner=False, max_entries=256)
+# mutable object: st.cache_data hands every caller its own copy). Each key keeps only the
+# settings its lesson reads (core.settings.cache_key): a control the page ignores, or a sentence
+# on a preset that does not use it, creates no new entry.
+USES: dict[str, frozenset[str]] = {
+    "token_labels": frozenset(),
+    "overview_lesson": frozenset(),
+    "without_weights_lesson": frozenset({"device"}),
+    "trainable_lesson": frozenset({"d_out", "seed", "scale", "device"}),
+    "causal_lesson": frozenset({"d_out", "seed", "scale", "dropout", "device"}),
+    "multihead_lesson": frozenset({"d_out", "seed", "scale", "dropout", "num_heads", "device"}),
+    "cross_lesson": frozenset({"d_out", "seed", "scale", "device"}),
+}
+# Entries per cache: the byte budget / the largest value it can hold (pickled, at the largest
+# settings; tests/test_cache_budget.py measures them and holds the sum under CACHE_BUDGET_MIB).
+MAX_ENTRIES = {
+    "token_labels": 256,
+    "overview_lesson": 64,
+    "without_weights_lesson": 64,
+    "trainable_lesson": 48,
+    "causal_lesson": 96,
+    "multihead_lesson": 64,
+    "cross_lesson": 64,
+    "scaling_variance": 64,
+    "scaling_peakiness": 64,
+    "scaling_sweep": 8,
+}
+
+
 def token_labels(s: Settings) -> tuple[str, ...]:
+    return _token_labels(cache_key(s, USES["token_labels"]))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["token_labels"], ttl=TTL_S)
+def _token_labels(s: Settings) -> tuple[str, ...]:
     return common.token_labels(s)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
 def overview_lesson(s: Settings) -> overview.OverviewLesson:
+    return _overview_lesson(cache_key(s, USES["overview_lesson"]))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["overview_lesson"], ttl=TTL_S)
+def _overview_lesson(s: Settings) -> overview.OverviewLesson:
     return overview.overview_lesson(s)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
 def without_weights_lesson(s: Settings, query_index: int, multiplier: float) -> without_weights.WithoutWeightsLesson:
+    return _without_weights_lesson(cache_key(s, USES["without_weights_lesson"]), query_index, multiplier)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["without_weights_lesson"], ttl=TTL_S)
+def _without_weights_lesson(s: Settings, query_index: int, multiplier: float) -> without_weights.WithoutWeightsLesson:
     return without_weights.without_weights_lesson(s, query_index, multiplier)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
 def trainable_lesson(s: Settings, query_index: int) -> trainable_weights.TrainableLesson:
+    return _trainable_lesson(cache_key(s, USES["trainable_lesson"]), query_index)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["trainable_lesson"], ttl=TTL_S)
+def _trainable_lesson(s: Settings, query_index: int) -> trainable_weights.TrainableLesson:
     return trainable_weights.trainable_lesson(s, query_index)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["scaling_variance"], ttl=TTL_S)
 def scaling_variance(seed: int, trials: int) -> why_scale.VarianceResult:
     return why_scale.variance(seed, trials)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["scaling_peakiness"], ttl=TTL_S)
 def scaling_peakiness(seed: int):
     return why_scale.peakiness(seed)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["scaling_sweep"], ttl=TTL_S)
 def scaling_sweep(multiplier: float) -> tuple[why_scale.SweepResult, dict, dict]:
     """The seed-independent part of the page, with its two chart specs (built once)."""
     result = why_scale.sweep(multiplier)
@@ -351,18 +415,32 @@ def scaling_sweep(multiplier: float) -> tuple[why_scale.SweepResult, dict, dict]
     return result, sweep, saturation
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
 def causal_lesson(s: Settings, perturbed: int, training: bool) -> causal_dropout.CausalLesson:
+    return _causal_lesson(cache_key(s, USES["causal_lesson"]), perturbed, training)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["causal_lesson"], ttl=TTL_S)
+def _causal_lesson(s: Settings, perturbed: int, training: bool) -> causal_dropout.CausalLesson:
     return causal_dropout.causal_lesson(s, perturbed, training)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
 def multihead_lesson(s: Settings) -> multi_head.MultiHeadLesson:
+    return _multihead_lesson(cache_key(s, USES["multihead_lesson"]))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["multihead_lesson"], ttl=TTL_S)
+def _multihead_lesson(s: Settings) -> multi_head.MultiHeadLesson:
     return multi_head.multihead_lesson(s)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
 def cross_lesson(s: Settings, second_text: str, d_v: int) -> cross_attention.CrossLesson:
+    # The article's second sequence is torch.rand(8, 16): the text box is ignored there.
+    second_text = cross_attention.DEFAULT_SECOND_TEXT if s.preset == "article" else second_text
+    return _cross_lesson(cache_key(s, USES["cross_lesson"]), second_text, d_v)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["cross_lesson"], ttl=TTL_S)
+def _cross_lesson(s: Settings, second_text: str, d_v: int) -> cross_attention.CrossLesson:
     return cross_attention.cross_lesson(s, second_text, d_v)
 
 
@@ -407,3 +485,25 @@ def select_head_from_chart(chart_key: str, selection: str, layer_key: str, head_
     if picked and "layer" in picked[0] and "head" in picked[0]:
         st.session_state[layer_key] = int(picked[0]["layer"])
         st.session_state[head_key] = int(picked[0]["head"])
+
+
+# ------------------------------------------------------------------ one client must not reset everyone
+def keep_shared_caches() -> None:
+    """Make a client's "clear cache" message clear only that client's own session state.
+
+    Any websocket client can send Streamlit's clear_cache BackMsg (the browser's menu item is
+    hidden by client.toolbarMode = "viewer", the message is not), and Streamlit then empties
+    st.cache_data and st.cache_resource for every session in the process: one student, or a
+    script, resets the whole class's caches. No configuration option turns it off (Streamlit
+    1.67), so the handler is replaced, once per process. bench/hostile_probe.py measures it on
+    a real server; tests/test_public_link.py checks the patch is in place.
+    """
+    if getattr(AppSession._handle_clear_cache_request, "_attention_lab", False):
+        return
+
+    def clear_own_session_state_only(session: AppSession) -> None:
+        LOGGER.warning("A client asked to clear every cache; only its own session state was cleared.")
+        session._session_state.clear()
+
+    clear_own_session_state_only._attention_lab = True  # type: ignore[attr-defined]
+    AppSession._handle_clear_cache_request = clear_own_session_state_only  # type: ignore[method-assign]

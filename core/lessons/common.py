@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,14 +46,6 @@ def strongest_key_question(tokens: tuple[str, ...], query_index: int, weights_ro
             "of direction, so a long vector can outscore the token itself."
         ),
     )
-
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:])")
-
-
-def escape_markdown(text: str) -> str:
-    """User text (a token, a sentence) made inert inside Streamlit markdown."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def generator(seed: int) -> torch.Generator:
