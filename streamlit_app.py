@@ -17,7 +17,15 @@ import torch
 from core import registry
 from core.device import available_devices
 from core.examples import MAX_TEXT_CHARS
-from core.settings import LIMITS, PRESETS, Settings, check_link_params, load_example, settings_for_preset
+from core.settings import (
+    LIMITS,
+    PRESETS,
+    Settings,
+    check_link_params,
+    load_example,
+    settings_for_preset,
+    settings_implied_by_link,
+)
 from pages import _ui
 
 # Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
@@ -84,6 +92,8 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, tuple[str, ...]]:
     if "link_notes" not in st.session_state:  # first run of this session: check the link once
         problems = check_link_params(st.query_params.to_dict(), devices)
         st.session_state["link_notes"] = tuple(message for _, message in problems)
+        for name, value in settings_implied_by_link(st.query_params.to_dict(), devices).items():
+            st.session_state[name] = value  # ?preset=article alone opens the article's settings
     if st.session_state.get("page_key", spec.slug) != spec.slug:
         restore_link()
     st.session_state["page_key"] = spec.slug
