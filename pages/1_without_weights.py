@@ -53,6 +53,25 @@ else:
         f"{lesson.overflow_at:.2f}. Raise the multiplier to see it happen."
     )
 
+_ui.prose("without_weights", "sums")
+st.dataframe(lesson.norms_table.style.format("{:.4f}"), width="stretch")
+(most, most_share), (least, least_share) = lesson.largest_share, lesson.smallest_share
+st.markdown(
+    f"Divide by sum: “{token}” puts **{most_share:.2%}** of its attention on “{most}” "
+    f"and only **{least_share:.2%}** on “{least}”."
+)
+st.markdown(
+    f"float32 sums of the weights: divide by sum **{lesson.sums.by_sum!r}**, naive softmax "
+    f"**{lesson.sums.naive_softmax!r}**, `torch.softmax` **{lesson.sums.torch_softmax!r}**"
+)
+if settings.preset == "notebook" and query == 2:
+    st.caption(
+        "The attention notebook prints the same for x⁽³⁾: 28.75% and 6.05%, and the sums 0.9999998807907104, "
+        "1.0 and 1.0000001192092896."
+    )
+st.markdown("**All scores ω = inputs @ inputsᵀ** (one row per query, one column per key):")
+st.dataframe(lesson.scores_table.style.format("{:.4f}"), width="stretch")
+
 st.subheader("Context vectors for every token")
 _ui.prose("without_weights", "context")
 c1, c2 = st.columns(2)

@@ -280,3 +280,57 @@ def test_gpt2_parameter_count() -> None:
     assert core.multihead_parameter_count(768, 768) == 2_360_064
     small = core.MultiHeadAttention(8, 8, 4, 0.0, 2, generator=gen(0))
     assert core.count_parameters(small) == core.multihead_parameter_count(8, 8)
+
+
+# ---------------------------------------------------------------- the sources' numbers, as the lessons show them
+NOTEBOOK_SCORES = [
+    [0.9371, 0.7265, 0.4921, 0.5031, 0.3650, 0.3320],
+    [0.7265, 1.6709, 0.9745, 0.9920, 0.9532, 0.3470],
+    [0.4921, 0.9745, 0.5957, 0.5074, 0.6152, 0.2050],
+    [0.5031, 0.9920, 0.5074, 0.9125, 0.3021, 0.2960],
+    [0.3650, 0.9532, 0.6152, 0.3021, 0.7590, 0.1270],
+    [0.3320, 0.3470, 0.2050, 0.2960, 0.1270, 0.1400],
+]
+
+
+def test_notebook_numbers_in_view_on_lesson_1() -> None:
+    from core.lessons.without_weights import without_weights_lesson
+    from core.settings import settings_for_preset
+
+    lesson = without_weights_lesson(settings_for_preset("notebook"), 2, 1.0)
+    assert_close(torch.tensor(lesson.scores_table.to_numpy()), NOTEBOOK_SCORES)  # the full 6x6 table
+    assert_close(torch.tensor(lesson.by_sum_weights), [0.1452, 0.2875, 0.1757, 0.1497, 0.1815, 0.0605])
+    # "28.75% of the attention of x(3) is placed on x(2) ... only 6.05% on x(6)"
+    assert lesson.largest_share[0] == "are" and f"{lesson.largest_share[1]:.2%}" == "28.75%"
+    assert lesson.smallest_share[0] == "embeddings" and f"{lesson.smallest_share[1]:.2%}" == "6.05%"
+    # the printed float32 sums, bit for bit: rounding, not a bug
+    assert lesson.sums.by_sum == 0.9999998807907104
+    assert lesson.sums.naive_softmax == 1.0
+    assert lesson.sums.torch_softmax == 1.0000001192092896
+
+
+def test_dk64_example_in_view_on_lesson_3() -> None:
+    from core.lessons.why_scale import dk64_example
+
+    example = dk64_example()
+    assert example.typical_score == 8.0  # "d_k = 64 ... around 8"; 8 / sqrt(64) = 1
+    assert_close(torch.tensor(example.scaled_weights), [0.5761, 0.2119, 0.2119])
+    # the attention notebook prints [0.576, 0.211, 0.211]: 0.2119 cut off, not rounded
+    assert [round(v, 3) for v in example.scaled_weights] == [0.576, 0.212, 0.212]
+    assert [int(v * 1000) / 1000 for v in example.scaled_weights] == [0.576, 0.211, 0.211]
+    assert example.unscaled_weights[0] > 0.999  # softmax([8, 0, 0]) ~ [1, 0, 0]
+    assert example.unscaled_gradient < example.scaled_gradient / 100
+
+
+def test_notebook_variance_experiment_in_view_on_lesson_3() -> None:
+    from core.lessons.why_scale import notebook_variance
+
+    table = notebook_variance(123).table
+    assert table.d.tolist() == [5, 100]
+    # what the notebook printed (its run had no seed), shown beside our run
+    assert table.printed_unscaled.round(4).tolist() == [5.2447, 100.4474]
+    assert table.printed_scaled.round(4).tolist() == [1.0489, 1.0045]
+    # the law, which every run obeys: scaled = unscaled / d exactly, unscaled ~ d, scaled ~ 1
+    assert (table.unscaled_var / table.scaled_var).round(9).tolist() == [5.0, 100.0]
+    assert (table.printed_unscaled / table.printed_scaled).round(9).tolist() == [5.0, 100.0]
+    assert abs(table.scaled_var - 1).max() < 0.2  # 1,000 draws: a few standard errors

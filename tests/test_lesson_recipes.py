@@ -60,6 +60,9 @@ def test_without_weights_recipe(settings: Settings) -> None:
     assert_same(namespace["stable"], torch.tensor(stable), "stable softmax")
     cosine = torch.tensor(lesson.dots["cosine similarity"].to_numpy())
     assert_same(namespace["cosine"][lesson.query_index], cosine, "cosine")
+    assert_same(namespace["by_sum"], torch.tensor(lesson.by_sum_weights), "by sum")  # a multiplier cancels out
+    sums = (namespace["sum_by_sum"], namespace["sum_naive"], namespace["sum_softmax"])
+    assert sums == (lesson.sums.by_sum, lesson.sums.naive_softmax, lesson.sums.torch_softmax)  # bit for bit
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
@@ -113,6 +116,26 @@ def test_why_scale_recipe_draws_the_vectors_like_the_direct_sampler() -> None:
     assert torch.allclose(recipe, page, rtol=0, atol=0.25)  # about 4 standard errors at 4,000 trials
 
 
+@pytest.mark.parametrize("multiplier", [1.0, 8.0, 3.0])
+def test_why_scale_softmax_recipe(multiplier: float) -> None:
+    result = why_scale.sweep(multiplier)
+    namespace = recipes.run(result.code)
+    assert_same(namespace["sweep"], torch.tensor(result.sweep_table.to_numpy()), "sweep")
+    assert_same(namespace["unscaled"], torch.tensor(result.dk64.unscaled_weights), "softmax([8, 0, 0])")
+    assert_same(namespace["scaled"], torch.tensor(result.dk64.scaled_weights), "softmax([1, 0, 0])")
+    assert namespace["jacobian"](namespace["scaled"]).norm().item() == pytest.approx(result.dk64.scaled_gradient)
+    assert namespace["jacobian"](namespace["unscaled"]).norm().item() == pytest.approx(result.dk64.unscaled_gradient)
+
+
+@pytest.mark.parametrize("seed", [123, 7])
+def test_why_scale_notebook_recipe_draws_the_same_numbers(seed: int) -> None:
+    notebook = why_scale.notebook_variance(seed)
+    namespace = recipes.run(notebook.code)
+    last = notebook.table.iloc[-1]  # the recipe's loop ends at d = 100
+    assert namespace["unscaled"] == pytest.approx(last.unscaled_var, rel=1e-12)
+    assert namespace["scaled"] == pytest.approx(last.scaled_var, rel=1e-12)
+
+
 def test_every_recipe_is_used_by_a_lesson() -> None:
     used = {
         "overview",
@@ -120,6 +143,8 @@ def test_every_recipe_is_used_by_a_lesson() -> None:
         "trainable_weights",
         "trainable_weights_article",
         "why_scale",
+        "why_scale_softmax",
+        "why_scale_notebook",
         "causal_dropout",
         "multi_head",
         "cross_attention",
