@@ -260,5 +260,7 @@ def multihead_lesson(s: Settings) -> multi_head.MultiHeadLesson:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def cross_lesson(s: Settings, second_text: str, d_v: int) -> cross_attention.CrossLesson:
-    return cross_attention.cross_lesson(s, second_text, d_v)
+def cross_lesson(
+    s: Settings, second_text: str, d_v: int, first_text: str | None = None, d_in_kv: int | None = None
+) -> cross_attention.CrossLesson:
+    return cross_attention.cross_lesson(s, second_text, d_v, first_text, d_in_kv)

@@ -334,3 +334,14 @@ def test_notebook_variance_experiment_in_view_on_lesson_3() -> None:
     assert (table.unscaled_var / table.scaled_var).round(9).tolist() == [5.0, 100.0]
     assert (table.printed_unscaled / table.printed_scaled).round(9).tolist() == [5.0, 100.0]
     assert abs(table.scaled_var - 1).max() < 0.2  # 1,000 draws: a few standard errors
+
+
+def test_cross_attention_article_shapes_in_view_on_lesson_7() -> None:
+    from core.lessons.cross_attention import cross_lesson
+    from core.settings import settings_for_preset
+
+    lesson = cross_lesson(settings_for_preset("article"), "ignored", 28, "ignored too", 5)
+    shapes = dict(lesson.shapes)
+    assert shapes["x_1 (first sequence)"] == (6, 16) and shapes["x_2 (second sequence)"] == (8, 16)
+    assert shapes["keys"] == (8, 24) and shapes["values"] == (8, 28)  # the article's printed shapes
+    assert shapes["weights"] == (6, 8) and shapes["context"] == (6, 28)

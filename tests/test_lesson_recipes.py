@@ -17,7 +17,7 @@ from core.lessons import (
     without_weights,
 )
 from core.lessons.common import generator
-from core.settings import PRESETS, Settings, load_example, settings_for_preset
+from core.settings import PRESETS, Settings, effective_d_in, load_example, settings_for_preset
 
 SETTINGS = [settings_for_preset(key) for key in PRESETS] + [
     Settings(
@@ -95,11 +95,21 @@ def test_multi_head_recipe(settings: Settings) -> None:
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
-def test_cross_attention_recipe(settings: Settings) -> None:
-    lesson = cross_attention.cross_lesson(settings, "Un deux trois quatre", settings.d_out + 3)
+@pytest.mark.parametrize(
+    ("first_text", "extra_kv_width"),
+    [(None, None), (cross_attention.DEFAULT_FIRST_TEXT, None), (cross_attention.DEFAULT_FIRST_TEXT, 2)],
+    ids=["sidebar-input", "translation-pair", "wider-second-sequence"],
+)
+def test_cross_attention_recipe(settings: Settings, first_text: str | None, extra_kv_width: int | None) -> None:
+    d_in_kv = None if extra_kv_width is None else effective_d_in(settings) + extra_kv_width
+    second = cross_attention.DEFAULT_SECOND_TEXT if first_text else "Un deux trois quatre"
+    lesson = cross_attention.cross_lesson(settings, second, settings.d_out + 3, first_text, d_in_kv)
     namespace = recipes.run(lesson.code)
     assert_same(namespace["weights"], frame_matrix(lesson.weights), "weights")
     assert_same(namespace["context"], frame_matrix(lesson.output), "context")
+    assert namespace["x_2"].shape[1] == lesson.d_in_kv
+    if d_in_kv is not None and settings.preset != "article":  # the article keeps its own setup
+        assert lesson.d_in_kv == d_in_kv != lesson.d_in
 
 
 def test_why_scale_recipe_draws_the_vectors_like_the_direct_sampler() -> None:
