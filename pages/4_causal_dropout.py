@@ -109,6 +109,19 @@ with s2:
         "Heatmap of the simple-average causal weights for cats climb trees during.",
         value_title="weight",
     )
+_ui.prose("causal_dropout", "average")
+b1, b2 = st.columns(2)
+with b1:
+    _ui.heatmap(
+        lesson.blog.head_weights,
+        f"Step 2: SingleSelfAttentionHead (head size {lesson.blog.head_size})",
+        "Heatmap of the decoder blog's single causal head on the same four tokens.",
+        value_title="weight",
+    )
+b2.markdown("**Step 1 and step 2, exact weights** (average above, head below):")
+b2.dataframe(lesson.blog.simple_average_table.style.format("{:.4f}"), width="stretch")
+b2.dataframe(lesson.blog.head_table.style.format("{:.4f}"), width="stretch")
+_ui.code_box(lesson.blog.code, "The decoder blog's two steps in plain PyTorch, on this page's cats embeddings.")
 
 st.subheader("Does anything leak from the future?")
 _ui.prose("causal_dropout", "leak")

@@ -37,6 +37,8 @@ if lesson is not None:
                     show_values=len(lesson.tokens) <= 8,
                 )
 
+    _ui.prose("multi_head", "random")
+
     st.subheader("Wrapper vs one split matrix")
     _ui.prose("multi_head", "two")
     a, b, c = st.columns(3)
@@ -58,6 +60,48 @@ if lesson is not None:
         y_title="token",
         show_values=settings.d_out <= 8,
     )
+
+if lesson is not None:
+    article = lesson.article
+    st.subheader(f"The self-attention article's design: {article.num_heads} full-width heads")
+    _ui.prose("multi_head", "article")
+    st.markdown(
+        f"Here h = **{article.num_heads}**, d_q = d_k = **{article.d_k}** and d_v = **{article.d_v}** for every head "
+        f"(d_v = d_k + 4, as the article's 24 and 28), following the query token "
+        f"x⁽{article.query_index + 1}⁾ “{lesson.tokens[article.query_index]}”. "
+        f"Weights: **{article.params:,}** numbers, against **{lesson.params:,}** for the split layer above."
+    )
+    st.dataframe(
+        [{"code": s.code, "what happens": s.what, "shape": str(list(s.shape))} for s in article.shape_steps],
+        hide_index=True,
+        width="stretch",
+    )
+    if settings.preset == "article":
+        st.caption(
+            "The article prints these shapes: [3, 24], [3, 16, 6], [3, 24, 6], [3, 28, 6], [3, 6, 24], [3, 6, 28]. "
+            "It prints no numbers for its heads (its draws continue from earlier cells), so the weights below "
+            "are drawn from the sidebar's seed."
+        )
+    a1, a2 = st.columns(2)
+    with a1:
+        _ui.heatmap(
+            article.weights,
+            "Each head's weights for the query token",
+            "Heatmap: one row per full-width head, one column per token.",
+            value_title="weight",
+            x_title="key token",
+            y_title="head",
+        )
+    with a2:
+        _ui.heatmap(
+            article.context,
+            f"Context vectors: h × d_v = {article.num_heads} × {article.d_v}",
+            "Heatmap of each head's context vector for the query token.",
+            signed=True,
+            x_title="dimension",
+            y_title="head",
+        )
+    _ui.code_box(article.code, "The article's way in plain PyTorch: torch.rand(h, d_q, d), repeat, bmm, permute.")
 
 st.subheader("Parameter count")
 _ui.prose("multi_head", "params")

@@ -345,3 +345,44 @@ def test_cross_attention_article_shapes_in_view_on_lesson_7() -> None:
     assert shapes["x_1 (first sequence)"] == (6, 16) and shapes["x_2 (second sequence)"] == (8, 16)
     assert shapes["keys"] == (8, 24) and shapes["values"] == (8, 28)  # the article's printed shapes
     assert shapes["weights"] == (6, 8) and shapes["context"] == (6, 28)
+
+
+def test_article_three_heads_in_view_on_lesson_5() -> None:
+    from core.lessons.multi_head import multihead_lesson
+    from core.settings import settings_for_preset
+
+    article = multihead_lesson(settings_for_preset("article")).article
+    # the self-attention article's printed shapes, in its order
+    assert [list(step.shape) for step in article.shape_steps[:6]] == [
+        [3, 24],
+        [3, 16, 6],
+        [3, 24, 6],
+        [3, 28, 6],
+        [3, 6, 24],
+        [3, 6, 28],
+    ]
+    assert article.shape_steps[-1].shape == (3, 28)  # "an h x d_v (here: 3 x d_v) dimensional context vector"
+    assert article.params == 3 * (24 + 24 + 28) * 16  # full-width heads: three times one head's weights
+
+
+def test_article_vocabulary_in_view_on_the_overview() -> None:
+    from core.lessons.overview import overview_lesson
+    from core.settings import settings_for_preset
+
+    lesson = overview_lesson(settings_for_preset("article"))
+    assert dict(lesson.vocabulary) == {"Life": 0, "dessert": 1, "eat": 2, "first": 3, "is": 4, "short": 5}
+    assert lesson.token_ids == (0, 4, 5, 2, 1, 3)  # the article's sentence_int
+    assert overview_lesson(settings_for_preset("book")).vocabulary == ()
+
+
+def test_decoder_blog_progression_in_view_on_lesson_4() -> None:
+    from core.lessons.causal_dropout import decoder_blog
+    from core.settings import settings_for_preset
+
+    blog = decoder_blog(settings_for_preset("blog"))
+    assert list(blog.simple_average_table.index) == ["cats", "climb", "trees", "during"]
+    expected = torch.tensor([[1, 0, 0, 0], [1 / 2, 1 / 2, 0, 0], [1 / 3] * 3 + [0], [1 / 4] * 4], dtype=torch.float64)
+    assert torch.allclose(torch.tensor(blog.simple_average_table.to_numpy()), expected)
+    head = torch.tensor(blog.head_table.to_numpy())
+    assert torch.all(head.triu(diagonal=1) == 0) and torch.allclose(head.sum(dim=-1), torch.ones(4, dtype=head.dtype))
+    assert not torch.allclose(head, expected, atol=1e-3)  # learned-style shares, no longer equal

@@ -83,6 +83,15 @@ def test_causal_recipe(settings: Settings, training: bool) -> None:
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_causal_blog_recipe(settings: Settings) -> None:
+    blog = causal_dropout.decoder_blog(settings)
+    namespace = recipes.run(blog.code)
+    assert_same(namespace["average"], frame_matrix(blog.simple_average), "simple average")
+    assert_same(namespace["head_weights"], frame_matrix(blog.head_weights), "SingleSelfAttentionHead")
+    assert_same(namespace["head_weights"], torch.tensor(blog.head_table.to_numpy()), "the table beside the chart")
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
 def test_multi_head_recipe(settings: Settings) -> None:
     if settings.d_out % settings.num_heads:
         pytest.skip("heads must divide d_out")
@@ -92,6 +101,19 @@ def test_multi_head_recipe(settings: Settings) -> None:
         head = lesson.head_weights[lesson.head_weights["head"] == f"head {h + 1}"]
         assert_same(namespace["weights"][h], frame_matrix(head), f"head {h + 1}")
     assert_same(namespace["output"], frame_matrix(lesson.output), "output")
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_multi_head_article_recipe(settings: Settings) -> None:
+    if settings.d_out % settings.num_heads:
+        pytest.skip("heads must divide d_out for the rest of the lesson")
+    article = multi_head.multihead_lesson(settings).article
+    namespace = recipes.run(article.code)
+    assert_same(namespace["weights"], frame_matrix(article.weights), "weights per head")
+    assert_same(namespace["context"], frame_matrix(article.context), "context per head")
+    shapes = [tuple(namespace[name].shape) for name in ("query_vectors", "stacked_inputs", "keys", "values")]
+    steps = article.shape_steps  # query, repeat, bmm keys, bmm values, permuted keys, permuted values, ...
+    assert shapes == [steps[0].shape, steps[1].shape, steps[4].shape, steps[5].shape]  # the recipe keeps permuted
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
@@ -156,7 +178,9 @@ def test_every_recipe_is_used_by_a_lesson() -> None:
         "why_scale_softmax",
         "why_scale_notebook",
         "causal_dropout",
+        "causal_blog",
         "multi_head",
+        "multi_head_article",
         "cross_attention",
     }
     on_disk = {path.stem for path in recipes.RECIPES_DIR.glob("*.py") if path.stem != "__init__"}

@@ -10,8 +10,16 @@ import torch
 from core import functional as fn
 from core import recipes
 from core.examples import BOOK_CAUSAL_MASKED_SCORES, BOOK_CAUSAL_WEIGHTS, cats_example
-from core.lessons.common import generator, inputs_on_device, inputs_source, matrix_frame, tokens_comment, unique_labels
-from core.modules import CausalAttention, SimpleAverageSelfAttention
+from core.lessons.common import (
+    generator,
+    inputs_on_device,
+    inputs_source,
+    matrix_frame,
+    tensor_literal,
+    tokens_comment,
+    unique_labels,
+)
+from core.modules import CausalAttention, SimpleAverageSelfAttention, SingleSelfAttentionHead
 from core.settings import Settings
 
 NOISE_SIZE = 3.0  # how far the perturbed token is pushed (times a standard-normal vector)
@@ -29,6 +37,19 @@ class BookCausal:
 
 
 @dataclass(frozen=True)
+class DecoderBlog:
+    """The decoder blog's progression on "cats climb trees during": simple average, then one head."""
+
+    shift: pd.DataFrame  # the input/target pairs
+    simple_average: pd.DataFrame  # fixed causal average weights, (4, 4)
+    head_weights: pd.DataFrame  # SingleSelfAttentionHead's learned-style weights, (4, 4)
+    head_size: int  # the head's query/key/value width (the sidebar's d_out)
+    simple_average_table: pd.DataFrame  # the same (4, 4) numbers as wide tables, rows = queries
+    head_table: pd.DataFrame
+    code: str  # the filled recipe core/recipes/causal_blog.py
+
+
+@dataclass(frozen=True)
 class CausalLesson:
     tokens: tuple[str, ...]
     after: pd.DataFrame  # softmax, zero the future, renormalise: (T, T)
@@ -38,6 +59,7 @@ class CausalLesson:
     book: BookCausal | None  # only for the book chapter's own sentence
     shift: pd.DataFrame  # the decoder blog's input/target pairs
     simple_average: pd.DataFrame  # the decoder blog's causal average weights, (4, 4)
+    blog: DecoderBlog  # the blog's progression: simple average -> SingleSelfAttentionHead
     perturbed: int  # the token pushed for the leakage check, counted from 1 as x^(i)
     leakage: pd.DataFrame  # token, position (from 1), max change of each output row
     earlier_unchanged: bool  # rows before the perturbed token did not move
@@ -70,6 +92,44 @@ def _decoder_blog() -> tuple[pd.DataFrame, pd.DataFrame]:
     )
     weights = SimpleAverageSelfAttention(4).attention_weights(4)  # (4, 4)
     return shift, matrix_frame(weights, list(chunk.inputs), list(chunk.inputs))
+
+
+def _wide(matrix: torch.Tensor, tokens: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(matrix.detach().cpu().double().numpy(), index=tokens, columns=tokens)
+
+
+def decoder_blog(settings: Settings) -> DecoderBlog:
+    """The blog's chunk through its simple average and through its `SingleSelfAttentionHead`.
+
+    The blog prints no embeddings: they come from `embed_text` at the blog preset's width
+    (the sidebar's d_in with that preset, 4 otherwise) and the sidebar's seed.
+    """
+    d_in = settings.d_in if settings.preset == "blog" else 4
+    example, _ = cats_example(d_in=d_in, seed=settings.seed)
+    shift, simple_average = _decoder_blog()
+    average = SimpleAverageSelfAttention(4).attention_weights(4)  # (4, 4)
+    head = SingleSelfAttentionHead(4, d_in, settings.d_out, generator=generator(settings.seed))
+    with torch.no_grad():
+        trace = head.trace(example.embeddings, scale=settings.scale_factor)
+    code = recipes.fill(
+        "causal_blog",
+        {
+            "inputs": tensor_literal(example.embeddings),
+            "seed": settings.seed,
+            "head_size": settings.d_out,
+            "scale_scores": settings.scale,
+        },
+    )
+    tokens = list(example.tokens)
+    return DecoderBlog(
+        shift=shift,
+        simple_average=simple_average,
+        head_weights=matrix_frame(trace.weights, tokens, tokens),
+        head_size=settings.d_out,
+        simple_average_table=_wide(average, tokens),
+        head_table=_wide(trace.weights, tokens),
+        code=code,
+    )
 
 
 def perturb_range(num_tokens: int) -> tuple[int, int] | None:
@@ -122,6 +182,7 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
         book=_book(tokens) if settings.preset == "book" else None,
         shift=shift,
         simple_average=simple_average,
+        blog=decoder_blog(settings),
         perturbed=perturbed,
         leakage=pd.DataFrame(
             {"token": tokens, "position": range(1, num_tokens + 1), "max change": row_change.cpu().numpy()}
