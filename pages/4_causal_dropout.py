@@ -97,6 +97,8 @@ if lesson.book is not None:
                 "Causal weights recomputed from the book's printed masked scores.",
                 value_title="weight",
             )
+        st.markdown("**Code**: the chapter's steps on its printed numbers, in plain PyTorch.")
+        st.code(lesson.book.code, language="python")
 
 st.subheader("Inputs and targets: one chunk, many examples")
 _ui.prose("causal_dropout", "shift")
@@ -151,6 +153,7 @@ with l2:
         language="python",
     )
     st.metric("average weight on future tokens, buggy", f"{lesson.bug_future_mass:.4f}")
+_ui.code_box(lesson.leakage_code, "The leakage check and the masked_fill bug in plain PyTorch.")
 
 st.subheader("Dropout on the attention weights")
 _ui.prose("causal_dropout", "dropout")

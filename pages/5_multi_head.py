@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from core.lessons.multi_head import gpt2_parameter_counts
+from core.lessons.multi_head import gpt2_parameter_counts, parameter_counts
 from pages import _ui
 
 frame = _ui.page_start()
@@ -109,5 +109,8 @@ counts = gpt2_parameter_counts()
 p1, p2 = st.columns(2)
 p1.metric("GPT-2-sized layer (768 → 768, 12 heads), no q/k/v bias (the book's)", f"{counts.without_qkv_bias:,}")
 p2.metric("the same with q/k/v biases (GPT-2 itself)", f"{counts.with_qkv_bias:,}")
+layer_counts = parameter_counts(settings)
+st.markdown(f"This page's layer (sidebar d_in and d_out, no q/k/v bias): **{layer_counts.this_layer:,}** parameters")
+_ui.code_box(layer_counts.code, "Counting real nn.Linear layers instead of using the formula.")
 if lesson is not None:
     _ui.code_box(lesson.code)

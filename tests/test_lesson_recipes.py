@@ -83,6 +83,45 @@ def test_causal_recipe(settings: Settings, training: bool) -> None:
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_trainable_v1_v2_recipe(settings: Settings) -> None:
+    lesson = trainable_weights.trainable_lesson(settings, 0)
+    namespace = recipes.run(lesson.v1_v2_code)
+    table = lesson.v1_vs_v2
+    for name, prefix in (("v1", "v1 (own init)"), ("v2", "v2"), ("copied", "v1 with v2's weights")):
+        columns = [c for c in table.columns if c.startswith(prefix + " z")]
+        assert_same(namespace[name], torch.tensor(table[columns].to_numpy()), name)
+
+
+def test_causal_book_recipe() -> None:
+    book = causal_dropout.causal_lesson(settings_for_preset("book"), 2, False).book
+    assert book is not None
+    namespace = recipes.run(book.code)
+    for name in ("masked_simple", "renormalised", "minus_inf_weights"):
+        assert_same(namespace[name], frame_matrix(getattr(book, name)), name)
+    assert torch.equal(namespace["masked"].isinf(), torch.tensor(book.masked_scores.to_numpy()).isinf())
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+@pytest.mark.parametrize("perturbed", [2, 4])
+def test_causal_leakage_recipe(settings: Settings, perturbed: int) -> None:
+    lesson = causal_dropout.causal_lesson(settings, perturbed, False)
+    namespace = recipes.run(lesson.leakage_code)
+    assert_same(namespace["change"], torch.tensor(lesson.leakage["max change"].to_numpy()), "leakage")
+    assert_same(namespace["buggy"], frame_matrix(lesson.buggy), "the masked_fill bug")
+    before = lesson.perturbed - 1
+    assert torch.all(namespace["change"][:before] == 0)  # no leakage in the recipe either
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_multi_head_params_recipe(settings: Settings) -> None:
+    counts = multi_head.parameter_counts(settings)
+    namespace = recipes.run(counts.code)
+    assert namespace["this_layer"] == counts.this_layer
+    assert (namespace["gpt2_without_bias"], namespace["gpt2_with_bias"]) == (2_360_064, 2_362_368)
+    assert namespace["gpt2_with_bias"] == counts.gpt2.with_qkv_bias
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
 def test_causal_blog_recipe(settings: Settings) -> None:
     blog = causal_dropout.decoder_blog(settings)
     namespace = recipes.run(blog.code)
@@ -174,13 +213,17 @@ def test_every_recipe_is_used_by_a_lesson() -> None:
         "without_weights",
         "trainable_weights",
         "trainable_weights_article",
+        "trainable_v1_v2",
         "why_scale",
         "why_scale_softmax",
         "why_scale_notebook",
         "causal_dropout",
         "causal_blog",
+        "causal_book",
+        "causal_leakage",
         "multi_head",
         "multi_head_article",
+        "multi_head_params",
         "cross_attention",
     }
     on_disk = {path.stem for path in recipes.RECIPES_DIR.glob("*.py") if path.stem != "__init__"}

@@ -34,6 +34,7 @@ class BookCausal:
     renormalised: pd.DataFrame  # each row divided by its sum
     masked_scores: pd.DataFrame  # the chapter's printed scores with -inf above the diagonal (a table)
     minus_inf_weights: pd.DataFrame  # softmax(masked scores / sqrt(2)): the efficient method
+    code: str  # the filled recipe core/recipes/causal_book.py
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class CausalLesson:
     earlier_unchanged: bool  # rows before the perturbed token did not move
     buggy: pd.DataFrame  # weights when masked_fill's result is thrown away: the future leaks
     bug_future_mass: float  # mean weight on future tokens with that bug
+    leakage_code: str  # the filled recipe core/recipes/causal_leakage.py (leakage check and the bug)
     dropped: pd.DataFrame  # the weights after dropout (unchanged in evaluation mode)
     training: bool
     kept_fraction: float | None  # share of weights dropout kept (None in evaluation mode)
@@ -82,6 +84,14 @@ def _book(tokens: tuple[str, ...]) -> BookCausal:
         renormalised=matrix_frame(fn.renormalise_rows(BOOK_CAUSAL_WEIGHTS, keep), tokens, tokens),
         masked_scores=pd.DataFrame(BOOK_CAUSAL_MASKED_SCORES.numpy(), index=list(tokens), columns=list(tokens)),
         minus_inf_weights=matrix_frame(torch.softmax(BOOK_CAUSAL_MASKED_SCORES / 2**0.5, dim=-1), tokens, tokens),
+        code=recipes.fill(
+            "causal_book",
+            {
+                "printed_weights": tensor_literal(BOOK_CAUSAL_WEIGHTS),
+                # the printed scores below the diagonal; the recipe puts the -inf back above it
+                "printed_scores": tensor_literal(BOOK_CAUSAL_MASKED_SCORES.nan_to_num(neginf=0.0)),
+            },
+        ),
     )
 
 
@@ -190,6 +200,17 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
         earlier_unchanged=bool(torch.all(row_change[: perturbed - 1] == 0)),
         buggy=matrix_frame(buggy, tokens, tokens),
         bug_future_mass=float(buggy.triu(diagonal=1).sum(dim=-1).mean()),
+        leakage_code=recipes.fill(
+            "causal_leakage",
+            {
+                "tokens": tokens_comment(settings),
+                "inputs": inputs_source(settings),
+                "seed": settings.seed,
+                "d_out": settings.d_out,
+                "perturbed": perturbed,
+                "scale_scores": settings.scale,
+            },
+        ),
         dropped=matrix_frame(dropped.dropped_weights[0], tokens, tokens),
         training=training,
         kept_fraction=None if keep is None else float(keep.float().mean()),

@@ -24,7 +24,7 @@ from core.modules import (
     multihead_from_wrapper,
     multihead_parameter_count,
 )
-from core.settings import Settings
+from core.settings import Settings, effective_d_in
 
 
 @dataclass(frozen=True)
@@ -74,10 +74,31 @@ class ParameterCounts:
     with_qkv_bias: int  # GPT-2 itself has biases on the query, key and value projections
 
 
+@dataclass(frozen=True)
+class LayerParameters:
+    """The parameter counts the page shows: this layer's and a GPT-2-sized one's, with their recipe."""
+
+    this_layer: int  # d_in, d_out from the sidebar (no q/k/v bias, out_proj with bias)
+    gpt2: ParameterCounts
+    code: str  # the filled recipe core/recipes/multi_head_params.py
+
+
 def gpt2_parameter_counts() -> ParameterCounts:
     return ParameterCounts(
         without_qkv_bias=multihead_parameter_count(768, 768, qkv_bias=False),
         with_qkv_bias=multihead_parameter_count(768, 768, qkv_bias=True),
+    )
+
+
+def parameter_counts(settings: Settings) -> LayerParameters:
+    """By formula; the recipe counts the tensors of real nn.Linear layers instead."""
+    d_in = effective_d_in(settings)
+    return LayerParameters(
+        this_layer=multihead_parameter_count(d_in, settings.d_out),
+        gpt2=gpt2_parameter_counts(),
+        code=recipes.fill(
+            "multi_head_params", {"d_in": d_in, "d_out": settings.d_out, "num_heads": settings.num_heads}
+        ),
     )
 
 
