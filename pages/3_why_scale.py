@@ -3,6 +3,7 @@
 import streamlit as st
 
 from core import charts
+from core.lessons import why_scale
 from core.stats import MAX_TRIALS
 from pages import _ui
 
@@ -35,9 +36,17 @@ metric = (
     )
     or "max_weight"
 )
+peaks = _ui.scaling_peakiness(settings.seed)
 _ui.spec_chart(
-    charts.peakiness_spec(_ui.scaling_peakiness(settings.seed), metric),
+    charts.peakiness_spec(peaks, metric),
     f"Line chart of {metric} against d_k for random queries and 8 keys, with and without scaling.",
+)
+with st.expander("Exact values of this chart"):
+    st.dataframe(peaks.pivot(index="d_k", columns="scaling", values=metric).style.format("{:.4f}"), width="stretch")
+_ui.code_box(
+    why_scale.peakiness_code(settings.seed),
+    "Plain PyTorch that draws the queries and keys themselves; the page samples the same scores faster, "
+    "so the digits differ within Monte Carlo error.",
 )
 if not settings.scale:
     st.warning("Scaling is switched off in the sidebar: the red (unscaled) lines are what your model sees.")
@@ -72,6 +81,8 @@ st.latex(r"\frac{\partial s_j}{\partial x_k} = s_j(\delta_{jk} - s_k)")
 _ui.spec_chart(
     saturation_spec, "Line chart: the norm of the softmax Jacobian falls towards zero as the multiplier grows."
 )
+with st.expander("Exact values of this chart"):
+    st.dataframe(sweep.saturation.style.format("{:.4f}"), width="stretch", hide_index=True)
 _ui.prose("why_scale", "dk64")
 dk64 = sweep.dk64
 k1, k2 = st.columns(2)

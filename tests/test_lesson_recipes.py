@@ -198,6 +198,16 @@ def test_why_scale_softmax_recipe(multiplier: float) -> None:
     assert namespace["jacobian"](namespace["unscaled"]).norm().item() == pytest.approx(result.dk64.unscaled_gradient)
 
 
+def test_why_scale_peakiness_recipe_agrees_with_the_page_within_monte_carlo_error() -> None:
+    page = why_scale.peakiness(123)
+    namespace = recipes.run(why_scale.peakiness_code(123))
+    for d_k, scaling, max_weight, entropy in namespace["rows"]:
+        row = page[(page.d_k == d_k) & (page.scaling == scaling)].iloc[0]
+        assert max_weight == pytest.approx(row.max_weight, abs=0.04), (d_k, scaling)  # ~4 standard errors
+        assert entropy == pytest.approx(row.entropy, abs=0.08), (d_k, scaling)
+    assert len(namespace["rows"]) == len(page)
+
+
 @pytest.mark.parametrize("seed", [123, 7])
 def test_why_scale_notebook_recipe_draws_the_same_numbers(seed: int) -> None:
     notebook = why_scale.notebook_variance(seed)
@@ -217,6 +227,7 @@ def test_every_recipe_is_used_by_a_lesson() -> None:
         "why_scale",
         "why_scale_softmax",
         "why_scale_notebook",
+        "why_scale_peakiness",
         "causal_dropout",
         "causal_blog",
         "causal_book",

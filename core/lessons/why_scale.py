@@ -75,9 +75,18 @@ def variance(seed: int, trials: int) -> VarianceResult:
     return VarianceResult(table=table, trials=int(trials), code=code, notebook=notebook_variance(seed))
 
 
+PEAKINESS_TRIALS = 1_000
+
+
 def peakiness(seed: int) -> pd.DataFrame:
     """Peakiness vs d_k, scaling on and off, for random queries against 8 keys."""
-    return stats.peakiness_vs_dk(stats.DEFAULT_DIMS, num_keys=8, trials=1_000, generator=generator(seed + 1))
+    return stats.peakiness_vs_dk(stats.DEFAULT_DIMS, num_keys=8, trials=PEAKINESS_TRIALS, generator=generator(seed + 1))
+
+
+def peakiness_code(seed: int) -> str:
+    """The filled recipe core/recipes/why_scale_peakiness.py: it draws the vectors themselves, so its
+    digits differ from the page's faster sampler within Monte Carlo error."""
+    return recipes.fill("why_scale_peakiness", {"seed": int(seed) + 1, "trials": PEAKINESS_TRIALS})
 
 
 def sweep(multiplier: float) -> SweepResult:
