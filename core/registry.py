@@ -137,11 +137,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Cross-attention",
         ":material/compare_arrows:",
         Section.FURTHER,
-        _ignores(
-            text="this page has its own pair of sentences",
-            dropout="no dropout in this example",
-            num_heads=_NO_HEADS,
-        ),
+        _ignores(dropout="no dropout in this example", num_heads=_NO_HEADS),
     ),
 )
 

@@ -11,14 +11,20 @@ frame = _ui.page_start()
 settings = frame.settings
 _ui.prose("cross_attention", "intro")
 article = settings.preset == "article"
-article_help = "With the self-attention article's preset the page keeps the article's own setup." if article else None
+own_sentence = settings.preset == "custom"  # your own sentence (the sidebar's) asks the questions
+if article:
+    first_help = "With the self-attention article's preset the page keeps the article's own setup."
+elif own_sentence:
+    first_help = "With 'Your own sentence' in the sidebar, your sentence is the first sequence."
+else:
+    first_help = "Each of its tokens asks which tokens of the second sequence to read."
 first_text = st.text_input(
     "First sequence (queries): the translation being written",
     DEFAULT_FIRST_TEXT,
     max_chars=MAX_TEXT_CHARS,
     key="first_text",
-    disabled=article,
-    help=article_help or "Each of its tokens asks which tokens of the second sequence to read.",
+    disabled=article or own_sentence,
+    help=first_help,
 )
 c1, c2, c3 = st.columns([4, 1, 1])
 second_text = c1.text_input(
@@ -42,7 +48,7 @@ d_in_kv = c2.number_input(
 d_v = c3.number_input("d_v (value width)", 1, 64, min(settings.d_out + 4, 64), key="d_v")
 st.latex(r"Z = \text{softmax}\!\left(\frac{(X_1 W_q)(X_2 W_k)^\top}{\sqrt{d_k}}\right) X_2 W_v")
 try:
-    lesson = _ui.cross_lesson(settings, second_text, int(d_v), first_text, int(d_in_kv))
+    lesson = _ui.cross_lesson(settings, second_text, int(d_v), None if own_sentence else first_text, int(d_in_kv))
 except ValueError as error:
     st.error(str(error), icon=":material/error:")
     st.stop()

@@ -81,3 +81,15 @@ def test_why_scale_shows_the_notebook_experiment_and_the_dk64_example() -> None:
     assert table.d.tolist() == [5, 100]
     assert any(m.value == "[0.5761, 0.2119, 0.2119]" for m in at.metric)
     assert "0.2119 cut off" in shown_text(at)
+
+
+def test_cross_attention_with_your_own_sentence_asks_with_it() -> None:
+    at = open_page("cross_attention", preset="custom", text="the cat sat")
+    assert at.text_input(key="first_text").disabled
+    strongest = next(df.value for df in at.dataframe if "reads most from" in df.value.columns)
+    assert list(strongest["query (first sequence)"]) == ["the", "cat", "sat"]
+
+
+def test_overview_shows_the_articles_vocabulary_and_ids() -> None:
+    at = open_page("overview", preset="article")
+    assert "The sentence as ids: **[0, 4, 5, 2, 1, 3]**" in shown_text(at)
