@@ -92,6 +92,10 @@ with c2:
         y_title="token",
         signed=True,
     )
+with st.expander("Exact values of these two charts"):
+    e1, e2 = st.columns(2)
+    e1.dataframe(lesson.weights_table.style.format("{:.4f}"), width="stretch")
+    e2.dataframe(lesson.context_table.style.format("{:.4f}"), width="stretch")
 z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
 st.markdown(f"z for “{token}” = **[{z}]**")
 if lesson.loop_matches_matrix:

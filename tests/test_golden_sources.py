@@ -303,6 +303,11 @@ def test_notebook_numbers_in_view_on_lesson_1() -> None:
     # "28.75% of the attention of x(3) is placed on x(2) ... only 6.05% on x(6)"
     assert lesson.largest_share[0] == "are" and f"{lesson.largest_share[1]:.2%}" == "28.75%"
     assert lesson.smallest_share[0] == "embeddings" and f"{lesson.smallest_share[1]:.2%}" == "6.05%"
+    assert_close(torch.tensor(lesson.weights_table.to_numpy()[2]), [0.1509, 0.2445, 0.1674, 0.1532, 0.1707, 0.1133])
+    assert_close(
+        torch.tensor(lesson.context_table.to_numpy()[:3]),
+        [[0.5279, 0.4187, 0.4037], [0.6281, 0.5036, 0.3311], [0.5876, 0.4533, 0.3425]],
+    )
     # the printed float32 sums, bit for bit: rounding, not a bug
     assert lesson.sums.by_sum == 0.9999998807907104
     assert lesson.sums.naive_softmax == 1.0

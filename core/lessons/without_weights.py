@@ -47,6 +47,8 @@ class WithoutWeightsLesson:
     scores: pd.DataFrame  # matrix_frame of omega = inputs @ inputs.T, (T, T)
     scores_table: pd.DataFrame  # the same (T, T) scores as a wide table: one row per query, one column per key
     norms_table: pd.DataFrame  # the three normalisations as a wide table: one row per method, one column per token
+    weights_table: pd.DataFrame  # the (T, T) weights as a wide table, rows = queries
+    context_table: pd.DataFrame  # the (T, d_in) context vectors as a wide table, rows = tokens
     weights: pd.DataFrame  # softmax of the scores, (T, T)
     context: pd.DataFrame  # weights @ inputs, (T, d_in)
     naive_overflows: bool  # exp() overflowed float32 in the naive softmax
@@ -115,6 +117,10 @@ def without_weights_lesson(settings: Settings, query_index: int, multiplier: flo
         ),
         scores=matrix_frame(scores, tokens, tokens),
         scores_table=pd.DataFrame(scores.cpu().double().numpy(), index=list(tokens), columns=list(tokens)),
+        weights_table=pd.DataFrame(weights.cpu().double().numpy(), index=list(tokens), columns=list(tokens)),
+        context_table=pd.DataFrame(
+            context.cpu().double().numpy(), index=list(tokens), columns=list(dims("z", x.shape[1]))
+        ),
         norms_table=pd.DataFrame(
             [w.cpu().double().numpy() for w in normalised], index=list(NORMALISATIONS), columns=list(tokens)
         ),
