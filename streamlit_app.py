@@ -18,7 +18,16 @@ from core import registry
 from core.device import available_devices
 from core.examples import MAX_TEXT_CHARS
 from core.markup import code_span
-from core.settings import LIMITS, PRESETS, LinkReading, Settings, load_example, read_link, settings_for_preset
+from core.settings import (
+    LIMITS,
+    PRESETS,
+    LinkReading,
+    Settings,
+    load_example,
+    read_link,
+    settings_for_preset,
+    settings_implied_by_link,
+)
 from pages import _ui
 
 # Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
@@ -98,6 +107,11 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
     unused = {control.value: reason for control, reason in spec.ignores.items()}
     devices = available_devices()
     reading = read_link_once(devices)
+    if "link_implied" not in st.session_state:  # ?preset=article alone opens the article's settings
+        st.session_state["link_implied"] = True
+        params = {name: st.query_params.get_all(name) for name in st.query_params}
+        for name, value in settings_implied_by_link(params, devices).items():
+            st.session_state[name] = value
     if st.session_state.get("page_key", spec.slug) != spec.slug:
         restore_link()
     st.session_state["page_key"] = spec.slug

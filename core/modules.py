@@ -382,25 +382,37 @@ class CrossAttention(nn.Module):
 
     Weights use the article's layout, (d_out, d_in), drawn with `torch.rand` in the
     order query, key, value; q = W_query x. d_v may differ from d_k, and x_2 may have
-    a different number of tokens from x_1.
+    a different number of tokens from x_1. x_2 may also have its own embedding width
+    `d_in_kv` (as `nn.MultiheadAttention`'s kdim/vdim allow): only the projected widths
+    of queries and keys (d_k) must agree. Left out, d_in_kv = d_in, as in the article.
+
+    Shapes: x_1 (T1, d_in), x_2 (T2, d_in_kv) -> weights (T1, T2), output (T1, d_v).
     """
 
-    def __init__(self, d_in: int, d_out_kq: int, d_out_v: int, *, generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        d_in: int,
+        d_out_kq: int,
+        d_out_v: int,
+        *,
+        d_in_kv: int | None = None,
+        generator: torch.Generator | None = None,
+    ):
         super().__init__()
-        _check_dims(d_in=d_in, d_out_kq=d_out_kq, d_out_v=d_out_v)
+        d_in_kv = d_in if d_in_kv is None else d_in_kv
+        _check_dims(d_in=d_in, d_out_kq=d_out_kq, d_out_v=d_out_v, d_in_kv=d_in_kv)
         self.W_query = nn.Parameter(torch.rand(d_out_kq, d_in, generator=generator))  # (d_k, d_in)
-        self.W_key = nn.Parameter(torch.rand(d_out_kq, d_in, generator=generator))  # (d_k, d_in)
-        self.W_value = nn.Parameter(torch.rand(d_out_v, d_in, generator=generator))  # (d_v, d_in)
+        self.W_key = nn.Parameter(torch.rand(d_out_kq, d_in_kv, generator=generator))  # (d_k, d_in_kv)
+        self.W_value = nn.Parameter(torch.rand(d_out_v, d_in_kv, generator=generator))  # (d_v, d_in_kv)
 
     def forward(self, x_1: torch.Tensor, x_2: torch.Tensor) -> torch.Tensor:
         return self.trace(x_1, x_2).output
 
     def trace(self, x_1: torch.Tensor, x_2: torch.Tensor, *, scale: float | None = None) -> AttentionTrace:
-        d_in = self.W_query.shape[1]
-        _check_input(x_1, d_in)
-        _check_input(x_2, d_in)
+        _check_input(x_1, self.W_query.shape[1])
+        _check_input(x_2, self.W_key.shape[1])
         queries = self.W_query.matmul(x_1.T).T  # (d_k, d_in) @ (d_in, T1) -> (d_k, T1) -> (T1, d_k)
-        keys = self.W_key.matmul(x_2.T).T  # (T2, d_k)
+        keys = self.W_key.matmul(x_2.T).T  # (d_k, d_in_kv) @ (d_in_kv, T2) -> (T2, d_k)
         values = self.W_value.matmul(x_2.T).T  # (T2, d_v)
         return scaled_dot_product_attention(queries, keys, values, scale=scale)
 

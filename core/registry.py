@@ -170,7 +170,7 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/compare_arrows:",
         Section.FURTHER,
         _ignores(dropout="no dropout in this example", num_heads=_NO_HEADS),
-        controls=("second_text", "d_v"),
+        controls=("first_text", "second_text", "d_in_kv", "d_v"),
     ),
 )
 

@@ -149,6 +149,36 @@ def settings_for_preset(key: str, base: Settings | None = None) -> Settings:
     )
 
 
+# The sidebar controls a preset sets, and the type each widget holds (the seed box is float-typed).
+PRESET_CONTROLS: dict[str, type] = {
+    "d_in": int,
+    "d_out": int,
+    "seed": float,
+    "dropout": float,
+    "num_heads": int,
+    "scale": bool,
+}
+
+
+def settings_implied_by_link(params: Mapping[str, str | list[str]], devices: list[str]) -> dict[str, object]:
+    """What a link opens with beyond what it spells out: its source preset's value for every
+    control the link does not give (or gives as a value the app ignores).
+
+    `?preset=article` alone thus opens the article's d_in 16, d_out 24 and 3 heads, as choosing
+    the preset in the box does; `?preset=article&seed=7` keeps the link's seed. A link without a
+    valid preset, or with "custom" (no source behind it), implies nothing: the sidebar's defaults
+    hold. Values come typed as the sidebar widgets hold them.
+    """
+    raw = params.get("preset")
+    key = raw[-1] if isinstance(raw, list) else raw
+    if key not in PRESETS or key == "custom":
+        return {}
+    ignored = {note.parameter for note in read_link(params, devices).notes}
+    given = set(params) - ignored
+    chosen = settings_for_preset(key)
+    return {name: kind(getattr(chosen, name)) for name, kind in PRESET_CONTROLS.items() if name not in given}
+
+
 def load_example(settings: Settings) -> Example:
     """The input tokens and embeddings for these settings; raises ValueError on bad text."""
     key = settings.preset

@@ -25,4 +25,11 @@ with right:
         x_title="embedding dimension",
         y_title="token",
     )
+    if lesson.vocabulary:
+        st.markdown(
+            "**The article's vocabulary** (the sentence's words, sorted): "
+            + ", ".join(f"{word} → {index}" for word, index in lesson.vocabulary)
+            + f". The sentence as ids: **{list(lesson.token_ids)}**; `nn.Embedding(6, 16)` turns each id "
+            "into one row of the heatmap."
+        )
     _ui.code_box(lesson.code)

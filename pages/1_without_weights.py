@@ -56,6 +56,25 @@ else:
         f"{lesson.overflow_at:.2f}. Raise the multiplier to see it happen."
     )
 
+_ui.prose("without_weights", "sums")
+st.dataframe(lesson.norms_table.style.format("{:.4f}"), width="stretch")
+(most, most_share), (least, least_share) = lesson.largest_share, lesson.smallest_share
+st.markdown(
+    f"Divide by sum: “{literal(token)}” puts **{most_share:.2%}** of its attention on “{literal(most)}” "
+    f"and only **{least_share:.2%}** on “{literal(least)}”."
+)
+st.markdown(
+    f"float32 sums of the weights: divide by sum **{lesson.sums.by_sum!r}**, naive softmax "
+    f"**{lesson.sums.naive_softmax!r}**, `torch.softmax` **{lesson.sums.torch_softmax!r}**"
+)
+if settings.preset == "notebook" and query == 2:
+    st.caption(
+        "The attention notebook prints the same for x⁽³⁾: 28.75% and 6.05%, and the sums 0.9999998807907104, "
+        "1.0 and 1.0000001192092896."
+    )
+st.markdown("**All scores ω = inputs @ inputsᵀ** (one row per query, one column per key):")
+st.dataframe(lesson.scores_table.style.format("{:.4f}"), width="stretch")
+
 _ui.step("Context vectors for every token")
 _ui.prose("without_weights", "context")
 c1, c2 = st.columns(2)
@@ -77,6 +96,10 @@ with c2:
         y_title="token",
         signed=True,
     )
+with st.expander("Exact values of these two charts"):
+    e1, e2 = st.columns(2)
+    e1.dataframe(lesson.weights_table.style.format("{:.4f}"), width="stretch")
+    e2.dataframe(lesson.context_table.style.format("{:.4f}"), width="stretch")
 z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
 st.markdown(f"z for “{literal(token)}” = **[{z}]**")
 if lesson.loop_matches_matrix:

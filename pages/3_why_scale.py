@@ -3,6 +3,7 @@
 import streamlit as st
 
 from core import charts
+from core.lessons import why_scale
 from core.stats import MAX_TRIALS
 from pages import _ui
 
@@ -29,6 +30,7 @@ _ui.step("(a) Bigger scores, peakier softmax")
 _ui.prose("why_scale", "peaky")
 st.latex(r"\text{softmax}(m\,\omega)_j = \frac{e^{m \omega_j}}{\sum_k e^{m \omega_k}}")
 _ui.spec_chart(sweep_spec, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16.")
+st.dataframe(sweep.sweep_table.style.format("{:.4f}"), width="stretch")
 m1, m2 = st.columns(2)
 m1.metric(f"largest weight at ×{multiplier:g}", f"{sweep.max_weight:.4f}")
 m2.metric("effective number of tokens", f"{sweep.effective_tokens:.2f}")
@@ -43,10 +45,18 @@ metric = (
     )
     or "max_weight"
 )
+peaks = _ui.scaling_peakiness(settings.seed)
 _ui.spec_chart(
-    charts.peakiness_spec(_ui.scaling_peakiness(settings.seed), metric),
+    charts.peakiness_spec(peaks, metric),
     f"Line chart of the {charts.peakiness_label(metric)} against d_k for random queries and 8 keys, "
     "with and without scaling.",
+)
+with st.expander("Exact values of this chart"):
+    st.dataframe(peaks.pivot(index="d_k", columns="scaling", values=metric).style.format("{:.4f}"), width="stretch")
+_ui.code_box(
+    why_scale.peakiness_code(settings.seed),
+    "Plain PyTorch that draws the queries and keys themselves; the page samples the same scores faster, "
+    "so the digits differ within Monte Carlo error.",
 )
 if not settings.scale:
     st.warning("Scaling is switched off in the sidebar: the red (unscaled) lines are what your model sees.")
@@ -60,6 +70,20 @@ _ui.spec_chart(
     "Log-log chart: measured variance of q·k grows along the line d_k; the scaled variance stays at 1.",
 )
 _ui.number_table(charts.variance_table(variance.table), hide_index=True)
+st.markdown("**The trainable-weights notebook's experiment** (1,000 draws at d = 5 and d = 100, this seed):")
+st.dataframe(
+    variance.notebook.table.rename(
+        columns={
+            "unscaled_var": "var(q·k), this run",
+            "scaled_var": "var(q·k/√d), this run",
+            "printed_unscaled": "the notebook's run (no seed)",
+            "printed_scaled": "the notebook's run, scaled",
+        }
+    ).style.format({"d": "{:d}"}, precision=4),
+    width="stretch",
+    hide_index=True,
+)
+_ui.code_box(variance.notebook.code, "The notebook's experiment at d = 5 and 100, drawn from the sidebar's seed.")
 
 _ui.step("(c) Saturated softmax, vanishing gradients")
 _ui.prose("why_scale", "saturation")
@@ -67,6 +91,27 @@ st.latex(r"\frac{\partial s_j}{\partial x_k} = s_j(\delta_{jk} - s_k)")
 _ui.spec_chart(
     saturation_spec, "Line chart: the norm of the softmax Jacobian falls towards zero as the multiplier grows."
 )
+with st.expander("Exact values of this chart"):
+    st.dataframe(sweep.saturation.style.format("{:.4f}"), width="stretch", hide_index=True)
+_ui.prose("why_scale", "dk64")
+dk64 = sweep.dk64
+k1, k2 = st.columns(2)
+k1.metric(
+    f"softmax([{dk64.typical_score:g}, 0, 0]), unscaled",
+    "[" + ", ".join(f"{v:.4f}" for v in dk64.unscaled_weights) + "]",
+    help=f"gradient size (Jacobian norm) {dk64.unscaled_gradient:.4f}",
+)
+k2.metric(
+    f"softmax([{dk64.typical_score:g}/√{dk64.d_k}, 0, 0]) = softmax([1, 0, 0])",
+    "[" + ", ".join(f"{v:.4f}" for v in dk64.scaled_weights) + "]",
+    help=f"gradient size (Jacobian norm) {dk64.scaled_gradient:.4f}",
+)
+st.caption(
+    f"Gradient size (norm of the softmax Jacobian): {dk64.unscaled_gradient:.4f} unscaled vs "
+    f"{dk64.scaled_gradient:.4f} scaled. The attention notebook prints [0.576, 0.211, 0.211]: its 0.211 is "
+    "0.2119 cut off after three digits, not rounded."
+)
+_ui.code_box(sweep.code, "The softmax examples of this page: the ×m sweep and the d_k = 64 example, with gradients.")
 _ui.code_box(
     variance.code,
     "Plain PyTorch that draws the vectors themselves, as the sources' loop does. The page uses a faster sampler "

@@ -105,6 +105,8 @@ if lesson.book is not None:
                 "Causal weights recomputed from the book's printed masked scores.",
                 value_title="weight",
             )
+        st.markdown("**Code**: the chapter's steps on its printed numbers, in plain PyTorch.")
+        st.code(lesson.book.code, language="python")
 
 _ui.step("Inputs and targets: one chunk, many examples")
 _ui.prose("causal_dropout", "shift")
@@ -117,6 +119,19 @@ with s2:
         "Heatmap of the simple-average causal weights for cats climb trees during.",
         value_title="weight",
     )
+_ui.prose("causal_dropout", "average")
+b1, b2 = st.columns(2)
+with b1:
+    _ui.heatmap(
+        lesson.blog.head_weights,
+        f"Step 2: SingleSelfAttentionHead (head size {lesson.blog.head_size})",
+        "Heatmap of the decoder blog's single causal head on the same four tokens.",
+        value_title="weight",
+    )
+b2.markdown("**Step 1 and step 2, exact weights** (average above, head below):")
+b2.dataframe(lesson.blog.simple_average_table.style.format("{:.4f}"), width="stretch")
+b2.dataframe(lesson.blog.head_table.style.format("{:.4f}"), width="stretch")
+_ui.code_box(lesson.blog.code, "The decoder blog's two steps in plain PyTorch, on this page's cats embeddings.")
 
 _ui.step("Does anything leak from the future?")
 _ui.prose("causal_dropout", "leak")
@@ -149,6 +164,7 @@ with l2:
         wrap_lines=True,  # no sideways scrolling box (a keyboard cannot reach it)
     )
     st.metric("average weight on future tokens, buggy", f"{lesson.bug_future_mass:.4f}")
+_ui.code_box(lesson.leakage_code, "The leakage check and the masked_fill bug in plain PyTorch.")
 
 _ui.step("Dropout on the attention weights")
 _ui.prose("causal_dropout", "dropout")

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from core.lessons.multi_head import gpt2_parameter_counts
+from core.lessons.multi_head import gpt2_parameter_counts, parameter_counts
 from pages import _ui
 
 frame = _ui.page_start()
@@ -38,6 +38,8 @@ if lesson is not None:
                     show_values=len(lesson.tokens) <= 8,
                 )
 
+    _ui.prose("multi_head", "random")
+
     _ui.step("Wrapper vs one split matrix")
     _ui.prose("multi_head", "two")
     a, b, c = st.columns(3)
@@ -60,11 +62,56 @@ if lesson is not None:
         show_values=settings.d_out <= 8,
     )
 
+if lesson is not None:
+    article = lesson.article
+    _ui.step(f"The self-attention article's design: {article.num_heads} full-width heads")
+    _ui.prose("multi_head", "article")
+    st.markdown(
+        f"Here h = **{article.num_heads}**, d_q = d_k = **{article.d_k}** and d_v = **{article.d_v}** for every head "
+        f"(d_v = d_k + 4, as the article's 24 and 28), following the query token "
+        f"x⁽{article.query_index + 1}⁾ “{lesson.tokens[article.query_index]}”. "
+        f"Weights: **{article.params:,}** numbers, against **{lesson.params:,}** for the split layer above."
+    )
+    st.dataframe(
+        [{"code": s.code, "what happens": s.what, "shape": str(list(s.shape))} for s in article.shape_steps],
+        hide_index=True,
+        width="stretch",
+    )
+    if settings.preset == "article":
+        st.caption(
+            "The article prints these shapes: [3, 24], [3, 16, 6], [3, 24, 6], [3, 28, 6], [3, 6, 24], [3, 6, 28]. "
+            "It prints no numbers for its heads (its draws continue from earlier cells), so the weights below "
+            "are drawn from the sidebar's seed."
+        )
+    a1, a2 = st.columns(2)
+    with a1:
+        _ui.heatmap(
+            article.weights,
+            "Each head's weights for the query token",
+            "Heatmap: one row per full-width head, one column per token.",
+            value_title="weight",
+            x_title="key token",
+            y_title="head",
+        )
+    with a2:
+        _ui.heatmap(
+            article.context,
+            f"Context vectors: h × d_v = {article.num_heads} × {article.d_v}",
+            "Heatmap of each head's context vector for the query token.",
+            signed=True,
+            x_title="dimension",
+            y_title="head",
+        )
+    _ui.code_box(article.code, "The article's way in plain PyTorch: torch.rand(h, d_q, d), repeat, bmm, permute.")
+
 _ui.step("Parameter count")
 _ui.prose("multi_head", "params")
 counts = gpt2_parameter_counts()
 p1, p2 = st.columns(2)
 p1.metric("GPT-2-sized layer (768 → 768, 12 heads), no q/k/v bias (the book's)", f"{counts.without_qkv_bias:,}")
 p2.metric("the same with q/k/v biases (GPT-2 itself)", f"{counts.with_qkv_bias:,}")
+layer_counts = parameter_counts(settings)
+st.markdown(f"This page's layer (sidebar d_in and d_out, no q/k/v bias): **{layer_counts.this_layer:,}** parameters")
+_ui.code_box(layer_counts.code, "Counting real nn.Linear layers instead of using the formula.")
 if lesson is not None:
     _ui.code_box(lesson.code)

@@ -2,31 +2,61 @@
 
 import streamlit as st
 
-from core.examples import MAX_TEXT_CHARS
-from core.lessons.cross_attention import DEFAULT_SECOND_TEXT
+from core.examples import MAX_D_IN, MAX_TEXT_CHARS
+from core.lessons.cross_attention import DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT
+from core.settings import effective_d_in
 from pages import _ui
 
 frame = _ui.page_start()
 settings = frame.settings
 _ui.prose("cross_attention", "intro")
 article = settings.preset == "article"
-c1, c2 = st.columns([3, 1])
+own_sentence = settings.preset == "custom"  # your own sentence (the sidebar's) asks the questions
+if article:
+    first_help = "With the self-attention article's preset the page keeps the article's own setup."
+elif own_sentence:
+    first_help = "With 'Your own sentence' in the sidebar, your sentence is the first sequence."
+else:
+    first_help = "Each of its tokens asks which tokens of the second sequence to read."
+first_text = st.text_input(
+    "First sequence (queries): the translation being written",
+    DEFAULT_FIRST_TEXT,
+    max_chars=MAX_TEXT_CHARS,
+    key="first_text",
+    bind="query-params",
+    disabled=article or own_sentence,
+    help=first_help,
+)
+c1, c2, c3 = st.columns([4, 1, 1])
 second_text = c1.text_input(
-    "Second sequence (keys and values)",
+    "Second sequence (keys and values): the source sentence",
     DEFAULT_SECOND_TEXT,
     max_chars=MAX_TEXT_CHARS,
     key="second_text",
     bind="query-params",
     disabled=article,
-    help="With the the self-attention article preset the second sequence is torch.rand(8, 16)." if article else None,
+    help="With the self-attention article preset the second sequence is torch.rand(8, 16)." if article else None,
 )
-d_v = c2.number_input("d_v (value width)", 1, 64, min(settings.d_out + 4, 64), key="d_v", bind="query-params")
+d_in = effective_d_in(settings)
+d_in_kv = c2.number_input(
+    "its width d_in",
+    1,
+    MAX_D_IN,
+    d_in,
+    key="d_in_kv",
+    bind="query-params",
+    disabled=article,
+    help="The second sequence's embedding width. It may differ from the first's: only d_k must agree.",
+)
+d_v = c3.number_input("d_v (value width)", 1, 64, min(settings.d_out + 4, 64), key="d_v", bind="query-params")
 st.latex(r"Z = \text{softmax}\!\left(\frac{(X_1 W_q)(X_2 W_k)^\top}{\sqrt{d_k}}\right) X_2 W_v")
 try:
-    lesson = _ui.cross_lesson(settings, second_text, int(d_v))
+    lesson = _ui.cross_lesson(settings, second_text, int(d_v), None if own_sentence else first_text, int(d_in_kv))
 except ValueError as error:
-    st.error(f"Second sequence: {error}", icon=":material/error:")
+    st.error(str(error), icon=":material/error:")
     st.stop()
+if article:
+    st.caption("The self-attention article's sentence reads a random second sequence of 8 tokens, as in the article.")
 _ui.step("Queries from one sequence, keys from another")
 _ui.predict(lesson.prediction, key="predict_cross_attention")
 _ui.heatmap(
@@ -37,7 +67,23 @@ _ui.heatmap(
     x_title="key (second sequence)",
     y_title="query (first sequence)",
 )
+_ui.prose("cross_attention", "weights")
+st.dataframe(lesson.strongest.style.format({"weight": "{:.4f}"}), hide_index=True, width="stretch")
+_ui.step("Context vectors")
+_ui.prose("cross_attention", "context")
+_ui.heatmap(
+    lesson.output,
+    f"Context vectors: {len(lesson.tokens)} tokens × d_v = {int(d_v)}",
+    "Heatmap of the context vectors: one row per token of the first sequence, d_v columns.",
+    signed=True,
+    x_title="dimension",
+    y_title="query (first sequence)",
+)
 _ui.step("Shapes")
 _ui.prose("cross_attention", "shapes")
+st.markdown(
+    f"Embedding widths: first sequence **{lesson.d_in}**, second sequence **{lesson.d_in_kv}**; "
+    f"both are projected to d_k = **{settings.d_out}**."
+)
 st.dataframe([{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
 _ui.code_box(lesson.code)

@@ -433,15 +433,19 @@ def _multihead_lesson(s: Settings) -> multi_head.MultiHeadLesson:
     return multi_head.multihead_lesson(s)
 
 
-def cross_lesson(s: Settings, second_text: str, d_v: int) -> cross_attention.CrossLesson:
-    # The article's second sequence is torch.rand(8, 16): the text box is ignored there.
-    second_text = cross_attention.DEFAULT_SECOND_TEXT if s.preset == "article" else second_text
-    return _cross_lesson(cache_key(s, USES["cross_lesson"]), second_text, d_v)
+def cross_lesson(
+    s: Settings, second_text: str, d_v: int, first_text: str | None = None, d_in_kv: int | None = None
+) -> cross_attention.CrossLesson:
+    if s.preset == "article":  # the article's own set-up: torch.rand(8, 16), whatever the boxes say
+        second_text, first_text, d_in_kv = cross_attention.DEFAULT_SECOND_TEXT, None, None
+    return _cross_lesson(cache_key(s, USES["cross_lesson"]), second_text, d_v, first_text, d_in_kv)
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["cross_lesson"], ttl=TTL_S)
-def _cross_lesson(s: Settings, second_text: str, d_v: int) -> cross_attention.CrossLesson:
-    return cross_attention.cross_lesson(s, second_text, d_v)
+def _cross_lesson(
+    s: Settings, second_text: str, d_v: int, first_text: str | None, d_in_kv: int | None
+) -> cross_attention.CrossLesson:
+    return cross_attention.cross_lesson(s, second_text, d_v, first_text, d_in_kv)
 
 
 # The real model ("Inside a real model"): imported here lazily, so the other pages never load it.

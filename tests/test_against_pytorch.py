@@ -94,3 +94,29 @@ def test_causal_fused_flag_equals_reference(device: torch.device) -> None:
     fused = core.CausalAttention(3, 4, 6, 0.0, generator=gen(2), fused=True).to(device).eval()
     assert torch.allclose(ca(x), fused(x), atol=1e-6)
     assert torch.allclose(ca(x), ca.trace(x).output, atol=1e-6)
+
+
+def test_cross_attention_with_its_own_key_value_width_matches_multihead_kdim_vdim() -> None:
+    # Only the projected widths of queries and keys must agree: x_2 is 7 wide, x_1 is 4 wide.
+    d_in, d_in_kv, d_k = 4, 7, 4
+    ours = core.CrossAttention(d_in, d_k, d_k, d_in_kv=d_in_kv, generator=gen(3))
+    x_1, x_2 = torch.rand(5, d_in, generator=gen(4)), torch.rand(9, d_in_kv, generator=gen(5))
+    trace = ours.trace(x_1, x_2)
+    assert trace.weights.shape == (5, 9) and trace.output.shape == (5, d_k)
+    theirs = torch.nn.MultiheadAttention(d_k, 1, bias=False, kdim=d_in_kv, vdim=d_in_kv)
+    with torch.no_grad():
+        theirs.q_proj_weight.copy_(ours.W_query)  # (d_k, d_in): the same layout as the article's
+        theirs.k_proj_weight.copy_(ours.W_key)  # (d_k, d_in_kv)
+        theirs.v_proj_weight.copy_(ours.W_value)
+        theirs.out_proj.weight.copy_(torch.eye(d_k))
+        output, weights = theirs(x_1, x_2, x_2, need_weights=True)
+    assert torch.allclose(trace.weights, weights, atol=1e-6)
+    assert torch.allclose(trace.output, output, atol=1e-6)
+
+
+def test_cross_attention_without_d_in_kv_draws_as_before() -> None:
+    same = core.CrossAttention(16, 24, 28, generator=gen(123))
+    explicit = core.CrossAttention(16, 24, 28, d_in_kv=16, generator=gen(123))
+    assert all(torch.equal(a, b) for a, b in zip(same.parameters(), explicit.parameters(), strict=True))
+    with pytest.raises(ValueError, match="d_in=16"):
+        same.trace(torch.rand(3, 16), torch.rand(3, 5))

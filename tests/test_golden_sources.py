@@ -280,3 +280,114 @@ def test_gpt2_parameter_count() -> None:
     assert core.multihead_parameter_count(768, 768) == 2_360_064
     small = core.MultiHeadAttention(8, 8, 4, 0.0, 2, generator=gen(0))
     assert core.count_parameters(small) == core.multihead_parameter_count(8, 8)
+
+
+# ---------------------------------------------------------------- the sources' numbers, as the lessons show them
+NOTEBOOK_SCORES = [
+    [0.9371, 0.7265, 0.4921, 0.5031, 0.3650, 0.3320],
+    [0.7265, 1.6709, 0.9745, 0.9920, 0.9532, 0.3470],
+    [0.4921, 0.9745, 0.5957, 0.5074, 0.6152, 0.2050],
+    [0.5031, 0.9920, 0.5074, 0.9125, 0.3021, 0.2960],
+    [0.3650, 0.9532, 0.6152, 0.3021, 0.7590, 0.1270],
+    [0.3320, 0.3470, 0.2050, 0.2960, 0.1270, 0.1400],
+]
+
+
+def test_notebook_numbers_in_view_on_lesson_1() -> None:
+    from core.lessons.without_weights import without_weights_lesson
+    from core.settings import settings_for_preset
+
+    lesson = without_weights_lesson(settings_for_preset("notebook"), 2, 1.0)
+    assert_close(torch.tensor(lesson.scores_table.to_numpy()), NOTEBOOK_SCORES)  # the full 6x6 table
+    assert_close(torch.tensor(lesson.by_sum_weights), [0.1452, 0.2875, 0.1757, 0.1497, 0.1815, 0.0605])
+    # "28.75% of the attention of x(3) is placed on x(2) ... only 6.05% on x(6)"
+    assert lesson.largest_share[0] == "are" and f"{lesson.largest_share[1]:.2%}" == "28.75%"
+    assert lesson.smallest_share[0] == "embeddings" and f"{lesson.smallest_share[1]:.2%}" == "6.05%"
+    assert_close(torch.tensor(lesson.weights_table.to_numpy()[2]), [0.1509, 0.2445, 0.1674, 0.1532, 0.1707, 0.1133])
+    assert_close(
+        torch.tensor(lesson.context_table.to_numpy()[:3]),
+        [[0.5279, 0.4187, 0.4037], [0.6281, 0.5036, 0.3311], [0.5876, 0.4533, 0.3425]],
+    )
+    # the printed float32 sums, bit for bit: rounding, not a bug
+    assert lesson.sums.by_sum == 0.9999998807907104
+    assert lesson.sums.naive_softmax == 1.0
+    assert lesson.sums.torch_softmax == 1.0000001192092896
+
+
+def test_dk64_example_in_view_on_lesson_3() -> None:
+    from core.lessons.why_scale import dk64_example
+
+    example = dk64_example()
+    assert example.typical_score == 8.0  # "d_k = 64 ... around 8"; 8 / sqrt(64) = 1
+    assert_close(torch.tensor(example.scaled_weights), [0.5761, 0.2119, 0.2119])
+    # the attention notebook prints [0.576, 0.211, 0.211]: 0.2119 cut off, not rounded
+    assert [round(v, 3) for v in example.scaled_weights] == [0.576, 0.212, 0.212]
+    assert [int(v * 1000) / 1000 for v in example.scaled_weights] == [0.576, 0.211, 0.211]
+    assert example.unscaled_weights[0] > 0.999  # softmax([8, 0, 0]) ~ [1, 0, 0]
+    assert example.unscaled_gradient < example.scaled_gradient / 100
+
+
+def test_notebook_variance_experiment_in_view_on_lesson_3() -> None:
+    from core.lessons.why_scale import notebook_variance
+
+    table = notebook_variance(123).table
+    assert table.d.tolist() == [5, 100]
+    # what the notebook printed (its run had no seed), shown beside our run
+    assert table.printed_unscaled.round(4).tolist() == [5.2447, 100.4474]
+    assert table.printed_scaled.round(4).tolist() == [1.0489, 1.0045]
+    # the law, which every run obeys: scaled = unscaled / d exactly, unscaled ~ d, scaled ~ 1
+    assert (table.unscaled_var / table.scaled_var).round(9).tolist() == [5.0, 100.0]
+    assert (table.printed_unscaled / table.printed_scaled).round(9).tolist() == [5.0, 100.0]
+    assert abs(table.scaled_var - 1).max() < 0.2  # 1,000 draws: a few standard errors
+
+
+def test_cross_attention_article_shapes_in_view_on_lesson_7() -> None:
+    from core.lessons.cross_attention import cross_lesson
+    from core.settings import settings_for_preset
+
+    lesson = cross_lesson(settings_for_preset("article"), "ignored", 28, "ignored too", 5)
+    shapes = dict(lesson.shapes)
+    assert shapes["x_1 (first sequence)"] == (6, 16) and shapes["x_2 (second sequence)"] == (8, 16)
+    assert shapes["keys"] == (8, 24) and shapes["values"] == (8, 28)  # the article's printed shapes
+    assert shapes["weights"] == (6, 8) and shapes["context"] == (6, 28)
+
+
+def test_article_three_heads_in_view_on_lesson_5() -> None:
+    from core.lessons.multi_head import multihead_lesson
+    from core.settings import settings_for_preset
+
+    article = multihead_lesson(settings_for_preset("article")).article
+    # the self-attention article's printed shapes, in its order
+    assert [list(step.shape) for step in article.shape_steps[:6]] == [
+        [3, 24],
+        [3, 16, 6],
+        [3, 24, 6],
+        [3, 28, 6],
+        [3, 6, 24],
+        [3, 6, 28],
+    ]
+    assert article.shape_steps[-1].shape == (3, 28)  # "an h x d_v (here: 3 x d_v) dimensional context vector"
+    assert article.params == 3 * (24 + 24 + 28) * 16  # full-width heads: three times one head's weights
+
+
+def test_article_vocabulary_in_view_on_the_overview() -> None:
+    from core.lessons.overview import overview_lesson
+    from core.settings import settings_for_preset
+
+    lesson = overview_lesson(settings_for_preset("article"))
+    assert dict(lesson.vocabulary) == {"Life": 0, "dessert": 1, "eat": 2, "first": 3, "is": 4, "short": 5}
+    assert lesson.token_ids == (0, 4, 5, 2, 1, 3)  # the article's sentence_int
+    assert overview_lesson(settings_for_preset("book")).vocabulary == ()
+
+
+def test_decoder_blog_progression_in_view_on_lesson_4() -> None:
+    from core.lessons.causal_dropout import decoder_blog
+    from core.settings import settings_for_preset
+
+    blog = decoder_blog(settings_for_preset("blog"))
+    assert list(blog.simple_average_table.index) == ["cats", "climb", "trees", "during"]
+    expected = torch.tensor([[1, 0, 0, 0], [1 / 2, 1 / 2, 0, 0], [1 / 3] * 3 + [0], [1 / 4] * 4], dtype=torch.float64)
+    assert torch.allclose(torch.tensor(blog.simple_average_table.to_numpy()), expected)
+    head = torch.tensor(blog.head_table.to_numpy())
+    assert torch.all(head.triu(diagonal=1) == 0) and torch.allclose(head.sum(dim=-1), torch.ones(4, dtype=head.dtype))
+    assert not torch.allclose(head, expected, atol=1e-3)  # learned-style shares, no longer equal

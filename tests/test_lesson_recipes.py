@@ -17,7 +17,7 @@ from core.lessons import (
     without_weights,
 )
 from core.lessons.common import generator
-from core.settings import PRESETS, Settings, load_example, settings_for_preset
+from core.settings import PRESETS, Settings, effective_d_in, load_example, settings_for_preset
 
 SETTINGS = [settings_for_preset(key) for key in PRESETS] + [
     Settings(
@@ -60,6 +60,9 @@ def test_without_weights_recipe(settings: Settings) -> None:
     assert_same(namespace["stable"], torch.tensor(stable), "stable softmax")
     cosine = torch.tensor(lesson.dots["cosine similarity"].to_numpy())
     assert_same(namespace["cosine"][lesson.query_index], cosine, "cosine")
+    assert_same(namespace["by_sum"], torch.tensor(lesson.by_sum_weights), "by sum")  # a multiplier cancels out
+    sums = (namespace["sum_by_sum"], namespace["sum_naive"], namespace["sum_softmax"])
+    assert sums == (lesson.sums.by_sum, lesson.sums.naive_softmax, lesson.sums.torch_softmax)  # bit for bit
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
@@ -80,6 +83,54 @@ def test_causal_recipe(settings: Settings, training: bool) -> None:
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_trainable_v1_v2_recipe(settings: Settings) -> None:
+    lesson = trainable_weights.trainable_lesson(settings, 0)
+    namespace = recipes.run(lesson.v1_v2_code)
+    table = lesson.v1_vs_v2
+    for name, prefix in (("v1", "v1 (own init)"), ("v2", "v2"), ("copied", "v1 with v2's weights")):
+        columns = [c for c in table.columns if c.startswith(prefix + " z")]
+        assert_same(namespace[name], torch.tensor(table[columns].to_numpy()), name)
+
+
+def test_causal_book_recipe() -> None:
+    book = causal_dropout.causal_lesson(settings_for_preset("book"), 2, False).book
+    assert book is not None
+    namespace = recipes.run(book.code)
+    for name in ("masked_simple", "renormalised", "minus_inf_weights"):
+        assert_same(namespace[name], frame_matrix(getattr(book, name)), name)
+    assert torch.equal(namespace["masked"].isinf(), torch.tensor(book.masked_scores.to_numpy()).isinf())
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+@pytest.mark.parametrize("perturbed", [2, 4])
+def test_causal_leakage_recipe(settings: Settings, perturbed: int) -> None:
+    lesson = causal_dropout.causal_lesson(settings, perturbed, False)
+    namespace = recipes.run(lesson.leakage_code)
+    assert_same(namespace["change"], torch.tensor(lesson.leakage["max change"].to_numpy()), "leakage")
+    assert_same(namespace["buggy"], frame_matrix(lesson.buggy), "the masked_fill bug")
+    before = lesson.perturbed - 1
+    assert torch.all(namespace["change"][:before] == 0)  # no leakage in the recipe either
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_multi_head_params_recipe(settings: Settings) -> None:
+    counts = multi_head.parameter_counts(settings)
+    namespace = recipes.run(counts.code)
+    assert namespace["this_layer"] == counts.this_layer
+    assert (namespace["gpt2_without_bias"], namespace["gpt2_with_bias"]) == (2_360_064, 2_362_368)
+    assert namespace["gpt2_with_bias"] == counts.gpt2.with_qkv_bias
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_causal_blog_recipe(settings: Settings) -> None:
+    blog = causal_dropout.decoder_blog(settings)
+    namespace = recipes.run(blog.code)
+    assert_same(namespace["average"], frame_matrix(blog.simple_average), "simple average")
+    assert_same(namespace["head_weights"], frame_matrix(blog.head_weights), "SingleSelfAttentionHead")
+    assert_same(namespace["head_weights"], torch.tensor(blog.head_table.to_numpy()), "the table beside the chart")
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
 def test_multi_head_recipe(settings: Settings) -> None:
     if settings.d_out % settings.num_heads:
         pytest.skip("heads must divide d_out")
@@ -92,11 +143,34 @@ def test_multi_head_recipe(settings: Settings) -> None:
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
-def test_cross_attention_recipe(settings: Settings) -> None:
-    lesson = cross_attention.cross_lesson(settings, "Un deux trois quatre", settings.d_out + 3)
+def test_multi_head_article_recipe(settings: Settings) -> None:
+    if settings.d_out % settings.num_heads:
+        pytest.skip("heads must divide d_out for the rest of the lesson")
+    article = multi_head.multihead_lesson(settings).article
+    namespace = recipes.run(article.code)
+    assert_same(namespace["weights"], frame_matrix(article.weights), "weights per head")
+    assert_same(namespace["context"], frame_matrix(article.context), "context per head")
+    shapes = [tuple(namespace[name].shape) for name in ("query_vectors", "stacked_inputs", "keys", "values")]
+    steps = article.shape_steps  # query, repeat, bmm keys, bmm values, permuted keys, permuted values, ...
+    assert shapes == [steps[0].shape, steps[1].shape, steps[4].shape, steps[5].shape]  # the recipe keeps permuted
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+@pytest.mark.parametrize(
+    ("first_text", "extra_kv_width"),
+    [(None, None), (cross_attention.DEFAULT_FIRST_TEXT, None), (cross_attention.DEFAULT_FIRST_TEXT, 2)],
+    ids=["sidebar-input", "translation-pair", "wider-second-sequence"],
+)
+def test_cross_attention_recipe(settings: Settings, first_text: str | None, extra_kv_width: int | None) -> None:
+    d_in_kv = None if extra_kv_width is None else effective_d_in(settings) + extra_kv_width
+    second = cross_attention.DEFAULT_SECOND_TEXT if first_text else "Un deux trois quatre"
+    lesson = cross_attention.cross_lesson(settings, second, settings.d_out + 3, first_text, d_in_kv)
     namespace = recipes.run(lesson.code)
     assert_same(namespace["weights"], frame_matrix(lesson.weights), "weights")
     assert_same(namespace["context"], frame_matrix(lesson.output), "context")
+    assert namespace["x_2"].shape[1] == lesson.d_in_kv
+    if d_in_kv is not None and settings.preset != "article":  # the article keeps its own setup
+        assert lesson.d_in_kv == d_in_kv != lesson.d_in
 
 
 def test_why_scale_recipe_draws_the_vectors_like_the_direct_sampler() -> None:
@@ -113,15 +187,54 @@ def test_why_scale_recipe_draws_the_vectors_like_the_direct_sampler() -> None:
     assert torch.allclose(recipe, page, rtol=0, atol=0.25)  # about 4 standard errors at 4,000 trials
 
 
+@pytest.mark.parametrize("multiplier", [1.0, 8.0, 3.0])
+def test_why_scale_softmax_recipe(multiplier: float) -> None:
+    result = why_scale.sweep(multiplier)
+    namespace = recipes.run(result.code)
+    assert_same(namespace["sweep"], torch.tensor(result.sweep_table.to_numpy()), "sweep")
+    assert_same(namespace["unscaled"], torch.tensor(result.dk64.unscaled_weights), "softmax([8, 0, 0])")
+    assert_same(namespace["scaled"], torch.tensor(result.dk64.scaled_weights), "softmax([1, 0, 0])")
+    assert namespace["jacobian"](namespace["scaled"]).norm().item() == pytest.approx(result.dk64.scaled_gradient)
+    assert namespace["jacobian"](namespace["unscaled"]).norm().item() == pytest.approx(result.dk64.unscaled_gradient)
+
+
+def test_why_scale_peakiness_recipe_agrees_with_the_page_within_monte_carlo_error() -> None:
+    page = why_scale.peakiness(123)
+    namespace = recipes.run(why_scale.peakiness_code(123))
+    for d_k, scaling, max_weight, entropy in namespace["rows"]:
+        row = page[(page.d_k == d_k) & (page.scaling == scaling)].iloc[0]
+        assert max_weight == pytest.approx(row.max_weight, abs=0.04), (d_k, scaling)  # ~4 standard errors
+        assert entropy == pytest.approx(row.entropy, abs=0.08), (d_k, scaling)
+    assert len(namespace["rows"]) == len(page)
+
+
+@pytest.mark.parametrize("seed", [123, 7])
+def test_why_scale_notebook_recipe_draws_the_same_numbers(seed: int) -> None:
+    notebook = why_scale.notebook_variance(seed)
+    namespace = recipes.run(notebook.code)
+    last = notebook.table.iloc[-1]  # the recipe's loop ends at d = 100
+    assert namespace["unscaled"] == pytest.approx(last.unscaled_var, rel=1e-12)
+    assert namespace["scaled"] == pytest.approx(last.scaled_var, rel=1e-12)
+
+
 def test_every_recipe_is_used_by_a_lesson() -> None:
     used = {
         "overview",
         "without_weights",
         "trainable_weights",
         "trainable_weights_article",
+        "trainable_v1_v2",
         "why_scale",
+        "why_scale_softmax",
+        "why_scale_notebook",
+        "why_scale_peakiness",
         "causal_dropout",
+        "causal_blog",
+        "causal_book",
+        "causal_leakage",
         "multi_head",
+        "multi_head_article",
+        "multi_head_params",
         "cross_attention",
     }
     on_disk = {path.stem for path in recipes.RECIPES_DIR.glob("*.py") if path.stem != "__init__"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,3 +59,13 @@ def test_every_section_is_rendered_on_its_page(spec: registry.PageSpec, navigati
     shown = [m.value.strip() for m in at.markdown]
     for name, body in prose.read_sections(spec.slug).items():
         assert body.strip() in shown, f"{spec.prose_path}: section {name!r} is not on the page"
+
+
+def test_the_overviews_lesson_list_matches_the_registry() -> None:
+    text = prose.section("overview", "model")
+    listed = dict(re.findall(r"^(\d+)\. \*\*(.+?)\*\*", text, flags=re.MULTILINE))
+    for spec in registry.lessons():  # every registered lesson, under its own number and title
+        assert listed.get(str(spec.number)) == spec.title, (spec.number, spec.title, listed)
+    # lessons 1-8; 6 "Inside a real model" and 8 "Train it yourself" arrive with their pages
+    assert sorted(map(int, listed)) == list(range(1, 9))
+    assert listed["6"] == "Inside a real model" and listed["8"] == "Train it yourself"

@@ -16,11 +16,12 @@ from core.lessons.common import (
     inputs_on_device,
     inputs_source,
     matrix_frame,
+    tensor_literal,
     token_name,
     tokens_comment,
     unique_labels,
 )
-from core.modules import CausalAttention, SimpleAverageSelfAttention
+from core.modules import CausalAttention, SimpleAverageSelfAttention, SingleSelfAttentionHead
 from core.settings import Settings
 
 NOISE_SIZE = 3.0  # how far the perturbed token is pushed (times a standard-normal vector)
@@ -35,6 +36,20 @@ class BookCausal:
     renormalised: pd.DataFrame  # each row divided by its sum
     masked_scores: pd.DataFrame  # the chapter's printed scores with -inf above the diagonal (a table)
     minus_inf_weights: pd.DataFrame  # softmax(masked scores / sqrt(2)): the efficient method
+    code: str  # the filled recipe core/recipes/causal_book.py
+
+
+@dataclass(frozen=True)
+class DecoderBlog:
+    """The decoder blog's progression on "cats climb trees during": simple average, then one head."""
+
+    shift: pd.DataFrame  # the input/target pairs
+    simple_average: pd.DataFrame  # fixed causal average weights, (4, 4)
+    head_weights: pd.DataFrame  # SingleSelfAttentionHead's learned-style weights, (4, 4)
+    head_size: int  # the head's query/key/value width (the sidebar's d_out)
+    simple_average_table: pd.DataFrame  # the same (4, 4) numbers as wide tables, rows = queries
+    head_table: pd.DataFrame
+    code: str  # the filled recipe core/recipes/causal_blog.py
 
 
 @dataclass(frozen=True)
@@ -47,12 +62,14 @@ class CausalLesson:
     book: BookCausal | None  # only for the book chapter's own sentence
     shift: pd.DataFrame  # the decoder blog's input/target pairs
     simple_average: pd.DataFrame  # the decoder blog's causal average weights, (4, 4)
+    blog: DecoderBlog  # the blog's progression: simple average -> SingleSelfAttentionHead
     perturbed: int  # the token pushed for the leakage check, counted from 1 as x^(i)
     leakage: pd.DataFrame  # token, position (from 1), max change of each output row
     earlier_unchanged: bool  # rows before the perturbed token did not move
     prediction: Prediction  # which output rows a push on one token can change
     buggy: pd.DataFrame  # weights when masked_fill's result is thrown away: the future leaks
     bug_future_mass: float  # mean weight on future tokens with that bug
+    leakage_code: str  # the filled recipe core/recipes/causal_leakage.py (leakage check and the bug)
     dropped: pd.DataFrame  # the weights after dropout (unchanged in evaluation mode)
     training: bool
     kept_fraction: float | None  # share of weights dropout kept (None in evaluation mode)
@@ -70,6 +87,14 @@ def _book(tokens: tuple[str, ...]) -> BookCausal:
         renormalised=matrix_frame(fn.renormalise_rows(BOOK_CAUSAL_WEIGHTS, keep), tokens, tokens),
         masked_scores=pd.DataFrame(BOOK_CAUSAL_MASKED_SCORES.numpy(), index=list(tokens), columns=list(tokens)),
         minus_inf_weights=matrix_frame(torch.softmax(BOOK_CAUSAL_MASKED_SCORES / 2**0.5, dim=-1), tokens, tokens),
+        code=recipes.fill(
+            "causal_book",
+            {
+                "printed_weights": tensor_literal(BOOK_CAUSAL_WEIGHTS),
+                # the printed scores below the diagonal; the recipe puts the -inf back above it
+                "printed_scores": tensor_literal(BOOK_CAUSAL_MASKED_SCORES.nan_to_num(neginf=0.0)),
+            },
+        ),
     )
 
 
@@ -99,6 +124,44 @@ def _leak_question(perturbed: int, num_tokens: int, row_change: torch.Tensor) ->
             f"Rows {', '.join(map(str, changed)) or 'none'} changed. Row i only mixes the values of tokens "
             "1 to i, so a token can only change its own row and the rows after it."
         ),
+    )
+
+
+def _wide(matrix: torch.Tensor, tokens: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(matrix.detach().cpu().double().numpy(), index=tokens, columns=tokens)
+
+
+def decoder_blog(settings: Settings) -> DecoderBlog:
+    """The blog's chunk through its simple average and through its `SingleSelfAttentionHead`.
+
+    The blog prints no embeddings: they come from `embed_text` at the blog preset's width
+    (the sidebar's d_in with that preset, 4 otherwise) and the sidebar's seed.
+    """
+    d_in = settings.d_in if settings.preset == "blog" else 4
+    example, _ = cats_example(d_in=d_in, seed=settings.seed)
+    shift, simple_average = _decoder_blog()
+    average = SimpleAverageSelfAttention(4).attention_weights(4)  # (4, 4)
+    head = SingleSelfAttentionHead(4, d_in, settings.d_out, generator=generator(settings.seed))
+    with torch.no_grad():
+        trace = head.trace(example.embeddings, scale=settings.scale_factor)
+    code = recipes.fill(
+        "causal_blog",
+        {
+            "inputs": tensor_literal(example.embeddings),
+            "seed": settings.seed,
+            "head_size": settings.d_out,
+            "scale_scores": settings.scale,
+        },
+    )
+    tokens = list(example.tokens)
+    return DecoderBlog(
+        shift=shift,
+        simple_average=simple_average,
+        head_weights=matrix_frame(trace.weights, tokens, tokens),
+        head_size=settings.d_out,
+        simple_average_table=_wide(average, tokens),
+        head_table=_wide(trace.weights, tokens),
+        code=code,
     )
 
 
@@ -152,6 +215,7 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
         book=_book(tokens) if settings.preset == "book" else None,
         shift=shift,
         simple_average=simple_average,
+        blog=decoder_blog(settings),
         perturbed=perturbed,
         leakage=pd.DataFrame(
             {"token": tokens, "position": range(1, num_tokens + 1), "max change": row_change.cpu().numpy()}
@@ -160,6 +224,17 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
         prediction=_leak_question(perturbed, num_tokens, row_change),
         buggy=matrix_frame(buggy, tokens, tokens),
         bug_future_mass=float(buggy.triu(diagonal=1).sum(dim=-1).mean()),
+        leakage_code=recipes.fill(
+            "causal_leakage",
+            {
+                "tokens": tokens_comment(settings),
+                "inputs": inputs_source(settings),
+                "seed": settings.seed,
+                "d_out": settings.d_out,
+                "perturbed": perturbed,
+                "scale_scores": settings.scale,
+            },
+        ),
         dropped=matrix_frame(dropped.dropped_weights[0], tokens, tokens),
         training=training,
         kept_fraction=None if keep is None else float(keep.float().mean()),

@@ -25,7 +25,7 @@ from core.modules import (
     multihead_from_wrapper,
     multihead_parameter_count,
 )
-from core.settings import Settings
+from core.settings import Settings, effective_d_in
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,26 @@ class MultiHeadLesson:
     params: int  # parameters of this layer
     shape_steps: tuple[ShapeStep, ...]
     prediction: Prediction  # whether untrained heads look different
+    article: ArticleHeads  # the same input through the self-attention article's full-width heads
     code: str  # the filled recipe core/recipes/multi_head.py
+
+
+@dataclass(frozen=True)
+class ArticleHeads:
+    """The self-attention article's multi-head example: full-width heads in one 3-D weight tensor.
+
+    h = num_heads; d_q = d_k = d_out (every head full width); d_v = d_out + 4 (the article's 24 and 28).
+    """
+
+    num_heads: int
+    d_k: int
+    d_v: int
+    query_index: int  # the article follows x^(2), index 1
+    shape_steps: tuple[ShapeStep, ...]  # the article's calls and their shapes
+    weights: pd.DataFrame  # (h, T): each head's weights for the query token, one row per head
+    context: pd.DataFrame  # (h, d_v): each head's context vector for the query token
+    params: int  # h * (d_k + d_k + d_v) * d: three times the weights of one head for three heads
+    code: str  # the filled recipe core/recipes/multi_head_article.py
 
 
 @dataclass(frozen=True)
@@ -55,6 +74,15 @@ class ParameterCounts:
 
     without_qkv_bias: int  # the book's MultiHeadAttention (qkv_bias=False)
     with_qkv_bias: int  # GPT-2 itself has biases on the query, key and value projections
+
+
+@dataclass(frozen=True)
+class LayerParameters:
+    """The parameter counts the page shows: this layer's and a GPT-2-sized one's, with their recipe."""
+
+    this_layer: int  # d_in, d_out from the sidebar (no q/k/v bias, out_proj with bias)
+    gpt2: ParameterCounts
+    code: str  # the filled recipe core/recipes/multi_head_params.py
 
 
 def gpt2_parameter_counts() -> ParameterCounts:
@@ -83,6 +111,18 @@ def _heads_question(weights: torch.Tensor) -> Prediction:
     )
 
 
+def parameter_counts(settings: Settings) -> LayerParameters:
+    """By formula; the recipe counts the tensors of real nn.Linear layers instead."""
+    d_in = effective_d_in(settings)
+    return LayerParameters(
+        this_layer=multihead_parameter_count(d_in, settings.d_out),
+        gpt2=gpt2_parameter_counts(),
+        code=recipes.fill(
+            "multi_head_params", {"d_in": d_in, "d_out": settings.d_out, "num_heads": settings.num_heads}
+        ),
+    )
+
+
 def _shape_steps(num_tokens: int, d_in: int, d_out: int, heads: int) -> tuple[ShapeStep, ...]:
     b, head_dim = 1, d_out // heads
     return (
@@ -95,6 +135,62 @@ def _shape_steps(num_tokens: int, d_in: int, d_out: int, heads: int) -> tuple[Sh
         ShapeStep("context.transpose(1, 2)", "tokens first again", (b, num_tokens, heads, head_dim)),
         ShapeStep(".contiguous().view(b, T, d_out)", "heads side by side", (b, num_tokens, d_out)),
         ShapeStep("out_proj(context)", "mix the heads", (b, num_tokens, d_out)),
+    )
+
+
+def article_heads(settings: Settings, x: torch.Tensor, tokens: tuple[str, ...]) -> ArticleHeads:
+    """The article's way: torch.rand(h, d_q, d) weights, `repeat`, `bmm`, `permute`. x: (T, d)."""
+    heads, d_k = settings.num_heads, settings.d_out
+    d_v = d_k + 4
+    num_tokens, d = x.shape
+    query_index = min(settings.preset_info.query_index, num_tokens - 1)
+    g = generator(settings.seed)
+    w_query = torch.rand(heads, d_k, d, generator=g).to(x.device)  # (h, d_q, d)
+    w_key = torch.rand(heads, d_k, d, generator=g).to(x.device)  # (h, d_k, d)
+    w_value = torch.rand(heads, d_v, d, generator=g).to(x.device)  # (h, d_v, d)
+    query = w_query.matmul(x[query_index])  # (h, d_q, d) @ (d,) -> (h, d_q)
+    stacked = x.T.repeat(heads, 1, 1)  # (T, d) -> (d, T) -> (h, d, T)
+    keys = torch.bmm(w_key, stacked)  # (h, d_k, T)
+    values = torch.bmm(w_value, stacked)  # (h, d_v, T)
+    keys_rows, values_rows = keys.permute(0, 2, 1), values.permute(0, 2, 1)  # (h, T, d_k), (h, T, d_v)
+    scores = torch.bmm(keys_rows, query.unsqueeze(-1)).squeeze(-1)  # (h, T, d_k) @ (h, d_k, 1) -> (h, T)
+    scale = d_k**-0.5 if settings.scale else 1.0
+    weights = torch.softmax(scores * scale, dim=-1)  # (h, T)
+    context = torch.bmm(weights.unsqueeze(1), values_rows).squeeze(1)  # (h, 1, T) @ (h, T, d_v) -> (h, d_v)
+    steps = (
+        ShapeStep("W_query.matmul(x_2)", "the query token, once per head", tuple(query.shape)),
+        ShapeStep("inputs.T.repeat(h, 1, 1)", "the sentence, once per head", tuple(stacked.shape)),
+        ShapeStep("torch.bmm(W_key, stacked_inputs)", "keys of every head", tuple(keys.shape)),
+        ShapeStep("torch.bmm(W_value, stacked_inputs)", "values of every head", tuple(values.shape)),
+        ShapeStep("keys.permute(0, 2, 1)", "one token per row again", tuple(keys_rows.shape)),
+        ShapeStep("values.permute(0, 2, 1)", "one token per row again", tuple(values_rows.shape)),
+        ShapeStep("softmax(keys @ query / √d_k)", "weights of the query, per head", tuple(weights.shape)),
+        ShapeStep("weights @ values", "its context vector, per head", tuple(context.shape)),
+    )
+    head_names = [f"head {h + 1}" for h in range(heads)]
+    code = recipes.fill(
+        "multi_head_article",
+        {
+            "tokens": tokens_comment(settings),
+            "inputs": inputs_source(settings),
+            "seed": settings.seed,
+            "num_heads": heads,
+            "d_k": d_k,
+            "d_v": d_v,
+            "query": query_index,
+            "scale_scores": settings.scale,
+        },
+    )
+    return ArticleHeads(
+        num_heads=heads,
+        d_k=d_k,
+        d_v=d_v,
+        query_index=query_index,
+        shape_steps=steps,
+        weights=matrix_frame(weights, head_names, tokens),
+        context=matrix_frame(context, head_names, dims("z", d_v)),
+        params=heads * (2 * d_k + d_v) * d,
+        code=code,
     )
 
 
@@ -138,5 +234,6 @@ def multihead_lesson(settings: Settings) -> MultiHeadLesson:
         params=count_parameters(mha),
         shape_steps=_shape_steps(num_tokens, d_in, d_out, heads),
         prediction=_heads_question(trace.weights[0]),
+        article=article_heads(settings, x, tokens),
         code=code,
     )

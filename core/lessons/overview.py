@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from core import recipes
+from core.examples import life_vocabulary
 from core.lessons.common import dims, inputs_source, matrix_frame, tokens_comment, unique_labels
 from core.settings import Settings, load_example
 
@@ -18,11 +19,14 @@ class OverviewLesson:
     d_in: int
     embeddings: pd.DataFrame  # matrix_frame of the (T, d_in) inputs
     signed: bool  # whether any embedding value is negative (picks the colour scale)
+    vocabulary: tuple[tuple[str, int], ...]  # the self-attention article's word -> id table (empty otherwise)
+    token_ids: tuple[int, ...]  # the sentence as ids, the rows nn.Embedding looks up (empty otherwise)
     code: str  # the filled recipe core/recipes/overview.py
 
 
 def overview_lesson(settings: Settings) -> OverviewLesson:
     example = load_example(settings)
+    vocabulary = life_vocabulary() if settings.preset == "article" else {}
     tokens = unique_labels(example.tokens)
     code = recipes.fill("overview", {"tokens": tokens_comment(settings), "inputs": inputs_source(settings)})
     return OverviewLesson(
@@ -31,5 +35,7 @@ def overview_lesson(settings: Settings) -> OverviewLesson:
         d_in=example.d_in,
         embeddings=matrix_frame(example.embeddings, tokens, dims("x", example.d_in)),
         signed=bool((example.embeddings < 0).any()),
+        vocabulary=tuple(vocabulary.items()),
+        token_ids=tuple(vocabulary[word] for word in example.tokens) if vocabulary else (),
         code=code,
     )

@@ -50,6 +50,7 @@ class TrainableLesson:
     v1_copied_max_diff: float  # v1 given v2's weights: equal up to float error
     v1_fresh_max_diff: float  # v1 and v2 with their own initialisations: different
     prediction: Prediction  # which token the chosen query attends to most, now through W_q and W_k
+    v1_v2_code: str  # the filled recipe core/recipes/trainable_v1_v2.py
     code: str  # the filled recipe (core/recipes/trainable_weights*.py)
 
 
@@ -144,4 +145,13 @@ def trainable_lesson(settings: Settings, query_index: int) -> TrainableLesson:
         v1_fresh_max_diff=fresh_diff,
         prediction=strongest_key_question(tokens, query_index, trace.weights[query_index]),
         code=_code(settings, query_index),
+        v1_v2_code=recipes.fill(
+            "trainable_v1_v2",
+            {
+                "tokens": tokens_comment(settings),
+                "inputs": inputs_source(settings),
+                "seed": settings.seed,
+                "d_out": settings.d_out,
+            },
+        ),
     )

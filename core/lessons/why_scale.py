@@ -14,6 +14,11 @@ from core.lessons.common import Prediction, generator
 NOTEBOOK_SCORES = (0.1, -0.2, 0.3, -0.2, 0.5)
 MULTIPLIERS = (1.0, 2.0, 4.0, 8.0, 16.0)
 
+# The trainable-weights notebook's variance experiment: 1,000 draws at d = 5 and d = 100, no seed set.
+NOTEBOOK_DIMS = (5, 100)
+NOTEBOOK_TRIALS = 1_000
+NOTEBOOK_PRINTED = {5: (5.244715543858811, 1.0489431087717622), 100: (100.44738499329094, 1.0044738499329093)}
+
 
 @dataclass(frozen=True)
 class VarianceResult:
@@ -22,6 +27,31 @@ class VarianceResult:
     table: pd.DataFrame  # d_k, unscaled_var, scaled_var, theory_unscaled, theory_scaled
     trials: int
     code: str  # the filled recipe core/recipes/why_scale.py (draws the vectors, as the sources do)
+    notebook: NotebookVariance  # the trainable-weights notebook's own widths, 5 and 100
+
+
+@dataclass(frozen=True)
+class NotebookVariance:
+    """The trainable-weights notebook's experiment at its own widths, drawn again from a seed.
+
+    The notebook's run had no seed, so only the law can be compared: unscaled ~ d, scaled ~ 1,
+    and scaled = unscaled / d exactly.
+    """
+
+    table: pd.DataFrame  # d, unscaled_var, scaled_var (this run), printed_unscaled, printed_scaled (the notebook's)
+    code: str  # the filled recipe core/recipes/why_scale_notebook.py
+
+
+@dataclass(frozen=True)
+class Dk64Example:
+    """The attention notebook's "d_k = 64 gives scores around 8; 8 / sqrt(64) = 1"."""
+
+    d_k: int  # 64
+    typical_score: float  # sqrt(d_k): the standard deviation of q.k for unit-normal q and k
+    unscaled_weights: tuple[float, ...]  # softmax([8, 0, 0]), about [1, 0, 0]
+    scaled_weights: tuple[float, ...]  # softmax([8 / sqrt(64), 0, 0]) = [0.5761, 0.2119, 0.2119]
+    unscaled_gradient: float  # Frobenius norm of the softmax Jacobian at [8, 0, 0]
+    scaled_gradient: float  # ... at [1, 0, 0]
 
 
 @dataclass(frozen=True)
@@ -34,18 +64,30 @@ class SweepResult:
     max_weight: float  # at the chosen m
     effective_tokens: float  # exp(entropy) at the chosen m
     prediction: Prediction  # what happens to the weights at x16, answered by the sweep
+    sweep_table: pd.DataFrame  # the chart's weights as a table: one row per multiplier, one column per score
+    dk64: Dk64Example
+    code: str  # the filled recipe core/recipes/why_scale_softmax.py
 
 
 def variance(seed: int, trials: int) -> VarianceResult:
     """The variance table, drawn from `generator(seed)` with the fast sampler."""
     table = stats.dot_product_variance(stats.DEFAULT_DIMS, trials, generator(seed))
     code = recipes.fill("why_scale", {"seed": int(seed), "trials": int(trials)})
-    return VarianceResult(table=table, trials=int(trials), code=code)
+    return VarianceResult(table=table, trials=int(trials), code=code, notebook=notebook_variance(seed))
+
+
+PEAKINESS_TRIALS = 1_000
 
 
 def peakiness(seed: int) -> pd.DataFrame:
     """Peakiness vs d_k, scaling on and off, for random queries against 8 keys."""
-    return stats.peakiness_vs_dk(stats.DEFAULT_DIMS, num_keys=8, trials=1_000, generator=generator(seed + 1))
+    return stats.peakiness_vs_dk(stats.DEFAULT_DIMS, num_keys=8, trials=PEAKINESS_TRIALS, generator=generator(seed + 1))
+
+
+def peakiness_code(seed: int) -> str:
+    """The filled recipe core/recipes/why_scale_peakiness.py: it draws the vectors themselves, so its
+    digits differ from the page's faster sampler within Monte Carlo error."""
+    return recipes.fill("why_scale_peakiness", {"seed": int(seed) + 1, "trials": PEAKINESS_TRIALS})
 
 
 def sweep(multiplier: float) -> SweepResult:
@@ -61,6 +103,9 @@ def sweep(multiplier: float) -> SweepResult:
         multiplier=float(multiplier),
         max_weight=float(chosen.max_weight),
         effective_tokens=float(chosen.effective_tokens),
+        sweep_table=weights.pivot(index="multiplier", columns="token", values="weight"),
+        dk64=dk64_example(),
+        code=recipes.fill("why_scale_softmax", {"multiplier": float(multiplier)}),
         prediction=_peaky_question(at_1, at_16),
     )
 
@@ -77,3 +122,30 @@ def _peaky_question(max_at_1: float, max_at_16: float) -> Prediction:
             "exponentiates differences, and multiplying the scores multiplies their differences."
         ),
     )
+
+
+def dk64_example(d_k: int = 64) -> Dk64Example:
+    """Scores of typical size sqrt(d_k) = 8, before and after dividing by sqrt(d_k)."""
+    typical = d_k**0.5
+    unscaled = torch.tensor([typical, 0.0, 0.0], dtype=torch.float64)  # (3,)
+    scaled = unscaled / typical  # [1, 0, 0]
+    weights = torch.softmax(unscaled, dim=-1), torch.softmax(scaled, dim=-1)
+    norms = [float(stats.softmax_jacobian(w).norm()) for w in weights]
+    return Dk64Example(
+        d_k=d_k,
+        typical_score=typical,
+        unscaled_weights=tuple(float(v) for v in weights[0]),
+        scaled_weights=tuple(float(v) for v in weights[1]),
+        unscaled_gradient=norms[0],
+        scaled_gradient=norms[1],
+    )
+
+
+def notebook_variance(seed: int) -> NotebookVariance:
+    """The notebook's two widths, 1,000 draws each, q and k drawn as vectors (as its loop does)."""
+    table = stats.dot_product_variance(NOTEBOOK_DIMS, NOTEBOOK_TRIALS, generator(seed), method="direct")
+    table = table.rename(columns={"d_k": "d"})[["d", "unscaled_var", "scaled_var"]]
+    table["printed_unscaled"] = [NOTEBOOK_PRINTED[d][0] for d in NOTEBOOK_DIMS]
+    table["printed_scaled"] = [NOTEBOOK_PRINTED[d][1] for d in NOTEBOOK_DIMS]
+    code = recipes.fill("why_scale_notebook", {"seed": int(seed)})
+    return NotebookVariance(table=table, code=code)

@@ -26,6 +26,20 @@ NORMALISATIONS = ("divide by sum", "naive softmax", "stable softmax")
 
 
 @dataclass(frozen=True)
+class FloatSums:
+    """The float32 sums of the chosen query's three normalisations (multiplier 1).
+
+    The scores come from the attention notebook's loop (one torch.dot per key): the sums' last
+    bits depend on how the scores were computed, and the notebook's 0.99999988 and 1.0000001
+    come from that loop.
+    """
+
+    by_sum: float  # (scores / scores.sum()).sum()
+    naive_softmax: float  # (exp / exp.sum()).sum()
+    torch_softmax: float  # torch.softmax(scores, dim=0).sum()
+
+
+@dataclass(frozen=True)
 class WithoutWeightsLesson:
     tokens: tuple[str, ...]
     query_index: int
@@ -33,6 +47,10 @@ class WithoutWeightsLesson:
     dots: pd.DataFrame  # token, "dot product", "cosine similarity" for the chosen query
     norms: pd.DataFrame  # token, method, weight: the three normalisations of the chosen query's scores
     scores: pd.DataFrame  # matrix_frame of omega = inputs @ inputs.T, (T, T)
+    scores_table: pd.DataFrame  # the same (T, T) scores as a wide table: one row per query, one column per key
+    norms_table: pd.DataFrame  # the three normalisations as a wide table: one row per method, one column per token
+    weights_table: pd.DataFrame  # the (T, T) weights as a wide table, rows = queries
+    context_table: pd.DataFrame  # the (T, d_in) context vectors as a wide table, rows = tokens
     weights: pd.DataFrame  # softmax of the scores, (T, T)
     context: pd.DataFrame  # weights @ inputs, (T, d_in)
     naive_overflows: bool  # exp() overflowed float32 in the naive softmax
@@ -41,6 +59,10 @@ class WithoutWeightsLesson:
     loop_matches_matrix: bool  # the loop form of scores and context equals the matrix form
     query_context: tuple[float, ...]  # z for the chosen query
     prediction: Prediction  # which token the chosen query attends to most
+    by_sum_weights: tuple[float, ...]  # the chosen query's divide-by-sum weights at multiplier 1
+    largest_share: tuple[str, float]  # (token, weight) with the most of it: the notebook's x(2), 28.75%
+    smallest_share: tuple[str, float]  # (token, weight) with the least: the notebook's x(6), 6.05%
+    sums: FloatSums
     code: str  # the filled recipe core/recipes/without_weights.py
 
 
@@ -55,6 +77,13 @@ def without_weights_lesson(settings: Settings, query_index: int, multiplier: flo
         simple.normalize_by_sum(scaled_row),
         simple.softmax_naive(scaled_row),
         simple.softmax_stable(scaled_row),
+    )
+    loop_row = simple.dot_scores_for_query(x.cpu(), query_index)  # (T,), the notebook's loop
+    by_sum = simple.normalize_by_sum(loop_row)  # (T,)
+    sums = FloatSums(
+        by_sum=float(by_sum.sum()),
+        naive_softmax=float(simple.softmax_naive(loop_row).sum()),
+        torch_softmax=float(torch.softmax(loop_row, dim=0).sum()),
     )
     weights = torch.softmax(scores, dim=-1)  # (T, T)
     context = simple.context_vectors(x, weights)  # (T, d_in)
@@ -90,6 +119,14 @@ def without_weights_lesson(settings: Settings, query_index: int, multiplier: flo
             ]
         ),
         scores=matrix_frame(scores, tokens, tokens),
+        scores_table=pd.DataFrame(scores.cpu().double().numpy(), index=list(tokens), columns=list(tokens)),
+        weights_table=pd.DataFrame(weights.cpu().double().numpy(), index=list(tokens), columns=list(tokens)),
+        context_table=pd.DataFrame(
+            context.cpu().double().numpy(), index=list(tokens), columns=list(dims("z", x.shape[1]))
+        ),
+        norms_table=pd.DataFrame(
+            [w.cpu().double().numpy() for w in normalised], index=list(NORMALISATIONS), columns=list(tokens)
+        ),
         weights=matrix_frame(weights, tokens, tokens),
         context=matrix_frame(context, tokens, dims("z", x.shape[1])),
         naive_overflows=bool(torch.isnan(normalised[1]).any()),
@@ -98,5 +135,9 @@ def without_weights_lesson(settings: Settings, query_index: int, multiplier: flo
         loop_matches_matrix=bool(loop_ok),
         query_context=row_values(context, query_index),
         prediction=strongest_key_question(tokens, query_index, weights[query_index]),
+        by_sum_weights=tuple(float(w) for w in by_sum),
+        largest_share=(tokens[int(by_sum.argmax())], float(by_sum.max())),
+        smallest_share=(tokens[int(by_sum.argmin())], float(by_sum.min())),
+        sums=sums,
         code=code,
     )

@@ -25,6 +25,16 @@ print("divide by sum:", by_sum)
 print("naive softmax:", naive)
 print("stable softmax:", stable)
 
+# The float32 sums of those weights, with the scores one torch.dot at a time as the attention
+# notebook's loop computes them: the last bits show rounding (and depend on how the scores were made).
+loop_row = torch.empty(inputs.shape[0])
+for j, x_j in enumerate(inputs):
+    loop_row[j] = torch.dot(inputs[query], x_j)
+sum_by_sum = (loop_row / loop_row.sum()).sum().item()
+sum_naive = (torch.exp(loop_row) / torch.exp(loop_row).sum()).sum().item()
+sum_softmax = torch.softmax(loop_row, dim=0).sum().item()
+print("float32 sums:", sum_by_sum, sum_naive, sum_softmax)
+
 # All queries at once: weights, then context vectors.
 weights = torch.softmax(scores, dim=-1)  # each row sums to 1, (T, T)
 context = weights @ inputs  # (T, T) @ (T, d_in) -> (T, d_in)
