@@ -208,7 +208,7 @@ def sidebar(page_key: str) -> Settings:
         if unused:
             st.caption("Greyed out here: " + "; ".join(f"**{k}** ({v})" for k, v in unused.items()))
         link_notes(reading)
-    shown = Settings(
+    return Settings(
         preset=preset,
         text=text or "",
         d_in=int(d_in),
@@ -219,7 +219,6 @@ def sidebar(page_key: str) -> Settings:
         scale=bool(scale),
         device=device,
     )
-    return shown
 
 
 def read_link_once(devices: list[str]) -> LinkReading:
