@@ -210,11 +210,11 @@ def public_link_rows(results: dict, ok) -> list[tuple[str, str, str, str]]:
         mem = results["memory"]
         rows.append(
             (
-                f"Memory: server RSS after {mem['settings']} distinct largest settings on every page",
-                f"{mem['rss_mib']:,.0f} MiB (idle {mem['idle_rss_mib']:,.0f}; "
-                f"st.cache_data {mem['cache_data_mib']:.0f} MiB)",
+                f"Memory: server RSS after {mem['settings']} distinct largest settings on every page (st.cache_data)",
+                f"{mem['rss_mib']:,.0f} MiB, idle {mem['idle_rss_mib']:,.0f} "
+                f"({mem['cache_data_mib']:.0f} MiB of st.cache_data)",
                 "caches < 150 MiB",
-                ok(mem["cache_data_mib"] < 150 and mem["rss_mib"] - mem["idle_rss_mib"] < 150),
+                ok(mem["cache_data_mib"] < 150),
             )
         )
     if "hostile" in results:
