@@ -67,6 +67,12 @@ PAGES = {
             icon=":material/compare_arrows:",
             url_path="cross_attention",
         ),
+        st.Page(
+            "pages/9_training_lab.py",
+            title="Train it yourself",
+            icon=":material/model_training:",
+            url_path="training_lab",
+        ),
     ],
 }
 
@@ -103,6 +109,16 @@ UNUSED: dict[str, dict[str, str]] = {
     "causal_dropout": {"num_heads": "a single causal head on this page"},
     "multi_head": {},
     "cross_attention": {"dropout": "no dropout in this example", "num_heads": "a single head on this page"},
+    "training_lab": {
+        "preset": "the model trains on random token sequences",
+        "text": "the model trains on random token sequences",
+        "d_in": "the model's width is heads × d_k, set beside Train",
+        "d_out": "d_k is set beside Train",
+        "dropout": "no dropout while learning to copy",
+        "num_heads": "heads are set beside Train",
+        "scale": "scaling is switched beside Train, so two runs can differ only in it",
+        "device": "training runs on the server's CPU",
+    },
 }
 
 

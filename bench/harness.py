@@ -38,6 +38,7 @@ PAGE_FILES = [
     "pages/5_causal_dropout.py",
     "pages/6_multi_head.py",
     "pages/7_cross_attention.py",
+    "pages/9_training_lab.py",
 ]
 # What the browser-driving code waits on: the app idle after a run, and the sidebar's seed box.
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 import numpy as np
+import pandas as pd
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -529,7 +530,7 @@ def _describe(run: TrainingRun) -> str:
 def _compare(scaled: TrainingRun, unscaled: TrainingRun) -> str:
     c = scaled.config
     head = (
-        f"At d_k={c.d_k} ({c.task.value}, {c.layers} layer(s), {c.init.value} init, {c.steps} steps): "
+        f"At d_k={c.d_k} ({TASK_LABELS[c.task]}, {c.layers} layer(s), {c.init.value} init, {c.steps} steps): "
         f"unscaled reached {_percent(unscaled.final_accuracy)}, scaled {_percent(scaled.final_accuracy)}."
     )
     fast_s, fast_u = steps_to_reach(scaled, 0.9), steps_to_reach(unscaled, 0.9)
@@ -555,3 +556,76 @@ def _compare(scaled: TrainingRun, unscaled: TrainingRun) -> str:
         head + " Here the unscaled run learns as well: at this width the saturation does not stop Adam. "
         "Raise d_k or use the book's init to see where it breaks down." + why
     )
+
+
+# ----------------------------------------------------------------------------------------
+# What the page draws
+# ----------------------------------------------------------------------------------------
+
+
+def curves_frame(runs: Sequence[TrainingRun]) -> pd.DataFrame:
+    """Long frame for `charts_training.curves_chart`: run, scaling, step, metric, value."""
+    rows = []
+    for number, run in enumerate(runs, start=1):
+        label = f"{number}. {run_label(run.config)}"
+        scaling = "scaled" if run.config.scale else "unscaled"
+        for step, loss, accuracy in zip(run.steps, run.losses, run.accuracies, strict=True):
+            rows.append((label, scaling, step, "loss", loss))
+            rows.append((label, scaling, step, "accuracy", accuracy))
+    return pd.DataFrame(rows, columns=["run", "scaling", "step", "metric", "value"])
+
+
+START_QUANTITIES = ("std of the logits", "softmax entropy (nats)", "gradient norm on W_q, W_k")
+
+
+def start_frame(start: StartStatistics) -> pd.DataFrame:
+    """Long frame for `charts_training.start_chart`: quantity, scores, value."""
+    pairs = {
+        START_QUANTITIES[0]: (start.logit_std_scaled, start.logit_std_unscaled),
+        START_QUANTITIES[1]: (start.entropy_scaled, start.entropy_unscaled),
+        START_QUANTITIES[2]: (start.grad_norm_scaled, start.grad_norm_unscaled),
+    }
+    rows = [(q, kind, v) for q, values in pairs.items() for kind, v in zip(("scaled", "unscaled"), values, strict=True)]
+    return pd.DataFrame(rows, columns=["quantity", "scores", "value"])
+
+
+def start_table(start: StartStatistics) -> pd.DataFrame:
+    """The same numbers as a table, with the ratio and what theory says beside them."""
+    return pd.DataFrame(
+        {
+            "quantity": list(START_QUANTITIES),
+            "scaled": [start.logit_std_scaled, start.entropy_scaled, start.grad_norm_scaled],
+            "unscaled": [start.logit_std_unscaled, start.entropy_unscaled, start.grad_norm_unscaled],
+            "unscaled / scaled": [
+                start.measured_ratio,
+                start.entropy_unscaled / start.entropy_scaled,
+                start.grad_norm_unscaled / start.grad_norm_scaled,
+            ],
+            "theory": [
+                f"ratio √d_k = {start.theory_ratio:.2f}",
+                f"uniform attention: {start.uniform_entropy:.2f}; one-hot: 0",
+                "shrinks as the softmax saturates",
+            ],
+        }
+    )
+
+
+def token_labels(tokens: Sequence[int]) -> list[str]:
+    """Unique axis labels for a sequence: position and symbol ('·' is the filler)."""
+    return [f"{i}:{'·' if t == FILLER else t}" for i, t in enumerate(tokens)]
+
+
+def recipe_values(config: TrainingConfig) -> dict[str, object]:
+    """The settings block of core/recipes/training_lab.py for this run."""
+    return {
+        "task": config.task.value,
+        "layers": config.layers,
+        "heads": config.heads,
+        "d_k": config.d_k,
+        "scale": config.scale,
+        "init": config.init.value,
+        "learning_rate": float(config.learning_rate),
+        "steps": config.steps,
+        "seed": config.seed,
+        "batch_size": config.batch_size,
+    }

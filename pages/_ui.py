@@ -16,7 +16,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from core import charts, lessons
+from core import charts, lessons, tiny_transformer
 from core import prose as core_prose
 from core.charts import QUERY_SELECTION
 from core.settings import Settings
@@ -199,3 +199,19 @@ def multihead_lesson(s: Settings) -> lessons.Lesson:
 @st.cache_data(show_spinner=False, max_entries=256)
 def cross_lesson(s: Settings, second_text: str, d_v: int) -> lessons.Lesson:
     return lessons.cross_lesson(s, second_text, d_v)
+
+
+# One training per setting for the whole class: sessions asking for a run that is being computed
+# wait for it (Streamlit holds a lock per key) instead of training it again. A run is ~50 kB;
+# entries expire after an hour so the cache cannot grow for the life of the server.
+@st.cache_data(show_spinner="Training (another student may have started this exact run)…", max_entries=64, ttl=3600)
+def training_run(config: tiny_transformer.TrainingConfig) -> tiny_transformer.TrainingRun:
+    """Train on the calling session's thread, with a progress bar (replayed, finished, on a cache hit)."""
+    bar = st.progress(0.0, text=f"Training: 0 of {config.steps:,} steps")
+
+    def report(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"Training: {done:,} of {total:,} steps")
+
+    run = tiny_transformer.train(config, on_progress=report)
+    bar.empty()
+    return run
