@@ -22,7 +22,7 @@ import altair as alt
 import pandas as pd
 import torch
 
-from bench import core_speed, latency, load, monte_carlo
+from bench import core_speed, latency, load, monte_carlo, training
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
@@ -35,7 +35,7 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__}{gpu}"
 
 
-PARTS = ("core", "monte_carlo", "load", "latency")  # latency last: it runs the app in this process
+PARTS = ("core", "monte_carlo", "load", "training", "latency")  # latency last: it runs the app in this process
 
 
 def run_all(quick: bool, only: set[str]) -> dict:
@@ -51,6 +51,8 @@ def run_all(quick: bool, only: set[str]) -> dict:
         results["monte_carlo"] = monte_carlo.run(100_000)
     if "load" in only:
         results["load"] = load.run(sessions=8 if quick else 40, seconds=15 if quick else 60)
+    if "training" in only:
+        results["training"] = training.run(quick)
     if "latency" in only:
         results["latency"] = latency.run(repeats=5 if quick else 15)
     return results
@@ -149,6 +151,8 @@ def table(results: dict) -> str:
             ok(not (ld["errors"] or ld["exceptions"] or ld["js_errors"])),
         ),
     ]
+    if "training" in results:
+        rows += training_rows(results["training"], ok)
     lines = [
         f"Measured {results['date']} on {results['machine']} (`python -m bench.run`).",
         "",
@@ -159,6 +163,24 @@ def table(results: dict) -> str:
         "![Rerun latency per page relative to the reference page](bench/results.png)",
     ]
     return "\n".join(lines)
+
+
+def training_rows(tr: dict, ok) -> list[tuple[str, str, str, str]]:
+    """The training lab's rows (bench/training.py): run times on one core, other pages while one trains."""
+    worst = "extrapolated from a fifth of its steps" if tr["worst_run_extrapolated"] else "measured"
+    ref, page = tr["latency"]["reference"], tr["latency"]["multi_head"]
+    return [
+        ("Training lab: default run (previous token), one core", f"{tr['default_run_s']:.1f} s", "<= 5 s",
+         ok(tr["default_run_s"] <= 5)),
+        ("Training lab: two-layer induction run (page defaults)", f"{tr['induction_run_s']:.1f} s", "<= 30 s",
+         ok(tr["induction_run_s"] <= 30)),
+        (f"Training lab: worst run the caps allow ({tr['worst_config']}; {worst})", f"{tr['worst_run_s']:.1f} s",
+         "<= 30 s", ok(tr["worst_run_s"] <= 30)),
+        ("Training lab: rerun of the reference page / the multi-head page while another session trains "
+         "(median, relative to the same page idle)", f"{ref['slowdown']:.2f}x / {page['slowdown']:.2f}x "
+         f"(p95 {ref['training_p95_s']:.2f} s vs {ref['idle_p95_s']:.2f} s idle)", "~1x (a normal rerun)",
+         ok(max(ref["slowdown"], page["slowdown"]) <= 1.5)),
+    ]  # fmt: skip
 
 
 def plot(results: dict) -> alt.Chart:
