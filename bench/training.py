@@ -26,7 +26,7 @@ from bench.harness import ROOT, percentile, use_navigation_mode
 from core import tiny_transformer as tt
 
 DEFAULT = tt.TrainingConfig()
-INDUCTION = tt.TrainingConfig(task=tt.Task.INDUCTION, layers=2, steps=1500)  # the page's induction defaults
+INDUCTION = tt.default_config(tt.Task.INDUCTION)  # the page's induction defaults
 OTHER_PAGE = "pages/6_multi_head.py"
 
 

@@ -14,22 +14,20 @@ _ui.require_frame()
 
 RUNS_KEPT = 6  # runs overlaid per session: enough for a comparison, few enough to read the legend
 LEARNING_RATES = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
-DEFAULT_STEPS = {tt.Task.PREVIOUS_TOKEN: 300, tt.Task.INDUCTION: 1500}
-DEFAULT_LAYERS = {tt.Task.PREVIOUS_TOKEN: 1, tt.Task.INDUCTION: 2}
 
 
 def task_changed() -> None:
     """A new task brings the depth and length that solve it (the student can still change them)."""
     task = st.session_state["train_task"]
-    st.session_state["train_layers"] = DEFAULT_LAYERS[task]
-    st.session_state["train_steps"] = DEFAULT_STEPS[task]
+    st.session_state["train_layers"] = tt.DEFAULT_LAYERS[task]
+    st.session_state["train_steps"] = tt.DEFAULT_STEPS[task]
 
 
 # Initial widget values, set once per session; widgets then take no default (a callback may set them).
 DEFAULTS = {
     "train_task": tt.Task.PREVIOUS_TOKEN,
     "train_layers": 1,
-    "train_steps": DEFAULT_STEPS[tt.Task.PREVIOUS_TOKEN],
+    "train_steps": tt.DEFAULT_STEPS[tt.Task.PREVIOUS_TOKEN],
 }
 
 
@@ -77,7 +75,8 @@ def show_heads(run: tt.TrainingRun) -> None:
     shares = tt.previous_token_share(run.attention_after)[layer]
     for head in range(run.config.heads):
         st.markdown(f"**Layer {layer + 1}, head {head + 1}**: weight on the previous token {shares[head]:.2f}")
-        before, after = st.columns(2)
+        # Side by side while a heatmap fits half the page (16 tokens); the 36-token induction maps stack.
+        before, after = st.columns(2) if len(labels) <= 20 else (st.container(), st.container())
         for column, when, weights in (
             (before, "before", run.attention_before),
             (after, "after", run.attention_after),

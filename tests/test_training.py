@@ -19,7 +19,7 @@ from core.modules import MultiHeadAttention
 
 APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 PAGE = "pages/9_training_lab.py"
-INDUCTION = tt.TrainingConfig(task=tt.Task.INDUCTION, layers=2, steps=1500)  # the page's induction defaults
+INDUCTION = tt.default_config(tt.Task.INDUCTION)  # the page's induction defaults: 2 layers, 1,000 steps
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -231,4 +231,4 @@ def test_page_compares_scaled_and_unscaled_and_shows_a_cap(navigation_mode: None
     at.select_slider(key="train_d_k").set_value(256).run()
     assert any("heads × d_k is at most" in i.value for i in at.info)
     at.selectbox(key="train_task").set_value(tt.Task.INDUCTION).run()
-    assert at.radio(key="train_layers").value == 2 and at.number_input(key="train_steps").value == 1500
+    assert at.radio(key="train_layers").value == 2 and at.number_input(key="train_steps").value == 1000
