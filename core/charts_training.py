@@ -23,10 +23,16 @@ def _curve(frame: pd.DataFrame, metric: str, title: str, y: alt.Y) -> alt.Chart:
             x=alt.X("step:Q", title="step"),
             y=y,
             color=alt.Color(
-                "run:N", sort=runs, scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(orient="bottom", columns=1)
+                "run:N",
+                sort=runs,
+                scale=alt.Scale(scheme="tableau10"),
+                legend=alt.Legend(orient="bottom", columns=1, labelLimit=0),  # the whole label: runs differ at its end
             ),
             strokeDash=alt.StrokeDash(
-                "scaling:N", scale=alt.Scale(domain=["scaled", "unscaled"], range=[[1, 0], [6, 4]]), title="scores"
+                "scaling:N",
+                scale=alt.Scale(domain=["scaled", "unscaled"], range=[[1, 0], [6, 4]]),
+                title="scores",
+                legend=alt.Legend(symbolType="stroke"),
             ),
             tooltip=[
                 alt.Tooltip("run:N"),
@@ -70,6 +76,6 @@ def start_chart(frame: pd.DataFrame) -> alt.FacetChart:
             tooltip=[alt.Tooltip("quantity:N"), alt.Tooltip("scores:N"), alt.Tooltip("value:Q", format=".4g")],
         )
         .properties(width=150, height=180)
-        .facet(column=alt.Column("quantity:N", title=None, sort=None))
+        .facet(column=alt.Column("quantity:N", title=None, sort=list(dict.fromkeys(frame["quantity"]))))
         .resolve_scale(y="independent")
     )

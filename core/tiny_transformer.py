@@ -504,23 +504,38 @@ def verdict(runs: Sequence[TrainingRun]) -> list[str]:
 
     Pairs of runs that differ only in scaling are compared; a run without a partner is described alone.
     """
-    sentences: list[str] = []
-    paired: set[int] = set()
-    for i, run in enumerate(runs):
-        if i in paired or not run.config.scale:
-            continue
-        partner = next(
-            (j for j, other in enumerate(runs) if j not in paired and other.config == replace(run.config, scale=False)),
-            None,
-        )
-        if partner is None:
-            continue
-        paired.update({i, partner})
-        sentences.append(_compare(run, runs[partner]))
-    for i, run in enumerate(runs):
-        if i not in paired:
-            sentences.append(_describe(run))
+    comparisons = _pairs(runs)
+    sentences = [_compare(scaled, unscaled) for scaled, unscaled in comparisons]
+    paired = {id(run) for pair in comparisons for run in pair}
+    if len(comparisons) >= 2:
+        sentences.append(_where_it_matters(comparisons))
+    sentences += [_describe(run) for run in runs if id(run) not in paired]
     return sentences
+
+
+def _pairs(runs: Sequence[TrainingRun]) -> list[tuple[TrainingRun, TrainingRun]]:
+    """(scaled, unscaled) runs whose configs differ only in scaling, each run used once."""
+    pairs, used = [], set()
+    for i, run in enumerate(runs):
+        if i in used or not run.config.scale:
+            continue
+        for j, other in enumerate(runs):
+            if j not in used and other.config == replace(run.config, scale=False):
+                pairs.append((run, other))
+                used.update({i, j})
+                break
+    return pairs
+
+
+def _where_it_matters(comparisons: list[tuple[TrainingRun, TrainingRun]]) -> str:
+    """One line over several comparisons: the accuracy scaling added at each setting, widest d_k last."""
+    ordered = sorted(comparisons, key=lambda pair: (pair[0].config.d_k, pair[0].config.init.value))
+    parts = [
+        f"d_k={s.config.d_k} ({s.config.init.value} init, {TASK_LABELS[s.config.task]}): "
+        f"{100 * (s.final_accuracy - u.final_accuracy):+.0f} points"
+        for s, u in ordered
+    ]
+    return "Across your comparisons, scaled minus unscaled accuracy: " + "; ".join(parts) + "."
 
 
 def _percent(x: float) -> str:
@@ -614,7 +629,7 @@ def start_table(start: StartStatistics) -> pd.DataFrame:
             "theory": [
                 f"ratio √d_k = {start.theory_ratio:.2f}",
                 f"uniform attention: {start.uniform_entropy:.2f}; one-hot: 0",
-                "shrinks as the softmax saturates",
+                f"about √d_k = {start.theory_ratio:.2f} from the missing factor alone; less as the softmax saturates",
             ],
         }
     )

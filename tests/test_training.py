@@ -232,3 +232,13 @@ def test_page_compares_scaled_and_unscaled_and_shows_a_cap(navigation_mode: None
     assert any("heads × d_k is at most" in i.value for i in at.info)
     at.selectbox(key="train_task").set_value(tt.Task.INDUCTION).run()
     assert at.radio(key="train_layers").value == 2 and at.number_input(key="train_steps").value == 1000
+
+
+def test_verdict_sums_up_several_comparisons_by_width() -> None:
+    runs = [tt.train(tt.TrainingConfig(steps=10, d_k=d_k, scale=s)) for d_k in (32, 8) for s in (True, False)]
+    sentences = tt.verdict(runs)
+    assert len(sentences) == 3  # two comparisons and the summary
+    summary = sentences[2]
+    assert summary.index("d_k=8 ") < summary.index("d_k=32 ")  # ordered by width
+    gap = 100 * (runs[2].final_accuracy - runs[3].final_accuracy)
+    assert f"d_k=8 (linear init, previous token): {gap:+.0f} points" in summary
