@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -242,3 +244,36 @@ def test_verdict_sums_up_several_comparisons_by_width() -> None:
     assert summary.index("d_k=8 ") < summary.index("d_k=32 ")  # ordered by width
     gap = 100 * (runs[2].final_accuracy - runs[3].final_accuracy)
     assert f"d_k=8 (linear init, previous token): {gap:+.0f} points" in summary
+
+
+def test_two_sessions_pressing_train_at_once_cost_one_training(
+    navigation_mode: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pages import _ui
+
+    config = tt.TrainingConfig(steps=30, seed=4321)  # a run no other test caches
+    calls: list[tt.TrainingConfig] = []
+    real_train = tt.train
+
+    def counting_train(config: tt.TrainingConfig, on_progress=None) -> tt.TrainingRun:
+        calls.append(config)
+        time.sleep(1.0)  # long enough for the second session to arrive while the first trains
+        return real_train(config, on_progress)
+
+    monkeypatch.setattr(tt, "train", counting_train)
+    _ui.training_run.clear()
+    sessions = []
+    for _ in range(2):
+        at = training_page()
+        at.sidebar.number_input(key="seed").set_value(config.seed).run()
+        at.number_input(key="train_steps").set_value(config.steps).run()
+        sessions.append(at)
+    threads = [threading.Thread(target=at.button(key="train_button").click().run) for at in sessions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert calls == [config]
+    for at in sessions:
+        assert not at.exception, [e.value for e in at.exception]
+        assert [r.config for r in at.session_state["training_runs"]] == [config]
