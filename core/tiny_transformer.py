@@ -555,7 +555,8 @@ def _describe(run: TrainingRun) -> str:
 def _compare(scaled: TrainingRun, unscaled: TrainingRun) -> str:
     c = scaled.config
     head = (
-        f"At d_k={c.d_k} ({TASK_LABELS[c.task]}, {c.layers} layer(s), {c.init.value} init, {c.steps} steps): "
+        f"At d_k={c.d_k} ({TASK_LABELS[c.task]}, {c.layers} layer{'s' if c.layers > 1 else ''}, "
+        f"{c.heads} head{'s' if c.heads > 1 else ''}, {c.init.value} init, {c.steps} steps): "
         f"unscaled reached {_percent(unscaled.final_accuracy)}, scaled {_percent(scaled.final_accuracy)}."
     )
     fast_s, fast_u = steps_to_reach(scaled, 0.9), steps_to_reach(unscaled, 0.9)
@@ -568,7 +569,8 @@ def _compare(scaled: TrainingRun, unscaled: TrainingRun) -> str:
         f"{start.grad_norm_unscaled:.3g} instead of {start.grad_norm_scaled:.3g}."
     )
     if gap >= 0.05:
-        return head + " Without scaling, learning stalled behind." + why
+        unfinished = " Neither run has learned the task yet." if scaled.final_accuracy < 0.5 else ""
+        return head + " Without scaling, learning fell behind." + unfinished + why
     if fast_s is not None and fast_u is not None and fast_u > fast_s:
         return (
             head
