@@ -257,7 +257,7 @@ def test_two_sessions_pressing_train_at_once_cost_one_training(
 
     def counting_train(config: tt.TrainingConfig, on_progress=None) -> tt.TrainingRun:
         calls.append(config)
-        time.sleep(1.0)  # long enough for the second session to arrive while the first trains
+        time.sleep(2.0)  # long enough for the second session to arrive while the first trains
         return real_train(config, on_progress)
 
     monkeypatch.setattr(tt, "train", counting_train)
@@ -271,6 +271,9 @@ def test_two_sessions_pressing_train_at_once_cost_one_training(
     threads = [threading.Thread(target=at.button(key="train_button").click().run) for at in sessions]
     for thread in threads:
         thread.start()
+        # Staggered: two AppTests compiling their scripts at the same instant can trip CPython's
+        # "AST constructor recursion depth mismatch" (a compile() race); the server compiles once.
+        time.sleep(0.5)
     for thread in threads:
         thread.join()
     assert calls == [config]
