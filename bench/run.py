@@ -170,12 +170,13 @@ def training_rows(tr: dict, ok) -> list[tuple[str, str, str, str]]:
     worst = "extrapolated from a fifth of its steps" if tr["worst_run_extrapolated"] else "measured"
     ref, page = tr["latency"]["reference"], tr["latency"]["multi_head"]
     return [
-        ("Training lab: default run (previous token), one core", f"{tr['default_run_s']:.1f} s", "<= 5 s",
-         ok(tr["default_run_s"] <= 5)),
-        ("Training lab: two-layer induction run (page defaults)", f"{tr['induction_run_s']:.1f} s", "<= 30 s",
-         ok(tr["induction_run_s"] <= 30)),
-        (f"Training lab: worst run the caps allow ({tr['worst_config']}; {worst})", f"{tr['worst_run_s']:.1f} s",
-         "<= 30 s", ok(tr["worst_run_s"] <= 30)),
+        ("Training lab: default run (previous token): CPU time of one core (wall)",
+         f"{tr['default_run_cpu_s']:.1f} s ({tr['default_run_s']:.1f} s)", "<= 5 s", ok(tr["default_run_cpu_s"] <= 5)),
+        ("Training lab: two-layer induction run (page defaults): CPU (wall)",
+         f"{tr['induction_run_cpu_s']:.1f} s ({tr['induction_run_s']:.1f} s)", "<= 30 s",
+         ok(tr["induction_run_cpu_s"] <= 30)),
+        (f"Training lab: worst run the caps allow ({tr['worst_config']}; {worst}): CPU (wall)",
+         f"{tr['worst_run_cpu_s']:.1f} s ({tr['worst_run_s']:.1f} s)", "<= 30 s", ok(tr["worst_run_cpu_s"] <= 30)),
         ("Training lab: rerun of the reference page / the multi-head page while another session trains "
          "(median, relative to the same page idle)", f"{ref['slowdown']:.2f}x / {page['slowdown']:.2f}x "
          f"(p95 {ref['training_p95_s']:.2f} s vs {ref['idle_p95_s']:.2f} s idle)", "~1x (a normal rerun)",

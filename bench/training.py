@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import statistics
 import threading
 import time
@@ -40,10 +41,11 @@ def worst_allowed() -> tt.TrainingConfig:
     return max(configs, key=tt.estimated_seconds)
 
 
-def time_run(config: tt.TrainingConfig) -> float:
-    started = time.perf_counter()
+def time_run(config: tt.TrainingConfig) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this thread): on a shared machine the second is what one core spent."""
+    started, cpu_started = time.perf_counter(), time.thread_time()
     tt.train(config)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.thread_time() - cpu_started
 
 
 def reruns(at: AppTest, change, repeats: int) -> list[float]:
@@ -110,13 +112,18 @@ def run(quick: bool = False) -> dict:
         worst = worst_allowed()
         timed_worst = replace(worst, steps=max(1, worst.steps // 5)) if quick else worst
         default_times = [time_run(DEFAULT) for _ in range(3)]
-        worst_s = time_run(timed_worst) * (worst.steps / timed_worst.steps)
+        induction_wall, induction_cpu = time_run(INDUCTION)
+        worst_wall, worst_cpu = (t * (worst.steps / timed_worst.steps) for t in time_run(timed_worst))
         return {
-            "default_run_s": statistics.median(default_times),
-            "induction_run_s": time_run(INDUCTION),
+            "load_average_1min": os.getloadavg()[0],  # other work on the machine inflates the wall times
+            "default_run_s": statistics.median(t for t, _ in default_times),
+            "default_run_cpu_s": statistics.median(c for _, c in default_times),
+            "induction_run_s": induction_wall,
+            "induction_run_cpu_s": induction_cpu,
             "worst_config": f"{tt.run_label(worst)} · {worst.steps} steps",
             "worst_estimated_s": tt.estimated_seconds(worst),
-            "worst_run_s": worst_s,
+            "worst_run_s": worst_wall,
+            "worst_run_cpu_s": worst_cpu,
             "worst_run_extrapolated": quick,
             "latency": latency_while_training(5 if quick else 15),
         }
