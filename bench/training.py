@@ -79,8 +79,9 @@ def latency_while_training(repeats: int) -> dict:
     done = threading.Event()
 
     def train_in_background() -> None:
-        while not done.is_set():  # keep a training going for the whole measurement
-            tt.train(INDUCTION)
+        with tt.lowered_priority():  # as pages/_ui.training_run does
+            while not done.is_set():  # keep a training going for the whole measurement
+                tt.train(INDUCTION)
 
     trainer = threading.Thread(target=train_in_background, daemon=True)
     trainer.start()

@@ -212,6 +212,7 @@ def training_run(config: tiny_transformer.TrainingConfig) -> tiny_transformer.Tr
     def report(done: int, total: int) -> None:
         bar.progress(done / total, text=f"Training: {done:,} of {total:,} steps")
 
-    run = tiny_transformer.train(config, on_progress=report)
+    with tiny_transformer.lowered_priority():  # other sessions' reruns go first when the cores are busy
+        run = tiny_transformer.train(config, on_progress=report)
     bar.empty()
     return run
