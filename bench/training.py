@@ -12,6 +12,7 @@ the same run, so the ratios cancel the machine's speed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -73,23 +74,31 @@ def lesson_app() -> tuple[AppTest, object]:
     return at, lambda a, i: a.sidebar.number_input(key="seed").set_value(2000 + i)
 
 
-def latency_while_training(repeats: int) -> dict:
-    """Median and p95 rerun of the reference page and a lesson page, idle and during a training."""
-    apps = {"reference": reference_app(), "multi_head": lesson_app()}
-    idle = {name: reruns(at, change, repeats) for name, (at, change) in apps.items()}
+def reruns_while_training(apps: dict, repeats: int, first: int, polite: bool) -> dict[str, list[float]]:
+    """Rerun times of each app while another thread trains the induction run over and over."""
     done = threading.Event()
 
     def train_in_background() -> None:
-        with tt.lowered_priority():  # as pages/_ui.training_run does
+        with tt.lowered_priority() if polite else contextlib.nullcontext():  # polite: as pages/_ui does
             while not done.is_set():  # keep a training going for the whole measurement
                 tt.train(INDUCTION)
 
     trainer = threading.Thread(target=train_in_background, daemon=True)
     trainer.start()
     time.sleep(1.0)  # past the run's set-up
-    busy = {name: reruns(at, change, repeats, first=repeats) for name, (at, change) in apps.items()}
+    busy = {name: reruns(at, change, repeats, first=first) for name, (at, change) in apps.items()}
     done.set()
     trainer.join()
+    return busy
+
+
+def latency_while_training(repeats: int) -> dict:
+    """Median and p95 rerun of the reference page and a lesson page: idle, during a training at the
+    app's lowered priority, and (for comparison) during one at normal priority."""
+    apps = {"reference": reference_app(), "multi_head": lesson_app()}
+    idle = {name: reruns(at, change, repeats) for name, (at, change) in apps.items()}
+    busy = reruns_while_training(apps, repeats, first=repeats, polite=True)
+    rude = reruns_while_training(apps, repeats, first=2 * repeats, polite=False)
     reference_idle = statistics.median(idle["reference"])
     result = {}
     for name in apps:
@@ -101,6 +110,7 @@ def latency_while_training(repeats: int) -> dict:
             "idle_ratio": statistics.median(idle[name]) / reference_idle,
             "training_ratio": statistics.median(busy[name]) / reference_idle,
             "slowdown": statistics.median(busy[name]) / statistics.median(idle[name]),
+            "slowdown_normal_priority": statistics.median(rude[name]) / statistics.median(idle[name]),
         }
     return result
 
