@@ -22,7 +22,7 @@ import altair as alt
 import pandas as pd
 import torch
 
-from bench import core_speed, hostile_probe, latency, load, memory, monte_carlo, real_model
+from bench import core_speed, hostile_probe, latency, load, memory, monte_carlo, real_model, training
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
@@ -35,7 +35,7 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__}{gpu}"
 
 
-PARTS = ("core", "monte_carlo", "real_model", "load", "memory", "hostile", "latency")  # latency last: runs the app here
+PARTS = ("core", "monte_carlo", "real_model", "load", "memory", "hostile", "training", "latency")  # latency last
 
 
 def run_all(quick: bool, only: set[str]) -> dict:
@@ -57,6 +57,8 @@ def run_all(quick: bool, only: set[str]) -> dict:
         results["memory"] = memory.run(count=30 if quick else 300)
     if "hostile" in only:
         results["hostile"] = hostile_probe.run(connections=8 if quick else 32)
+    if "training" in only:
+        results["training"] = training.run(quick)
     if "latency" in only:
         results["latency"] = latency.run(repeats=5 if quick else 15)
     return results
@@ -157,6 +159,8 @@ def table(results: dict) -> str:
             ok(not (ld["errors"] or ld["exceptions"] or ld["js_errors"])),
         ),
     ]
+    if "training" in results:
+        rows += training_rows(results["training"], ok)
     lines = [
         f"Measured {results['date']} on {results['machine']} (`python -m bench.run`).",
         "",
@@ -234,6 +238,25 @@ def public_link_rows(results: dict, ok) -> list[tuple[str, str, str, str]]:
             ),
         ]
     return rows
+
+
+def training_rows(tr: dict, ok) -> list[tuple[str, str, str, str]]:
+    """The training lab's rows (bench/training.py): run times on one core, other pages while one trains."""
+    worst = "extrapolated from a fifth of its steps" if tr["worst_run_extrapolated"] else "measured"
+    ref, page = tr["latency"]["reference"], tr["latency"]["multi_head"]
+    return [
+        ("Training lab: default run (previous token): CPU time of one core (wall)",
+         f"{tr['default_run_cpu_s']:.1f} s ({tr['default_run_s']:.1f} s)", "<= 5 s", ok(tr["default_run_cpu_s"] <= 5)),
+        ("Training lab: two-layer induction run (page defaults): CPU (wall)",
+         f"{tr['induction_run_cpu_s']:.1f} s ({tr['induction_run_s']:.1f} s)", "<= 30 s",
+         ok(tr["induction_run_cpu_s"] <= 30)),
+        (f"Training lab: worst run the caps allow ({tr['worst_config']}; {worst}): CPU (wall)",
+         f"{tr['worst_run_cpu_s']:.1f} s ({tr['worst_run_s']:.1f} s)", "<= 30 s", ok(tr["worst_run_cpu_s"] <= 30)),
+        ("Training lab: rerun of the reference page / the multi-head page while another session trains "
+         "(median, relative to the same page idle)", f"{ref['slowdown']:.2f}x / {page['slowdown']:.2f}x "
+         f"(p95 {ref['training_p95_s']:.2f} s vs {ref['idle_p95_s']:.2f} s idle)",
+         "<= 2x (slower by at most one normal rerun)", ok(max(ref["slowdown"], page["slowdown"]) <= 2)),
+    ]  # fmt: skip
 
 
 def plot(results: dict) -> alt.Chart:

@@ -252,6 +252,7 @@ class MultiHeadAttention(nn.Module):
         *,
         generator: torch.Generator | None = None,
         fused: bool = False,
+        scale: float | None = None,
     ):
         super().__init__()
         _check_dims(d_in=d_in, d_out=d_out, context_length=context_length)
@@ -262,6 +263,9 @@ class MultiHeadAttention(nn.Module):
         self.head_dim = d_out // num_heads
         self.context_length = context_length
         self.fused = fused  # True: forward() uses PyTorch's fused kernel
+        # The factor on q.k, as PyTorch's `scale`: None = 1/sqrt(head_dim); 1.0 = no scaling
+        # (the training lab switches it off to show what the scaling does to learning).
+        self.scale = scale
         self.W_query = make_linear(d_in, d_out, qkv_bias, generator)
         self.W_key = make_linear(d_in, d_out, qkv_bias, generator)
         self.W_value = make_linear(d_in, d_out, qkv_bias, generator)
@@ -293,7 +297,7 @@ class MultiHeadAttention(nn.Module):
         values = self.split_heads(self.W_value(x))
         dropout_p = self.dropout.p if self.training else 0.0
         context = F.scaled_dot_product_attention(
-            queries, keys, values, dropout_p=dropout_p, is_causal=True
+            queries, keys, values, dropout_p=dropout_p, is_causal=True, scale=self.scale
         )  # (b, h, T, hd)
         return self.out_proj(self.merge_heads(context))  # (b, T, d_out)
 
@@ -315,7 +319,7 @@ class MultiHeadAttention(nn.Module):
             values,
             attn_mask=allowed,
             dropout_p=dropout_p,
-            scale=scale,
+            scale=self.scale if scale is None else scale,
             generator=generator,
         )
         output = self.out_proj(self.merge_heads(trace.context))  # (b, T, d_out)

@@ -172,6 +172,23 @@ PAGES: tuple[PageSpec, ...] = (
         _ignores(dropout="no dropout in this example", num_heads=_NO_HEADS),
         controls=("first_text", "second_text", "d_in_kv", "d_v"),
     ),
+    PageSpec(
+        8,
+        "training_lab",
+        "Train it yourself",
+        ":material/model_training:",
+        Section.FURTHER,
+        _ignores(
+            preset="the model trains on random token sequences",
+            text="the model trains on random token sequences",
+            d_in="the model's width is heads × d_k, set beside Train",
+            d_out="d_k is set beside Train",
+            dropout="no dropout while learning to copy",
+            num_heads="heads are set beside Train",
+            scale="scaling is switched beside Train, so two runs can differ only in it",
+            device="training runs on the server's CPU",
+        ),
+    ),
 )
 
 HOME = PAGES[0]

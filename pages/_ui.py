@@ -22,7 +22,7 @@ from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from core import charts
+from core import charts, tiny_transformer
 from core import prose as core_prose
 from core.charts import QUERY_SELECTION
 from core.lessons import (
@@ -511,3 +511,20 @@ def keep_shared_caches() -> None:
 
     clear_own_session_state_only._attention_lab = True  # type: ignore[attr-defined]
     AppSession._handle_clear_cache_request = clear_own_session_state_only  # type: ignore[method-assign]
+
+
+# One training per setting for the whole class: sessions asking for a run that is being computed
+# wait for it (Streamlit holds a lock per key) instead of training it again. A run is ~50 kB;
+# entries expire after an hour so the cache cannot grow for the life of the server.
+@st.cache_data(show_spinner="Training (another student may have started this exact run)…", max_entries=64, ttl=3600)
+def training_run(config: tiny_transformer.TrainingConfig) -> tiny_transformer.TrainingRun:
+    """Train on the calling session's thread, with a progress bar (replayed, finished, on a cache hit)."""
+    bar = st.progress(0.0, text=f"Training: 0 of {config.steps:,} steps")
+
+    def report(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"Training: {done:,} of {total:,} steps")
+
+    # Same priority as every session: a lowered one could hold the GIL while descheduled.
+    run = tiny_transformer.train(config, on_progress=report)
+    bar.empty()
+    return run

@@ -1,0 +1,145 @@
+"""Lesson 8: train a tiny transformer live and watch what 1/√d_k does to learning."""
+
+from dataclasses import replace
+
+import streamlit as st
+import torch
+
+from core import charts_training, recipes
+from core import tiny_transformer as tt
+from core.lessons import matrix_frame
+from pages import _ui
+
+frame = _ui.page_start()
+
+RUNS_KEPT = 6  # runs overlaid per session: enough for a comparison, few enough to read the legend
+LEARNING_RATES = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
+
+
+def task_changed() -> None:
+    """A new task brings the depth and length that solve it (the student can still change them)."""
+    task = st.session_state["train_task"]
+    st.session_state["train_layers"] = tt.DEFAULT_LAYERS[task]
+    st.session_state["train_steps"] = tt.DEFAULT_STEPS[task]
+
+
+# Initial widget values, set once per session; widgets then take no default (a callback may set them).
+DEFAULTS = {
+    "train_task": tt.Task.PREVIOUS_TOKEN,
+    "train_layers": 1,
+    "train_steps": tt.DEFAULT_STEPS[tt.Task.PREVIOUS_TOKEN],
+}
+
+
+def controls(seed: int) -> tt.TrainingConfig:
+    """The page's own controls; returns the run they ask for (before the caps)."""
+    for key, value in DEFAULTS.items():
+        st.session_state.setdefault(key, value)
+    c1, c2, c3, c4 = st.columns(4)
+    task = c1.selectbox("Task", list(tt.Task), format_func=tt.TASK_LABELS.get, key="train_task", on_change=task_changed)
+    layers = c2.radio("Layers", [1, 2], horizontal=True, key="train_layers", help="Induction needs 2.")
+    heads = c3.slider("Heads per layer", 1, tt.MAX_HEADS, 2, key="train_heads")
+    d_k = c4.select_slider(
+        "d_k (head width)", list(tt.D_K_CHOICES), 16, key="train_d_k", help=f"heads × d_k is at most {tt.MAX_WIDTH}."
+    )
+    c5, c6, c7, c8 = st.columns(4)
+    scale = c5.toggle("Scale q·k by 1/√d_k", True, key="train_scale")
+    init = c6.selectbox(
+        "W_q, W_k, W_v start as", list(tt.Init), 1, format_func=tt.INIT_LABELS.get, key="train_init"
+    )  # default: nn.Linear's
+    learning_rate = c7.select_slider("Learning rate (Adam)", LEARNING_RATES, 3e-3, key="train_lr")
+    steps = c8.number_input("Steps", 10, tt.MAX_STEPS, step=50, key="train_steps")
+    return tt.TrainingConfig(
+        task=tt.Task(task),
+        layers=int(layers),
+        heads=int(heads),
+        d_k=int(d_k),
+        scale=bool(scale),
+        init=tt.Init(init),
+        learning_rate=float(learning_rate),
+        steps=int(steps),
+        seed=seed,
+    )
+
+
+def keep(runs: list[tt.TrainingRun], run: tt.TrainingRun) -> list[tt.TrainingRun]:
+    """The session's runs with `run` last; an identical earlier run is not kept twice."""
+    return [r for r in runs if r.config != run.config][-(RUNS_KEPT - 1) :] + [run]
+
+
+def show_heads(run: tt.TrainingRun) -> None:
+    labels = tt.token_labels(run.example_tokens)
+    layer = 0
+    if run.config.layers > 1:
+        layer = st.radio("Layer", [1, 2], index=1, horizontal=True, key="train_show_layer") - 1
+    shares = tt.previous_token_share(run.attention_after)[layer]
+    for head in range(run.config.heads):
+        st.markdown(f"**Layer {layer + 1}, head {head + 1}**: weight on the previous token {shares[head]:.2f}")
+        # Side by side while a heatmap fits half the page (16 tokens); the 36-token induction maps stack.
+        before, after = st.columns(2) if len(labels) <= 20 else (st.container(), st.container())
+        for column, when, weights in (
+            (before, "before", run.attention_before),
+            (after, "after", run.attention_after),
+        ):
+            with column:
+                _ui.heatmap(
+                    matrix_frame(torch.from_numpy(weights[layer, head]), labels, labels),
+                    f"{when} training",
+                    f"Heatmap of layer {layer + 1}, head {head + 1}'s attention weights {when} training.",
+                    show_values=False,
+                    value_title="weight",
+                )
+
+
+_ui.prose("training_lab", "intro")
+_ui.prose("training_lab", "tasks")
+requested = controls(frame.settings.seed)
+limited = tt.within_caps(requested)
+config = limited.config
+for reason in limited.reasons:
+    st.info(reason, icon=":material/speed:")
+st.caption(f"Estimated time on one core: about {tt.estimated_seconds(config):.0f} s (less if someone ran it already).")
+
+runs: list[tt.TrainingRun] = st.session_state.setdefault("training_runs", [])
+b1, b2, b3 = st.columns(3)
+if b1.button("Train", type="primary", icon=":material/play_arrow:", key="train_button"):
+    runs = keep(runs, _ui.training_run(config))
+if b2.button("Compare scaled vs unscaled", icon=":material/compare:", key="train_compare"):
+    for scaled in (True, False):
+        runs = keep(runs, _ui.training_run(replace(config, scale=scaled)))
+if b3.button("Clear the runs", icon=":material/delete:", key="train_clear"):
+    runs = []
+st.session_state["training_runs"] = runs
+
+_ui.predict(tt.spread_question(config.d_k), key="predict_training_lab")
+_ui.step("Loss and held-out accuracy")
+_ui.prose("training_lab", "curves")
+if runs:
+    _ui.chart(
+        charts_training.curves_chart(tt.curves_frame(runs)),
+        "Two line charts against the step: training loss and held-out accuracy, one line per run.",
+    )
+else:
+    st.info("No run yet: press Train.", icon=":material/school:")
+
+_ui.prose("training_lab", "verdict")
+for sentence in tt.verdict(runs):
+    st.markdown(f"- {sentence}")
+
+latest = runs[-1] if runs else None
+_ui.step("Each head, before and after")
+_ui.prose("training_lab", "heads")
+if latest is not None:
+    st.caption(f"Run {len(runs)}: {tt.run_label(latest.config)}")
+    show_heads(latest)
+
+_ui.step("At the start: what scaling changes")
+_ui.prose("training_lab", "start")
+if latest is not None:
+    st.dataframe(tt.start_table(latest.start).round(4), hide_index=True, width="stretch")
+    _ui.chart(
+        charts_training.start_chart(tt.start_frame(latest.start)),
+        "Bars: logit spread, softmax entropy and gradient norm at initialisation, scaled and unscaled.",
+    )
+_ui.prose("training_lab", "cost")
+_ui.code_box(recipes.fill("training_lab", tt.recipe_values(config)))
