@@ -156,6 +156,10 @@ def widget_state(element_type: str, proto, previous: WidgetState | None) -> Widg
         return previous
     if element_type == "number_input":
         state.double_value = proto.value if proto.set_value else proto.default
+    elif element_type == "slider" and proto.options:  # a select_slider: its options' labels
+        if proto.set_value:
+            return None  # never set by the server on our pages; the server keeps its own value
+        state.string_array_value.data.extend(proto.options[int(i)] for i in proto.default)
     elif element_type == "slider":
         state.double_array_value.data.extend(proto.value if proto.set_value else proto.default)
     elif element_type == "checkbox":
@@ -170,7 +174,7 @@ def widget_state(element_type: str, proto, previous: WidgetState | None) -> Widg
     elif element_type == "text_input":
         state.string_value = proto.value if proto.set_value else proto.default
     else:
-        return None
+        return None  # other widgets (segmented controls, chart selections): the server keeps their values
     return state
 
 
