@@ -77,6 +77,7 @@ def measure(students: int, seconds: float, env: dict[str, str] | None = None) ->
     """One step: a fresh pinned server, `students` students for `seconds` after their arrival."""
     process, url = start_server(env=env, cpus=SERVER_CPU if (os.cpu_count() or 1) > 1 else None)
     try:
+        asyncio.run(load_client.warm_up(url))  # imports and first runs, before the class arrives
         arrival_s = min(0.1 * students, 20.0)
         settle_s = arrival_s + 5.0  # count changes once everyone has arrived and opened the link
         cpu_before, clock_before = None, None

@@ -432,6 +432,17 @@ async def arrive(student: Student, recorder: Recorder, ends_at: float, delay: fl
     await attend(student, recorder, ends_at)
 
 
+async def warm_up(base_url: str, pages: tuple[str, ...] = ("trainable_weights",)) -> None:
+    """Open `pages` once on a fresh server, so that its imports and first runs are done before a class."""
+    for page in pages:
+        student = Student(-1, base_url, time.monotonic(), random.Random(0), page, seed=123)
+        try:
+            await student.connect()
+            await student.rerun(Action.OPEN)
+        finally:
+            await close(student)
+
+
 def main() -> None:
     import argparse
     import json
