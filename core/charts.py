@@ -147,6 +147,18 @@ def with_values(template: str, dataset: str, records: list[dict]) -> dict:
     return spec
 
 
+def _color_if(test: alt.expr.core.Expression, then: str, otherwise: str) -> alt.ColorValue:
+    """`alt.condition(test, alt.value(then), alt.value(otherwise))`, the same spec, built fast.
+
+    Altair turns a channel given as a dict or a shorthand string (what alt.condition and
+    alt.value return, or "token:N" in a tooltip list) into its class by rebuilding a map of
+    its whole schema: ~5 ms each, several times per chart and rerun (py-spy, bench/capacity.py).
+    Channel objects (alt.ColorValue, alt.Tooltip) skip that; tests/test_charts_fast.py checks
+    the specs are identical.
+    """
+    return alt.ColorValue(otherwise, condition={"test": test, "value": then})
+
+
 def grouped_bars(frame: pd.DataFrame, x: str, value: str, group: str, title: str) -> alt.Chart:
     """Bars of `value` per `x`, one colour per `group`, side by side."""
     return (
@@ -157,7 +169,7 @@ def grouped_bars(frame: pd.DataFrame, x: str, value: str, group: str, title: str
             xOffset=alt.XOffset(f"{group}:N"),
             y=alt.Y(f"{value}:Q", title=value),
             color=alt.Color(f"{group}:N", scale=alt.Scale(scheme="tableau10"), title=None),
-            tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{value}:Q", format=".4f")],
+            tooltip=[alt.Tooltip(f"{x}:N"), alt.Tooltip(f"{group}:N"), alt.Tooltip(f"{value}:Q", format=".4f")],
         )
     )
 
@@ -165,9 +177,9 @@ def grouped_bars(frame: pd.DataFrame, x: str, value: str, group: str, title: str
 def bars(frame: pd.DataFrame, x: str, value: str, title: str, *, highlight: str | None = None) -> alt.Chart:
     """Simple bars; `highlight` names one x value drawn in a contrasting colour."""
     color = (
-        alt.condition(alt.datum[x] == highlight, alt.value("#e45756"), alt.value("#4c78a8"))
+        _color_if(alt.datum[x] == highlight, "#e45756", "#4c78a8")
         if highlight is not None
-        else alt.value("#4c78a8")
+        else alt.ColorValue("#4c78a8")
     )
     return (
         alt.Chart(frame, title=title)
@@ -176,7 +188,7 @@ def bars(frame: pd.DataFrame, x: str, value: str, title: str, *, highlight: str 
             x=alt.X(f"{x}:N", sort=list(dict.fromkeys(frame[x])), title=None, axis=alt.Axis(labelAngle=-40)),
             y=alt.Y(f"{value}:Q"),
             color=color,
-            tooltip=[f"{x}:N", alt.Tooltip(f"{value}:Q", format=".4f")],
+            tooltip=[alt.Tooltip(f"{x}:N"), alt.Tooltip(f"{value}:Q", format=".4f")],
         )
     )
 
@@ -323,7 +335,7 @@ def leakage_chart(frame: pd.DataFrame, position: int) -> alt.Chart:
         .encode(
             x=alt.X("token:N", sort=list(frame["token"]), title=None, axis=alt.Axis(labelAngle=-40)),
             y=alt.Y("max change:Q"),
-            color=alt.condition(alt.datum.position < position, alt.value("#4c78a8"), alt.value("#e45756")),
-            tooltip=["token:N", alt.Tooltip("max change:Q", format=".6f")],
+            color=_color_if(alt.datum.position < position, "#4c78a8", "#e45756"),
+            tooltip=[alt.Tooltip("token:N"), alt.Tooltip("max change:Q", format=".6f")],
         )
     )
