@@ -69,3 +69,19 @@ def test_leakage_chart_spec_unchanged() -> None:
         )
     )
     assert spec(charts.leakage_chart(FRAME, 2)) == spec(plain)
+
+
+def test_spec_chart_sends_named_datasets_as_arrow_and_leaves_the_spec_alone(monkeypatch) -> None:
+    import pyarrow as pa
+
+    from pages import _ui
+
+    sent = {}
+    monkeypatch.setattr(_ui.st, "vega_lite_chart", lambda spec, **kwargs: sent.update(spec=spec))
+    records = [{"d_k": 1, "variance": 0.5}, {"d_k": 2, "variance": 1.9}]
+    spec = {"mark": "point", "datasets": {"values": records}}
+    _ui.spec_chart(spec, "a chart")
+    table = sent["spec"]["datasets"]["values"]
+    assert isinstance(table, pa.Table) and table.to_pylist() == records
+    assert spec["datasets"]["values"] is records  # the caller's (possibly cached) spec is untouched
+    assert sent["spec"]["mark"] == "point"
