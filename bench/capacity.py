@@ -7,8 +7,12 @@ For each step a fresh `streamlit run` is pinned to core 0 (`taskset -c 0`) and t
 load client (bench/load_client.py), to core 1, so the client never takes the server's CPU. A step
 *holds* when the p95 of the students' changes (seed steps and page switches, sent once the whole
 class has arrived) is under P95_TARGET_S and nothing went wrong (no error, no wrong number).
-Capacity is the largest step that holds; stepping stops after the first step that does not.
-Also recorded per step: the server's CPU time per change (from /proc) and its peak memory.
+Capacity is the largest step that holds; stepping stops once a step is clearly overloaded
+(p95 over STOP_P95_S), so that on a noisy shared machine one unlucky step does not end the curve.
+Also recorded per step: the server's CPU time per change (from /proc), its peak memory, and the
+CPU-bound ceiling those imply: the class size at which the core would be busy all the time,
+1 / (CPU per change x changes per student per second). The ceiling depends little on what else
+runs on the machine; the measured capacity does (README "Scaling out").
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from bench import load_client
 from bench.harness import start_server
 
 P95_TARGET_S = 1.0
+STOP_P95_S = 5.0  # a step this slow is overloaded: larger classes would only be slower
 STEPS = (25, 50, 100, 150, 200, 250, 300)
 SERVER_CPU = "0"  # taskset's core list for the server
 CLIENT_CPU = 1  # the core this process (the client) moves to
@@ -47,11 +52,18 @@ class Step:
     server_cpu_ms_per_change: float
     server_cpu_busy: float  # fraction of the server's core in use during the class
     server_peak_rss_mib: float
+    server_cpus: str  # the cores the server was allowed to use (checked, not assumed)
     examples: tuple[str, ...]  # the first few errors or mismatches, if any
 
     @property
     def holds(self) -> bool:
         return self.p95_s < P95_TARGET_S and self.errors == 0 and self.mismatches == 0
+
+    @property
+    def cpu_ceiling_students(self) -> int:
+        """Students at which the server's core would be 100% busy, at this step's cost and pace."""
+        per_student = self.changes_per_s / self.students
+        return int(1000 / (self.server_cpu_ms_per_change * per_student)) if per_student > 0 else 0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -111,6 +123,7 @@ def measure(students: int, seconds: float, env: dict[str, str] | None = None) ->
             server_cpu_ms_per_change=round(1000 * cpu_used / max(summary["changes"], 1), 1),
             server_cpu_busy=round(cpu_used / wall, 2),
             server_peak_rss_mib=round(peak_rss_mib(process.pid), 1),
+            server_cpus=",".join(map(str, sorted(os.sched_getaffinity(process.pid)))),
             examples=tuple(problems[:5]),
         )
     finally:
@@ -127,19 +140,22 @@ def run(steps: tuple[int, ...] = STEPS, seconds: float = 60.0, env: dict[str, st
         measured.append(step)
         print(f"{students:4d} students: p50 {step.p50_s:.3f} s, p95 {step.p95_s:.3f} s, "
               f"{step.changes_per_s:.1f} changes/s, server {step.server_cpu_busy:.0%} busy, "
-              f"{step.server_cpu_ms_per_change} ms CPU/change, errors {step.errors}, "
-              f"mismatches {step.mismatches}", flush=True)  # fmt: skip
-        if not step.holds:
+              f"{step.server_cpu_ms_per_change} ms CPU/change (ceiling {step.cpu_ceiling_students} students), "
+              f"errors {step.errors}, mismatches {step.mismatches}, server on cores {step.server_cpus}",
+              flush=True)  # fmt: skip
+        if step.p95_s > STOP_P95_S or step.errors:
             break
     held = [s.students for s in measured if s.holds]
     return {
         "students_per_core": max(held) if held else 0,
+        # at the largest class that held (or the first step): cost and pace of a class that is keeping up
+        "cpu_ceiling_students": ([s for s in measured if s.holds] or measured)[-1].cpu_ceiling_students,
         "p95_target_s": P95_TARGET_S,
         "seconds_per_step": seconds,
         "think_median_s": load_client.THINK_MEDIAN_S,
         "think_sigma": load_client.THINK_SIGMA,
         "page_switch_p": load_client.PAGE_SWITCH_P,
-        "steps": [{**asdict(s), "holds": s.holds} for s in measured],
+        "steps": [{**asdict(s), "holds": s.holds, "cpu_ceiling_students": s.cpu_ceiling_students} for s in measured],
     }
 
 

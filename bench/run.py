@@ -160,9 +160,10 @@ def capacity_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
             ok(cap["students_per_core"] >= 150),
         ),
         (
-            "Capacity: server CPU per change (seed step or page switch), at the largest class that held",
-            f"{best['server_cpu_ms_per_change']:.0f} ms ({best['changes_per_s']:.1f} changes/s, "
-            f"core {best['server_cpu_busy']:.0%} busy)",
+            "Capacity: server CPU per change (seed step or page switch) -> class size that keeps one core 100% busy",
+            f"{best['server_cpu_ms_per_change']:.0f} ms ({best['changes_per_s']:.1f} changes/s from "
+            f"{best['students']} students, core {best['server_cpu_busy']:.0%} busy) -> "
+            f"{cap.get('cpu_ceiling_students', 0)} students",
             "(reported)",
             "",
         ),
