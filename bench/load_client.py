@@ -347,6 +347,11 @@ async def attend(student: Student, recorder: Recorder, ends_at: float) -> None:
             sent_at = time.monotonic()
             seconds, view = await student.rerun(action, page_hash)
             recorder.record(student, action, sent_at, seconds, view)
+        except TimeoutError:  # before OSError, of which it is a subclass
+            recorder.errors.append(f"student {student.index} ({action}, {student.page}): no script_finished")
+            await close(student)
+            action, page_hash = Action.OPEN, ""
+            continue
         except (ConnectionLost, OSError, websockets.InvalidHandshake, websockets.InvalidStatus) as lost:
             # Through a balancer, a lost replica closes the socket: open the link again elsewhere.
             recorder.errors.append(f"student {student.index} ({action}, {student.page}): {type(lost).__name__}: {lost}")
@@ -354,11 +359,6 @@ async def attend(student: Student, recorder: Recorder, ends_at: float) -> None:
             await close(student)
             action, page_hash = Action.OPEN, ""
             await asyncio.sleep(1.0 + student.rng.random())  # a browser's reconnect back-off
-            continue
-        except TimeoutError:
-            recorder.errors.append(f"student {student.index} ({action}, {student.page}): no script_finished")
-            await close(student)
-            action, page_hash = Action.OPEN, ""
             continue
         await asyncio.sleep(min(think_time(student.rng), max(0.0, ends_at - time.monotonic())))
         if time.monotonic() >= ends_at:

@@ -77,3 +77,37 @@ def test_think_time_is_lognormal_with_the_documented_median() -> None:
     assert 4.8 < statistics.median(pauses) < 5.2
     assert 5.7 < statistics.mean(pauses) < 6.3  # median · exp(sigma² / 2) = 5.99
     assert min(pauses) > 0
+
+
+def test_a_run_that_never_finishes_is_reported_as_such() -> None:
+    import asyncio
+
+    class SilentSocket:  # accepts the rerun, never answers
+        async def send(self, data: bytes) -> None:
+            pass
+
+        async def recv(self) -> bytes:
+            await asyncio.sleep(3600)
+
+        async def close(self) -> None:
+            pass
+
+    async def one_student() -> load_client.Recorder:
+        recorder = load_client.Recorder(started=0.0)
+        student = load_client.Student(0, "http://127.0.0.1:1", 0.0, random.Random(0), "overview", seed=1000)
+
+        async def connect() -> None:
+            student.socket = SilentSocket()
+
+        student.connect = connect
+        await load_client.attend(student, recorder, ends_at=asyncio.get_running_loop().time() + 0.5)
+        return recorder
+
+    original = load_client.RUN_TIMEOUT_S
+    load_client.RUN_TIMEOUT_S = 0.1
+    try:
+        recorder = asyncio.run(one_student())
+    finally:
+        load_client.RUN_TIMEOUT_S = original
+    assert recorder.errors and all("no script_finished" in e for e in recorder.errors), recorder.errors
+    assert recorder.reconnects == 0  # a slow server is not a lost connection
