@@ -21,6 +21,8 @@ import argparse
 import asyncio
 import json
 import os
+import signal
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -164,6 +166,7 @@ def main() -> None:
     parser.add_argument("--steps", default=",".join(map(str, STEPS)), help="class sizes, comma-separated")
     parser.add_argument("--seconds", type=float, default=60.0, help="measured seconds per step, after arrival")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a `kill` stops the server it started too
     result = run(tuple(int(n) for n in args.steps.split(",")), args.seconds)
     print(json.dumps(result, indent=2))
 

@@ -22,7 +22,9 @@ import argparse
 import asyncio
 import json
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -264,6 +266,7 @@ def main() -> None:
     if args.students:
         print(json.dumps(run(args.replicas, args.students, args.seconds).summary(), indent=2))
         return
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `kill` stops the replicas and HAProxy too
     cluster = start(args.replicas, args.port)
     print(f"{args.replicas} replicas behind {cluster.url} (config and run logs in {cluster.folder}); Ctrl-C stops")
     try:

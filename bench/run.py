@@ -20,6 +20,8 @@ import datetime as dt
 import json
 import os
 import platform
+import signal
+import sys
 from pathlib import Path
 
 import altair as alt
@@ -260,6 +262,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repeats and a small load test")
     parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated subset of {', '.join(PARTS)}")
     args = parser.parse_args()
+    # A `kill` then unwinds like Ctrl-C, so the servers and balancers the parts started are stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     results = run_all(args.quick, set(args.only.split(",")))
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     markdown = table(results)
