@@ -231,7 +231,17 @@ def capacity_plot(cap: dict) -> alt.Chart:
     target = (
         alt.Chart(pd.DataFrame({"seconds": [cap["p95_target_s"]]})).mark_rule(strokeDash=[6, 4]).encode(y="seconds:Q")
     )
-    return (lines + target).properties(width=560, height=260, title="Students per core (dashed: p95 target)")
+    # How busy the server's core was: a slow step with a half-idle core waited for a CPU others were using.
+    busy = pd.DataFrame(
+        [
+            {"students": s["students"], "seconds": s["p95_s"], "label": f"core {s['server_cpu_busy']:.0%} busy"}
+            for s in cap["steps"]
+        ]
+    )
+    labels = alt.Chart(busy).mark_text(dy=-12, fontSize=11).encode(x="students:Q", y="seconds:Q", text="label:N")
+    return (lines + target + labels).properties(
+        width=560, height=260, title="Students per core (dashed: p95 target; labels: the server core's use)"
+    )
 
 
 def plot(results: dict) -> alt.Chart:
