@@ -55,6 +55,7 @@ class Step:
     server_cpu_busy: float  # fraction of the server's core in use during the class
     server_peak_rss_mib: float
     server_cpus: str  # the cores the server was allowed to use (checked, not assumed)
+    client_cpu_busy: float  # fraction of its core the load client used: near 1, it would time itself
     examples: tuple[str, ...]  # the first few errors or mismatches, if any
 
     @property
@@ -94,12 +95,12 @@ def measure(students: int, seconds: float, env: dict[str, str] | None = None) ->
         asyncio.run(load_client.warm_up(url))  # imports and first runs, before the class arrives
         arrival_s = min(0.1 * students, 20.0)
         settle_s = arrival_s + 5.0  # count changes once everyone has arrived and opened the link
-        cpu_before, clock_before = None, None
+        cpu_before, clock_before, client_before = None, None, None
 
         async def mark_start(_recorder) -> None:
-            nonlocal cpu_before, clock_before
+            nonlocal cpu_before, clock_before, client_before
             await asyncio.sleep(settle_s)
-            cpu_before, clock_before = cpu_seconds(process.pid), time.monotonic()
+            cpu_before, clock_before, client_before = cpu_seconds(process.pid), time.monotonic(), time.process_time()
 
         async def whole_class() -> load_client.ClassResult:
             marker = asyncio.create_task(mark_start(None))
@@ -110,6 +111,7 @@ def measure(students: int, seconds: float, env: dict[str, str] | None = None) ->
         result = asyncio.run(whole_class())
         cpu_used = cpu_seconds(process.pid) - cpu_before
         wall = time.monotonic() - clock_before
+        client_used = time.process_time() - client_before
         summary = result.summary(after_s=settle_s)
         problems = result.errors + result.mismatches
         return Step(
@@ -126,6 +128,7 @@ def measure(students: int, seconds: float, env: dict[str, str] | None = None) ->
             server_cpu_busy=round(cpu_used / wall, 2),
             server_peak_rss_mib=round(peak_rss_mib(process.pid), 1),
             server_cpus=",".join(map(str, sorted(os.sched_getaffinity(process.pid)))),
+            client_cpu_busy=round(client_used / wall, 2),
             examples=tuple(problems[:5]),
         )
     finally:
@@ -143,7 +146,8 @@ def run(steps: tuple[int, ...] = STEPS, seconds: float = 60.0, env: dict[str, st
         print(f"{students:4d} students: p50 {step.p50_s:.3f} s, p95 {step.p95_s:.3f} s, "
               f"{step.changes_per_s:.1f} changes/s, server {step.server_cpu_busy:.0%} busy, "
               f"{step.server_cpu_ms_per_change} ms CPU/change (ceiling {step.cpu_ceiling_students} students), "
-              f"errors {step.errors}, mismatches {step.mismatches}, server on cores {step.server_cpus}",
+              f"errors {step.errors}, mismatches {step.mismatches}, server on cores {step.server_cpus}, "
+              f"client {step.client_cpu_busy:.0%} busy",
               flush=True)  # fmt: skip
         if step.p95_s > STOP_P95_S or step.errors:
             break
