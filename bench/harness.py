@@ -67,13 +67,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(timeout_s: float = 90, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
-    """`streamlit run streamlit_app.py` on a free loopback port; returns (process, base URL).
+def start_server(
+    timeout_s: float = 90, env: dict[str, str] | None = None, cpus: str | None = None, port: int | None = None
+) -> tuple[subprocess.Popen, str]:
+    """`streamlit run streamlit_app.py` on a loopback port (a free one by default); returns (process, base URL).
 
     `env`: extra environment variables for the server (e.g. ATTENTION_LAB_RUN_LOG).
+    `cpus`: pin the server to these cores (`taskset -c`, e.g. "0"), so a load client can have the others.
     """
-    port = free_port()
-    command = [
+    port = port or free_port()
+    pin = ["taskset", "-c", cpus] if cpus is not None else []
+    command = [*pin,
         sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless=true",
         f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
     ]  # fmt: skip

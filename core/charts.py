@@ -294,6 +294,18 @@ def token_axis(count: int, title: str | None = None) -> alt.Axis:
     return alt.Axis(title=title, labelAngle=-45 if count <= 10 else -90, labelOverlap=False, labelLimit=120)
 
 
+def _color_if(test: alt.expr.core.Expression, then: str, otherwise: str) -> alt.ColorValue:
+    """`alt.condition(test, alt.value(then), alt.value(otherwise))`, the same spec, built fast.
+
+    Altair turns a channel given as a dict or a shorthand string (what alt.condition and
+    alt.value return, or "token:N" in a tooltip list) into its class by rebuilding a map of
+    its whole schema: ~5 ms each, several times per chart and rerun (py-spy, bench/capacity.py).
+    Channel objects (alt.ColorValue, alt.Tooltip) skip that; tests/test_charts_fast.py checks
+    the specs are identical.
+    """
+    return alt.ColorValue(otherwise, condition={"test": test, "value": then})
+
+
 def grouped_bars(
     frame: pd.DataFrame, x: str, value: str, group: str, title: str, *, value_title: str | None = None
 ) -> alt.Chart:
@@ -309,7 +321,7 @@ def grouped_bars(
             color=alt.Color(
                 f"{group}:N", scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
             ),
-            tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{value}:Q", format=".4f")],
+            tooltip=[alt.Tooltip(f"{x}:N"), alt.Tooltip(f"{group}:N"), alt.Tooltip(f"{value}:Q", format=".4f")],
         )
     )
 
@@ -317,9 +329,9 @@ def grouped_bars(
 def bars(frame: pd.DataFrame, x: str, value: str, title: str, *, highlight: str | None = None) -> alt.Chart:
     """Simple bars; `highlight` names one x value drawn in a contrasting colour."""
     color = (
-        alt.condition(alt.datum[x] == highlight, alt.value("#e45756"), alt.value("#4c78a8"))
+        _color_if(alt.datum[x] == highlight, "#e45756", "#4c78a8")
         if highlight is not None
-        else alt.value("#4c78a8")
+        else alt.ColorValue("#4c78a8")
     )
     categories = list(dict.fromkeys(frame[x]))
     return (
@@ -329,7 +341,7 @@ def bars(frame: pd.DataFrame, x: str, value: str, title: str, *, highlight: str 
             x=alt.X(f"{x}:N", sort=categories, axis=token_axis(len(categories))),
             y=alt.Y(f"{value}:Q"),
             color=color,
-            tooltip=[f"{x}:N", alt.Tooltip(f"{value}:Q", format=".4f")],
+            tooltip=[alt.Tooltip(f"{x}:N"), alt.Tooltip(f"{value}:Q", format=".4f")],
         )
     )
 
@@ -525,7 +537,7 @@ def leakage_chart(frame: pd.DataFrame, position: int) -> alt.Chart:
         .encode(
             x=alt.X("token:N", sort=tokens, axis=token_axis(len(tokens))),
             y=alt.Y("max change:Q", title="largest change in the output row"),
-            color=alt.condition(alt.datum.position < position, alt.value("#4c78a8"), alt.value("#e45756")),
-            tooltip=["token:N", alt.Tooltip("max change:Q", format=".6f")],
+            color=_color_if(alt.datum.position < position, "#4c78a8", "#e45756"),
+            tooltip=[alt.Tooltip("token:N"), alt.Tooltip("max change:Q", format=".6f")],
         )
     )
