@@ -20,7 +20,6 @@ GRID_DATA = "real_model_grid"  # layer, head, query_index, key_index, query, key
 LINES_DATA = "real_model_lines"  # query_index, key_index, query, key, weight
 TOKENS_DATA = "real_model_tokens"  # query_index, token
 MEASURE_DATA = "real_model_measure"  # layer, head, value, chosen
-HEAD_DATA = "real_model_head"  # row, col, value, row_index, col_index (core.lessons.matrix_frame)
 HEAD_SELECTION = "head_pick"  # click selection (fields layer, head) on the grid and the measures map
 QUERY_HIGHLIGHT = "query_pick"  # click on a query token in the line view (drawn in the browser only)
 ZERO_COLOUR = "#440154"  # viridis at 0: the grid's panel background where cells were dropped
@@ -131,42 +130,6 @@ def head_lines(num_tokens: int, title: str) -> alt.LayerChart:
     )
 
 
-def head_heatmap(num_tokens: int, title: str, show_values: bool) -> alt.LayerChart:
-    """One head's weights, tokens on both axes (queries down, keys across), on a fixed 0..1 scale.
-
-    Data: HEAD_DATA. The axes are sorted by position fields rather than by a list of the
-    tokens, so one spec serves every sentence of the same length (core.charts.heatmap bakes
-    the tokens into its spec, and rebuilding it for each sentence cost ~100 ms a chart).
-    """
-    base = alt.Chart(alt.NamedData(name=HEAD_DATA)).encode(
-        x=alt.X(
-            "col:N",
-            sort=alt.EncodingSortField("col_index"),
-            title="key",
-            axis=alt.Axis(labelAngle=-40, labelOverlap=False),
-        ),
-        y=alt.Y("row:N", sort=alt.EncodingSortField("row_index"), title="query", axis=alt.Axis(labelOverlap=False)),
-    )
-    rect = base.mark_rect().encode(
-        color=alt.Color("value:Q", scale=_WEIGHT_SCALE, title="weight", legend=alt.Legend(orient="bottom")),
-        tooltip=[
-            alt.Tooltip("row:N", title="query"),
-            alt.Tooltip("col:N", title="key"),
-            alt.Tooltip("value:Q", format=".4f", title="weight"),
-        ],
-    )
-    layers = [rect]
-    if show_values:
-        layers.append(
-            base.mark_text(fontSize=9).encode(
-                text=alt.Text("value:Q", format=".2f"),
-                color=alt.condition("datum.value > 0.5", alt.value("black"), alt.value("white")),
-            )
-        )
-    cell = 34 if num_tokens <= 12 else 22 if num_tokens <= 24 else 12
-    return alt.layer(*layers).properties(title=title, width=alt.Step(cell), height=alt.Step(cell))
-
-
 def measure_map(title: str, value_title: str) -> alt.LayerChart:
     """One measure for every head: layer x head cells with their values, clickable like the grid.
 
@@ -209,11 +172,6 @@ def lines_template(num_tokens: int, title: str) -> str:
     return json.dumps(head_lines(num_tokens, title).to_dict(validate=False))
 
 
-@functools.lru_cache(maxsize=256)
-def head_heatmap_template(num_tokens: int, title: str, show_values: bool) -> str:
-    return json.dumps(head_heatmap(num_tokens, title, show_values).to_dict(validate=False))
-
-
 @functools.lru_cache(maxsize=32)
 def measure_template(title: str, value_title: str) -> str:
     return json.dumps(measure_map(title, value_title).to_dict(validate=False))
@@ -236,8 +194,3 @@ def head_lines_to_dict(lines: pd.DataFrame, tokens: pd.DataFrame, title: str) ->
 
 def measure_map_to_dict(frame: pd.DataFrame, title: str, value_title: str) -> dict:
     return _with_records(measure_map(title, value_title), {MEASURE_DATA: frame})
-
-
-def head_heatmap_to_dict(frame: pd.DataFrame, title: str, show_values: bool) -> dict:
-    num_tokens = int(frame["row_index"].max()) + 1 if len(frame) else 0
-    return _with_records(head_heatmap(num_tokens, title, show_values), {HEAD_DATA: frame})

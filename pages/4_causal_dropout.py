@@ -69,7 +69,7 @@ with c3:
     )
 st.success(f"Largest difference between the two methods: {lesson.max_method_difference:.1e}")
 if lesson.book is not None:
-    with st.expander("The book chapter's printed causal example", expanded=False):
+    with st.expander("The book chapter's printed causal example", expanded=True):
         st.caption(
             "The chapter prints these matrices from a v2 module that no seed reproduces today, so the lab "
             "replays its steps on the printed numbers. Its renormalised table has one misprint: row 6 "

@@ -2,7 +2,9 @@
 
 import streamlit as st
 
+from core.lessons.common import token_name
 from core.lessons.multi_head import gpt2_parameter_counts, parameter_counts
+from core.markup import literal
 from pages import _ui
 
 frame = _ui.page_start()
@@ -69,7 +71,7 @@ if lesson is not None:
     st.markdown(
         f"Here h = **{article.num_heads}**, d_q = d_k = **{article.d_k}** and d_v = **{article.d_v}** for every head "
         f"(d_v = d_k + 4, as the article's 24 and 28), following the query token "
-        f"x⁽{article.query_index + 1}⁾ “{lesson.tokens[article.query_index]}”. "
+        f"{token_name(article.query_index + 1)} “{literal(lesson.tokens[article.query_index])}”. "
         f"Weights: **{article.params:,}** numbers, against **{lesson.params:,}** for the split layer above."
     )
     st.dataframe(

@@ -82,13 +82,16 @@ def word_pieces(lesson: lesson_rm.RealModelLesson, example: lesson_rm.ExampleSen
 def head_grid(lesson: lesson_rm.RealModelLesson) -> None:
     _ui.step(f"All {lesson.num_layers * lesson.num_heads} heads")
     _ui.prose("real_model", "grid")
-    _ui.template_chart(
-        charts_rm.grid_template(len(lesson.tokens), lesson.num_layers, lesson.num_heads),
-        {charts_rm.GRID_DATA: lesson_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD])},
-        "A grid of 6 by 12 small heatmaps, one per attention head; rows are layers, columns heads.",
-        key="real_grid",
-        on_select=lambda: _ui.select_head_from_chart("real_grid", charts_rm.HEAD_SELECTION, LAYER, HEAD),
-    )
+    # 12 panels a row are wider than a phone: the grid shrinks to its column instead of scrolling sideways.
+    st.html("<style>.st-key-al-fit-grid svg, .st-key-al-fit-grid canvas {max-width: 100%; height: auto;}</style>")
+    with st.container(key="al-fit-grid"):
+        _ui.template_chart(
+            charts_rm.grid_template(len(lesson.tokens), lesson.num_layers, lesson.num_heads),
+            {charts_rm.GRID_DATA: lesson_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD])},
+            "A grid of 6 by 12 small heatmaps, one per attention head; rows are layers, columns heads.",
+            key="real_grid",
+            on_select=lambda: _ui.select_head_from_chart("real_grid", charts_rm.HEAD_SELECTION, LAYER, HEAD),
+        )
 
 
 def head_picker(lesson: lesson_rm.RealModelLesson) -> tuple[int, int]:
@@ -106,10 +109,12 @@ def chosen_head(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame:
     num_tokens = len(lesson.tokens)
     big, lines = st.columns([3, 2])
     with big:
-        _ui.template_chart(
-            charts_rm.head_heatmap_template(num_tokens, "Weights: queries down, keys across", num_tokens <= 12),
-            {charts_rm.HEAD_DATA: frame},
+        _ui.heatmap(  # the lab's one heatmap path (core.charts): readable cells, contrast, both themes
+            frame,
+            "Weights: queries down, keys across",
             f"Heatmap of the attention weights of layer {layer}, head {head}, queries down, keys across.",
+            value_title="weight",
+            show_values=num_tokens <= 12,
         )
     with lines:
         _ui.prose("real_model", "lines")
@@ -177,19 +182,22 @@ def causal(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame: pd.D
         f"{view.mean_future_share:.0%}",
         help="What a causal mask would take away and share out over the earlier pieces.",
     )
-    num_tokens = len(lesson.tokens)
     left, right = st.columns(2)
     with left:
-        _ui.template_chart(
-            charts_rm.head_heatmap_template(num_tokens, "As the encoder computes it (no mask)", False),
-            {charts_rm.HEAD_DATA: frame},
+        _ui.heatmap(
+            frame,
+            "As the encoder computes it (no mask)",
             "Heatmap of the chosen head's weights without a mask.",
+            value_title="weight",
+            show_values=False,
         )
     with right:
-        _ui.template_chart(
-            charts_rm.head_heatmap_template(num_tokens, "With a causal mask put back", False),
-            {charts_rm.HEAD_DATA: lesson_rm.causal_frame(lesson, view)},
+        _ui.heatmap(
+            lesson_rm.causal_frame(lesson, view),
+            "With a causal mask put back",
             "Heatmap of the chosen head's weights with a causal mask: zero above the diagonal.",
+            value_title="weight",
+            show_values=False,
         )
 
 

@@ -19,11 +19,11 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from bench.harness import restore_pages_manager, use_navigation_mode
+from core import charts, recipes, registry
 from core import charts_real_model as charts_rm
 from core import functional as fn
 from core import real_model as rm
 from core import real_model_lesson as lesson_rm
-from core import recipes, registry
 from core.lessons import matrix_frame
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the references read the same local folder; never the network
@@ -308,9 +308,9 @@ def test_lines_and_measure_map_specs_validate(lesson) -> None:
     head = lesson_rm.head_frame(lesson, 0, 2)
     shared = matrix_frame(lesson.head(0, 2), lesson.labels, lesson.labels)  # core.lessons' frame, the same
     pd.testing.assert_frame_equal(head.astype({"row": object, "col": object}), shared, check_dtype=False)
-    spec = charts_rm.head_heatmap_to_dict(head, "head", show_values=True)
-    assert spec["layer"][0]["encoding"]["x"]["sort"] == {"field": "col_index"}  # no tokens baked into the spec
-    assert spec["layer"][0]["encoding"]["color"]["scale"]["domain"] == [0, 1]
+    # The chosen head is drawn by the lab's one heatmap path (core.charts), on the fixed 0-1 weight scale.
+    spec = charts.heatmap_spec(head, "head", value_title="weight")
+    assert spec["datasets"][charts.HEATMAP_DATA].num_rows == len(head)
     spec = charts_rm.measure_map_to_dict(table, "previous", "score")
     assert spec["layer"][0]["encoding"]["x"]["field"] == "head"
 
