@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench import harness
+from core import registry
 
 CHROMIUM = Path(harness.CHROMIUM)
 PAGES = harness.PAGE_URLS
@@ -63,7 +64,8 @@ def test_every_page_in_a_real_browser(server: str, browser, tmp_path: Path) -> N
     page.on("pageerror", lambda error: js_errors.append(str(error)))
     # Twice round: a fresh server serves the first deep link in legacy pages/ mode (see
     # pages/_ui.frame), every later one through st.navigation; both must work.
-    for index, name in [*enumerate(PAGES, start=1), *enumerate(PAGES, start=1)]:
+    numbered = [(spec.number, spec.slug) for spec in registry.PAGES]  # screenshots named as the lessons
+    for index, name in [*numbered, *numbered]:
         page.goto(f"{server}/{name}", wait_until="domcontentloaded")
         page.wait_for_selector("h1", timeout=60_000)
         # A fresh server's first deep link runs once without the frame, then again with it
