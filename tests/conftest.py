@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 
 import core
+from bench import harness
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -28,3 +31,25 @@ def device(request: pytest.FixtureRequest) -> torch.device:
 
 def gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
+
+
+# ---------------------------------------------------------------- real-browser tests (one server per module)
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """`streamlit run` on a free loopback port for this test module; its base URL."""
+    process, url = harness.start_server()
+    try:
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Debian's Chromium through Playwright (its own browser download does not work here)."""
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=harness.CHROMIUM, args=harness.CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

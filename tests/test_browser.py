@@ -8,7 +8,6 @@ ATTENTION_LAB_SCREENSHOTS=tests/screenshots to refresh the README's pictures.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,24 +23,6 @@ pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed"),
 ]
 playwright_api = pytest.importorskip("playwright.sync_api")
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    process, url = harness.start_server()
-    try:
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=harness.CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 def wait_for_rerun(page) -> None:

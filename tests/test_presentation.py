@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from bench import harness
@@ -50,16 +48,6 @@ browser_only = [
     pytest.mark.browser,
     pytest.mark.skipif(not harness.Path(harness.CHROMIUM).exists(), reason="Debian's chromium is not installed"),
 ]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    process, url = harness.start_server()
-    try:
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.mark.browser
