@@ -37,7 +37,10 @@ PAGE_FILES = [spec.file for spec in registry.PAGES]
 PAGE_URLS = [spec.slug for spec in registry.PAGES]
 # Pages whose sidebar seed is always greyed out (core/registry.py; tests/test_real_model.py checks):
 # a benchmark that clicks the seed's "+" must do it elsewhere.
-NO_SEED_PAGES = {spec.slug for spec in registry.PAGES if registry.Control.SEED in spec.ignores}
+# (with the default, book preset: pages without random weights grey the seed out too).
+NO_SEED_PAGES = {
+    spec.slug for spec in registry.PAGES if registry.Control.SEED in spec.ignores or not spec.random_weights
+}
 # What the browser-driving code waits on: the app idle after a run, and the sidebar's seed box.
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 SEED_BOX = '[data-testid="stSidebar"] [data-testid="stNumberInputField"]'

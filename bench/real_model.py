@@ -90,8 +90,9 @@ import gc, json, resource, sys, time
 sys.path.insert(0, ".")
 from bench.real_model import _rss_mib
 import altair, pandas, streamlit, torch  # what the app imports before any page
-from core import charts, lessons, settings
-lessons.multihead_lesson(settings.Settings())  # torch's kernels warmed up, as any other page does
+from core import charts, settings
+from core.lessons import multi_head
+multi_head.multihead_lesson(settings.Settings())  # torch's kernels warmed up, as any other page does
 gc.collect()
 before = _rss_mib()
 peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

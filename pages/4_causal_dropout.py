@@ -106,7 +106,7 @@ if lesson.book is not None:
                 value_title="weight",
             )
         st.markdown("**Code**: the chapter's steps on its printed numbers, in plain PyTorch.")
-        st.code(lesson.book.code, language="python")
+        st.code(lesson.book.code, language="python", wrap_lines=True)  # no scrolling box a keyboard cannot reach
 
 _ui.step("Inputs and targets: one chunk, many examples")
 _ui.prose("causal_dropout", "shift")

@@ -121,6 +121,6 @@ def test_a_shared_link_restores_the_page_controls_too(server: str) -> None:
         assert kept.locator('[data-testid="stMetricValue"]').inner_text() == teacher_value
 
         student.goto(f"{server}/why_scale?multiplier=16.0")
-        student.wait_for_selector(harness.IDLE, timeout=60_000)
-        assert student.get_by_text("largest weight at ×16").first.is_visible()
+        # The metric's label names the link's multiplier (the box's default is ×8).
+        student.get_by_text("largest weight at ×16").first.wait_for(state="visible", timeout=60_000)
         browser.close()
