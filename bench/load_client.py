@@ -42,14 +42,16 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from bench.harness import PAGE_URLS, percentile
+from bench.harness import NO_SEED_PAGES, PAGE_URLS, percentile
 
 THINK_MEDIAN_S = 5.0  # median pause between two actions of one student
 THINK_SIGMA = 0.6  # lognormal shape: 90% of pauses within median · e^(±1.645·0.6) = 1.9 .. 13.4 s
 PAGE_SWITCH_P = 0.25  # one action in four opens another lesson; the rest step the seed
 SEEDS_PER_STUDENT = 1000  # student i's seeds: 1000·(i+1) and up, one per seed step
 RUN_TIMEOUT_S = 30.0  # a run that has not finished by then counts as an error
-SEED_PAGES = frozenset(PAGE_URLS) - {"overview", "without_weights"}  # pages whose Code box holds the seed
+# Pages whose Code box holds the seed: not those that grey the seed out (the registry says which),
+# nor the training lab, whose Code box is drawn only once a student trains.
+SEED_PAGES = frozenset(PAGE_URLS) - NO_SEED_PAGES - {"training_lab"}
 CODE_SEED = re.compile(r"manual_seed\((\d+)\)|^seed = (\d+)$", re.MULTILINE)
 Z_SHOWN = re.compile(r"context vector z for “[^”]*” = \*\*(\[[^\]]*\])\*\*")  # pages/3_trainable_weights.py
 FINISHED = ForwardMsg.ScriptFinishedStatus

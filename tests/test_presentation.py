@@ -69,6 +69,7 @@ def test_presentation_shows_one_step_steps_forward_and_back_and_a_question_revea
         page.wait_for_selector("h1", timeout=60_000)
         settle()
         assert shown("Causal attention and dropout")  # the title stays
+        page.get_by_text("Does anything leak").first.wait_for(state="hidden", timeout=30_000)
         assert shown("Two ways to mask") and not shown("Does anything leak") and not shown("Training mode")
         assert page.locator('[data-testid="stSidebar"][aria-expanded="true"]').count() == 0  # sidebar closed
         page.get_by_role("button", name="Next →").click()
