@@ -38,16 +38,22 @@ def controls(seed: int) -> tt.TrainingConfig:
     c1, c2, c3, c4 = st.columns(4)
     task = c1.selectbox("Task", list(tt.Task), format_func=tt.TASK_LABELS.get, key="train_task", on_change=task_changed)
     layers = c2.radio("Layers", [1, 2], horizontal=True, key="train_layers", help="Induction needs 2.")
-    heads = c3.slider("Heads per layer", 1, tt.MAX_HEADS, 2, key="train_heads")
-    d_k = c4.select_slider(
-        "d_k (head width)", list(tt.D_K_CHOICES), 16, key="train_d_k", help=f"heads × d_k is at most {tt.MAX_WIDTH}."
+    # Number boxes and select boxes, not sliders: a slider's floating value fails the 4.5:1 contrast on
+    # the main background (axe-core, tests/test_display.py), and these values are read, not dragged.
+    heads = c3.number_input("Heads per layer", 1, tt.MAX_HEADS, 2, key="train_heads")
+    d_k = c4.selectbox(
+        "d_k (head width)",
+        list(tt.D_K_CHOICES),
+        list(tt.D_K_CHOICES).index(16),
+        key="train_d_k",
+        help=f"heads × d_k is at most {tt.MAX_WIDTH}.",
     )
     c5, c6, c7, c8 = st.columns(4)
     scale = c5.toggle("Scale q·k by 1/√d_k", True, key="train_scale")
     init = c6.selectbox(
         "W_q, W_k, W_v start as", list(tt.Init), 1, format_func=tt.INIT_LABELS.get, key="train_init"
     )  # default: nn.Linear's
-    learning_rate = c7.select_slider("Learning rate (Adam)", LEARNING_RATES, 3e-3, key="train_lr")
+    learning_rate = c7.selectbox("Learning rate (Adam)", LEARNING_RATES, LEARNING_RATES.index(3e-3), key="train_lr")
     steps = c8.number_input("Steps", 10, tt.MAX_STEPS, step=50, key="train_steps")
     return tt.TrainingConfig(
         task=tt.Task(task),

@@ -231,7 +231,7 @@ def test_page_compares_scaled_and_unscaled_and_shows_a_cap(navigation_mode: None
     assert not at.exception, [e.value for e in at.exception]
     verdicts = [m.value for m in at.markdown if m.value.startswith("- ")]
     assert len(verdicts) == 1 and "unscaled reached" in verdicts[0]
-    at.select_slider(key="train_d_k").set_value(256).run()
+    at.selectbox(key="train_d_k").set_value(256).run()
     assert any("heads × d_k is at most" in i.value for i in at.info)
     at.selectbox(key="train_task").set_value(tt.Task.INDUCTION).run()
     assert at.radio(key="train_layers").value == 2 and at.number_input(key="train_steps").value == 1000
