@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from bench import harness
-from tests.test_browser import CHROMIUM, browser, server, wait_for_rerun  # noqa: F401 - fixtures
+from tests.test_browser import CHROMIUM, wait_for_rerun  # the browser and server fixtures are in conftest
 
 pytestmark = [
     pytest.mark.browser,
