@@ -226,7 +226,11 @@ def _draw(spec: dict, description: str, key: str | None = None, on_select=None) 
     """st.vega_lite_chart the house way: Streamlit's theme (light or dark, as the viewer's) with
     axis and legend text in the page's text colour, the column's full width, and a text
     description for screen readers."""
-    spec = charts.readable(spec)
+    return _vega(charts.readable(spec), description, key, on_select)
+
+
+def _vega(spec: dict, description: str, key: str | None, on_select) -> object:
+    """The one st.vega_lite_chart call: Streamlit's theme, full width, alt text, optional selection."""
     if on_select is None:
         return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
     return st.vega_lite_chart(
@@ -485,11 +489,7 @@ def template_chart(template: str, datasets: dict, description: str, key: str | N
     """
     spec = json.loads(template)
     spec["datasets"] = {name: pa.Table.from_pandas(frame, preserve_index=False) for name, frame in datasets.items()}
-    if on_select is None:
-        return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
-    return st.vega_lite_chart(
-        spec=spec, theme="streamlit", width="stretch", alt=description, key=key, on_select=on_select
-    )
+    return _vega(spec, description, key, on_select)
 
 
 def select_head_from_chart(chart_key: str, selection: str, layer_key: str, head_key: str) -> None:
