@@ -31,9 +31,10 @@ token = lesson.tokens[query]
 
 _ui.step(f"Scores of the query “{literal(token)}”")
 _ui.prose("without_weights", "dots")
-dots = lesson.dots.melt(id_vars="token", var_name="measure", value_name="score")
 _ui.chart(
-    charts.grouped_bars(dots, "token", "score", "measure", f"Dot product and cosine similarity with “{token}”"),
+    charts.grouped_bars(
+        lesson.dots_long, "token", "score", "measure", f"Dot product and cosine similarity with “{token}”"
+    ),
     f"Bar chart: the dot product and the cosine similarity of the query {token} with every token.",
 )
 
@@ -57,7 +58,7 @@ else:
     )
 
 _ui.prose("without_weights", "sums")
-st.dataframe(lesson.norms_table.style.format("{:.4f}"), width="stretch")
+_ui.number_table(lesson.norms_table)
 (most, most_share), (least, least_share) = lesson.largest_share, lesson.smallest_share
 st.markdown(
     f"Divide by sum: “{literal(token)}” puts **{most_share:.2%}** of its attention on “{literal(most)}” "
@@ -73,7 +74,7 @@ if settings.preset == "notebook" and query == 2:
         "1.0 and 1.0000001192092896."
     )
 st.markdown("**All scores ω = inputs @ inputsᵀ** (one row per query, one column per key):")
-st.dataframe(lesson.scores_table.style.format("{:.4f}"), width="stretch")
+_ui.number_table(lesson.scores_table)
 
 _ui.step("Context vectors for every token")
 _ui.prose("without_weights", "context")
@@ -98,8 +99,8 @@ with c2:
     )
 with st.expander("Exact values of these two charts"):
     e1, e2 = st.columns(2)
-    e1.dataframe(lesson.weights_table.style.format("{:.4f}"), width="stretch")
-    e2.dataframe(lesson.context_table.style.format("{:.4f}"), width="stretch")
+    _ui.number_table(lesson.weights_table, where=e1)
+    _ui.number_table(lesson.context_table, where=e2)
 z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
 st.markdown(f"z for “{literal(token)}” = **[{z}]**")
 if lesson.loop_matches_matrix:

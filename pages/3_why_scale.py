@@ -30,7 +30,7 @@ _ui.step("(a) Bigger scores, peakier softmax")
 _ui.prose("why_scale", "peaky")
 st.latex(r"\text{softmax}(m\,\omega)_j = \frac{e^{m \omega_j}}{\sum_k e^{m \omega_k}}")
 _ui.spec_chart(sweep_spec, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16.")
-st.dataframe(sweep.sweep_table.style.format("{:.4f}"), width="stretch")
+_ui.number_table(sweep.sweep_table)
 m1, m2 = st.columns(2)
 m1.metric(f"largest weight at ×{multiplier:g}", f"{sweep.max_weight:.4f}")
 m2.metric("effective number of tokens", f"{sweep.effective_tokens:.2f}")
@@ -52,7 +52,7 @@ _ui.spec_chart(
     "with and without scaling.",
 )
 with st.expander("Exact values of this chart"):
-    st.dataframe(peaks.pivot(index="d_k", columns="scaling", values=metric).style.format("{:.4f}"), width="stretch")
+    _ui.number_table(why_scale.peakiness_table(peaks, metric))
 _ui.code_box(
     why_scale.peakiness_code(settings.seed),
     "Plain PyTorch that draws the queries and keys themselves; the page samples the same scores faster, "
@@ -71,18 +71,7 @@ _ui.spec_chart(
 )
 _ui.number_table(charts.variance_table(variance.table), hide_index=True)
 st.markdown("**The trainable-weights notebook's experiment** (1,000 draws at d = 5 and d = 100, this seed):")
-st.dataframe(
-    variance.notebook.table.rename(
-        columns={
-            "unscaled_var": "var(q·k), this run",
-            "scaled_var": "var(q·k/√d), this run",
-            "printed_unscaled": "the notebook's run (no seed)",
-            "printed_scaled": "the notebook's run, scaled",
-        }
-    ).style.format({"d": "{:d}"}, precision=4),
-    width="stretch",
-    hide_index=True,
-)
+_ui.number_table(variance.notebook.labelled, hide_index=True)
 _ui.code_box(variance.notebook.code, "The notebook's experiment at d = 5 and 100, drawn from the sidebar's seed.")
 
 _ui.step("(c) Saturated softmax, vanishing gradients")
@@ -92,7 +81,7 @@ _ui.spec_chart(
     saturation_spec, "Line chart: the norm of the softmax Jacobian falls towards zero as the multiplier grows."
 )
 with st.expander("Exact values of this chart"):
-    st.dataframe(sweep.saturation.style.format("{:.4f}"), width="stretch", hide_index=True)
+    _ui.number_table(sweep.saturation, hide_index=True)
 _ui.prose("why_scale", "dk64")
 dk64 = sweep.dk64
 k1, k2 = st.columns(2)

@@ -97,7 +97,7 @@ if lesson.book is not None:
             )
         st.markdown("**The printed scores with −∞ above the diagonal**, and the softmax of them divided by √2:")
         m1, m2 = st.columns(2)
-        m1.dataframe(lesson.book.masked_scores.style.format("{:.4f}"), width="stretch")
+        _ui.number_table(lesson.book.masked_scores, where=m1)
         with m2:
             _ui.heatmap(
                 lesson.book.minus_inf_weights,
@@ -129,8 +129,8 @@ with b1:
         value_title="weight",
     )
 b2.markdown("**Step 1 and step 2, exact weights** (average above, head below):")
-b2.dataframe(lesson.blog.simple_average_table.style.format("{:.4f}"), width="stretch")
-b2.dataframe(lesson.blog.head_table.style.format("{:.4f}"), width="stretch")
+_ui.number_table(lesson.blog.simple_average_table, where=b2)
+_ui.number_table(lesson.blog.head_table, where=b2)
 _ui.code_box(lesson.blog.code, "The decoder blog's two steps in plain PyTorch, on this page's cats embeddings.")
 
 _ui.step("Does anything leak from the future?")

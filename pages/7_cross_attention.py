@@ -68,7 +68,7 @@ _ui.heatmap(
     y_title="query (first sequence)",
 )
 _ui.prose("cross_attention", "weights")
-st.dataframe(lesson.strongest.style.format({"weight": "{:.4f}"}), hide_index=True, width="stretch")
+_ui.number_table(lesson.strongest, hide_index=True)
 _ui.step("Context vectors")
 _ui.prose("cross_attention", "context")
 _ui.heatmap(

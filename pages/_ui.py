@@ -273,14 +273,19 @@ def heatmap(frame, title: str, description: str, *, key: str | None = None, on_s
     return _draw(charts.heatmap_spec(frame, title, **options), description, key, on_select)
 
 
-def number_table(frame: pd.DataFrame, *, decimals: int = 4, hide_index: bool = False) -> object:
-    """st.dataframe with every float column at the same decimals (never 0.15 beside 0.2264)."""
+def number_table(frame: pd.DataFrame, *, decimals: int = 4, hide_index: bool = False, where=None) -> object:
+    """st.dataframe with every float column at the same decimals (never 0.15 beside 0.2264).
+
+    The browser formats the numbers (column_config): a pandas Styler, the other way, renders
+    every cell in Python on every rerun, ~12% of the server's CPU under a class's load
+    (py-spy, bench/capacity.py). `where` is a column or container to draw in (default: the page).
+    """
     formats = {
         str(name): st.column_config.NumberColumn(format=f"%.{decimals}f")
         for name in frame.columns
         if pd.api.types.is_float_dtype(frame[name])
     }
-    return st.dataframe(frame, column_config=formats, width="stretch", hide_index=hide_index)
+    return (where or st).dataframe(frame, column_config=formats, width="stretch", hide_index=hide_index)
 
 
 def query_picker(tokens: list[str], default: int, key: str) -> int:

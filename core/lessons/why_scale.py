@@ -41,6 +41,19 @@ class NotebookVariance:
     table: pd.DataFrame  # d, unscaled_var, scaled_var (this run), printed_unscaled, printed_scaled (the notebook's)
     code: str  # the filled recipe core/recipes/why_scale_notebook.py
 
+    @property
+    def labelled(self) -> pd.DataFrame:
+        """`table` with the column names a student reads on the page."""
+        return self.table.rename(columns=NOTEBOOK_LABELS)
+
+
+NOTEBOOK_LABELS = {
+    "unscaled_var": "var(q·k), this run",
+    "scaled_var": "var(q·k/√d), this run",
+    "printed_unscaled": "the notebook's run (no seed)",
+    "printed_scaled": "the notebook's run, scaled",
+}
+
 
 @dataclass(frozen=True)
 class Dk64Example:
@@ -82,6 +95,11 @@ PEAKINESS_TRIALS = 1_000
 def peakiness(seed: int) -> pd.DataFrame:
     """Peakiness vs d_k, scaling on and off, for random queries against 8 keys."""
     return stats.peakiness_vs_dk(stats.DEFAULT_DIMS, num_keys=8, trials=PEAKINESS_TRIALS, generator=generator(seed + 1))
+
+
+def peakiness_table(peaks: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """One measure of `peakiness` as a wide table: one row per d_k, one column per scaling."""
+    return peaks.pivot(index="d_k", columns="scaling", values=measure)
 
 
 def peakiness_code(seed: int) -> str:

@@ -58,6 +58,11 @@ class WithoutWeightsLesson:
     max_scaled_score: float
     loop_matches_matrix: bool  # the loop form of scores and context equals the matrix form
     query_context: tuple[float, ...]  # z for the chosen query
+
+    @property
+    def dots_long(self) -> pd.DataFrame:
+        """`dots` with one row per (token, measure): the grouped bar chart's shape."""
+        return self.dots.melt(id_vars="token", var_name="measure", value_name="score")
     prediction: Prediction  # which token the chosen query attends to most
     by_sum_weights: tuple[float, ...]  # the chosen query's divide-by-sum weights at multiplier 1
     largest_share: tuple[str, float]  # (token, weight) with the most of it: the notebook's x(2), 28.75%
