@@ -124,19 +124,31 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
 
     with st.sidebar:
         st.subheader("Settings")
-        preset = st.selectbox(
+        # The controls this page uses come first; the ones it ignores follow, greyed out under
+        # their reasons. Widgets are still created in one order (the preset before the boxes it
+        # fills), each into the group it belongs to.
+        used_box, unused_box = st.container(), st.container()
+        if unused:
+            unused_box.caption("Not used on this page: " + "; ".join(f"**{k}** ({v})" for k, v in unused.items()))
+
+        def box(name: str):
+            return unused_box if name in unused else used_box
+
+        # The box shows the example's title; the link keeps the short key (?preset=article).
+        preset = _ui.linked_select(
             "Input (a source's worked example, or your own sentence)",
             list(PRESETS),
             key="preset",
+            param="preset",
+            code=str,
+            name=lambda key: PRESETS[key].label,
+            default=Settings().preset,
             on_change=apply_preset,
-            **common,
+            where=box("preset"),
             **off("preset"),
         )
-        # No format_func: a bound selectbox writes its *formatted* option into the link, and the
-        # short key (?preset=article) is what teachers share; the caption gives the title instead.
-        st.caption(PRESETS[preset].label)
         custom = preset == "custom"
-        text = st.text_input(
+        text = box("text").text_input(
             "Your sentence",
             Settings().text,
             max_chars=MAX_TEXT_CHARS,
@@ -146,7 +158,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
             help="Choose 'Your own sentence' above to type one." if not custom else None,
         )
         fixed_d_in = PRESETS[preset].d_in is not None and preset != "blog"
-        d_in = st.slider(
+        d_in = box("d_in").slider(
             "d_in (embedding width)",
             *map(int, LIMITS["d_in"]),
             3,
@@ -155,12 +167,12 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
             disabled=fixed_d_in or "d_in" in unused,
             help="Fixed by the source's own embeddings." if fixed_d_in else off("d_in")["help"],
         )
-        d_out = st.slider(
+        d_out = box("d_out").slider(
             "d_out (query/key/value width)", *map(int, LIMITS["d_out"]), 2, key="d_out", **common, **off("d_out")
         )
         # A float-typed box showing whole numbers: Streamlit's integer box crashes on a link
         # such as ?seed=1e9999 (it tries int(inf)); the float one ignores it, and we round.
-        seed = st.number_input(
+        seed = box("seed").number_input(
             "Seed",
             float(LIMITS["seed"][0]),
             float(LIMITS["seed"][1]),
@@ -171,21 +183,21 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
             **common,
             **seed_state(spec, preset, off("seed")),
         )
-        dropout = st.slider(
+        dropout = box("dropout").slider(
             "Dropout rate", *LIMITS["dropout"], 0.0, step=0.05, key="dropout", **common, **off("dropout")
         )
-        num_heads = st.slider("Heads", *map(int, LIMITS["num_heads"]), 2, key="num_heads", **common, **off("num_heads"))
-        scale = st.toggle("Scale scores by 1/√d_k", True, key="scale", **common, **off("scale"))
-        device = st.selectbox("Device", devices, key="device", **common, **off("device"))
-        st.toggle(
+        num_heads = box("num_heads").slider(
+            "Heads", *map(int, LIMITS["num_heads"]), 2, key="num_heads", **common, **off("num_heads")
+        )
+        scale = box("scale").toggle("Scale scores by 1/√d_k", True, key="scale", **common, **off("scale"))
+        device = box("device").selectbox("Device", devices, key="device", **common, **off("device"))
+        used_box.toggle(
             "Presentation mode",
             False,
             key="present",
             **common,
             help="One step of the lesson at a time, larger type, sidebar closed; the step is in the link.",
         )
-        if unused:
-            st.caption("Greyed out here: " + "; ".join(f"**{k}** ({v})" for k, v in unused.items()))
         link_notes(reading)
     settings = Settings(
         preset=preset,
@@ -220,19 +232,16 @@ def read_link_once(devices: list[str]) -> LinkReading:
     return st.session_state["link_reading"]
 
 
-LINK_OFF = ":material/link_off:"
-
-
 def link_notes(reading: LinkReading) -> None:
     """One warning per ignored parameter, one line for all unknown ones; values as inert code."""
     for note in reading.notes:
-        st.warning(f"{code_span(note.parameter + '=' + note.value)} {note.reason}; ignored.", icon=LINK_OFF)
+        _ui.link_warning(note.parameter, note.value, note.reason)
     if reading.unknown:
         count = len(reading.unknown)
         names = ", ".join(code_span(name, 20) for name in reading.unknown[:5])
         more = f" and {count - 5} more" if count > 5 else ""
         plural = "s" if count > 1 else ""
-        st.warning(f"{count} unknown link parameter{plural} ignored: {names}{more}.", icon=LINK_OFF)
+        st.warning(f"{count} unknown link parameter{plural} ignored: {names}{more}.", icon=_ui.LINK_OFF)
 
 
 def usable(settings: Settings) -> tuple[Settings, str | None]:

@@ -110,6 +110,7 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/looks_two:",
         Section.STEPS,
         _ignores(dropout=_DROPOUT_LATER, num_heads=_NO_HEADS),
+        controls=("query",),
     ),
     PageSpec(
         3,

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import altair as alt
 import pandas as pd
@@ -36,7 +36,7 @@ from core.lessons import (
     without_weights,
 )
 from core.lessons.common import Prediction
-from core.markup import literal
+from core.markup import code_span, literal
 from core.registry import PageSpec
 from core.settings import LinkReading, Settings, cache_key
 
@@ -55,6 +55,7 @@ LOGGER = logging.getLogger("attention_lab")
 # tests/test_cache_budget.py measures those sizes and holds the sum under CACHE_BUDGET_MIB.
 CACHE_BUDGET_MIB = 150
 TTL_S = 60 * 60  # a lesson: a class's settings are not needed the next hour
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -288,24 +289,78 @@ def number_table(frame: pd.DataFrame, *, decimals: int = 4, hide_index: bool = F
     return (where or st).dataframe(frame, column_config=formats, width="stretch", hide_index=hide_index)
 
 
-def query_picker(tokens: list[str], default: int, key: str) -> int:
-    """A token selector that heatmap clicks can also set (see `select_query_from_chart`).
+def linked_select(
+    label: str,
+    options: Sequence[T],
+    *,
+    key: str,
+    param: str,
+    code: Callable[[T], str],
+    name: Callable[[T], str],
+    default: T,
+    where=None,
+    **widget,
+) -> T:
+    """A selectbox that shows each option's name and keeps its short code in the link (?param=code).
 
-    One key per page: two pages sharing a key left the second page's picker at its first
-    option after a switch between them (the book's query 'journey' became 'Your').
+    Why not bind="query-params": a bound selectbox writes the *shown* name into the link
+    (?preset=Life+is+short%2C+eat+dessert+first+...), and a name that holds a token of the
+    sentence ("2: journey") stops matching as soon as the sentence changes. So this box keeps
+    its link parameter itself, through st.query_params: the session takes the link's code the
+    first time it draws the box, and the box's code is written back after every change (the
+    default leaves the link, as it does for a bound widget). A code that names no option gets
+    one warning and the default. persist_state keeps the choice across page switches.
+    """
+    by_code = {code(option): option for option in options}
+    if key not in st.session_state:  # the first time this session draws the box: the link decides
+        given = st.query_params.get_all(param)
+        if len(given) == 1 and given[0] in by_code:
+            st.session_state[key] = by_code[given[0]]
+        elif given:
+            link_warning(param, " & ".join(given), f"is not one of {', '.join(by_code)}")
+    if st.session_state.get(key) not in options:  # not drawn yet, or a value the options lost
+        st.session_state[key] = default
+    value = (where or st).selectbox(label, options, format_func=name, key=key, persist_state="session", **widget)
+    wanted = None if value == default else code(value)
+    if st.query_params.get(param) != wanted:
+        if wanted is None:
+            del st.query_params[param]
+        else:
+            st.query_params[param] = wanted
+    return value
+
+
+LINK_OFF = ":material/link_off:"
+
+
+def link_warning(parameter: str, value: str, reason: str) -> None:
+    """The one way a link's ignored value is reported: the value as inert code, and why."""
+    st.warning(f"{code_span(parameter + '=' + value)} {reason}; ignored.", icon=LINK_OFF)
+
+
+def query_picker(tokens: list[str], default: int, key: str) -> int:
+    """The query token, also set by a click on a row of the weights heatmap (`select_query_from_chart`).
+
+    In the link as ?query=N, counted from 1 as the box shows it. One widget key per page: two
+    pages sharing a key left the second page's picker at its first option after a switch
+    between them (the book's query 'journey' became 'Your').
 
     The browser keeps a selectbox's value as its label ("2: journey") and sends it back on the
     next rerun. After the input changes, that label names no option of the new token list, and
     Streamlit then stores the label string itself as the widget's value (a str, not an index):
     anything that is not an index into these tokens goes back to the lesson's default.
     """
-    if not is_index(st.session_state.get(key), len(tokens)):
-        st.session_state[key] = min(default, len(tokens) - 1)
-    return st.selectbox(
+    default = min(default, len(tokens) - 1)
+    if key in st.session_state and not is_index(st.session_state[key], len(tokens)):
+        st.session_state[key] = default
+    return linked_select(
         "Query token",
         list(range(len(tokens))),
-        format_func=lambda i: f"{i + 1}: {tokens[i]}",
         key=key,
+        param="query",
+        code=lambda i: str(i + 1),
+        name=lambda i: f"{i + 1}: {tokens[i]}",
+        default=default,
         help="Pick the token whose attention you follow, or click a row in the weights heatmap.",
     )
 

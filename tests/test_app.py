@@ -261,5 +261,5 @@ def test_controls_that_change_nothing_are_greyed_out_with_a_reason() -> None:
 
 
 def test_a_link_parameter_no_widget_reads_is_reported() -> None:
-    at = app(None, query="3")
-    assert any("unknown link parameter" in w.value and "query" in w.value for w in at.sidebar.warning)
+    at = app(None, qeury="3")  # a typo of a page control's name
+    assert any("unknown link parameter" in w.value and "qeury" in w.value for w in at.sidebar.warning)
