@@ -163,6 +163,7 @@ PAGES: tuple[PageSpec, ...] = (
             scale="the model was trained with scaling by 1/√32",
             device="the model runs on the CPU",
         ),
+        controls=("real_example", "real_sentence", "real_layer", "real_head", "real_measure"),
     ),
     PageSpec(
         7,
@@ -188,6 +189,17 @@ PAGES: tuple[PageSpec, ...] = (
             num_heads="heads are set beside Train",
             scale="scaling is switched beside Train, so two runs can differ only in it",
             device="training runs on the server's CPU",
+        ),
+        controls=(
+            "train_task",
+            "train_layers",
+            "train_heads",
+            "train_d_k",
+            "train_scale",
+            "train_init",
+            "train_lr",
+            "train_steps",
+            "train_show_layer",
         ),
     ),
 )

@@ -23,38 +23,57 @@ def task_changed() -> None:
     st.session_state["train_steps"] = tt.DEFAULT_STEPS[task]
 
 
-# Initial widget values, set once per session; widgets then take no default (a callback may set them).
-DEFAULTS = {
-    "train_task": tt.Task.PREVIOUS_TOKEN,
-    "train_layers": 1,
-    "train_steps": tt.DEFAULT_STEPS[tt.Task.PREVIOUS_TOKEN],
-}
+# Initial values of the two boxes a new task resets (task_changed), set once per session unless the
+# link gives them; these widgets take no default argument, since a callback may set them.
+DEFAULTS = {"train_layers": 1, "train_steps": tt.DEFAULT_STEPS[tt.Task.PREVIOUS_TOKEN]}
+LINKED = {"bind": "query-params", "persist_state": "session"}  # every control is in the link
 
 
 def controls(seed: int) -> tt.TrainingConfig:
     """The page's own controls; returns the run they ask for (before the caps)."""
     for key, value in DEFAULTS.items():
-        st.session_state.setdefault(key, value)
+        if key not in st.query_params:
+            st.session_state.setdefault(key, value)
     c1, c2, c3, c4 = st.columns(4)
-    task = c1.selectbox("Task", list(tt.Task), format_func=tt.TASK_LABELS.get, key="train_task", on_change=task_changed)
-    layers = c2.radio("Layers", [1, 2], horizontal=True, key="train_layers", help="Induction needs 2.")
+    task = _ui.linked_select(
+        "Task",
+        list(tt.Task),
+        key="train_task",
+        param="train_task",
+        code=str,
+        name=tt.TASK_LABELS.get,
+        default=tt.Task.PREVIOUS_TOKEN,
+        where=c1,
+        on_change=task_changed,
+    )
+    layers = c2.radio("Layers", [1, 2], horizontal=True, key="train_layers", help="Induction needs 2.", **LINKED)
     # Number boxes and select boxes, not sliders: a slider's floating value fails the 4.5:1 contrast on
     # the main background (axe-core, tests/test_display.py), and these values are read, not dragged.
-    heads = c3.number_input("Heads per layer", 1, tt.MAX_HEADS, 2, key="train_heads")
+    heads = c3.number_input("Heads per layer", 1, tt.MAX_HEADS, 2, key="train_heads", **LINKED)
     d_k = c4.selectbox(
         "d_k (head width)",
         list(tt.D_K_CHOICES),
         list(tt.D_K_CHOICES).index(16),
         key="train_d_k",
         help=f"heads × d_k is at most {tt.MAX_WIDTH}.",
+        **LINKED,
     )
     c5, c6, c7, c8 = st.columns(4)
-    scale = c5.toggle("Scale q·k by 1/√d_k", True, key="train_scale")
-    init = c6.selectbox(
-        "W_q, W_k, W_v start as", list(tt.Init), 1, format_func=tt.INIT_LABELS.get, key="train_init"
-    )  # default: nn.Linear's
-    learning_rate = c7.selectbox("Learning rate (Adam)", LEARNING_RATES, LEARNING_RATES.index(3e-3), key="train_lr")
-    steps = c8.number_input("Steps", 10, tt.MAX_STEPS, step=50, key="train_steps")
+    scale = c5.toggle("Scale q·k by 1/√d_k", True, key="train_scale", **LINKED)
+    init = _ui.linked_select(
+        "W_q, W_k, W_v start as",
+        list(tt.Init),
+        key="train_init",
+        param="train_init",
+        code=str,
+        name=tt.INIT_LABELS.get,
+        default=tt.Init.LINEAR,  # nn.Linear's
+        where=c6,
+    )
+    learning_rate = c7.selectbox(
+        "Learning rate (Adam)", LEARNING_RATES, LEARNING_RATES.index(3e-3), key="train_lr", **LINKED
+    )
+    steps = c8.number_input("Steps", 10, tt.MAX_STEPS, step=50, key="train_steps", **LINKED)
     return tt.TrainingConfig(
         task=tt.Task(task),
         layers=int(layers),
@@ -77,7 +96,7 @@ def show_heads(run: tt.TrainingRun) -> None:
     labels = tt.token_labels(run.example_tokens)
     layer = 0
     if run.config.layers > 1:
-        layer = st.radio("Layer", [1, 2], index=1, horizontal=True, key="train_show_layer") - 1
+        layer = st.radio("Layer", [1, 2], index=1, horizontal=True, key="train_show_layer", **LINKED) - 1
     shares = tt.previous_token_share(run.attention_after)[layer]
     for head in range(run.config.heads):
         st.markdown(f"**Layer {layer + 1}, head {head + 1}**: weight on the previous token {shares[head]:.2f}")

@@ -40,12 +40,23 @@ def model_or_stop() -> None:
 def sentence_picker() -> tuple[lesson_rm.RealModelLesson, lesson_rm.ExampleSentence | None]:
     """An example or the student's own sentence -> its lesson (the first example if it cannot be used)."""
     pick, own = st.columns([1, 2])
-    choice = pick.selectbox("Sentence", list(LABELS), format_func=LABELS.get, key="real_example")
+    choice = _ui.linked_select(
+        "Sentence",
+        list(LABELS),
+        key="real_example",
+        param="real_example",
+        code=str,
+        name=LABELS.get,
+        default=lesson_rm.EXAMPLES[0].key,
+        where=pick,
+    )
     typed = own.text_input(
         "Your sentence",
         "Attention lets every word look at every other word.",
         max_chars=MAX_TEXT_CHARS,
         key="real_sentence",
+        bind="query-params",
+        persist_state="session",
         disabled=choice != lesson_rm.OWN_SENTENCE,
         help=f"Any English sentence of up to {MAX_WORD_PIECES} word pieces ([CLS] and [SEP] included).",
     )
@@ -97,8 +108,9 @@ def head_grid(lesson: lesson_rm.RealModelLesson) -> None:
 def head_picker(lesson: lesson_rm.RealModelLesson) -> tuple[int, int]:
     _ui.step("One head, large")
     c1, c2 = st.columns(2)
-    layer = c1.selectbox("Layer", list(range(lesson.num_layers)), key=LAYER, help="Counted from 0, as in the code.")
-    head = c2.selectbox("Head", list(range(lesson.num_heads)), key=HEAD, help="Counted from 0, as in the code.")
+    linked = {"bind": "query-params", "persist_state": "session", "help": "Counted from 0, as in the code."}
+    layer = c1.selectbox("Layer", list(range(lesson.num_layers)), key=LAYER, **linked)
+    head = c2.selectbox("Head", list(range(lesson.num_heads)), key=HEAD, **linked)
     return int(layer), int(head)
 
 
@@ -143,8 +155,14 @@ def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int) -> None:
     """A map of one measure over all heads, then each pattern with the heads that show it here."""
     _ui.step("What the heads do: measured")
     _ui.prose("real_model", "measures")
-    measure = st.selectbox(
-        "Measure", list(lesson_rm.Measure), format_func=lambda m: m.title, index=4, key="real_measure"
+    measure = _ui.linked_select(
+        "Measure",
+        list(lesson_rm.Measure),
+        key="real_measure",
+        param="real_measure",
+        code=lambda m: m.value,
+        name=lambda m: m.title,
+        default=lesson_rm.Measure.PREVIOUS,
     )
     _ui.template_chart(
         charts_rm.measure_template(f"{measure.title}, every head", measure.title),

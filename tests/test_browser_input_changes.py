@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from bench import harness
+from core.settings import PRESETS
 from tests.test_browser import CHROMIUM, wait_for_rerun  # the browser and server fixtures are in conftest
 
 pytestmark = [
@@ -28,7 +29,7 @@ EXCEPTION = '[data-testid="stException"]'
 def choose_preset(page, preset: str) -> None:
     box = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first
     box.locator("input").click()
-    page.get_by_role("option", name=preset, exact=True).click()
+    page.get_by_role("option", name=PRESETS[preset].label, exact=True).click()  # the box shows titles
     wait_for_rerun(page)
 
 

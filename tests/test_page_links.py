@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import registry
+from core.real_model_lesson import Measure
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "streamlit_app.py")
@@ -76,3 +77,56 @@ def test_the_controls_a_page_uses_come_before_the_ones_it_ignores(slug: str) -> 
     first_ignored = min(keys.index(k) for k in ignored)
     assert all(keys.index(k) < first_ignored for k in keys if k not in ignored), keys
     assert any(c.value.startswith("Not used on this page") for c in at.sidebar.caption)
+
+
+def test_a_link_restores_the_real_models_sentence_head_and_measure() -> None:
+    at = open_page(
+        "real_model", real_example="own", real_sentence="The cat sat on the mat.", real_layer="3", real_head="5",
+        real_measure="entropy",
+    )  # fmt: skip
+    assert at.selectbox(key="real_example").value == "own"
+    assert at.text_input(key="real_sentence").value == "The cat sat on the mat."
+    assert (at.selectbox(key="real_layer").value, at.selectbox(key="real_head").value) == (3, 5)
+    assert at.selectbox(key="real_measure").format_func(at.selectbox(key="real_measure").value) == "entropy (nats)"
+    assert any("Layer 3, head 5" in m.value for m in at.markdown)
+    assert not at.warning and not at.error
+
+
+def test_changing_the_real_models_controls_writes_them_into_the_link() -> None:
+    at = open_page("real_model")
+    at.selectbox(key="real_head").set_value(7).run()
+    at.selectbox(key="real_measure").set_value(Measure.ENTROPY).run()
+    # Layer, head and sentence are bound widgets: the browser writes them into the link (checked
+    # in tests/test_presentation.py); AppTest shows that they are bound.
+    assert {at.selectbox(key=k).proto.query_param_key for k in ("real_layer", "real_head")} == {
+        "real_layer",
+        "real_head",
+    }
+    assert at.text_input(key="real_sentence").proto.query_param_key == "real_sentence"
+    assert at.query_params["real_measure"] == "entropy"
+
+
+def test_a_link_restores_every_training_control() -> None:
+    link = {
+        "train_task": "induction", "train_layers": "2", "train_heads": "1", "train_d_k": "32",
+        "train_scale": "false", "train_init": "book", "train_lr": "0.001", "train_steps": "400",
+    }  # fmt: skip
+    at = open_page("training_lab", **link)
+    assert at.selectbox(key="train_task").value == "induction"
+    assert at.radio(key="train_layers").value == 2
+    assert at.number_input(key="train_heads").value == 1
+    assert at.selectbox(key="train_d_k").value == 32
+    assert at.toggle(key="train_scale").value is False
+    assert at.selectbox(key="train_init").value == "book"
+    assert at.selectbox(key="train_lr").value == 0.001
+    assert at.number_input(key="train_steps").value == 400
+    assert not at.warning
+
+
+def test_a_new_task_still_brings_its_own_depth_and_length_and_the_link_follows() -> None:
+    at = open_page("training_lab")
+    assert at.number_input(key="train_steps").value == 300  # the previous-token task's length
+    at.selectbox(key="train_task").set_value("induction").run()
+    assert at.radio(key="train_layers").value == 2
+    assert at.query_params["train_task"] == "induction"
+    assert at.radio(key="train_layers").proto.query_param_key == "train_layers"

@@ -63,6 +63,7 @@ class WithoutWeightsLesson:
     def dots_long(self) -> pd.DataFrame:
         """`dots` with one row per (token, measure): the grouped bar chart's shape."""
         return self.dots.melt(id_vars="token", var_name="measure", value_name="score")
+
     prediction: Prediction  # which token the chosen query attends to most
     by_sum_weights: tuple[float, ...]  # the chosen query's divide-by-sum weights at multiplier 1
     largest_share: tuple[str, float]  # (token, weight) with the most of it: the notebook's x(2), 28.75%
