@@ -258,9 +258,22 @@ def heatmap(frame: pd.DataFrame, title: str, **options) -> alt.LayerChart:
 
 
 @functools.lru_cache(maxsize=512)
-def _heatmap_template(look: HeatmapLook, label_chars: int) -> str:
-    """One look serialised once, for a placeholder domain; a str so nobody can mutate it."""
-    return json.dumps(_heatmap_chart(look, HeatmapValues((0.0, 1.0), label_chars)).to_dict(validate=False))
+def _heatmap_template(look: HeatmapLook) -> str:
+    """One look serialised once, for a placeholder domain and label width; a str nobody can mutate.
+
+    Neither the domain nor the widest label is part of the key: both change with the values
+    (a new seed), and a template built per width was rebuilt (~20 ms) whenever a seed's widest
+    number gained a digit or a minus sign. heatmap_spec writes both in.
+    """
+    return json.dumps(_heatmap_chart(look, HeatmapValues((0.0, 1.0), 1)).to_dict(validate=False))
+
+
+def _set_cell_font(spec: dict, label_chars: int) -> None:
+    """Write the cell-number size for labels of `label_chars` characters into the text layer."""
+    for layer in spec["layer"][1:]:  # the rect layer has no text
+        font = _cell_font_expr(label_chars)
+        layer["mark"]["fontSize"] = {"expr": font}
+        layer["mark"]["opacity"] = {"expr": f"({font}) > 0 ? 1 : 0"}
 
 
 def heatmap_spec(frame: pd.DataFrame, title: str, **options) -> dict:
@@ -272,8 +285,9 @@ def heatmap_spec(frame: pd.DataFrame, title: str, **options) -> dict:
     checks this equals a fresh Altair build of `heatmap`.
     """
     look, values, columns = _look_and_values(frame, title, options)
-    spec = json.loads(_heatmap_template(look, values.label_chars))
+    spec = json.loads(_heatmap_template(look))
     spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = _domain_stops(values.domain, look.stops)
+    _set_cell_font(spec, values.label_chars)
     spec["datasets"] = {HEATMAP_DATA: pa.table(columns)}
     return spec
 

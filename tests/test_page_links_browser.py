@@ -27,19 +27,24 @@ def choose(page, label: str, option: str, *, where: str = '[data-testid="stMain"
     wait_for_rerun(page)
 
 
-def open_as_student(browser, url: str):  # noqa: ANN201 - a Playwright page
-    page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+def visit(page, url: str):  # noqa: ANN201 - a Playwright page
+    """Open `url` in `page` and wait until the lesson has finished drawing."""
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector("h1", timeout=60_000)
     wait_for_rerun(page)
     return page
 
 
+def open_as_teacher(browser, url: str):  # noqa: ANN201
+    return visit(browser.new_context(viewport={"width": 1400, "height": 900}).new_page(), url)
+
+
+def open_as_student(browser, url: str):  # noqa: ANN201 - a phone
+    return visit(browser.new_context(viewport={"width": 390, "height": 844}).new_page(), url)
+
+
 def test_the_query_token_and_the_preset_travel_in_the_link(server: str, browser) -> None:  # noqa: F811
-    teacher = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-    teacher.goto(f"{server}/trainable_weights", wait_until="domcontentloaded")
-    teacher.wait_for_selector("h1", timeout=60_000)
-    wait_for_rerun(teacher)
+    teacher = open_as_teacher(browser, f"{server}/trainable_weights")
     choose(teacher, "Query token", "4: with")
     teacher.wait_for_url("**query=4**", timeout=30_000)
     # The box shows the source's title; the link keeps its short key.
@@ -62,19 +67,14 @@ def test_the_query_token_and_the_preset_travel_in_the_link(server: str, browser)
 
 
 def test_the_real_models_head_and_the_training_setup_travel_in_the_link(server: str, browser) -> None:  # noqa: F811
-    teacher = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-    teacher.goto(f"{server}/real_model", wait_until="domcontentloaded")
-    teacher.wait_for_selector("h1", timeout=60_000)
-    wait_for_rerun(teacher)
+    teacher = open_as_teacher(browser, f"{server}/real_model")
     choose(teacher, "Head", "5")
     teacher.wait_for_url("**real_head=5**", timeout=30_000)
     student = open_as_student(browser, teacher.url)
     head = student.locator('[data-testid="stSelectbox"]').filter(has_text="Head").locator("input").first
     assert head.input_value() == "5"
 
-    teacher.goto(f"{server}/training_lab", wait_until="domcontentloaded")
-    teacher.wait_for_selector("h1", timeout=60_000)
-    wait_for_rerun(teacher)
+    visit(teacher, f"{server}/training_lab")
     choose(teacher, "Task", "induction (repeat after a random gap)")
     teacher.wait_for_url("**train_task=induction**", timeout=30_000)
     teacher.wait_for_url("**train_layers=2**", timeout=30_000)  # the task brought its depth
