@@ -6,6 +6,7 @@ Nothing here computes attention: it calls `core.lessons` through `st.cache_data`
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -213,8 +214,11 @@ def log_run(page: str, shown: Settings, seconds: float) -> None:
     _run_logger(RUN_LOG).info(json.dumps(record))
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl=TTL_S)
+@functools.lru_cache(maxsize=256)
 def _section(name: str, part: str) -> str:
+    """A prose section, read once per process. Not st.cache_data: the keys are the pages' own
+    constants (about 90 sections, never user input), the value an immutable str, and
+    st.cache_data's hashing and unpickling on every call cost ~2% of a rerun (py-spy)."""
     return core_prose.section(name, part)
 
 
