@@ -324,20 +324,38 @@ def grouped_bars(
     frame: pd.DataFrame, x: str, value: str, group: str, title: str, *, value_title: str | None = None
 ) -> alt.Chart:
     """Bars of `value` per `x`, one colour per `group`, side by side."""
-    categories = list(dict.fromkeys(frame[x]))
-    return (
-        alt.Chart(frame, title=title)
-        .mark_bar()
-        .encode(
-            x=alt.X(f"{x}:N", sort=categories, axis=token_axis(len(categories))),
-            xOffset=alt.XOffset(f"{group}:N"),
-            y=alt.Y(f"{value}:Q", title=value_title or value),
-            color=alt.Color(
-                f"{group}:N", scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
-            ),
-            tooltip=[alt.Tooltip(f"{x}:N"), alt.Tooltip(f"{group}:N"), alt.Tooltip(f"{value}:Q", format=".4f")],
-        )
+    categories = tuple(dict.fromkeys(frame[x]))
+    return _grouped_bars(alt.Chart(frame, title=title), categories, x, value, group, value_title)
+
+
+def _grouped_bars(
+    base: alt.Chart, categories: tuple[str, ...], x: str, value: str, group: str, value_title: str | None
+) -> alt.Chart:
+    return base.mark_bar().encode(
+        x=alt.X(f"{x}:N", sort=list(categories), axis=token_axis(len(categories))),
+        xOffset=alt.XOffset(f"{group}:N"),
+        y=alt.Y(f"{value}:Q", title=value_title or value),
+        color=alt.Color(
+            f"{group}:N", scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
+        ),
+        tooltip=[alt.Tooltip(f"{x}:N"), alt.Tooltip(f"{group}:N"), alt.Tooltip(f"{value}:Q", format=".4f")],
     )
+
+
+BARS_DATA = "bar_values"  # the named dataset of the bar-chart templates below
+
+
+@functools.lru_cache(maxsize=256)
+def grouped_bars_template(
+    categories: tuple[str, ...], x: str, value: str, group: str, title: str, value_title: str | None = None
+) -> str:
+    """`grouped_bars` for the hot path: the readable spec built once per look, its values in BARS_DATA.
+
+    Building and serialising the Altair chart on every rerun cost ~2-3 ms a chart (py-spy);
+    tests/test_charts_fast.py checks the template plus its values equals `grouped_bars`.
+    """
+    base = alt.Chart(alt.NamedData(name=BARS_DATA), title=title)
+    return json.dumps(readable(_grouped_bars(base, categories, x, value, group, value_title).to_dict(validate=False)))
 
 
 def bars(frame: pd.DataFrame, x: str, value: str, title: str, *, highlight: str | None = None) -> alt.Chart:
@@ -419,8 +437,19 @@ def _variance_template() -> str:
 
 
 def variance_spec(frame: pd.DataFrame) -> dict:
-    """`variance_to_dict` for the hot path: structure built once, values swapped in."""
-    return with_values(_variance_template(), VARIANCE_DATA, variance_data(frame).to_dict(orient="records"))
+    """`variance_to_dict` for the hot path: structure built once, values swapped in.
+
+    The records are written directly, in `variance_data`'s order: its melt and string maps over
+    pandas' Arrow-backed strings took ~8 ms a rerun, the largest single cost of the why-scale
+    page (py-spy). tests/test_charts.py checks both paths give the same spec.
+    """
+    d_k = frame["d_k"].tolist()
+    records = [
+        {"d_k": dim, "series": name, "variance": value, "kind": "theory" if column.startswith("theory") else "measured"}
+        for column, name in _VARIANCE_NAMES.items()
+        for dim, value in zip(d_k, frame[column].tolist(), strict=True)
+    ]
+    return with_values(_variance_template(), VARIANCE_DATA, records)
 
 
 def sweep_chart(frame: pd.DataFrame, highlight: float) -> alt.Chart:
@@ -544,14 +573,24 @@ def variance_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def leakage_chart(frame: pd.DataFrame, position: int) -> alt.Chart:
     """Largest change of each output row after perturbing the token at `position`."""
-    tokens = list(frame["token"])
-    return (
-        alt.Chart(frame, title="Change in each output row after perturbing one token")
-        .mark_bar()
-        .encode(
-            x=alt.X("token:N", sort=tokens, axis=token_axis(len(tokens))),
-            y=alt.Y("max change:Q", title="largest change in the output row"),
-            color=_color_if(alt.datum.position < position, "#4c78a8", "#e45756"),
-            tooltip=[alt.Tooltip("token:N"), alt.Tooltip("max change:Q", format=".6f")],
-        )
+    return _leakage(alt.Chart(frame, title=LEAKAGE_TITLE), tuple(frame["token"]), position)
+
+
+LEAKAGE_TITLE = "Change in each output row after perturbing one token"
+
+
+def _leakage(base: alt.Chart, tokens: tuple[str, ...], position: int) -> alt.Chart:
+    return base.mark_bar().encode(
+        x=alt.X("token:N", sort=list(tokens), axis=token_axis(len(tokens))),
+        y=alt.Y("max change:Q", title="largest change in the output row"),
+        color=_color_if(alt.datum.position < position, "#4c78a8", "#e45756"),
+        tooltip=[alt.Tooltip("token:N"), alt.Tooltip("max change:Q", format=".6f")],
     )
+
+
+@functools.lru_cache(maxsize=256)
+def leakage_template(tokens: tuple[str, ...], position: int) -> str:
+    """`leakage_chart` for the hot path: the readable spec built once per sentence and position,
+    its values in BARS_DATA (checked equal in tests/test_charts_fast.py)."""
+    base = alt.Chart(alt.NamedData(name=BARS_DATA), title=LEAKAGE_TITLE)
+    return json.dumps(readable(_leakage(base, tokens, position).to_dict(validate=False)))

@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from core import charts
 from core.markup import literal
 from pages import _ui
 
@@ -31,17 +30,23 @@ token = lesson.tokens[query]
 
 _ui.step(f"Scores of the query “{literal(token)}”")
 _ui.prose("without_weights", "dots")
-_ui.chart(
-    charts.grouped_bars(
-        lesson.dots_long, "token", "score", "measure", f"Dot product and cosine similarity with “{token}”"
-    ),
+_ui.grouped_bars(
+    lesson.dots_long,
+    "token",
+    "score",
+    "measure",
+    f"Dot product and cosine similarity with “{token}”",
     f"Bar chart: the dot product and the cosine similarity of the query {token} with every token.",
 )
 
 _ui.step("Three ways to normalise")
 _ui.prose("without_weights", "norms")
-_ui.chart(
-    charts.grouped_bars(lesson.norms, "token", "weight", "method", f"Weights for “{token}” with scores × {scale:g}"),
+_ui.grouped_bars(
+    lesson.norms,
+    "token",
+    "weight",
+    "method",
+    f"Weights for “{token}” with scores × {scale:g}",
     "Bar chart comparing divide-by-sum, naive softmax and stable softmax weights for the chosen query.",
 )
 if lesson.naive_overflows:

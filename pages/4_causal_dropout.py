@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from core import charts
 from core.lessons.causal_dropout import perturb_range
 from core.lessons.common import token_name
 from pages import _ui
@@ -135,8 +134,9 @@ _ui.code_box(lesson.blog.code, "The decoder blog's two steps in plain PyTorch, o
 
 _ui.step("Does anything leak from the future?")
 _ui.prose("causal_dropout", "leak")
-_ui.chart(
-    charts.leakage_chart(lesson.leakage, lesson.perturbed),
+_ui.leakage_bars(
+    lesson.leakage,
+    lesson.perturbed,
     "Bars of how much each output row changed after perturbing one token; earlier rows stay at zero.",
 )
 if lesson.perturbed == 1:

@@ -556,6 +556,19 @@ def template_chart(template: str, datasets: dict, description: str, key: str | N
     return _vega(spec, description, key, on_select)
 
 
+def grouped_bars(frame: pd.DataFrame, x: str, value: str, group: str, title: str, description: str) -> object:
+    """`charts.grouped_bars` drawn from its cached template (built once per look, not per rerun)."""
+    template = charts.grouped_bars_template(tuple(dict.fromkeys(frame[x])), x, value, group, title)
+    return template_chart(template, {charts.BARS_DATA: frame}, description)
+
+
+def leakage_bars(frame: pd.DataFrame, position: int, description: str) -> object:
+    """`charts.leakage_chart` drawn from its cached template."""
+    return template_chart(
+        charts.leakage_template(tuple(frame["token"]), position), {charts.BARS_DATA: frame}, description
+    )
+
+
 def select_head_from_chart(chart_key: str, selection: str, layer_key: str, head_key: str) -> None:
     """on_select callback: a click on a head's cell or panel makes it the chosen (layer, head)."""
     state = st.session_state.get(chart_key)

@@ -6,8 +6,11 @@ rebuilds its schema map for every dict or string channel (~5 ms each, every reru
 
 from __future__ import annotations
 
+import json
+
 import altair as alt
 import pandas as pd
+import pytest
 
 from core import charts
 
@@ -87,3 +90,34 @@ def test_spec_chart_sends_named_datasets_as_arrow_and_leaves_the_spec_alone(monk
     assert isinstance(table, pa.Table) and table.to_pylist() == records
     assert spec["datasets"]["values"] is records  # the caller's (possibly cached) spec is untouched
     assert sent["spec"]["mark"] == "point"
+
+
+def from_template(template: str, frame: pd.DataFrame) -> dict:
+    """A cached template with its values, as `pages/_ui.template_chart` sends it (records here)."""
+    spec = json.loads(template)
+    spec["datasets"] = {charts.BARS_DATA: frame.to_dict(orient="records")}
+    return spec
+
+
+def inline_as_named(chart: alt.Chart) -> dict:
+    """The reference build with its inline data renamed to BARS_DATA, and readable text as drawn."""
+    spec = charts.readable(chart.to_dict(validate=True))
+    name = spec.pop("data")["name"]
+    spec["datasets"] = {charts.BARS_DATA: spec["datasets"].pop(name)}
+    return spec
+
+
+@pytest.mark.parametrize("title", ["t", "Weights for “journey” with scores × 8"])
+def test_the_grouped_bars_template_draws_what_grouped_bars_does(title: str) -> None:
+    long = FRAME.melt(id_vars="token", value_vars=["score"], var_name="measure", value_name="value")
+    template = charts.grouped_bars_template(tuple(FRAME["token"]), "token", "value", "measure", title)
+    fast = from_template(template, long)
+    assert fast.pop("data") == {"name": charts.BARS_DATA}
+    assert fast == inline_as_named(charts.grouped_bars(long, "token", "value", "measure", title))
+
+
+@pytest.mark.parametrize("position", [1, 2, 3])
+def test_the_leakage_template_draws_what_leakage_chart_does(position: int) -> None:
+    fast = from_template(charts.leakage_template(tuple(FRAME["token"]), position), FRAME)
+    assert fast.pop("data") == {"name": charts.BARS_DATA}
+    assert fast == inline_as_named(charts.leakage_chart(FRAME, position))

@@ -44,7 +44,7 @@ class NotebookVariance:
     @property
     def labelled(self) -> pd.DataFrame:
         """`table` with the column names a student reads on the page."""
-        return self.table.rename(columns=NOTEBOOK_LABELS)
+        return self.table.set_axis([NOTEBOOK_LABELS.get(c, c) for c in self.table.columns], axis=1)
 
 
 NOTEBOOK_LABELS = {
@@ -161,9 +161,15 @@ def dk64_example(d_k: int = 64) -> Dk64Example:
 
 def notebook_variance(seed: int) -> NotebookVariance:
     """The notebook's two widths, 1,000 draws each, q and k drawn as vectors (as its loop does)."""
-    table = stats.dot_product_variance(NOTEBOOK_DIMS, NOTEBOOK_TRIALS, generator(seed), method="direct")
-    table = table.rename(columns={"d_k": "d"})[["d", "unscaled_var", "scaled_var"]]
-    table["printed_unscaled"] = [NOTEBOOK_PRINTED[d][0] for d in NOTEBOOK_DIMS]
-    table["printed_scaled"] = [NOTEBOOK_PRINTED[d][1] for d in NOTEBOOK_DIMS]
+    drawn = stats.dot_product_variance(NOTEBOOK_DIMS, NOTEBOOK_TRIALS, generator(seed), method="direct")
+    table = pd.DataFrame(  # one construction: pandas' rename + select + two assignments took ~4 ms
+        {
+            "d": list(NOTEBOOK_DIMS),
+            "unscaled_var": drawn["unscaled_var"].to_numpy(),
+            "scaled_var": drawn["scaled_var"].to_numpy(),
+            "printed_unscaled": [NOTEBOOK_PRINTED[d][0] for d in NOTEBOOK_DIMS],
+            "printed_scaled": [NOTEBOOK_PRINTED[d][1] for d in NOTEBOOK_DIMS],
+        }
+    )
     code = recipes.fill("why_scale_notebook", {"seed": int(seed)})
     return NotebookVariance(table=table, code=code)
