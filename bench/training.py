@@ -12,7 +12,6 @@ the same run, so the ratios cancel the machine's speed.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import json
 import os
@@ -25,11 +24,12 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from bench.harness import ROOT, percentile, use_navigation_mode
+from core import registry
 from core import tiny_transformer as tt
 
 DEFAULT = tt.TrainingConfig()
 INDUCTION = tt.default_config(tt.Task.INDUCTION)  # the page's induction defaults
-OTHER_PAGE = "pages/6_multi_head.py"
+OTHER_PAGE = registry.page("multi_head").file
 
 
 def worst_allowed() -> tt.TrainingConfig:
@@ -74,14 +74,14 @@ def lesson_app() -> tuple[AppTest, object]:
     return at, lambda a, i: a.sidebar.number_input(key="seed").set_value(2000 + i)
 
 
-def reruns_while_training(apps: dict, repeats: int, first: int, polite: bool) -> dict[str, list[float]]:
-    """Rerun times of each app while another thread trains the induction run over and over."""
+def reruns_while_training(apps: dict, repeats: int, first: int) -> dict[str, list[float]]:
+    """Rerun times of each app while another thread trains the induction run over and over
+    (at normal priority, as a student's training runs in the app)."""
     done = threading.Event()
 
     def train_in_background() -> None:
-        with tt.lowered_priority() if polite else contextlib.nullcontext():  # polite: as pages/_ui does
-            while not done.is_set():  # keep a training going for the whole measurement
-                tt.train(INDUCTION)
+        while not done.is_set():  # keep a training going for the whole measurement
+            tt.train(INDUCTION)
 
     trainer = threading.Thread(target=train_in_background, daemon=True)
     trainer.start()
@@ -93,12 +93,11 @@ def reruns_while_training(apps: dict, repeats: int, first: int, polite: bool) ->
 
 
 def latency_while_training(repeats: int) -> dict:
-    """Median and p95 rerun of the reference page and a lesson page: idle, during a training at the
-    app's lowered priority, and (for comparison) during one at normal priority."""
+    """Median and p95 rerun of the reference page and a lesson page: idle, and while another
+    session's training runs in the same process."""
     apps = {"reference": reference_app(), "multi_head": lesson_app()}
     idle = {name: reruns(at, change, repeats) for name, (at, change) in apps.items()}
-    busy = reruns_while_training(apps, repeats, first=repeats, polite=True)
-    rude = reruns_while_training(apps, repeats, first=2 * repeats, polite=False)
+    busy = reruns_while_training(apps, repeats, first=repeats)
     reference_idle = statistics.median(idle["reference"])
     result = {}
     for name in apps:
@@ -110,7 +109,6 @@ def latency_while_training(repeats: int) -> dict:
             "idle_ratio": statistics.median(idle[name]) / reference_idle,
             "training_ratio": statistics.median(busy[name]) / reference_idle,
             "slowdown": statistics.median(busy[name]) / statistics.median(idle[name]),
-            "slowdown_normal_priority": statistics.median(rude[name]) / statistics.median(idle[name]),
         }
     return result
 

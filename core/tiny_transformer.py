@@ -23,14 +23,10 @@ h = heads.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
-import os
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -407,30 +403,6 @@ class TrainingRun:
 
 
 ProgressCallback = Callable[[int, int], None]  # (steps done, steps in all)
-TRAINING_NICENESS = 10  # how much lower than the other sessions' threads a training thread runs
-
-
-@contextmanager
-def lowered_priority(niceness: int = TRAINING_NICENESS) -> Iterator[None]:
-    """Run the calling thread at a lower CPU priority (Linux: per-thread niceness), then try to restore it.
-
-    Many sessions share one process in threads; a training keeps a core busy for seconds. Niceness only
-    matters when the cores are contended, and then the other students' reruns go first. Raising the
-    priority back needs a privilege the hosted container may lack; the thread then stays nice until it
-    ends (Streamlit starts a thread per script run). Where threads have no niceness, this does nothing.
-    """
-    thread = threading.get_native_id()
-    try:
-        before = os.getpriority(os.PRIO_PROCESS, thread)
-        os.setpriority(os.PRIO_PROCESS, thread, before + niceness)
-    except (AttributeError, OSError):  # no per-thread niceness here (not Linux)
-        yield
-        return
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, thread, before)
 
 
 def log_steps(steps: int) -> list[int]:

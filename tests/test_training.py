@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -281,21 +280,3 @@ def test_two_sessions_pressing_train_at_once_cost_one_training(
     for at in sessions:
         assert not at.exception, [e.value for e in at.exception]
         assert [r.config for r in at.session_state["training_runs"]] == [config]
-
-
-@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no per-thread niceness on this system")
-def test_training_thread_runs_at_lower_priority_and_others_do_not() -> None:
-    seen: dict[str, int] = {}
-
-    def in_a_session_thread() -> None:
-        thread = threading.get_native_id()
-        seen["before"] = os.getpriority(os.PRIO_PROCESS, thread)
-        with tt.lowered_priority():
-            seen["during"] = os.getpriority(os.PRIO_PROCESS, thread)
-
-    main_before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    worker = threading.Thread(target=in_a_session_thread)
-    worker.start()
-    worker.join()
-    assert seen["during"] == min(19, seen["before"] + tt.TRAINING_NICENESS)
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == main_before  # only that thread
