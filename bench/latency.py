@@ -56,10 +56,13 @@ def page(page_path: str, repeats: int, params: dict[str, str] | None = None) -> 
         at.selectbox(key="real_example").set_value("own").run()
         base = REAL_MODEL_DEFAULT if params is None else REAL_MODEL_LARGEST
         return _time_reruns(at, lambda a, i: a.text_input(key="real_sentence").input(f"{base} {i}"), repeats)
-    seed_box = at.sidebar.number_input(key="seed")
-    if seed_box.disabled:  # e.g. no seed on a page: move another control the page uses
+    if not at.sidebar.number_input(key="seed").disabled:
+        return _time_reruns(at, lambda a, i: a.sidebar.number_input(key="seed").set_value(1000 + i), repeats)
+    if not at.sidebar.toggle(key="scale").disabled:  # no seed here: move another control the page uses
         return _time_reruns(at, lambda a, i: a.sidebar.toggle(key="scale").set_value(i % 2 == 0), repeats)
-    return _time_reruns(at, lambda a, i: a.sidebar.number_input(key="seed").set_value(1000 + i), repeats)
+    # The sentence is the one input left (the overview with a source's example: seed and scale greyed out).
+    at.sidebar.selectbox(key="preset").set_value("custom").run()
+    return _time_reruns(at, lambda a, i: a.sidebar.text_input(key="text").input(f"a new sentence {i}"), repeats)
 
 
 def run(repeats: int = 15) -> dict:
