@@ -20,10 +20,13 @@ pytestmark = [
 def choose(page, label: str, option: str, *, where: str = '[data-testid="stMain"]') -> None:
     """Pick `option` (its shown name) in the select box labelled `label`."""
     box = page.locator(f'{where} [data-testid="stSelectbox"]').filter(has=page.get_by_text(label, exact=True)).first
-    box.locator("input").click()
-    if not page.get_by_role("listbox").count():  # a click in the main column may only focus the box
-        page.keyboard.press("ArrowDown")
-    page.get_by_role("option", name=option, exact=True).click()
+    # Typed, then Enter: clicking an option in the open list failed now and then when the list
+    # closed while Playwright scrolled it into view (the box sits below a tall chart).
+    field = box.locator("input")
+    field.click()
+    field.fill(option)
+    page.get_by_role("option", name=option, exact=True).wait_for(state="attached", timeout=30_000)
+    field.press("Enter")
     wait_for_rerun(page)
 
 
