@@ -115,7 +115,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
     if st.session_state.get("page_key", spec.slug) != spec.slug:
         restore_link()
     st.session_state["page_key"] = spec.slug
-    common = {"bind": "query-params", "persist_state": "session"}
+    common = _ui.LINKED
 
     def off(name: str) -> dict:
         if name in unused:

@@ -26,7 +26,6 @@ def task_changed() -> None:
 # Initial values of the two boxes a new task resets (task_changed), set once per session unless the
 # link gives them; these widgets take no default argument, since a callback may set them.
 DEFAULTS = {"train_layers": 1, "train_steps": tt.DEFAULT_STEPS[tt.Task.PREVIOUS_TOKEN]}
-LINKED = {"bind": "query-params", "persist_state": "session"}  # every control is in the link
 
 
 def controls(seed: int) -> tt.TrainingConfig:
@@ -46,20 +45,20 @@ def controls(seed: int) -> tt.TrainingConfig:
         where=c1,
         on_change=task_changed,
     )
-    layers = c2.radio("Layers", [1, 2], horizontal=True, key="train_layers", help="Induction needs 2.", **LINKED)
+    layers = c2.radio("Layers", [1, 2], horizontal=True, key="train_layers", help="Induction needs 2.", **_ui.LINKED)
     # Number boxes and select boxes, not sliders: a slider's floating value fails the 4.5:1 contrast on
     # the main background (axe-core, tests/test_display.py), and these values are read, not dragged.
-    heads = c3.number_input("Heads per layer", 1, tt.MAX_HEADS, 2, key="train_heads", **LINKED)
+    heads = c3.number_input("Heads per layer", 1, tt.MAX_HEADS, 2, key="train_heads", **_ui.LINKED)
     d_k = c4.selectbox(
         "d_k (head width)",
         list(tt.D_K_CHOICES),
         list(tt.D_K_CHOICES).index(16),
         key="train_d_k",
         help=f"heads × d_k is at most {tt.MAX_WIDTH}.",
-        **LINKED,
+        **_ui.LINKED,
     )
     c5, c6, c7, c8 = st.columns(4)
-    scale = c5.toggle("Scale q·k by 1/√d_k", True, key="train_scale", **LINKED)
+    scale = c5.toggle("Scale q·k by 1/√d_k", True, key="train_scale", **_ui.LINKED)
     init = _ui.linked_select(
         "W_q, W_k, W_v start as",
         list(tt.Init),
@@ -71,9 +70,9 @@ def controls(seed: int) -> tt.TrainingConfig:
         where=c6,
     )
     learning_rate = c7.selectbox(
-        "Learning rate (Adam)", LEARNING_RATES, LEARNING_RATES.index(3e-3), key="train_lr", **LINKED
+        "Learning rate (Adam)", LEARNING_RATES, LEARNING_RATES.index(3e-3), key="train_lr", **_ui.LINKED
     )
-    steps = c8.number_input("Steps", 10, tt.MAX_STEPS, step=50, key="train_steps", **LINKED)
+    steps = c8.number_input("Steps", 10, tt.MAX_STEPS, step=50, key="train_steps", **_ui.LINKED)
     return tt.TrainingConfig(
         task=tt.Task(task),
         layers=int(layers),
@@ -96,7 +95,7 @@ def show_heads(run: tt.TrainingRun) -> None:
     labels = tt.token_labels(run.example_tokens)
     layer = 0
     if run.config.layers > 1:
-        layer = st.radio("Layer", [1, 2], index=1, horizontal=True, key="train_show_layer", **LINKED) - 1
+        layer = st.radio("Layer", [1, 2], index=1, horizontal=True, key="train_show_layer", **_ui.LINKED) - 1
     shares = tt.previous_token_share(run.attention_after)[layer]
     for head in range(run.config.heads):
         st.markdown(f"**Layer {layer + 1}, head {head + 1}**: weight on the previous token {shares[head]:.2f}")

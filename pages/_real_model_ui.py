@@ -108,7 +108,7 @@ def head_grid(lesson: lesson_rm.RealModelLesson) -> None:
 def head_picker(lesson: lesson_rm.RealModelLesson) -> tuple[int, int]:
     _ui.step("One head, large")
     c1, c2 = st.columns(2)
-    linked = {"bind": "query-params", "persist_state": "session", "help": "Counted from 0, as in the code."}
+    linked = {**_ui.LINKED, "help": "Counted from 0, as in the code."}
     layer = c1.selectbox("Layer", list(range(lesson.num_layers)), key=LAYER, **linked)
     head = c2.selectbox("Head", list(range(lesson.num_heads)), key=HEAD, **linked)
     return int(layer), int(head)

@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
 import altair as alt
@@ -291,6 +292,10 @@ def number_table(frame: pd.DataFrame, *, decimals: int = 4, hide_index: bool = F
         if pd.api.types.is_float_dtype(frame[name])
     }
     return (where or st).dataframe(frame, column_config=formats, width="stretch", hide_index=hide_index)
+
+
+# A widget in the link and kept across page switches: the sidebar's and the pages' own controls.
+LINKED = MappingProxyType({"bind": "query-params", "persist_state": "session"})  # read-only: shared
 
 
 def linked_select(
