@@ -1,0 +1,481 @@
+"""Lesson 9: attention at scale: the cost of T×T, the online softmax, tiling and the KV cache.
+
+Every number the page shows is computed here: the timings by `core.long_context.measure` on the
+chosen device, the online softmax and tiles by the reference functions, generation by
+`core.kv_cache` with the training lab's tiny transformer. Sentences that depend on a measurement
+are chosen from the measurement, since on a shared CPU the order of two timings can change.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from core import kv_cache, recipes
+from core import tiny_transformer as tt
+from core.lessons.common import Prediction, generator
+from core.long_context import (
+    AttentionPath,
+    Measurement,
+    TiledResult,
+    measure,
+    online_softmax_row,
+    tiled_attention,
+)
+
+# ----------------------------------------------------------------------------------------
+# (a) The cost of T×T
+# ----------------------------------------------------------------------------------------
+
+HEAD_DIM = 64  # one head of GPT-2 small's width
+LONG_CONTEXT = 131_072  # a 128k-token context
+BYTES_FLOAT32 = 4
+# The longest sequence each device measures, so that a rerun stays interactive: on the CPU the plain
+# path at 4,096 tokens holds ~200 MB and takes a fraction of a second; a GPU goes much further.
+MAX_TOKENS = {"cpu": 4096, "cuda": 16_384}
+TOKEN_CHOICES = (1024, 2048, 4096, 8192, 16_384)
+SHORTEST = 64
+TILE_BLOCK = 128  # the block size of the timed tiled path (FlashAttention's kernels use 64 to 128)
+
+
+def token_choices(device_type: str) -> tuple[int, ...]:
+    """The longest-sequence choices this device allows."""
+    return tuple(t for t in TOKEN_CHOICES if t <= MAX_TOKENS.get(device_type, MAX_TOKENS["cpu"]))
+
+
+def lengths_up_to(longest: int) -> tuple[int, ...]:
+    """64, 128, ... doubling up to `longest`."""
+    return tuple(SHORTEST * 2**i for i in range(int(math.log2(longest // SHORTEST)) + 1))
+
+
+@dataclass(frozen=True)
+class CostResult:
+    """Plain attention against the sequence length, measured on one device.
+
+    table: tokens, scores_bytes (T × T float32), peak_bytes, milliseconds (measured), t2_milliseconds
+    (a T² line through the longest measurement), per path: fused_milliseconds, fused_peak_bytes.
+    time_slope, memory_slope: the slopes of log(time) and log(peak memory) against log(T), fitted over the
+    points from 512 tokens on (below that fixed costs hide the growth). 2 means T².
+    """
+
+    device: str
+    table: pd.DataFrame
+    time_slope: float
+    memory_slope: float
+    long_scores_bytes: int  # the scores matrix of a 128k context, one head of one layer, float32
+    long_milliseconds: float  # the T² line's time at 128k tokens on this device
+    tiled: Measurement  # the tiled path at the longest length, block TILE_BLOCK
+    longest: int
+
+    @property
+    def last_doubling_memory(self) -> float:
+        """Peak memory at the longest length over the peak at half of it."""
+        peaks = self.table.peak_bytes.to_numpy()
+        return float(peaks[-1] / peaks[-2])
+
+
+def slope(tokens: np.ndarray, values: np.ndarray) -> float:
+    """The least-squares slope of log(values) against log(tokens)."""
+    return float(np.polyfit(np.log(tokens), np.log(values), 1)[0])
+
+
+def cost_of_attention(device: torch.device, longest: int, repeats: int = 3) -> CostResult:
+    """Time and peak memory of plain and fused causal attention at 64 ... `longest` tokens, one head of width 64."""
+    rows = []
+    for tokens in lengths_up_to(longest):
+        plain = measure(AttentionPath.PLAIN, tokens, HEAD_DIM, device, repeats)
+        fused = measure(AttentionPath.FUSED, tokens, HEAD_DIM, device, repeats)
+        rows.append((tokens, tokens * tokens * BYTES_FLOAT32, plain.peak_bytes, plain.milliseconds, fused))
+    table = pd.DataFrame(
+        {
+            "tokens": [r[0] for r in rows],
+            "scores_bytes": [r[1] for r in rows],
+            "peak_bytes": [r[2] for r in rows],
+            "milliseconds": [r[3] for r in rows],
+            "fused_milliseconds": [r[4].milliseconds for r in rows],
+            "fused_peak_bytes": [r[4].peak_bytes for r in rows],
+        }
+    )
+    longest_ms = float(table.milliseconds.iloc[-1])
+    table["t2_milliseconds"] = longest_ms * (table.tokens / longest) ** 2
+    fitted = table[table.tokens >= min(512, longest // 2)]
+    return CostResult(
+        device=device.type,
+        table=table,
+        time_slope=slope(fitted.tokens.to_numpy(), fitted.milliseconds.to_numpy()),
+        memory_slope=slope(fitted.tokens.to_numpy(), fitted.peak_bytes.to_numpy()),
+        long_scores_bytes=LONG_CONTEXT * LONG_CONTEXT * BYTES_FLOAT32,
+        long_milliseconds=longest_ms * (LONG_CONTEXT / longest) ** 2,
+        tiled=measure(AttentionPath.TILED, longest, HEAD_DIM, device, 1),
+        longest=longest,
+    )
+
+
+def doubling_question(cost: CostResult) -> Prediction:
+    """'Double the context: the memory of the scores grows by?', answered by the measured peaks."""
+    options = ("2 times", "4 times", "8 times")
+    measured = cost.last_doubling_memory
+    answer = int(np.argmin([abs(math.log(measured / f)) for f in (2, 4, 8)]))
+    return Prediction(
+        question=f"Double the context from {cost.longest // 2:,} to {cost.longest:,} tokens. The memory plain "
+        "attention needs grows by about…",
+        options=options,
+        answer=answer,
+        explanation=(
+            f"Measured on this {cost.device.upper()}: {measured:.2f} times "
+            f"({bytes_text(cost.table.peak_bytes.iloc[-2])} → {bytes_text(cost.table.peak_bytes.iloc[-1])}"
+            "). The scores matrix has T × T entries: twice the rows and twice the columns."
+        ),
+    )
+
+
+def bytes_text(count: float) -> str:
+    """1,536 -> '1.5 KiB'; binary units, as memory is sold."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def duration_text(milliseconds: float) -> str:
+    if milliseconds < 1000:
+        return f"{milliseconds:,.1f} ms"
+    if milliseconds < 120_000:
+        return f"{milliseconds / 1000:,.1f} s"
+    return f"{milliseconds / 60_000:,.1f} min"
+
+
+def tiled_verdict(cost: CostResult) -> str:
+    """The tiled loop against the plain path at the longest length, in words chosen by the measurement."""
+    plain = cost.table.iloc[-1]
+    tiled, fused = cost.tiled.milliseconds, float(plain.fused_milliseconds)
+    ratio = tiled / float(plain.milliseconds)
+    speed = (
+        f"{ratio:.1f}× slower than"
+        if ratio >= 1.1
+        else (f"{1 / ratio:.1f}× faster than" if ratio <= 0.9 else "about as fast as")
+    )
+    why = (
+        "every tile is a separate round of small PyTorch calls from Python, and the plain path is one big "
+        "matrix product that the CPU's math library runs well"
+        if ratio >= 0.9
+        else "with blocks of 128 the loop makes few Python calls, and the plain path writes and reads its "
+        "T×T matrix several times; with smaller blocks the Python overhead wins (try the recipe with 16)"
+    )
+    return (
+        f"At {cost.longest:,} tokens the tiled Python loop took {duration_text(tiled)}, {speed} the plain path's "
+        f"{duration_text(float(plain.milliseconds))}: {why}. It held {bytes_text(cost.tiled.peak_bytes)} at its "
+        f"peak against {bytes_text(float(plain.peak_bytes))}. PyTorch's fused kernel, which does the same tiling "
+        f"inside compiled code, took {duration_text(fused)} and held {bytes_text(float(plain.fused_peak_bytes))}."
+    )
+
+
+def cost_code(longest: int) -> str:
+    return recipes.fill("attention_at_scale_cost", {"longest": int(longest)})
+
+
+# ----------------------------------------------------------------------------------------
+# (b) The online softmax, one query row
+# ----------------------------------------------------------------------------------------
+
+ROW_WIDTH = 4  # q and k width in the online-softmax example
+VALUE_WIDTH = 3  # value width: three columns of output fit the table
+
+
+@dataclass(frozen=True)
+class OnlineLesson:
+    table: pd.DataFrame  # one row per block: keys, block max, m, e^(m_old - m_new), ℓ, output so far
+    output: tuple[float, ...]
+    reference: tuple[float, ...]
+    max_difference: float
+    largest_rescale: float  # the smallest e^(m_old - m_new) after the first block: how much a new max shrank the past
+    code: str
+    prediction: Prediction
+
+
+def online_lesson(seed: int, num_keys: int, block_size: int) -> OnlineLesson:
+    """One random query against `num_keys` keys, read `block_size` keys at a time."""
+    draws = generator(seed)
+    query = torch.randn(ROW_WIDTH, generator=draws)  # (E,)
+    keys = torch.randn(num_keys, ROW_WIDTH, generator=draws) * 2  # (S, E): spread so the max moves
+    values = torch.randn(num_keys, VALUE_WIDTH, generator=draws)  # (S, Ev)
+    result = online_softmax_row(query, keys, values, block_size)
+    table = pd.DataFrame(
+        {
+            "block": [s.block for s in result.steps],
+            "keys": [f"{s.first_key}–{s.last_key}" for s in result.steps],
+            "block max": [s.block_max for s in result.steps],
+            "m (running max)": [s.running_max for s in result.steps],
+            "e^(m_old − m_new)": [s.correction for s in result.steps],
+            "ℓ (running sum)": [s.running_sum for s in result.steps],
+            "output so far": [
+                "[" + ", ".join(f"{v:.4f}" for v in s.partial_output.tolist()) + "]" for s in result.steps
+            ],
+        }
+    )
+    later = [s.correction for s in result.steps[1:]]
+    smallest = min(later) if later else 1.0
+    return OnlineLesson(
+        table=table,
+        output=tuple(result.output.tolist()),
+        reference=tuple(result.reference.tolist()),
+        max_difference=result.max_difference,
+        largest_rescale=smallest,
+        code=recipes.fill(
+            "attention_at_scale_online", {"seed": int(seed), "num_keys": num_keys, "block_size": block_size}
+        ),
+        prediction=_online_question(result.max_difference, len(result.steps)),
+    )
+
+
+def _online_question(max_difference: float, blocks: int) -> Prediction:
+    options = (
+        "Exactly the ordinary softmax · V, up to float rounding",
+        "An approximation that improves with more blocks",
+    )
+    return Prediction(
+        question=f"The online softmax reads the keys in {blocks} block{'s' if blocks != 1 else ''} and never sees all "
+        "scores at once. Its result is…",
+        options=options,
+        answer=0 if max_difference <= 1e-6 else 1,
+        explanation=(
+            f"The largest difference from softmax · V computed in one go is {max_difference:.1e}. Each time a block "
+            "raises the maximum, every earlier term is multiplied by e^(m_old − m_new), which turns e^(s − m_old) "
+            "into e^(s − m_new) exactly: nothing is approximated."
+        ),
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# (c) Tiling
+# ----------------------------------------------------------------------------------------
+
+PICTURE_TOKENS = 32  # the tile picture's sequence: small enough to see every tile
+BLOCK_CHOICES = (2, 4, 8, 16)
+
+
+@dataclass(frozen=True)
+class TilingLesson:
+    tiles: pd.DataFrame  # query_block, key_block, kind, queries, keys: one row per tile, for the picture
+    computed: int
+    skipped: int
+    max_difference: float  # tiled vs core's reference path
+    block_q: int
+    block_k: int
+    causal: bool
+    code: str
+    prediction: Prediction
+
+
+def tiling_lesson(seed: int, block_q: int, block_k: int, causal: bool) -> TilingLesson:
+    """Tiled attention over PICTURE_TOKENS tokens (one head of width 8) against the reference path."""
+    from core.functional import scaled_dot_product_attention
+
+    draws = generator(seed)
+    query, key, value = (torch.randn(1, PICTURE_TOKENS, 8, generator=draws) for _ in range(3))  # (1, T, E)
+    result: TiledResult = tiled_attention(query, key, value, block_q, block_k, is_causal=causal)
+    reference = scaled_dot_product_attention(query, key, value, is_causal=causal).context
+    tiles = pd.DataFrame(
+        {
+            "query_block": [t.query_block for t in result.tiles],
+            "key_block": [t.key_block for t in result.tiles],
+            "kind": [t.kind.value for t in result.tiles],
+            "queries": [_span(t.query_block, block_q) for t in result.tiles],
+            "keys": [_span(t.key_block, block_k) for t in result.tiles],
+        }
+    )
+    return TilingLesson(
+        tiles=tiles,
+        computed=result.computed,
+        skipped=result.skipped,
+        max_difference=float((result.output - reference).abs().max()),
+        block_q=block_q,
+        block_k=block_k,
+        causal=causal,
+        code=recipes.fill(
+            "attention_at_scale_tiled",
+            {"seed": int(seed), "block_q": block_q, "block_k": block_k, "causal": bool(causal)},
+        ),
+        prediction=_tiles_question(result, causal),
+    )
+
+
+def _span(block: int, size: int) -> str:
+    first = block * size
+    return f"{first}–{min(first + size, PICTURE_TOKENS) - 1}"
+
+
+def _tiles_question(result: TiledResult, causal: bool) -> Prediction:
+    total = len(result.tiles)
+    candidates = [result.skipped, 0, total // 2, total - result.skipped]
+    options: list[str] = []
+    for count in candidates:
+        if str(count) not in options:
+            options.append(str(count))
+    masking = "with the causal mask" if causal else "without a mask"
+    return Prediction(
+        question=f"{PICTURE_TOKENS} tokens in query blocks of {result.block_q} and key blocks of {result.block_k}: "
+        f"{total} tiles. {masking.capitalize()}, how many can the loop skip?",
+        options=tuple(options),
+        answer=0,
+        explanation=(
+            f"{result.skipped} of {total} are skipped: a tile is skipped when its first key comes after its "
+            "last query, so every score in it would be masked. "
+            + ("Without a mask every key matters to every query." if not causal else "")
+        ).strip(),
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# (d) The KV cache
+# ----------------------------------------------------------------------------------------
+
+LAB_CONFIG = tt.default_config(tt.Task.PREVIOUS_TOKEN)  # the training lab's default run
+PROMPT = (3, 1, 4, 1, 5)  # any tokens of the task's 16 symbols
+GENERATED = 10  # new tokens for the logits comparison: prompt + generated fit the lab's 16 positions
+TIMING_CHOICES = (64, 128, 256, 512)  # generated tokens for the timing chart
+
+
+def trained_model(config: tt.TrainingConfig = LAB_CONFIG) -> tt.TinyTransformer:
+    """The training lab's model trained on `config`, with the lab's draws in the lab's order (weights, held-out
+    set, one batch per step), so that it is the lab's run. Shared through a cache: never changed after this."""
+    draws = torch.Generator().manual_seed(int(config.seed))
+    model = tt.TinyTransformer(config, draws)
+    tt.draw_batch(config.task, tt.HELD_OUT, draws)  # the lab's held-out set: drawn so the batches match
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, fused=True)  # as the lab
+    for _ in range(config.steps):
+        batch = tt.draw_batch(config.task, config.batch_size, draws)
+        loss = tt.loss_of(model(batch.tokens), batch.targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval().requires_grad_(False)
+
+
+@dataclass(frozen=True)
+class CacheLesson:
+    """Generation with and without the cache: identical choices, the cache's growth, the time per token."""
+
+    tokens: tuple[int, ...]
+    max_logit_difference: float
+    same_tokens: bool
+    growth: pd.DataFrame  # step, position, cache rows, cache bytes
+    timing: pd.DataFrame  # position, cache ("with"/"without"), milliseconds
+    speedup: float  # total time without / with, over `timed_tokens`
+    timed_tokens: int
+    code: str
+    prediction: Prediction
+
+
+def cache_lesson(model: tt.TinyTransformer, timed_tokens: int, device: torch.device) -> CacheLesson:
+    """Generate from PROMPT both ways; time `timed_tokens` tokens both ways on `device`."""
+    with_cache = kv_cache.generate(model, list(PROMPT), GENERATED, use_cache=True)
+    without = kv_cache.generate(model, list(PROMPT), GENERATED, use_cache=False)
+    growth = pd.DataFrame(
+        {
+            "step": range(1, GENERATED + 1),
+            "new token": with_cache.tokens[len(PROMPT) :],
+            "cache rows (tokens)": with_cache.cache_lengths,
+            "cache size": [bytes_text(b) for b in with_cache.cache_bytes],
+        }
+    )
+    timing, speedup = _timing(model, timed_tokens, device)
+    return CacheLesson(
+        tokens=with_cache.tokens,
+        max_logit_difference=float((with_cache.logits - without.logits).abs().max()),
+        same_tokens=with_cache.tokens == without.tokens,
+        growth=growth,
+        timing=timing,
+        speedup=speedup,
+        timed_tokens=timed_tokens,
+        code=recipes.fill("attention_at_scale_kv_cache", {"new_tokens": GENERATED}),
+        prediction=_cache_question(model),
+    )
+
+
+def _timing(model: tt.TinyTransformer, timed_tokens: int, device: torch.device) -> tuple[pd.DataFrame, float]:
+    longer = kv_cache.with_longer_context(model, len(PROMPT) + timed_tokens, generator(0)).to(device)
+    runs = {
+        "with the cache": kv_cache.generate(longer, list(PROMPT), timed_tokens, use_cache=True),
+        "without (whole prefix again)": kv_cache.generate(longer, list(PROMPT), timed_tokens, use_cache=False),
+    }
+    frame = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "tokens so far": range(len(PROMPT), len(PROMPT) + timed_tokens),
+                    "way": way,
+                    "milliseconds": run.milliseconds,
+                }
+            )
+            for way, run in runs.items()
+        ],
+        ignore_index=True,
+    )
+    totals = [sum(run.milliseconds) for run in runs.values()]
+    return frame, totals[1] / totals[0]
+
+
+def _cache_question(model: tt.TinyTransformer) -> Prediction:
+    width = model.unembedding.in_features
+    layers = len(model.layers)
+    per_token = 2 * layers * width * BYTES_FLOAT32
+    return Prediction(
+        question=f"The tiny model has {layers} layer{'s' if layers > 1 else ''} of width {width}. How much does its "
+        "KV cache grow per generated token (float32)?",
+        options=(bytes_text(width * BYTES_FLOAT32), bytes_text(per_token), bytes_text(per_token * width)),
+        answer=1,
+        explanation=(
+            f"2 (a key and a value) × {layers} layer{'s' if layers > 1 else ''} × {width} numbers × 4 bytes = "
+            f"{bytes_text(per_token)}: the table of the cache's growth above shows exactly this step."
+        ),
+    )
+
+
+def real_cache_table(tokens: int) -> pd.DataFrame:
+    """KV cache per token and for `tokens` tokens, for GPT-2 small and Llama 3 8B with and without sharing."""
+    shapes = (kv_cache.GPT2_SMALL, kv_cache.LLAMA3_8B, kv_cache.without_grouping(kv_cache.LLAMA3_8B))
+    size = kv_cache.BYTES_PER_VALUE
+    return pd.DataFrame(
+        {
+            "model": [s.name for s in shapes],
+            "layers": [s.layers for s in shapes],
+            "query heads": [s.query_heads for s in shapes],
+            "K/V heads": [s.kv_heads for s in shapes],
+            "head width": [s.head_dim for s in shapes],
+            "per token": [bytes_text(s.bytes_per_token(size)) for s in shapes],
+            f"at {tokens:,} tokens": [bytes_text(s.cache_bytes(tokens, size)) for s in shapes],
+            "at its released context": [
+                f"{bytes_text(s.cache_bytes(s.context, size))} ({s.context:,})" for s in shapes
+            ],
+        }
+    )
+
+
+def grouping_question() -> Prediction:
+    """'Llama 3 8B shares each K/V head among 4 query heads: its cache is ...', answered by the configs."""
+    grouped, plain = kv_cache.LLAMA3_8B, kv_cache.without_grouping(kv_cache.LLAMA3_8B)
+    ratio = plain.bytes_per_token() / grouped.bytes_per_token()
+    share = grouped.query_heads // grouped.kv_heads
+    options = (
+        "The same size: every query head still needs keys",
+        f"{ratio:g} times smaller",
+        f"{ratio**2:g} times smaller",
+    )
+    return Prediction(
+        question=f"Llama 3 8B has {grouped.query_heads} query heads but only {grouped.kv_heads} key/value heads per "
+        f"layer: {share} query heads read the same keys and values. Against one K/V head per query head, its cache is…",
+        options=options,
+        answer=1,
+        explanation=(
+            f"{bytes_text(grouped.bytes_per_token())} per token instead of {bytes_text(plain.bytes_per_token())}: "
+            f"{ratio:g} times smaller. The cache stores keys and values only, so it shrinks with the number of "
+            "K/V heads; the queries are computed fresh for each new token and never cached."
+        ),
+    )
