@@ -9,6 +9,7 @@ are chosen from the measurement, since on a shared CPU the order of two timings 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,8 @@ import torch
 
 from core import kv_cache, recipes
 from core import tiny_transformer as tt
+from core.device import resolve_device
+from core.functional import scaled_dot_product_attention
 from core.lessons.common import Prediction, generator
 from core.long_context import (
     AttentionPath,
@@ -115,6 +118,33 @@ def cost_of_attention(device: torch.device, longest: int, repeats: int = 3) -> C
     )
 
 
+def cost_lesson(device_name: str, longest: int) -> CostResult:
+    """Section (a) on the named device; `longest` must be one of that device's choices (ValueError otherwise)."""
+    device = resolve_device(device_name)
+    if longest not in token_choices(device.type):
+        raise ValueError(
+            f"The longest sequence must be one of {', '.join(f'{t:,}' for t in token_choices(device.type))} "
+            f"tokens on this device, got {longest!r}."
+        )
+    return cost_of_attention(device, longest)
+
+
+def cost_table(cost: CostResult) -> pd.DataFrame:
+    """The charts' numbers as the page's table, in MiB and milliseconds."""
+    table = cost.table
+    return pd.DataFrame(
+        {
+            "tokens": table.tokens,
+            "one T×T matrix (MiB)": table.scores_bytes / 2**20,
+            "plain: peak (MiB)": table.peak_bytes / 2**20,
+            "plain (ms)": table.milliseconds,
+            "T² line (ms)": table.t2_milliseconds,
+            "fused: peak (MiB)": table.fused_peak_bytes / 2**20,
+            "fused (ms)": table.fused_milliseconds,
+        }
+    )
+
+
 def doubling_question(cost: CostResult) -> Prediction:
     """'Double the context: the memory of the scores grows by?', answered by the measured peaks."""
     options = ("2 times", "4 times", "8 times")
@@ -186,6 +216,7 @@ def cost_code(longest: int) -> str:
 
 ROW_WIDTH = 4  # q and k width in the online-softmax example
 VALUE_WIDTH = 3  # value width: three columns of output fit the table
+KEY_CHOICES = range(2, 17)  # keys in the online-softmax example: few enough to read every row
 
 
 @dataclass(frozen=True)
@@ -201,6 +232,8 @@ class OnlineLesson:
 
 def online_lesson(seed: int, num_keys: int, block_size: int) -> OnlineLesson:
     """One random query against `num_keys` keys, read `block_size` keys at a time."""
+    if num_keys not in KEY_CHOICES or not (1 <= block_size <= num_keys):
+        raise ValueError(f"Choose {min(KEY_CHOICES)} to {max(KEY_CHOICES)} keys and a block of 1 to that many keys.")
     draws = generator(seed)
     query = torch.randn(ROW_WIDTH, generator=draws)  # (E,)
     keys = torch.randn(num_keys, ROW_WIDTH, generator=draws) * 2  # (S, E): spread so the max moves
@@ -231,6 +264,26 @@ def online_lesson(seed: int, num_keys: int, block_size: int) -> OnlineLesson:
             "attention_at_scale_online", {"seed": int(seed), "num_keys": num_keys, "block_size": block_size}
         ),
         prediction=_online_question(result.max_difference, len(result.steps)),
+    )
+
+
+def vector_text(values: tuple[float, ...]) -> str:
+    return "[" + ", ".join(f"{v:.4f}" for v in values) + "]"
+
+
+def online_caption(online: OnlineLesson) -> str:
+    """What the table shows about the rescaling, chosen from its numbers."""
+    head = f"Largest |online − ordinary| in float32: {online.max_difference:.1e}. "
+    if len(online.table) == 1:
+        return head + "One block holds every key: the online softmax is then the stable softmax itself."
+    if online.largest_rescale >= 1.0:
+        return head + (
+            "The first block held the largest score, so every later factor e^(m_old − m_new) is 1: "
+            "try smaller blocks or another seed to see a rescaling."
+        )
+    return head + (
+        f"The smallest factor after the first block, {online.largest_rescale:.4f}, is where a block raised the "
+        "maximum: everything summed before it was multiplied by that factor."
     )
 
 
@@ -275,8 +328,8 @@ class TilingLesson:
 
 def tiling_lesson(seed: int, block_q: int, block_k: int, causal: bool) -> TilingLesson:
     """Tiled attention over PICTURE_TOKENS tokens (one head of width 8) against the reference path."""
-    from core.functional import scaled_dot_product_attention
-
+    if block_q not in BLOCK_CHOICES or block_k not in BLOCK_CHOICES:
+        raise ValueError(f"Block sizes must be one of {', '.join(map(str, BLOCK_CHOICES))}.")
     draws = generator(seed)
     query, key, value = (torch.randn(1, PICTURE_TOKENS, 8, generator=draws) for _ in range(3))  # (1, T, E)
     result: TiledResult = tiled_attention(query, key, value, block_q, block_k, is_causal=causal)
@@ -303,6 +356,16 @@ def tiling_lesson(seed: int, block_q: int, block_k: int, causal: bool) -> Tiling
             {"seed": int(seed), "block_q": block_q, "block_k": block_k, "causal": bool(causal)},
         ),
         prediction=_tiles_question(result, causal),
+    )
+
+
+def tiling_caption(tiling: TilingLesson) -> str:
+    total = len(tiling.tiles)
+    return (
+        f"{tiling.computed} of {total} tiles computed, {tiling.skipped} skipped; largest |tiled − reference path| "
+        f"= {tiling.max_difference:.1e}. Plain attention holds all {PICTURE_TOKENS}×{PICTURE_TOKENS} scores at once; "
+        f"the loop holds one {tiling.block_q}×{tiling.block_k} tile of scores, plus m and ℓ for each of the "
+        f"{PICTURE_TOKENS} queries."
     )
 
 
@@ -358,6 +421,30 @@ def trained_model(config: tt.TrainingConfig = LAB_CONFIG) -> tt.TinyTransformer:
     return model.eval().requires_grad_(False)
 
 
+_TRAINING = threading.Lock()
+_TRAINED: dict[tt.TrainingConfig, tt.TinyTransformer] = {}
+
+
+def lab_model() -> tt.TinyTransformer:
+    """The training lab's default model, trained once per process (a lock: sessions run in threads).
+
+    Shared by every session and never changed: generation only reads it, and the timing copies it.
+    """
+    with _TRAINING:
+        if LAB_CONFIG not in _TRAINED:
+            _TRAINED[LAB_CONFIG] = trained_model(LAB_CONFIG)
+        return _TRAINED[LAB_CONFIG]
+
+
+def kv_lesson(device_name: str, timed_tokens: int) -> CacheLesson:
+    """Section (d) on the named device; `timed_tokens` must be one of TIMING_CHOICES (ValueError otherwise)."""
+    if timed_tokens not in TIMING_CHOICES:
+        raise ValueError(
+            f"Generated tokens must be one of {', '.join(map(str, TIMING_CHOICES))}, got {timed_tokens!r}."
+        )
+    return cache_lesson(lab_model(), timed_tokens, resolve_device(device_name))
+
+
 @dataclass(frozen=True)
 class CacheLesson:
     """Generation with and without the cache: identical choices, the cache's growth, the time per token."""
@@ -399,6 +486,21 @@ def cache_lesson(model: tt.TinyTransformer, timed_tokens: int, device: torch.dev
     )
 
 
+def generation_caption(kv: CacheLesson) -> str:
+    prompt = ", ".join(map(str, PROMPT))
+    new = ", ".join(map(str, kv.tokens[len(PROMPT) :]))
+    same = (
+        "Both ways chose the same tokens"
+        if kv.same_tokens
+        else "The two ways chose different tokens (a tie broken differently by rounding)"
+    )
+    return (
+        f"Prompt {prompt}; then {GENERATED} tokens, each the most likely next one: {new}. The previous-token model "
+        f"copies the token before the current one, so it repeats. {same}; their logits differ by at most "
+        f"{kv.max_logit_difference:.1e}, float rounding from adding in a different order."
+    )
+
+
 def _timing(model: tt.TinyTransformer, timed_tokens: int, device: torch.device) -> tuple[pd.DataFrame, float]:
     longer = kv_cache.with_longer_context(model, len(PROMPT) + timed_tokens, generator(0)).to(device)
     runs = {
@@ -436,6 +538,12 @@ def _cache_question(model: tt.TinyTransformer) -> Prediction:
             f"{bytes_text(per_token)}: the table of the cache's growth above shows exactly this step."
         ),
     )
+
+
+REAL_MODEL_SOURCES = (
+    "Shapes from the models' published configurations: GPT-2 small (12 layers, 12 heads, width 768) and "
+    "Meta's Llama 3 8B config.json (32 layers, 32 query heads, 8 key/value heads, width 4,096); 2 bytes a value."
+)
 
 
 def real_cache_table(tokens: int) -> pd.DataFrame:
