@@ -38,7 +38,13 @@ def cost_chart(table: pd.DataFrame) -> alt.LayerChart:
         .encode(
             x=alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), title="tokens T (log scale)"),
             y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title="milliseconds (log scale)"),
-            color=alt.Color("series:N", sort=order, scale=alt.Scale(scheme="tableau10"), title=None),
+            color=alt.Color(
+                "series:N",
+                sort=order,
+                scale=alt.Scale(scheme="tableau10"),
+                title=None,
+                legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0),
+            ),
             strokeDash=alt.StrokeDash(
                 "series:N", sort=order, scale=alt.Scale(domain=order, range=[[1, 0], [4, 2], [6, 4]]), title=None
             ),
@@ -71,7 +77,13 @@ def memory_chart(table: pd.DataFrame) -> alt.Chart:
         .encode(
             x=alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), title="tokens T (log scale)"),
             y=alt.Y("MiB:Q", scale=alt.Scale(type="log"), title="MiB (log scale)"),
-            color=alt.Color("series:N", sort=order, scale=alt.Scale(scheme="tableau10"), title=None),
+            color=alt.Color(
+                "series:N",
+                sort=order,
+                scale=alt.Scale(scheme="tableau10"),
+                title=None,
+                legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0),
+            ),
             strokeDash=alt.StrokeDash(
                 "series:N", sort=order, scale=alt.Scale(domain=order, range=[[1, 0], [4, 2], [6, 4]]), title=None
             ),
@@ -120,7 +132,9 @@ def generation_chart(timing: pd.DataFrame) -> alt.Chart:
         .encode(
             x=alt.X("tokens so far:Q", title="tokens so far"),
             y=alt.Y("milliseconds:Q", scale=alt.Scale(type="log"), title="milliseconds (log scale)"),
-            color=alt.Color("way:N", sort=ways, scale=alt.Scale(scheme="tableau10"), title=None),
+            color=alt.Color(
+                "way:N", sort=ways, scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
+            ),
             shape=alt.Shape("way:N", sort=ways, title=None),
             tooltip=["way:N", "tokens so far:Q", alt.Tooltip("milliseconds:Q", format=".3f")],
         )

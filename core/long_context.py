@@ -354,11 +354,19 @@ def random_qkv(
     )
 
 
-def measure(path: AttentionPath, num_tokens: int, head_dim: int, device: torch.device, repeats: int) -> Measurement:
-    """Time and peak memory of one causal attention call of `num_tokens` tokens along `path`."""
+def measure(
+    path: AttentionPath,
+    num_tokens: int,
+    head_dim: int,
+    device: torch.device,
+    repeats: int,
+    block: int = 128,
+    with_memory: bool = True,
+) -> Measurement:
+    """Time and peak memory (0 when not `with_memory`) of one causal attention call of `num_tokens` tokens."""
     query, key, value = random_qkv(num_tokens, head_dim, device)
-    call = attention_call(path, query, key, value)
+    call = attention_call(path, query, key, value, block)
     with torch.no_grad():
         milliseconds = time_call(call, device, repeats)
-        memory = peak_bytes(call, device)
+        memory = peak_bytes(call, device) if with_memory else 0
     return Measurement(milliseconds, memory)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import kv_cache, recipes
+from core import charts_scale, kv_cache, recipes
 from core import tiny_transformer as tt
 from core.functional import scaled_dot_product_attention
 from core.lessons import attention_at_scale as lesson
 from core.long_context import (
     AttentionPath,
+    Measurement,
     TileKind,
     attention_call,
     online_softmax_row,
@@ -152,6 +154,28 @@ def test_cost_sweep_on_a_short_range() -> None:
     assert f"{cost.longest:,} tokens" in verdict and lesson.duration_text(cost.tiled.milliseconds) in verdict
 
 
+def _cost(plain_ms: float, tiled_ms: float, small_ms: float) -> lesson.CostResult:
+    table = pd.DataFrame(
+        {"tokens": [1024, 2048], "scores_bytes": [0, 0], "peak_bytes": [4, 16], "milliseconds": [1.0, plain_ms],
+         "fused_milliseconds": [1.0, 50.0], "fused_peak_bytes": [1, 2], "t2_milliseconds": [1.0, plain_ms]}
+    )  # fmt: skip
+    return lesson.CostResult("cpu", table, 2.0, 2.0, 0, 0.0, Measurement(tiled_ms, 1), small_ms, 2048)
+
+
+@pytest.mark.parametrize(
+    ("tiled", "small", "words"),
+    [
+        (300.0, 900.0, "so the loop is not faster here"),
+        (50.0, 900.0, "with blocks of 32 the calls from Python cost more"),
+        (50.0, 60.0, "kept up with or beat the plain path"),
+    ],
+)
+def test_the_tiled_verdict_follows_the_measurement(tiled: float, small: float, words: str) -> None:
+    verdict = lesson.tiled_verdict(_cost(100.0, tiled, small))
+    assert words in verdict
+    assert ("slower than the plain path's" in verdict) == (tiled > 110)
+
+
 def test_token_choices_are_capped_per_device() -> None:
     assert max(lesson.token_choices("cpu")) == 4096
     assert max(lesson.token_choices("cuda")) == 16_384
@@ -273,3 +297,20 @@ def test_online_and_tiled_recipes_are_short() -> None:
     for name in ("attention_at_scale_online", "attention_at_scale_tiled"):
         code = [line for line in recipes.source(name).splitlines() if line.strip() and not line.startswith("#")]
         assert len(code) < 40, (name, len(code))
+
+
+def test_chart_builders_make_valid_specs(model: tt.TinyTransformer) -> None:
+    cost = _cost(100.0, 50.0, 200.0)
+    cost.table["scores_bytes"] = [1024**2 * 4, 2048**2 * 4]
+    tiling = lesson.tiling_lesson(1, 8, 4, True)
+    kv = lesson.cache_lesson(model, 8, CPU)
+    for chart in (
+        charts_scale.cost_chart(cost.table),
+        charts_scale.memory_chart(cost.table),
+        charts_scale.tiles_chart(tiling.tiles),
+        charts_scale.generation_chart(kv.timing),
+    ):
+        spec = chart.to_dict()  # validates against Vega-Lite's schema
+        assert spec["data"] or spec.get("datasets")
+    kinds = {tile.kind for tile in tiling.tiles.itertuples()}
+    assert kinds == {kind.value for kind in TileKind}  # the picture shows all three kinds
