@@ -12,6 +12,9 @@ import pandas as pd
 from core.long_context import TileKind
 
 HEIGHT = 260
+# Fit the column's width only: the height stays HEIGHT for the marks (a plain "fit" would squeeze the
+# plot to make room for the legend below it).
+FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
 
 
 def cost_chart(table: pd.DataFrame) -> alt.LayerChart:
@@ -51,7 +54,7 @@ def cost_chart(table: pd.DataFrame) -> alt.LayerChart:
             shape=alt.Shape("series:N", sort=order, title=None),
             tooltip=["series:N", alt.Tooltip("tokens:Q", format=","), alt.Tooltip("ms:Q", format=",.3f")],
         )
-        .properties(height=HEIGHT)
+        .properties(height=HEIGHT, autosize=FIT_WIDTH)
     )
 
 
@@ -90,7 +93,7 @@ def memory_chart(table: pd.DataFrame) -> alt.Chart:
             shape=alt.Shape("series:N", sort=order, title=None),
             tooltip=["series:N", alt.Tooltip("tokens:Q", format=","), alt.Tooltip("MiB:Q", format=",.3f")],
         )
-        .properties(height=HEIGHT)
+        .properties(height=HEIGHT, autosize=FIT_WIDTH)
     )
 
 
@@ -101,14 +104,29 @@ def tiles_chart(tiles: pd.DataFrame) -> alt.Chart:
     """The grid of tiles: query blocks down, key blocks across, coloured by computed / masked inside / skipped.
 
     tiles: query_block, key_block, kind, queries, keys (core.lessons.attention_at_scale.TilingLesson.tiles).
+    Each tile spans [block, block + 1) on both axes (quantitative), so the grid fills the chart at any size.
     """
     kinds = list(TILE_COLOURS)
+    rows, cols = int(tiles.query_block.max()) + 1, int(tiles.key_block.max()) + 1
     return (
         alt.Chart(tiles, title="Tiles of the scores matrix: which ones the loop computes")
+        .transform_calculate(key_end="datum.key_block + 1", query_end="datum.query_block + 1")
         .mark_rect(stroke="#888888", strokeWidth=1)
         .encode(
-            x=alt.X("key_block:O", title="key block", axis=alt.Axis(orient="top", labelAngle=0)),
-            y=alt.Y("query_block:O", title="query block"),
+            x=alt.X(
+                "key_block:Q",
+                title="key block",
+                scale=alt.Scale(domain=[0, cols], nice=False),
+                axis=alt.Axis(orient="top", tickMinStep=1, format="d"),
+            ),
+            x2="key_end:Q",
+            y=alt.Y(
+                "query_block:Q",
+                title="query block",
+                scale=alt.Scale(domain=[0, rows], nice=False, reverse=True),
+                axis=alt.Axis(tickMinStep=1, format="d"),
+            ),
+            y2="query_end:Q",
             color=alt.Color(
                 "kind:N",
                 scale=alt.Scale(domain=kinds, range=[TILE_COLOURS[k] for k in kinds]),
@@ -116,27 +134,36 @@ def tiles_chart(tiles: pd.DataFrame) -> alt.Chart:
             ),
             tooltip=["queries:N", "keys:N", "kind:N"],
         )
-        .properties(height=HEIGHT, width="container")
+        .properties(height=HEIGHT, autosize=FIT_WIDTH)
     )
 
 
-def generation_chart(timing: pd.DataFrame) -> alt.Chart:
+def generation_chart(timing: pd.DataFrame) -> alt.LayerChart:
     """Milliseconds per generated token against the tokens so far, with and without the KV cache.
 
-    timing: tokens so far, way, milliseconds (core.lessons.attention_at_scale.CacheLesson.timing).
+    timing: tokens so far, way, milliseconds, median of 9 steps (core.lessons.attention_at_scale.CacheLesson.timing):
+    every step as a faint point, the running median as a line.
     """
     ways = list(dict.fromkeys(timing["way"]))
-    return (
-        alt.Chart(timing, title="Time per generated token")
-        .mark_point(size=16, filled=True)
-        .encode(
-            x=alt.X("tokens so far:Q", title="tokens so far"),
-            y=alt.Y("milliseconds:Q", scale=alt.Scale(type="log"), title="milliseconds (log scale)"),
-            color=alt.Color(
-                "way:N", sort=ways, scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
-            ),
-            shape=alt.Shape("way:N", sort=ways, title=None),
-            tooltip=["way:N", "tokens so far:Q", alt.Tooltip("milliseconds:Q", format=".3f")],
-        )
-        .properties(height=HEIGHT)
+    colour = alt.Color(
+        "way:N",
+        sort=ways,
+        scale=alt.Scale(scheme="tableau10"),
+        title=None,
+        legend=alt.Legend(orient="bottom", labelLimit=0),
     )
+    base = alt.Chart(timing, title="Time per generated token").encode(
+        x=alt.X("tokens so far:Q", title="tokens so far"), color=colour
+    )
+    points = base.mark_point(size=14, filled=True, opacity=0.35).encode(
+        y=alt.Y("milliseconds:Q", scale=alt.Scale(type="log"), title="milliseconds (log scale)"),
+        shape=alt.Shape("way:N", sort=ways, title=None, legend=None),
+        tooltip=["way:N", "tokens so far:Q", alt.Tooltip("milliseconds:Q", format=".3f")],
+    )
+    medians = base.mark_line(strokeWidth=2.5).encode(
+        y="median of 9 steps:Q",
+        strokeDash=alt.StrokeDash(
+            "way:N", sort=ways, scale=alt.Scale(domain=ways, range=[[1, 0], [6, 3]]), legend=None
+        ),
+    )
+    return alt.layer(points, medians).properties(height=HEIGHT, autosize=FIT_WIDTH)

@@ -202,9 +202,10 @@ def tiled_verdict(cost: CostResult) -> str:
         why = "Every tile is a separate round of small PyTorch calls from Python, so the loop is not faster here."
     elif small > 1.1 * plain_ms:
         why = (
-            f"With blocks of {TILE_BLOCK} the loop makes few Python calls and skips the plain path's repeated "
-            f"passes over its T×T matrix; with blocks of {SMALL_BLOCK} the calls from Python cost more than that "
-            "saves. On a GPU the kernel, not Python, walks the tiles."
+            f"With blocks of {TILE_BLOCK} the loop makes few Python calls, skips the tiles in the future (about "
+            "half of them) and never writes a T×T matrix, where the plain path writes and reads its matrix several "
+            f"times; with blocks of {SMALL_BLOCK} the calls from Python cost more than that saves. On a GPU the "
+            "kernel, not Python, walks the tiles."
         )
     else:
         why = (
@@ -469,7 +470,7 @@ class CacheLesson:
     max_logit_difference: float
     same_tokens: bool
     growth: pd.DataFrame  # step, position, cache rows, cache bytes
-    timing: pd.DataFrame  # position, cache ("with"/"without"), milliseconds
+    timing: pd.DataFrame  # tokens so far, way (with / without the cache), milliseconds, median of 9 steps
     speedup: float  # total time without / with, over `timed_tokens`
     timed_tokens: int
     code: str
@@ -535,6 +536,11 @@ def _timing(model: tt.TinyTransformer, timed_tokens: int, device: torch.device) 
             for way, run in runs.items()
         ],
         ignore_index=True,
+    )
+    # A step's time on a shared machine has spikes (another process, the garbage collector): the chart's
+    # line is the median of 9 neighbouring steps, the points are every step.
+    frame["median of 9 steps"] = frame.groupby("way").milliseconds.transform(
+        lambda times: times.rolling(9, center=True, min_periods=1).median()
     )
     totals = [sum(run.milliseconds) for run in runs.values()]
     return frame, totals[1] / totals[0]
