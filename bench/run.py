@@ -4,6 +4,7 @@
     python -m bench.run --quick            # fewer repeats, small classes (a smoke run)
     python -m bench.run --only capacity    # one part again; the rest is kept from bench/results.json
     python -m bench.run --only replicas
+    python -m bench.run --only scale       # lesson 9: plain vs tiled memory, the KV cache, the page's rerun
     python -m bench.run --only none        # re-render the table and plots from bench/results.json
 
 Writes bench/results.json, bench/results.md, bench/results.png (latency) and bench/capacity.png
@@ -28,7 +29,18 @@ import altair as alt
 import pandas as pd
 import torch
 
-from bench import capacity, core_speed, hostile_probe, latency, memory, monte_carlo, real_model, replicas, training
+from bench import (
+    attention_at_scale,
+    capacity,
+    core_speed,
+    hostile_probe,
+    latency,
+    memory,
+    monte_carlo,
+    real_model,
+    replicas,
+    training,
+)
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
@@ -42,7 +54,18 @@ def machine() -> str:
 
 
 # latency last: it runs the app in this process. capacity pins this process to core 1 while it runs.
-PARTS = ("core", "monte_carlo", "real_model", "memory", "hostile", "training", "capacity", "replicas", "latency")
+PARTS = (
+    "core",
+    "monte_carlo",
+    "real_model",
+    "memory",
+    "hostile",
+    "training",
+    "scale",
+    "capacity",
+    "replicas",
+    "latency",
+)
 
 
 def run_all(quick: bool, only: set[str]) -> dict:
@@ -64,6 +87,8 @@ def run_all(quick: bool, only: set[str]) -> dict:
         results["hostile"] = hostile_probe.run(connections=8 if quick else 32)
     if "training" in only:
         results["training"] = training.run(quick)
+    if "scale" in only:
+        results["scale"] = attention_at_scale.run(quick)
     if "capacity" in only:
         all_cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
         steps = (10, 25) if quick else capacity.STEPS
@@ -140,6 +165,8 @@ def table(results: dict) -> str:
     ]
     if "training" in results:
         rows += training_rows(results["training"], ok)
+    if "scale" in results:
+        rows += attention_at_scale.rows(results["scale"], ok)
     lines = [
         f"Measured {results['date']} on {results['machine']} (`python -m bench.run`).",
         "",
