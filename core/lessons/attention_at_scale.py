@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from core import kv_cache, recipes
+from core import charts_scale, kv_cache, recipes
 from core import tiny_transformer as tt
 from core.device import resolve_device
 from core.functional import scaled_dot_product_attention
@@ -145,6 +145,32 @@ def cost_table(cost: CostResult) -> pd.DataFrame:
             "fused: peak (MiB)": table.fused_peak_bytes / 2**20,
             "fused (ms)": table.fused_milliseconds,
         }
+    )
+
+
+@dataclass(frozen=True)
+class CostView:
+    """Section (a) as the page draws it: the measurement, its two chart specs (built once per setting), its
+    table, the doubling question and the tiled-vs-plain sentence of section (c)."""
+
+    cost: CostResult
+    time_spec: dict
+    memory_spec: dict
+    table: pd.DataFrame
+    prediction: Prediction
+    verdict: str
+
+
+def cost_view(device_name: str, longest: int) -> CostView:
+    """`cost_lesson` with everything the page derives from it, so that a rerun only draws."""
+    cost = cost_lesson(device_name, longest)
+    return CostView(
+        cost=cost,
+        time_spec=charts_scale.cost_chart(cost.table).to_dict(validate=False),
+        memory_spec=charts_scale.memory_chart(cost.table).to_dict(validate=False),
+        table=cost_table(cost),
+        prediction=doubling_question(cost),
+        verdict=tiled_verdict(cost),
     )
 
 
@@ -341,6 +367,7 @@ class TilingLesson:
     causal: bool
     code: str
     prediction: Prediction
+    chart: dict  # the tile picture's Vega-Lite spec
 
 
 def tiling_lesson(seed: int, block_q: int, block_k: int, causal: bool) -> TilingLesson:
@@ -373,6 +400,7 @@ def tiling_lesson(seed: int, block_q: int, block_k: int, causal: bool) -> Tiling
             {"seed": int(seed), "block_q": block_q, "block_k": block_k, "causal": bool(causal)},
         ),
         prediction=_tiles_question(result, causal),
+        chart=charts_scale.tiles_chart(tiles).to_dict(validate=False),
     )
 
 
@@ -476,6 +504,7 @@ class CacheLesson:
     timed_tokens: int
     code: str
     prediction: Prediction
+    chart: dict  # the time-per-token chart's Vega-Lite spec
 
 
 def cache_lesson(model: tt.TinyTransformer, timed_tokens: int, device: torch.device) -> CacheLesson:
@@ -501,6 +530,7 @@ def cache_lesson(model: tt.TinyTransformer, timed_tokens: int, device: torch.dev
         timed_tokens=timed_tokens,
         code=recipes.fill("attention_at_scale_kv_cache", {"new_tokens": GENERATED}),
         prediction=_cache_question(model),
+        chart=charts_scale.generation_chart(timing).to_dict(validate=False),
     )
 
 
