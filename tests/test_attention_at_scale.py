@@ -314,3 +314,32 @@ def test_chart_builders_make_valid_specs(model: tt.TinyTransformer) -> None:
         assert spec["data"] or spec.get("datasets")
     kinds = {tile.kind for tile in tiling.tiles.itertuples()}
     assert kinds == {kind.value for kind in TileKind}  # the picture shows all three kinds
+
+
+# ----------------------------------------------------------------------------------------- CUDA (skips without a GPU)
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@requires_cuda
+def test_on_cuda_the_measurements_use_cuda_events_and_the_allocators_peak() -> None:
+    cuda = torch.device("cuda")
+    query, key, value = random_qkv(2048, 64, cuda)
+    assert query.device.type == "cuda"
+    reference = scaled_dot_product_attention(query, key, value, is_causal=True).context
+    tiled = tiled_attention(query, key, value, 128, 128, is_causal=True).output
+    assert torch.allclose(tiled, reference, atol=1e-4)
+    plain = peak_bytes(attention_call(AttentionPath.PLAIN, query, key, value), cuda)
+    fused = peak_bytes(attention_call(AttentionPath.FUSED, query, key, value), cuda)
+    assert plain >= 2048 * 2048 * 4 > fused  # the flash / memory-efficient kernels never hold T x T
+    assert lesson.token_choices("cuda")[-1] == 16_384
+    cost = lesson.cost_lesson("cuda", 1024)
+    assert cost.device == "cuda" and cost.memory_slope == pytest.approx(2.0, abs=0.4)
+
+
+@requires_cuda
+def test_the_kv_cache_on_cuda_gives_the_cpus_logits(model: tt.TinyTransformer) -> None:
+    on_gpu = kv_cache.with_longer_context(model, 16, torch.Generator().manual_seed(0)).to("cuda")
+    cpu = kv_cache.generate(model, [3, 1, 4], 10, use_cache=True)
+    gpu = kv_cache.generate(on_gpu, [3, 1, 4], 10, use_cache=True)
+    assert cpu.tokens == gpu.tokens and torch.allclose(cpu.logits, gpu.logits, atol=1e-4)
+    assert lesson.kv_lesson("cuda", 64).same_tokens
