@@ -23,6 +23,7 @@ from core.lessons.common import (
     unique_labels,
 )
 from core.modules import CausalAttention, SimpleAverageSelfAttention, SingleSelfAttentionHead
+from core.registry import Control, LessonSpec
 from core.settings import Settings
 
 NOISE_SIZE = 3.0  # how far the perturbed token is pushed (times a standard-normal vector)
@@ -254,3 +255,11 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
         ),
         code=code,
     )
+
+
+# The cached computation the page calls (ui/cache.py `computed`); keyed on the settings it reads.
+LESSON = LessonSpec(
+    causal_lesson,
+    uses=frozenset({Control.D_OUT, Control.SEED, Control.SCALE, Control.DROPOUT, Control.DEVICE}),
+    max_entries=96,
+)
