@@ -44,6 +44,7 @@ PAGE_URLS = [spec.slug for spec in registry.PAGES]
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 SEED_BOX = '[data-testid="stSidebar"] [data-testid="stNumberInputField"]'
 
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
