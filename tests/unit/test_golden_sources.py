@@ -294,8 +294,24 @@ NOTEBOOK_SCORES = [
 
 
 def test_notebook_numbers_in_view_on_lesson_1() -> None:
+    """Lesson 1 opened on the attention notebook's preset, following x(3): its numbers on screen."""
     from core.lessons.without_weights import without_weights_lesson
+    from core.registry import page
     from core.settings import settings_for_preset
+    from tests.app.test_app import app, assert_clean, markdown_text
+    from tests.support import restore_pages_manager, use_navigation_mode
+
+    use_navigation_mode()
+    try:
+        at = app(page("without_weights").file, preset="notebook", query="3")
+    finally:
+        restore_pages_manager()
+    assert_clean(at)
+    shown = markdown_text(at)
+    assert "puts **28.75%** of its attention on “are”" in shown and "only **6.05%** on “embeddings”" in shown
+    assert "divide by sum **0.9999998807907104**" in shown and "`torch.softmax` **1.0000001192092896**" in shown
+    scores = next(df.value for df in at.dataframe if df.value.shape == (6, 6))  # the page's score table
+    assert_close(torch.tensor(scores.to_numpy(dtype=float)), NOTEBOOK_SCORES)
 
     lesson = without_weights_lesson(settings_for_preset("notebook"), 2, 1.0)
     assert_close(torch.tensor(lesson.scores_table.to_numpy()), NOTEBOOK_SCORES)  # the full 6x6 table
