@@ -258,9 +258,9 @@ def freeze_import_time_objects() -> bool:
     """Once per process: move the ~300,000 objects that torch, Altair and Streamlit create at
     import into the garbage collector's permanent generation.
 
-    Streamlit runs a full collection after every script run, holding the GIL; over that heap it
-    took ~175 ms, and under a class's load the server stopped answering for a minute at a time
-    (bench/load.py). Frozen, a full collection takes ~3 ms.
+    Streamlit runs a full collection after every script run, holding the GIL; over that heap,
+    under a class's load, the server stopped answering for a minute at a time (bench/load.py;
+    the timings are in bench/NOTES.md).
     """
     gc.collect()
     gc.freeze()

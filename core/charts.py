@@ -262,7 +262,7 @@ def _heatmap_template(look: HeatmapLook) -> str:
     """One look serialised once, for a placeholder domain and label width; a str nobody can mutate.
 
     Neither the domain nor the widest label is part of the key: both change with the values
-    (a new seed), and a template built per width was rebuilt (~20 ms) whenever a seed's widest
+    (a new seed), and a template built per width was rebuilt, at Altair's cost, whenever a seed's widest
     number gained a digit or a minus sign. heatmap_spec writes both in.
     """
     return json.dumps(_heatmap_chart(look, HeatmapValues((0.0, 1.0), 1)).to_dict(validate=False))
@@ -280,8 +280,8 @@ def heatmap_spec(frame: pd.DataFrame, title: str, **options) -> dict:
     """The heatmap as the page draws it: Vega-Lite spec plus its values (an Arrow table).
 
     The one heatmap path: `ui.draw.heatmap` hands this to st.vega_lite_chart, and the tests
-    check it. The structure is built by Altair once per look (~20 ms) and cached; per call only
-    the colour domain is written in and the values attached (~0.1 ms). tests/app/test_charts.py
+    check it. The structure is built by Altair once per look and cached; per call only the colour
+    domain is written in and the values attached (costs in bench/NOTES.md). tests/app/test_charts.py
     checks this equals a fresh Altair build of `heatmap`.
     """
     look, values, columns = _look_and_values(frame, title, options)
@@ -313,7 +313,7 @@ def _color_if(test: alt.expr.core.Expression, then: str, otherwise: str) -> alt.
 
     Altair turns a channel given as a dict or a shorthand string (what alt.condition and
     alt.value return, or "token:N" in a tooltip list) into its class by rebuilding a map of
-    its whole schema: ~5 ms each, several times per chart and rerun (py-spy, bench/capacity.py).
+    its whole schema, several times per chart and rerun (bench/NOTES.md).
     Channel objects (alt.ColorValue, alt.Tooltip) skip that; tests/unit/test_charts_fast.py checks
     the specs are identical.
     """
@@ -351,7 +351,7 @@ def grouped_bars_template(
 ) -> str:
     """`grouped_bars` for the hot path: the readable spec built once per look, its values in BARS_DATA.
 
-    Building and serialising the Altair chart on every rerun cost ~2-3 ms a chart (py-spy);
+    Building and serialising the Altair chart on every rerun is what it saves (bench/NOTES.md);
     tests/unit/test_charts_fast.py checks the template plus its values equals `grouped_bars`.
     """
     base = alt.Chart(alt.NamedData(name=BARS_DATA), title=title)

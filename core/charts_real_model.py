@@ -1,9 +1,9 @@
 """Chart builders for the "Inside a real model" lesson: DataFrames in, Vega-Lite out.
 
 Each chart reads named datasets, so its structure depends only on a few sizes: `*_template`
-builds it once per look with Altair (~20-100 ms) and keeps the JSON; the page swaps in this
-rerun's data (see core.charts.heatmap_spec for the same idea). `*_to_dict` give the full,
-validated spec with the values inlined, for the tests.
+builds it once per look with Altair (bench/NOTES.md) and keeps the JSON; the page swaps in this
+rerun's data (see core.charts.heatmap_spec for the same idea). The tests validate each template
+with its data against the Vega-Lite schema.
 
 Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in core.charts.
 """

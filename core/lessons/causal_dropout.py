@@ -81,7 +81,7 @@ class CausalLesson:
 
 
 # The book's printed walk-through and the decoder blog's simple average depend on no setting: built once
-# per process, not on every new seed (~3 ms a rerun). Nothing mutates them; st.cache_data hands
+# per process, not on every new seed (bench/NOTES.md). Nothing mutates them; st.cache_data hands
 # each session its own copy of the lesson that holds them.
 @functools.lru_cache(maxsize=4)
 def _book(tokens: tuple[str, ...]) -> BookCausal:

@@ -148,13 +148,13 @@ GRID_FLOOR = 0.02  # grid cells below this weight are left to the panel's backgr
 
 @functools.lru_cache(maxsize=64)
 def _label_dtype(labels: tuple[str, ...]) -> pd.CategoricalDtype:
-    """One checked categorical type per sentence (pandas validates the categories: ~3 ms each time)."""
+    """One checked categorical type per sentence: pandas validates the categories each time one is made."""
     return pd.CategoricalDtype(categories=list(labels))
 
 
 def _labels_at(lesson: RealModelLesson, positions: torch.Tensor) -> pd.Categorical:
     """The (unique) labels at `positions`, as a categorical: it reaches the browser as an Arrow
-    dictionary column, ~10x faster to convert than one Python string per cell."""
+    dictionary column, far cheaper to convert than one Python string per cell (bench/NOTES.md)."""
     return pd.Categorical.from_codes(positions.numpy(), dtype=_label_dtype(lesson.labels))
 
 

@@ -163,7 +163,7 @@ def dk64_example(d_k: int = 64) -> Dk64Example:
 def notebook_variance(seed: int) -> NotebookVariance:
     """The notebook's two widths, 1,000 draws each, q and k drawn as vectors (as its loop does)."""
     drawn = stats.dot_product_variance(NOTEBOOK_DIMS, NOTEBOOK_TRIALS, generator(seed), method="direct")
-    table = pd.DataFrame(  # one construction: pandas' rename + select + two assignments took ~4 ms
+    table = pd.DataFrame(  # one construction, not rename + select + assignments (bench/NOTES.md)
         {
             "d": list(NOTEBOOK_DIMS),
             "unscaled_var": drawn["unscaled_var"].to_numpy(),

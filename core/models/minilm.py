@@ -216,7 +216,7 @@ def _layer_weights(tensors: dict[str, torch.Tensor], index: int) -> LayerWeights
 
 
 def load_model(folder: Path | None = None, *, sha256: str = WEIGHTS_SHA256, size: int = WEIGHTS_BYTES) -> RealModel:
-    """Check and load the weights, the config and the tokenizer (once per process: ~0.5 s).
+    """Check and load the weights, the config and the tokenizer (once per process: the app caches the model).
 
     `sha256` and `size` are the expected weights file's; the tests pass a copy's folder.
     Raises ModelFilesError with a plain-words message for a missing, corrupt or foreign file.
