@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from core.tiny_transformer import TinyTransformer, make_embedding
+from core.models.tiny_transformer import TinyTransformer, make_embedding
 
 
 @dataclass

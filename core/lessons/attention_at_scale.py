@@ -17,7 +17,6 @@ import pandas as pd
 import torch
 
 from core import charts_scale, kv_cache, recipes
-from core import tiny_transformer as tt
 from core.device import resolve_device
 from core.functional import scaled_dot_product_attention
 from core.lessons.common import Prediction, generator
@@ -29,6 +28,8 @@ from core.long_context import (
     online_softmax_row,
     tiled_attention,
 )
+from core.models import tiny_transformer as tt
+from core.registry import LessonSpec
 
 # ----------------------------------------------------------------------------------------
 # (a) The cost of T×T
@@ -444,7 +445,7 @@ def _tiles_question(result: TiledResult, causal: bool) -> Prediction:
 # (d) The KV cache
 # ----------------------------------------------------------------------------------------
 
-LAB_CONFIG = tt.default_config(tt.Task.PREVIOUS_TOKEN)  # the training lab's default run
+LAB_CONFIG = tt.TrainingConfig()  # the training lab's default run: previous token, 1 layer, 300 steps
 PROMPT = (3, 1, 4, 1, 5)  # any tokens of the task's 16 symbols
 GENERATED = 10  # new tokens for the logits comparison: prompt + generated fit the lab's 16 positions
 TIMING_CHOICES = (64, 128, 256, 512)  # generated tokens for the timing chart
@@ -642,3 +643,11 @@ def grouping_question() -> Prediction:
             "K/V heads; the queries are computed fresh for each new token and never cached."
         ),
     )
+
+
+# The cached computations the page calls (ui/cache.py `computed`): none reads the sidebar's Settings.
+# The measurements are keyed by device and setting, so a class opening the page costs one measurement.
+COST = LessonSpec(cost_view, uses=None, max_entries=2 * len(TOKEN_CHOICES))
+ONLINE = LessonSpec(online_lesson, uses=None, max_entries=256)
+TILING = LessonSpec(tiling_lesson, uses=None, max_entries=256)
+KV = LessonSpec(kv_lesson, uses=None, max_entries=2 * len(TIMING_CHOICES))

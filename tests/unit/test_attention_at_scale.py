@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import charts_scale, kv_cache, recipes
-from core import tiny_transformer as tt
 from core.functional import scaled_dot_product_attention
 from core.lessons import attention_at_scale as lesson
 from core.long_context import (
@@ -26,6 +25,7 @@ from core.long_context import (
     tile_kind,
     tiled_attention,
 )
+from core.models import tiny_transformer as tt
 
 CPU = torch.device("cpu")
 
