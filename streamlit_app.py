@@ -28,7 +28,7 @@ from core.settings import (
     settings_for_preset,
     settings_implied_by_link,
 )
-from pages import _ui
+from pages import _class_poll, _ui
 
 # Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
 # 1-2 cores of a small container when a class reruns at once (override with the variable).
@@ -301,10 +301,18 @@ started = time.perf_counter()
 chosen, link = sidebar(spec)
 shown, input_problem = usable(chosen)
 step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
+with st.sidebar:
+    _class_poll.sidebar_controls(bool(st.session_state.get("present")))
+with step_bar:  # a class poll's notes stay in view in presentation mode
+    _class_poll.read_room_link()
+    room_state = _class_poll.follow_teacher(spec.slug)
 with _ui.hand_over(_ui.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
     run_page(page, shown)
     if st.session_state.get("present"):
         with step_bar:
             _ui.presentation_bar(_ui.steps_drawn())
+            _class_poll.teacher_panel(spec.slug, int(st.session_state.get("step") or 1))
+    with step_bar:
+        _class_poll.student_bar(room_state)
 _ui.log_run(spec.slug, shown, time.perf_counter() - started)
 freeze_import_time_objects()  # after the page, so that its imports are loaded too

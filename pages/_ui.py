@@ -41,6 +41,7 @@ from core.lessons.common import Prediction
 from core.markup import code_span, literal
 from core.registry import PageSpec
 from core.settings import LinkReading, Settings, cache_key
+from pages import _class_poll
 
 if TYPE_CHECKING:  # the real model's modules are imported only by its page (memory)
     from core.real_model import RealModel
@@ -184,7 +185,14 @@ def predict(prediction: Prediction, key: str) -> None:
             key=key,
             label_visibility="collapsed",
         )
-        if choice is None:
+        # In a class poll the answer waits for the teacher's Reveal (pages/_class_poll.py).
+        shown = _class_poll.predict_in_poll(frame().page.slug, key, prediction, choice)
+        if shown is False:
+            return
+        if choice is None and shown:
+            right = literal(prediction.options[prediction.answer])
+            st.info(f"The teacher revealed: “{right}”. {literal(prediction.explanation)}", icon=":material/school:")
+        elif choice is None:
             st.caption("Choose an answer to see what the numbers say.")
         elif choice == prediction.answer:
             st.success(f"Right. {literal(prediction.explanation)}", icon=":material/check_circle:")
