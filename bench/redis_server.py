@@ -27,6 +27,7 @@ class RedisServer:
     def __init__(self, port: int | None = None, folder: Path | None = None) -> None:
         self.port = port or free_port()
         self.folder = Path(folder or tempfile.mkdtemp(prefix="attention-lab-redis-"))
+        self.folder.mkdir(parents=True, exist_ok=True)
         self.process: subprocess.Popen | None = None
 
     @property

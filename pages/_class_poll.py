@@ -236,7 +236,7 @@ def follow_teacher(current_page: str) -> RoomState | None:
 
 
 @st.fragment(run_every=REFRESH_S)
-def _watch_room(code: str, seen: RoomState) -> None:
+def _watch_room(code: str, seen: RoomState | None) -> None:
     """A student's check, every REFRESH_S seconds: the teacher moved or revealed -> rerun the page."""
     try:
         now = store().room(code)
@@ -250,7 +250,7 @@ def _watch_room(code: str, seen: RoomState) -> None:
 def student_bar(state: RoomState | None) -> None:
     """In the step bar: the line that says this session follows a poll, and the fragment that watches it."""
     code = role().following
-    if code is not None and state is not None:
+    if code is not None:  # also while the store is away (state None): its return reruns the page
         _watch_room(code, state)
 
 
