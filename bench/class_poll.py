@@ -9,8 +9,9 @@ speaks Streamlit's own websocket protocol (bench/load_client.py):
   "Start a class poll"; the room's code is read from the teacher's page;
 - the students open the lesson with ?room=<code> (the balancer spreads them over both replicas),
   then all answer the predict question within `answer_window_s`, each option chosen by a known rule;
-- meanwhile the teacher's page is refreshed every REFRESH_S (a full rerun: an upper bound of what
-  the live fragment does) and timed; a quiet baseline of refreshes is timed first;
+- meanwhile the teacher's live counts are refreshed every REFRESH_S as the browser's timer does (a
+  rerun of that st.fragment) and timed; a quiet baseline of refreshes is timed first; a student's
+  answer is a rerun of the question's own fragment, as a browser sends it;
 - checked: no error, every student told "Your answer is in", and the teacher's page shows
   "<N> answers" and the exact split (from the chart's description);
 - with `restart_redis`: Redis is stopped mid-poll (the teacher's page and a student's answer say the
@@ -38,6 +39,7 @@ from bench.load_client import Action, RunView
 PAGE = "why_scale"
 QUESTION_KEY = "predict_why_scale"
 START_KEY = "class_poll_start"
+REVEAL_KEY = f"class_poll_reveal_{PAGE}:{QUESTION_KEY}"  # the Reveal button, in the teacher's live counts
 CODE_SHOWN = re.compile(r"Code \*\*([0-9A-Z]{4})-([0-9A-Z]{4})\*\*")
 ANSWERS_SHOWN = re.compile(r"Class poll: (\d+) answers?\*\*")
 REFRESH_S = 0.5
@@ -68,7 +70,11 @@ class PollClient(load_client.Student):
         widget = self.view.widget_ids[key]
         label = self.view.radio_options[widget][option]
         self.view.widgets[widget] = WidgetState(id=widget, string_value=label)
-        return await self.rerun(Action.POLL)
+        return await self.rerun(Action.POLL, fragment_id=self.view.fragments.get(key, ""))  # the box, as a browser
+
+    async def refresh(self, key: str) -> tuple[float, RunView]:
+        """Rerun the st.fragment that holds the widget with this key, as its run_every timer does."""
+        return await self.rerun(Action.POLL, fragment_id=self.view.fragments[key])
 
 
 def choice_of(student: int) -> int:
@@ -145,7 +151,7 @@ async def class_answers(
         raise RuntimeError(f"no room code on the teacher's page: {joined(view)[:500]}")
     run.code = "".join(found.groups())
     for _ in range(8):  # the quiet baseline
-        seconds, _ = await teacher.rerun(Action.POLL)
+        seconds, _ = await teacher.refresh(REVEAL_KEY)
         run.baseline_refresh_s.append(seconds)
 
     pupils = [client(i, url, f"present=true&room={run.code}") for i in range(students)]
@@ -178,7 +184,7 @@ async def class_answers(
 
     async def teacher_refreshes() -> None:
         while not done.is_set():
-            seconds, _ = await teacher.rerun(Action.POLL)
+            seconds, _ = await teacher.refresh(REVEAL_KEY)
             run.busy_refresh_s.append(seconds)
             await asyncio.sleep(REFRESH_S)
 

@@ -341,7 +341,7 @@ def class_poll_rows(poll: dict | None, ok) -> list[tuple[str, str, str, str]]:
             ok(poll["errors"] == 0 and exact),
         ),
         (
-            "Class poll: the teacher's page refreshed (full rerun) while the class answers, p95 (quiet p95)",
+            "Class poll: the teacher's live counts refreshed (their fragment) while the class answers, p95 (quiet p95)",
             f"{refresh} s ({poll['teacher_refresh_quiet_p95_s']} s), {poll['teacher_refreshes_busy']} refreshes",
             "< 1 s (the capacity rule's p95)",
             ok(refresh is not None and refresh < 1.0),

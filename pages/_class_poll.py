@@ -150,6 +150,13 @@ def teacher_panel(page: str, step: int) -> None:
         code.image(qr_png(link), caption="Scan to join the class poll", width=420)
 
 
+def teacher_tally(page: str, key: str, prediction: Prediction) -> None:
+    """Under the question, on the teacher's screen only: the class's answers, live."""
+    room = role().teacher
+    if room is not None:
+        _live_tally(room, question_id(page, key), prediction)
+
+
 @st.fragment(run_every=REFRESH_S)
 def _live_tally(room: Room, question: str, prediction: Prediction) -> None:
     """The teacher's live counts for one question: redrawn every REFRESH_S seconds, this part only."""
@@ -260,12 +267,9 @@ def predict_in_poll(page: str, key: str, prediction: Prediction, choice: int | N
     True/False in a poll (after / before the reveal), None outside one (the box decides as usual).
     """
     current = role()
-    if current.code is None:
-        return None
+    if current.code is None or current.teacher is not None:
+        return None  # no poll, or the teacher (whose box shows the counts: teacher_tally)
     question = question_id(page, key)
-    if current.teacher is not None:
-        _live_tally(current.teacher, question, prediction)
-        return None
     try:
         if choice is not None and st.session_state.get(_SENT, {}).get(question) != choice:
             outcome = store().answer(current.code, question, _student_id(), choice, len(prediction.options))
