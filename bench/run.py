@@ -342,7 +342,9 @@ def class_poll_rows(poll: dict | None, ok) -> list[tuple[str, str, str, str]]:
         ),
         (
             "Class poll: the teacher's live counts refreshed (their fragment) while the class answers, p95 (quiet p95)",
-            f"{refresh} s ({poll['teacher_refresh_quiet_p95_s']} s), {poll['teacher_refreshes_busy']} refreshes",
+            f"{refresh} s ({poll['teacher_refresh_quiet_p95_s']} s: "
+            f"{refresh / poll['teacher_refresh_quiet_p95_s']:.1f}x), {poll['teacher_refreshes_busy']} refreshes; "
+            f"load average {poll.get('load_average', '?')} on {os.cpu_count()} cores",
             "< 1 s (the capacity rule's p95)",
             ok(refresh is not None and refresh < 1.0),
         ),
