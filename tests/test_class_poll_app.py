@@ -101,11 +101,30 @@ def test_a_student_who_edits_the_link_cannot_reveal() -> None:
     assert "class_poll_room" not in forged.session_state
     forged.radio(key=QUESTION).set_value(0).run()
     teacher.run()
-    assert QUESTION not in " ".join(class_poll_state(room).revealed)
+    assert not class_poll_store().room(room.code).revealed
     assert not forged.success and not any("Not quite" in w.value for w in forged.warning)
 
 
-def class_poll_state(room: class_poll.Room) -> class_poll.RoomState:
+def test_a_full_room_and_a_room_that_ends_are_plain_notes() -> None:
+    teacher, room = start_poll()
+    store = class_poll_store()
+    student = app(None, room=room.code, present="true")
+    for index in range(class_poll.DEFAULT_MAX_ANSWERS):  # the class fills the room to its bound
+        store.answer(room.code, "why_scale:filler", f"filler-{index}", 0, 2)
+    student.radio(key=QUESTION).set_value(0).run()
+    assert_clean(student)
+    assert any("This class poll is full" in i.value for i in student.info), [i.value for i in student.info]
+    assert student.success or student.warning  # the question reveals as usual: the lesson goes on
+
+    (end,) = [b for b in teacher.sidebar.button if "End the class poll" in b.label]
+    end.click().run()
+    assert "class_poll_room" not in teacher.session_state
+    student.run()
+    assert_clean(student)
+    assert any("There is no class poll with this code" in i.value for i in student.info)
+
+
+def class_poll_store() -> class_poll.PollStore:
     from pages import _class_poll
 
-    return _class_poll.store().room(room.code)
+    return _class_poll.store()
