@@ -16,6 +16,7 @@ goes on as usual.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import secrets
 from dataclasses import dataclass
@@ -115,6 +116,7 @@ def students_link(code: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(params), ""))
 
 
+@functools.lru_cache(maxsize=64)  # bytes (immutable); the teacher's every rerun draws the same link
 def qr_png(text: str) -> bytes:
     """The link as a QR code: 12-pixel modules, readable across a lecture hall once projected."""
     buffer = io.BytesIO()
