@@ -1,7 +1,7 @@
 """The class poll across replicas, and a class of 100 answering at once.
 
     python -m bench.class_poll --students 100            # the load row: a class answers within ~3 s
-    python -m bench.class_poll --students 6 --restart-redis   # what tests/test_class_poll_replicas.py runs
+    python -m bench.class_poll --students 6 --restart-redis   # what tests/deployment/test_class_poll_replicas.py runs
 
 Two app processes behind HAProxy share one redis-server (bench/replicas.py starts them). Everyone
 speaks Streamlit's own websocket protocol (bench/load_client.py):

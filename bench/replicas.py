@@ -34,9 +34,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import load_client, redis_server
+from bench import load_client, run_log
 from bench.harness import free_port, start_server
 from core.class_poll import REDIS_URL_VARIABLE
+from tests.support import RedisServer, redis_available
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 COOKIE = "ATTENTION_LAB_REPLICA"
@@ -81,7 +82,7 @@ class Cluster:
     folder: Path  # config and run logs
     replicas: dict[str, subprocess.Popen] = field(default_factory=dict)  # cookie value -> process
     balancer: subprocess.Popen | None = None
-    redis: redis_server.RedisServer | None = None  # the class poll's shared store
+    redis: RedisServer | None = None  # the class poll's shared store
 
     def run_log(self, name: str) -> Path:
         return self.folder / f"runs-{name}.jsonl"
@@ -132,13 +133,13 @@ def start(
     cluster = Cluster(url="", folder=folder)
     try:
         shared: dict[str, str] = {}
-        if redis and redis_server.available():
-            cluster.redis = redis_server.RedisServer(folder=folder / "redis").start()
+        if redis and redis_available():
+            cluster.redis = RedisServer(folder=folder / "redis").start()
             shared[REDIS_URL_VARIABLE] = cluster.redis.url
         backends = {}
         for index in range(replicas):
             name = f"r{index}"
-            env = {**shared, "ATTENTION_LAB_RUN_LOG": str(cluster.run_log(name))}
+            env = {**shared, **run_log.server_env(cluster.run_log(name))}
             process, url = start_server(timeout_s, env=env)
             cluster.replicas[name] = process
             # Its first run imports torch and holds the GIL for seconds: done before it takes students,

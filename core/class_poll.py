@@ -116,7 +116,7 @@ class RoomState:
 
 
 class PollStore(Protocol):
-    """The interface both stores implement (tests/test_class_poll_store.py runs one suite on both)."""
+    """The interface both stores implement (tests/unit/test_class_poll_store.py runs one suite on both)."""
 
     def create_room(self) -> Room: ...
 
