@@ -157,17 +157,23 @@ def attention_context(
     )
 
 
-def mask_after_softmax(scaled_scores: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The book's first causal method: softmax, zero the future, renormalise each row.
+@dataclass(frozen=True)
+class AfterSoftmaxMask:
+    """The book's first causal method, step by step; every tensor (..., T, T)."""
 
-    (..., T, T) -> {"weights", "masked", "renormalised"}, all (..., T, T).
-    """
+    weights: torch.Tensor  # softmax of the scaled scores, future included
+    masked: torch.Tensor  # the same with every entry above the diagonal set to 0
+    renormalised: torch.Tensor  # each row of `masked` divided by its sum: the causal weights
+
+
+def mask_after_softmax(scaled_scores: torch.Tensor) -> AfterSoftmaxMask:
+    """The book's first causal method: softmax, zero the future, renormalise each row. (..., T, T)."""
     num_tokens = scaled_scores.shape[-1]
     weights = torch.softmax(scaled_scores, dim=-1)
     keep = causal_mask(num_tokens, num_tokens, scaled_scores.device).to(weights.dtype)
     masked = weights * keep
     renormalised = masked / masked.sum(dim=-1, keepdim=True)
-    return {"weights": weights, "masked": masked, "renormalised": renormalised}
+    return AfterSoftmaxMask(weights=weights, masked=masked, renormalised=renormalised)
 
 
 def renormalise_rows(weights: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
