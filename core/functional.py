@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 
 @dataclass(frozen=True)
@@ -123,37 +122,6 @@ def scaled_dot_product_attention(
         dropout_mask=dropout_mask,
         scale=scale_factor,
         output=context,
-    )
-
-
-def attention_context(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    scale: float | None = None,
-    *,
-    fused: bool = True,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
-    """Only the context vectors (..., L, Ev).
-
-    fused=True dispatches to PyTorch's fused kernel (FlashAttention / memory-efficient
-    on CUDA, a fused C++ kernel on CPU); fused=False runs the traced reference path.
-    The fused kernel draws dropout from the global RNG, so with dropout_p > 0 and a
-    generator we take the reference path to keep the generator's promise.
-    """
-    _check_shapes(query, key, value)
-    if not fused or (dropout_p > 0.0 and generator is not None):
-        trace = scaled_dot_product_attention(
-            query, key, value, attn_mask, dropout_p, is_causal, scale, generator=generator
-        )
-        return trace.context
-    _check_dropout(dropout_p)
-    return F.scaled_dot_product_attention(
-        query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale
     )
 
 
