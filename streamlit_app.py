@@ -66,10 +66,11 @@ def navigation() -> dict[str, list[st.Page]]:
 
 
 # Why the sliders stop where they do (caps chosen from bench/ measurements; README "Performance").
+_SLOWER = "slow every page for the class."
 CAPS = {
-    "d_in": "At most 64: wider embeddings stop fitting on a projector and slow every page for the class.",
-    "d_out": "At most 64: wider projections stop fitting on a projector and slow every page for the class.",
-    "num_heads": "At most 8 heads: one readable heatmap per head.",
+    registry.Control.D_IN: f"At most 64: wider embeddings stop fitting on a projector and {_SLOWER}",
+    registry.Control.D_OUT: f"At most 64: wider projections stop fitting on a projector and {_SLOWER}",
+    registry.Control.NUM_HEADS: "At most 8 heads: one readable heatmap per head.",
 }
 
 

@@ -40,13 +40,13 @@ m2.metric("effective number of tokens", f"{sweep.effective_tokens:.2f}")
 metric = (
     st.segmented_control(
         "Measure",
-        ["max_weight", "entropy", "effective_tokens"],
-        default="max_weight",
+        list(charts.PeakMetric),
+        default=charts.PeakMetric.MAX_WEIGHT,
         key=PageControl.PEAK_METRIC,
         bind="query-params",
         format_func=charts.peakiness_label,
     )
-    or "max_weight"
+    or charts.PeakMetric.MAX_WEIGHT
 )
 peaks = cache.computed(why_scale.PEAKINESS, settings.seed)
 draw.draw(
