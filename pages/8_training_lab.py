@@ -23,16 +23,17 @@ def task_changed() -> None:
     st.session_state["train_steps"] = tt.DEFAULT_STEPS[task]
 
 
-# Initial values of the two boxes a new task resets (task_changed), set once per session unless the
-# link gives them; these widgets take no default argument, since a callback may set them.
-DEFAULTS = {"train_layers": 1, "train_steps": tt.DEFAULT_STEPS[tt.Task.PREVIOUS_TOKEN]}
+def task_defaults(task: tt.Task) -> dict[str, int]:
+    """Initial values of the two boxes a task brings (task_changed), whichever way the task was chosen.
+
+    Set once per session unless the link gives them; these widgets take no default argument,
+    since a callback may set them.
+    """
+    return {"train_layers": tt.DEFAULT_LAYERS[task], "train_steps": tt.DEFAULT_STEPS[task]}
 
 
 def controls(seed: int) -> tt.TrainingConfig:
     """The page's own controls; returns the run they ask for (before the caps)."""
-    for key, value in DEFAULTS.items():
-        if key not in st.query_params:
-            st.session_state.setdefault(key, value)
     c1, c2, c3, c4 = st.columns(4)
     task = _ui.linked_select(
         "Task",
@@ -45,6 +46,11 @@ def controls(seed: int) -> tt.TrainingConfig:
         where=c1,
         on_change=task_changed,
     )
+    # After the task box, so that a link naming only the task (?train_task=induction) starts from that task's
+    # defaults, as choosing it in the box does.
+    for key, value in task_defaults(tt.Task(task)).items():
+        if key not in st.query_params:
+            st.session_state.setdefault(key, value)
     layers = c2.radio("Layers", [1, 2], horizontal=True, key="train_layers", help="Induction needs 2.", **_ui.LINKED)
     # Number boxes and select boxes, not sliders: a slider's floating value fails the 4.5:1 contrast on
     # the main background (axe-core, tests/test_display.py), and these values are read, not dragged.
@@ -96,9 +102,12 @@ def show_heads(run: tt.TrainingRun) -> None:
     layer = 0
     if run.config.layers > 1:
         layer = st.radio("Layer", [1, 2], index=1, horizontal=True, key="train_show_layer", **_ui.LINKED) - 1
-    shares = tt.previous_token_share(run.attention_after)[layer]
+    shares = tt.previous_token_share(run.attention_after, run.example_lookback)[layer]
     for head in range(run.config.heads):
-        st.markdown(f"**Layer {layer + 1}, head {head + 1}**: weight on the previous token {shares[head]:.2f}")
+        where = "on the first copy" if run.config.task is tt.Task.INDUCTION else "per row"
+        st.markdown(
+            f"**Layer {layer + 1}, head {head + 1}**: mean weight on the previous token {where} {shares[head]:.2f}"
+        )
         # Side by side while a heatmap fits half the page (16 tokens); the 36-token induction maps stack.
         before, after = st.columns(2) if len(labels) <= 20 else (st.container(), st.container())
         for column, when, weights in (
@@ -140,8 +149,9 @@ _ui.step("Loss and held-out accuracy")
 _ui.prose("training_lab", "curves")
 if runs:
     _ui.chart(
-        charts_training.curves_chart(tt.curves_frame(runs)),
-        "Two line charts against the step: training loss and held-out accuracy, one line per run.",
+        charts_training.curves_chart(tt.curves_frame(runs), tt.chance_frame(runs)),
+        "Two line charts against the step: training loss and held-out accuracy, one line per run; "
+        "a grey rule marks what a model without the task's lookup scores.",
     )
 else:
     st.info("No run yet: press Train.", icon=":material/school:")
