@@ -111,7 +111,7 @@ class TrainingConfig:
 
 
 DEFAULT_LAYERS = {Task.PREVIOUS_TOKEN: 1, Task.INDUCTION: 2}  # the depth each task needs
-DEFAULT_STEPS = {Task.PREVIOUS_TOKEN: 300, Task.INDUCTION: 1500}  # seeds 1, 2, 3 pass 85% by step 660
+DEFAULT_STEPS = {Task.PREVIOUS_TOKEN: 300, Task.INDUCTION: 1500}  # seeds 1, 2, 3 pass 85% by step 660, seed 123 by 900
 
 
 def default_config(task: Task) -> TrainingConfig:
