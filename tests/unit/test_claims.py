@@ -1,0 +1,59 @@
+"""Claims the lesson texts make about numbers hold on the pages' own numbers (issue 18's text items)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from core import prose
+from core.lessons import causal_dropout, why_scale
+from core.models import tiny_transformer as tt
+from core.settings import PRESETS, settings_for_preset
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        tt.TrainingConfig(),
+        tt.TrainingConfig(heads=1, d_k=256),
+        tt.TrainingConfig(task=tt.Task.INDUCTION, layers=2, init=tt.Init.BOOK),
+    ],
+    ids=["default", "d_k=256", "induction-book"],
+)
+def test_unscaled_scores_get_no_smaller_gradient_at_the_start(config: tt.TrainingConfig) -> None:
+    # why_scale.md said the unscaled scores "barely receive any learning signal"; the training lab measures
+    # the gradient reaching W_q and W_k at the start larger without the scale. The text now says so.
+    generator = torch.Generator().manual_seed(config.seed)
+    model = tt.TinyTransformer(config, generator)
+    held_out = tt.draw_batch(config.task, tt.HELD_OUT, generator)
+    start = tt.start_statistics(model, held_out, config.d_k)
+    assert start.grad_norm_unscaled > start.grad_norm_scaled, start
+    text = prose.section("why_scale", "saturation")
+    assert "barely receive any learning signal" not in text
+    assert "*larger*" in text and "training lab" in text
+
+
+def test_the_softmax_itself_flattens_when_peaky() -> None:
+    # The part of the saturation claim that holds: the softmax's own Jacobian shrinks at [8, 0, 0].
+    example = why_scale.dk64_example()
+    assert example.unscaled_gradient < example.scaled_gradient / 5
+
+
+def test_variance_law_states_that_q_and_k_are_independent() -> None:
+    assert "independent of each other" in prose.section("why_scale", "variance")
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_the_two_causal_methods_differ_by_float_rounding_only(preset: str) -> None:
+    # The text said "about 1e-8"; measured differences run from 3e-8 to 1.2e-7. It now points at the printed value.
+    lesson = causal_dropout.causal_lesson(settings_for_preset(preset), 0, False)
+    assert lesson.max_method_difference < 1e-6
+    assert "1e-8" not in prose.section("causal_dropout", "methods")
+
+
+def test_small_text_claims_are_stated_no_wider_than_they_hold() -> None:
+    assert "subordinate clause" in prose.section("overview", "why")  # not every German clause ends in its verb
+    assert "look back at every other" not in prose.section("overview", "why")  # an encoder looks both ways
+    assert "W_v" in prose.section("trainable_weights", "intro")  # scores are W_q and W_k's part only
+    assert "which is how a model tells" not in prose.section("real_model", "previous")
+    assert "with learned ones" not in prose.section("causal_dropout", "average")  # the head there is untrained
