@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
 from core import prose
-from core.lessons import causal_dropout, why_scale
+from core.lessons import causal_dropout, multi_head, why_scale
 from core.models import tiny_transformer as tt
 from core.settings import PRESETS, settings_for_preset
 
@@ -57,3 +59,29 @@ def test_small_text_claims_are_stated_no_wider_than_they_hold() -> None:
     assert "W_v" in prose.section("trainable_weights", "intro")  # scores are W_q and W_k's part only
     assert "which is how a model tells" not in prose.section("real_model", "previous")
     assert "with learned ones" not in prose.section("causal_dropout", "average")  # the head there is untrained
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_multi_head_prediction_is_read_off_the_heads_on_screen(preset: str) -> None:
+    # The answer was fixed at "they look alike and fairly flat", while the article's heads clearly differ.
+    lesson = multi_head.multihead_lesson(settings_for_preset(preset))
+    frames = lesson.head_weights.groupby("head", sort=False)
+    weights = torch.stack(
+        [torch.tensor(f.pivot(index="row_index", columns="col_index", values="value").to_numpy()) for _, f in frames]
+    )  # (h, T, T): the heatmaps' own numbers
+    apart = multi_head.heads_apart(weights)
+    expected = 0 if apart >= multi_head.HEADS_DIFFER else (1 if apart >= multi_head.HEADS_ALIKE else 2)
+    assert lesson.prediction.answer == expected
+    assert f"{apart:.4f}" in lesson.prediction.explanation
+    if preset == "article":
+        assert lesson.prediction.answer == 0  # these heads differ clearly (0.042 per weight)
+    if preset in ("book", "custom"):
+        assert lesson.prediction.answer == 2
+
+
+def test_own_sentence_heads_stay_alike_at_any_d_in() -> None:
+    # multi_head.md said your own sentence's heads differ at a larger d_in; at d_in = 64 they differ by 0.006.
+    for d_in in (3, 16, 64):
+        settings = replace(settings_for_preset("custom"), d_in=d_in, d_out=64)
+        assert multi_head.multihead_lesson(settings).prediction.answer == 2, d_in
+    assert "stay small at any d_in" in prose.section("multi_head", "random")
