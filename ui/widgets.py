@@ -18,17 +18,24 @@ T = TypeVar("T")
 
 
 def predict(prediction: Prediction, key: str) -> None:
-    """Predict, then reveal: the answer and why appear only once the student has chosen."""
+    """Predict, then reveal: the answer and why appear only once the student has chosen.
+
+    The options appear in `prediction.display_order()`, so the answer's place gives nothing away. The
+    widget key carries the prediction's fingerprint: when a setting changes the question, its answer or
+    its numbers, the radio starts unanswered again instead of revealing the new answer at once.
+    """
+    order = prediction.display_order()
     with st.container(border=True):
         st.markdown(f"**Predict first.** {literal(prediction.question)}")
-        choice = st.radio(
+        shown = st.radio(
             "Your prediction",
-            range(len(prediction.options)),
+            range(len(order)),
             index=None,
-            format_func=lambda i: literal(prediction.options[i]),  # radio labels are markdown
-            key=key,
+            format_func=lambda i: literal(prediction.options[order[i]]),  # radio labels are markdown
+            key=f"{key}_{prediction.fingerprint()}",
             label_visibility="collapsed",
         )
+        choice = None if shown is None else order[shown]
         if choice is None:
             st.caption("Choose an answer to see what the numbers say.")
         elif choice == prediction.answer:
