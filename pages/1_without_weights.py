@@ -17,7 +17,10 @@ st.latex(
 )
 
 query = widgets.query_picker(
-    cache.computed(common.TOKEN_LABELS, settings), settings.preset_info.query_index, key="query_without_weights"
+    cache.computed(common.TOKEN_LABELS, settings),
+    settings.preset_info.query_index,
+    key="query_without_weights",
+    example=settings.preset,
 )
 scale = st.slider(
     "Multiply the scores by",

@@ -136,7 +136,7 @@ def link_warning(parameter: str, value: str, reason: str) -> None:
     st.warning(f"{code_span(parameter + '=' + value)} {reason}; ignored.", icon=LINK_OFF)
 
 
-def query_picker(tokens: Sequence[str], default: int, key: str) -> int:
+def query_picker(tokens: Sequence[str], default: int, key: str, example: str | None = None) -> int:
     """The query token, also set by a click on a row of the weights heatmap (`draw.select_query_from_chart`).
 
     In the link as ?query=N, counted from 1 as the box shows it. One widget key per page: two
@@ -147,10 +147,19 @@ def query_picker(tokens: Sequence[str], default: int, key: str) -> int:
     next rerun. After the input changes, that label names no option of the new token list, and
     Streamlit then stores the label string itself as the widget's value (a str, not an index):
     anything that is not an index into these tokens goes back to the lesson's default.
+
+    `example` (the preset's key) ties the choice to the example it was made on: a newly chosen
+    example brings its own focus token (the attention notebook's x³, whose z³ it works out), while a
+    token the student picks afterwards stays theirs until the example changes again.
     """
     default = min(default, len(tokens) - 1)
     if key in st.session_state and not is_index(st.session_state[key], len(tokens)):
         st.session_state[key] = default
+    if example is not None:
+        owner = f"{key}__example"  # the example the current choice belongs to
+        if key in st.session_state and st.session_state.get(owner, example) != example:
+            st.session_state[key] = default
+        st.session_state[owner] = example
     return linked_select(
         "Query token",
         list(range(len(tokens))),

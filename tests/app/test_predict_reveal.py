@@ -57,3 +57,22 @@ def test_a_revealed_answer_is_hidden_again_when_the_settings_change() -> None:
     at.number_input(key="seed").set_value(7).run()  # new weights: a new answer and new numbers
     assert not at.exception, [e.value for e in at.exception]
     assert any("Choose an answer" in c.value for c in at.caption)  # it used to show the new answer at once
+
+
+def test_a_preset_brings_its_own_focus_token_and_a_later_pick_stays() -> None:
+    from core.settings import PRESETS as presets
+
+    for slug, key in (("without_weights", "query_without_weights"), ("trainable_weights", "query_trainable_weights")):
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.run()
+        at.switch_page(registry.page(slug).file).run()
+        assert at.selectbox(key=key).value == presets["book"].query_index  # "journey"
+        at.selectbox(key="preset").set_value("notebook").run()
+        assert not at.exception, [e.value for e in at.exception]
+        # The attention notebook's worked example is about x³: it used to keep the book's "journey" (x²).
+        assert at.selectbox(key=key).value == presets["notebook"].query_index == 2, slug
+        at.selectbox(key=key).set_value(0).run()
+        at.run()
+        assert at.selectbox(key=key).value == 0  # the student's own pick stays theirs
+        at.selectbox(key="preset").set_value("book").run()
+        assert at.selectbox(key=key).value == presets["book"].query_index  # and the next example brings its own
