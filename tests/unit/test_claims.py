@@ -92,3 +92,9 @@ def test_the_sink_text_says_what_the_average_shows_and_no_more() -> None:
     # still sends 89% of the second "cat" to the first.
     text = prose.section("real_model", "sink")
     assert "switched off" not in text and "average over the rows" in text
+
+
+def test_missing_concepts_have_their_sentences() -> None:
+    assert "not an explanation" in prose.section("real_model", "head")  # attention weights are not explanations
+    lookup = prose.section("trainable_weights", "intro")
+    assert "soft lookup" in lookup and "blend of all the values" in lookup
