@@ -78,7 +78,8 @@ st.markdown(
     f"and only **{least_share:.2%}** on “{literal(least)}”."
 )
 st.markdown(
-    f"float32 sums of the weights: divide by sum **{lesson.sums.by_sum!r}**, naive softmax "
+    f"float32 sums of the weights at ×1 (whatever the multiplier above): divide by sum **{lesson.sums.by_sum!r}**, "
+    f"naive softmax "
     f"**{lesson.sums.naive_softmax!r}**, `torch.softmax` **{lesson.sums.torch_softmax!r}**"
 )
 if settings.preset == "notebook" and query == 2:

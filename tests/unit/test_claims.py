@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -98,3 +99,11 @@ def test_missing_concepts_have_their_sentences() -> None:
     assert "not an explanation" in prose.section("real_model", "head")  # attention weights are not explanations
     lookup = prose.section("trainable_weights", "intro")
     assert "soft lookup" in lookup and "blend of all the values" in lookup
+
+
+def test_lesson_one_text_follows_the_chosen_example() -> None:
+    # The prose quoted the notebook's 28.75% / 6.05% while the page showed the book's "journey"; the page's
+    # own line gives the chosen query's shares, and the notebook's figures appear only with its example.
+    assert "28.75" not in prose.section("without_weights", "sums")
+    page = (Path(__file__).resolve().parents[2] / "pages" / "1_without_weights.py").read_text()
+    assert "float32 sums of the weights at ×1" in page  # the sums are the ×1 figures at any multiplier
