@@ -23,12 +23,13 @@ from core.settings import (
     PRESETS,
     LinkReading,
     Settings,
+    WeightsSource,
     load_example,
     read_link,
     settings_for_preset,
     settings_implied_by_link,
 )
-from pages import _ui
+from pages import _pretrained_ui, _ui
 
 # Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
 # 1-2 cores of a small container when a class reruns at once (override with the variable).
@@ -102,11 +103,20 @@ def seed_state(spec: registry.PageSpec, preset: str, default: dict) -> dict:
     return default
 
 
+WEIGHTS_HELP = (
+    "random: the sources' own random draw (their worked examples, digit for digit). "
+    "pretrained: one head of all-MiniLM-L6-v2, weights that learned something (lessons 2, 4, 5 and 7)."
+)
+
+
 def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
     """Draw the shared sidebar for this page; (its settings, what the link asked for and what was ignored)."""
-    unused = {control.value: reason for control, reason in spec.ignores.items()}
     devices = available_devices()
     reading = read_link_once(devices)
+    # The Weights control decides which other controls apply, so its value is read before any is drawn
+    # (on a session's first run, from the link).
+    weights_now = st.session_state.get("weights", reading.settings.weights)
+    unused = {control.value: reason for control, reason in spec.ignores_with(str(weights_now)).items()}
     if "link_implied" not in st.session_state:  # ?preset=article alone opens the article's settings
         st.session_state["link_implied"] = True
         params = {name: st.query_params.get_all(name) for name in st.query_params}
@@ -148,6 +158,16 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
             **off("preset"),
         )
         custom = preset == "custom"
+        # Plain values as labels: a bound widget writes its shown label into the link (?weights=pretrained).
+        weights = box("weights").radio(
+            "Weights",
+            [source.value for source in WeightsSource],
+            key="weights",
+            horizontal=True,
+            **common,
+            disabled="weights" in unused,
+            help=off("weights")["help"] if "weights" in unused else WEIGHTS_HELP,
+        )
         text = box("text").text_input(
             "Your sentence",
             Settings().text,
@@ -209,6 +229,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
         num_heads=int(num_heads),
         scale=bool(scale),
         device=device,
+        weights=WeightsSource(weights) if "weights" not in unused else WeightsSource.RANDOM,
     )
     return settings, reading
 
@@ -273,7 +294,7 @@ def back_to_the_book() -> None:
     apply_preset()
 
 
-def run_page(page: st.Page, settings: Settings) -> None:
+def run_page(page: st.Page, spec: registry.PageSpec, settings: Settings) -> None:
     """Run one lesson; an unexpected error becomes a short message, and its traceback a log line.
 
     Streamlit's own error box says nothing a student can act on (details are hidden from them
@@ -282,7 +303,10 @@ def run_page(page: st.Page, settings: Settings) -> None:
     (Streamlit's control flow derives from BaseException), so they pass through.
     """
     try:
-        page.run()
+        if settings.weights is WeightsSource.PRETRAINED and spec.pretrained is not None:
+            _pretrained_ui.draw(spec)  # the lesson's steps on a real head instead of the sources' random draw
+        else:
+            page.run()
     except Exception:
         _ui.LOGGER.exception("page %r failed with %r", page.url_path or "overview", settings)
         st.error(
@@ -302,7 +326,7 @@ chosen, link = sidebar(spec)
 shown, input_problem = usable(chosen)
 step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
 with _ui.hand_over(_ui.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
-    run_page(page, shown)
+    run_page(page, spec, shown)
     if st.session_state.get("present"):
         with step_bar:
             _ui.presentation_bar(_ui.steps_drawn())

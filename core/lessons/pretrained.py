@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import StrEnum
 
 import pandas as pd
 import torch
@@ -22,16 +21,10 @@ import torch.nn.functional as F
 
 from core import functional as fn
 from core import real_model, recipes
+from core.examples import LIFE_SENTENCE
 from core.lessons.common import Prediction, clamp_index, dims, generator, matrix_frame, row_values, unique_labels
 from core.real_model_lesson import head_measures
-
-
-class WeightsSource(StrEnum):
-    """Where lessons 2, 4, 5 and 7 take W_q, W_k, W_v from (the link's `weights`)."""
-
-    RANDOM = "random"  # the sources' random draw: their worked examples, digit for digit
-    PRETRAINED = "pretrained"  # one head of all-MiniLM-L6-v2
-
+from core.settings import Settings, load_example
 
 # The head each lesson opens on, chosen by its measured pattern on the lesson's default sentence
 # (tests/test_pretrained.py re-measures each one and fails if it stops making the lesson's point).
@@ -495,6 +488,7 @@ class PretrainedCrossLesson:
     weights: pd.DataFrame  # (T1, T2)
     output: pd.DataFrame  # (T1, d_k)
     strongest: pd.DataFrame  # per query piece: the key piece it weights most, and that weight
+    special_share: float  # mean weight of a row on the second sentence's [CLS] and [SEP]
     copy_share: float  # mean share of a shared word's weight on words (not [CLS]/[SEP]) that goes to its copy
     copies_found: int  # shared words whose strongest word key is their copy
     shared_words: int  # content word pieces that occur in both sentences
@@ -586,6 +580,7 @@ def pretrained_cross_lesson(
                 "its weight": weights.gather(1, best_word[:, None])[:, 0].double().numpy(),
             }
         ),
+        special_share=float((weights[:, 0] + weights[:, -1]).mean()),
         copy_share=sum(shares) / len(shares) if shares else 0.0,
         copies_found=found,
         shared_words=len(pairs),
@@ -602,3 +597,32 @@ def pretrained_cross_lesson(
             "pretrained_cross", {"first_sentence": first, "second_sentence": second, "layer": layer, "head": head}
         ),
     )
+
+
+def lesson_sentence(settings: Settings) -> str:
+    """The sentence a pretrained lesson reads: the sidebar's own sentence, or the preset's as words."""
+    if settings.preset == "custom":
+        return settings.text
+    if settings.preset == "article":
+        return LIFE_SENTENCE  # with its comma, as the article writes it
+    return " ".join(load_example(settings).tokens)
+
+
+def default_query(settings: Settings, num_tokens: int) -> int:
+    """The preset's query token, one place later: [CLS] comes first among the word pieces."""
+    return clamp_index(settings.preset_info.query_index + 1, num_tokens)
+
+
+BOOK_SENTENCE = "Your journey starts with one step"
+
+
+def usable_sentence(model: real_model.RealModel, sentence: str) -> tuple[str, tuple[str, ...], str | None]:
+    """(the sentence to show, its word pieces as labelled, why the asked one could not be used or None).
+
+    A sentence the model cannot take (no words, over MAX_WORD_PIECES pieces) gives way to the book's.
+    """
+    try:
+        return sentence, unique_labels(real_model.tokenize(model, [sentence]).tokens[0]), None
+    except real_model.SentenceError as error:
+        pieces = unique_labels(real_model.tokenize(model, [BOOK_SENTENCE]).tokens[0])
+        return BOOK_SENTENCE, pieces, f"{error} Showing the book's sentence instead."
