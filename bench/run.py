@@ -28,7 +28,18 @@ import altair as alt
 import pandas as pd
 import torch
 
-from bench import capacity, core_speed, hostile_probe, latency, memory, monte_carlo, real_model, replicas, training
+from bench import (
+    capacity,
+    core_speed,
+    hostile_probe,
+    latency,
+    memory,
+    monte_carlo,
+    pretrained,
+    real_model,
+    replicas,
+    training,
+)
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
@@ -42,7 +53,18 @@ def machine() -> str:
 
 
 # latency last: it runs the app in this process. capacity pins this process to core 1 while it runs.
-PARTS = ("core", "monte_carlo", "real_model", "memory", "hostile", "training", "capacity", "replicas", "latency")
+PARTS = (
+    "core",
+    "monte_carlo",
+    "real_model",
+    "memory",
+    "hostile",
+    "training",
+    "capacity",
+    "replicas",
+    "pretrained",
+    "latency",
+)
 
 
 def run_all(quick: bool, only: set[str]) -> dict:
@@ -73,6 +95,8 @@ def run_all(quick: bool, only: set[str]) -> dict:
     if "replicas" in only:
         run = replicas.run(replicas=2, students=4 if quick else 12, seconds=25 if quick else 40)
         results["replicas"] = run.summary()
+    if "pretrained" in only:
+        results["pretrained"] = pretrained.run(repeats=5 if quick else 10)
     if "latency" in only:
         results["latency"] = latency.run(repeats=5 if quick else 15)
     return results
@@ -127,6 +151,7 @@ def table(results: dict) -> str:
             )
         )
     rows += real_model_rows(results.get("real_model"))
+    rows += pretrained.rows(results.get("pretrained"), ok)
     rows += [
         (
             "Monte Carlo: 10 dims x 100,000 trials, speed-up over the sources' loop",
