@@ -117,8 +117,8 @@ def trainable_weights(settings: Settings, sentence: str, pieces: tuple[str, ...]
         with col:
             _ui.heatmap(
                 matrix,
-                f"{name} ({lesson.d_in} × {lesson.d_k})",
-                f"Heatmap of the pretrained weight matrix {name}, {lesson.d_in} rows by {lesson.d_k} columns.",
+                f"{name} (first {pt.W_ROWS_SHOWN} of {lesson.d_in} rows)",
+                f"Heatmap of the first {pt.W_ROWS_SHOWN} of the {lesson.d_in} rows of the pretrained matrix {name}.",
                 signed=True,
                 show_values=False,
                 x_title="output",

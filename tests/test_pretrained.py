@@ -192,7 +192,8 @@ def test_recipe_head(model: rm.RealModel) -> None:
     namespace = recipes.run(lesson.code)
     for name in ("queries", "keys", "values", "weights", "context"):
         assert close(torch.as_tensor(namespace[name]), frame_matrix(getattr(lesson, name))), name
-    assert close(namespace["W_query"], frame_matrix(lesson.w_query))
+    assert close(namespace["W_query"][: pt.W_ROWS_SHOWN], frame_matrix(lesson.w_query))
+    assert namespace["W_query"].shape == (384, 32)
     assert unique_labels(namespace["tokens"]) == lesson.tokens
 
 

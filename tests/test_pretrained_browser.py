@@ -45,13 +45,15 @@ def test_pretrained_lessons_in_a_real_browser(server: str, browser, tmp_path: Pa
         assert page.locator('[data-testid="stException"]').count() == 0, spec.slug
         assert page.get_by_text("Pretrained weights.", exact=False).count() >= 1, spec.slug
         assert "weights=pretrained" in page.url, page.url
-        weights = page.locator('[data-testid="stSidebar"] [data-testid="stRadio"]').filter(has_text="Weights")
-        assert weights.get_by_role("radio", name="pretrained").is_checked(), spec.slug
+        assert page.locator('.st-key-weights label[data-selected="true"]').inner_text().strip() == "pretrained"
         page.wait_for_function(
             """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
                      .filter(c => c.checkVisibility()).every(c => c.querySelector('svg'))""",
-            timeout=30_000,
+            timeout=60_000,
         )
+        # The picture shows the lesson's first chart (its real head's pattern), not only the prose above it.
+        page.locator('[data-testid="stVegaLiteChart"]').first.evaluate("c => c.scrollIntoView({block: 'center'})")
+        page.wait_for_timeout(300)
         page.screenshot(path=str(shots / f"{spec.number}_{spec.slug}_pretrained.jpg"), type="jpeg", quality=55)
     assert not js_errors, js_errors
     context.close()
@@ -62,8 +64,7 @@ def test_switching_the_weights_control_changes_the_lesson_and_the_link(server: s
     page = context.new_page()
     open_and_wait(page, f"{server}/multi_head")
     assert page.get_by_text("Pretrained weights.", exact=False).count() == 0
-    weights = page.locator('[data-testid="stSidebar"] [data-testid="stRadio"]').filter(has_text="Weights")
-    weights.get_by_text("pretrained", exact=True).click()
+    page.locator('.st-key-weights [data-testid="stRadioOption"]').filter(has_text="pretrained").click()
     page.wait_for_url("**weights=pretrained**", timeout=30_000)
     page.wait_for_selector(harness.IDLE, timeout=60_000)
     page.get_by_text("Pretrained weights.", exact=False).first.wait_for(timeout=60_000)

@@ -127,13 +127,21 @@ class HeadPattern:
         }
         label, value = max(candidates.items(), key=lambda item: item[1])
         broad = float(m.entropy) / math.log(max(m.num_tokens, 2))
-        summary = f"{label} ({value:.2f} of each row on average)" if value >= 0.3 else f"spreads out ({broad:.2f})"
+        if value >= 0.3:
+            summary = f"{label} ({value:.2f} of each row on average)"
+        else:
+            summary = f"spreads out (entropy {broad:.2f} of its maximum)"
         return HeadPattern(
             layer, head, float(m.entropy), float(m.previous), float(m.next), float(m.cls + m.sep), self_weight, summary
         )
 
 
 # ------------------------------------------------------------------ lesson 2
+# A (384, 32) matrix is 12,288 cells: as a chart it is noise that takes the browser seconds to draw.
+# The page shows its first rows (the Code box has all of it) and says so.
+W_ROWS_SHOWN = 12
+
+
 @dataclass(frozen=True)
 class PretrainedTrainableLesson:
     """Lesson 2's steps on a real head (the weights heatmap is the model's own attention)."""
@@ -142,7 +150,7 @@ class PretrainedTrainableLesson:
     layer: int
     head: int
     query_index: int
-    w_query: pd.DataFrame  # (D, d_k) as a matrix_frame
+    w_query: pd.DataFrame  # the first W_ROWS_SHOWN of its D rows, (W_ROWS_SHOWN, d_k), as a matrix_frame
     w_key: pd.DataFrame
     w_value: pd.DataFrame
     queries: pd.DataFrame  # (T, d_k)
@@ -198,9 +206,9 @@ def pretrained_trainable_lesson(
         layer=layer,
         head=head,
         query_index=query_index,
-        w_query=matrix_frame(real.w_query, dims("in", d_in), dims("out", d_k)),
-        w_key=matrix_frame(real.w_key, dims("in", d_in), dims("out", d_k)),
-        w_value=matrix_frame(real.w_value, dims("in", d_in), dims("out", d_k)),
+        w_query=matrix_frame(real.w_query[:W_ROWS_SHOWN], dims("in", W_ROWS_SHOWN), dims("out", d_k)),
+        w_key=matrix_frame(real.w_key[:W_ROWS_SHOWN], dims("in", W_ROWS_SHOWN), dims("out", d_k)),
+        w_value=matrix_frame(real.w_value[:W_ROWS_SHOWN], dims("in", W_ROWS_SHOWN), dims("out", d_k)),
         queries=matrix_frame(trace.queries, tokens, dims("q", d_k)),
         keys=matrix_frame(trace.keys, tokens, dims("k", d_k)),
         values=matrix_frame(trace.values, tokens, dims("v", d_k)),
@@ -539,8 +547,7 @@ def _cross_question(
         explanation=(
             f"“{second[best]}” gets {float(row[best]):.4f} of the weight, the most of any word; [CLS] and [SEP] "
             f"together take {special:.4f}, as they do in this head's self-attention. The query comes from the "
-            "first sentence and the keys from the second: the head was trained on one sentence at a time, yet "
-            "its W_q and W_k still match a word with its copy."
+            "first sentence and the keys from the second, though the head was trained on one sentence at a time."
         ),
     )
 
