@@ -29,17 +29,27 @@ PRETRAINED = [spec for spec in registry.PAGES if spec.pretrained is not None]
 SENTENCE = "The cat sat on the mat because it was tired"
 
 
-def page(spec: registry.PageSpec, repeats: int) -> list[float]:
-    """Rerun times of `spec` in pretrained mode, each rerun a cache miss."""
+def page(spec: registry.PageSpec, repeats: int, change: str) -> list[float]:
+    """Rerun times of `spec` in pretrained mode, each rerun a cache miss.
+
+    change "head": pick another head (lesson 5: another layer, so at most 5 reruns), the same
+    sentence, as a student exploring the page does; "sentence": type a new sentence in the sidebar
+    (lessons 2, 4 and 5: every chart's labels change too).
+    """
     at = AppTest.from_file(str(harness.ROOT / "streamlit_app.py"), default_timeout=300)
     at.query_params["weights"] = "pretrained"
     at.query_params["preset"] = "custom"
     at.run()
     at.switch_page(spec.file).run()
-    if spec.slug == "cross_attention":
-        key = "pretrained_head_cross_attention"
-        return _time_reruns(at, lambda a, i: a.selectbox(key=key).set_value((i + 2) % 12), min(repeats, 10))
-    return _time_reruns(at, lambda a, i: a.sidebar.text_input(key="text").input(f"{SENTENCE} {i}"), repeats)
+    if change == "sentence":
+        return _time_reruns(at, lambda a, i: a.sidebar.text_input(key="text").input(f"{SENTENCE} {i}"), repeats)
+    if spec.slug == "multi_head":
+        key = "pretrained_layer_multi_head"
+        return _time_reruns(at, lambda a, i: a.selectbox(key=key).set_value(i % 5 + 1), min(repeats, 5))
+    key = f"pretrained_head_{spec.slug}"
+    default = at.selectbox(key=key).value
+    heads = [h for h in range(12) if h != default]
+    return _time_reruns(at, lambda a, i: a.selectbox(key=key).set_value(heads[i % 11]), min(repeats, 11))
 
 
 def latency(repeats: int = 10) -> dict:
@@ -48,8 +58,12 @@ def latency(repeats: int = 10) -> dict:
     ref_median = statistics.median(ref)
     pages = {}
     for spec in PRETRAINED:
-        times = page(spec, repeats)
-        pages[spec.slug] = {"median_s": statistics.median(times), "ratio": statistics.median(times) / ref_median}
+        head = page(spec, repeats, "head")
+        pages[spec.slug] = {"median_s": statistics.median(head), "ratio": statistics.median(head) / ref_median}
+        if spec.slug != "cross_attention":  # lesson 7 reads its own sentence pairs, not the sidebar's
+            sentence = page(spec, repeats, "sentence")
+            pages[spec.slug]["sentence_median_s"] = statistics.median(sentence)
+            pages[spec.slug]["sentence_ratio"] = statistics.median(sentence) / ref_median
     return {"reference_median_s": ref_median, "pages": pages}
 
 
@@ -95,16 +109,26 @@ def rows(measured: dict | None, ok) -> list[tuple[str, str, str, str]]:
     """The README table's rows (none until `bench.run --only pretrained` has run once)."""
     if not measured:
         return []
-    lat = measured["latency"]
-    worst = max(lat["pages"].items(), key=lambda kv: kv[1]["ratio"])
+    pages = measured["latency"]["pages"]
+    worst = max(pages.items(), key=lambda kv: kv[1]["ratio"])
+    by_sentence = {name: page["sentence_ratio"] for name, page in pages.items() if "sentence_ratio" in page}
+    worst_sentence = max(by_sentence.items(), key=lambda kv: kv[1])
     out = [
         (
-            "Pretrained weights (lessons 2, 4, 5, 7): rerun / reference, worst page",
+            "Pretrained weights (lessons 2, 4, 5, 7): rerun after picking another head (lesson 5: layer) "
+            "/ reference, worst page",
             f"{worst[1]['ratio']:.2f}x ({worst[0]}); "
-            + ", ".join(f"{name} {page['ratio']:.2f}x" for name, page in lat["pages"].items()),
+            + ", ".join(f"{name} {page['ratio']:.2f}x" for name, page in pages.items()),
             "<= 4x",
             ok(worst[1]["ratio"] <= 4),
-        )
+        ),
+        (
+            "Pretrained weights: rerun after typing a new sentence / reference, worst page",
+            f"{worst_sentence[1]:.2f}x ({worst_sentence[0]}); "
+            + ", ".join(f"{name} {ratio:.2f}x" for name, ratio in by_sentence.items()),
+            "<= 4x",
+            ok(worst_sentence[1] <= 4),
+        ),
     ]
     server = measured.get("server")
     if server:

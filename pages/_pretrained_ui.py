@@ -255,9 +255,11 @@ def multi_head(settings: Settings, sentence: str, pieces: tuple[str, ...]) -> No
         for col, pattern in zip(cols, lesson.patterns[start : start + 4], strict=False):
             with col:
                 frame = lesson.heads[lesson.heads["head"] == pattern.head].drop(columns="head")
+                # One title for the twelve: a heatmap's template is built once per title and labels.
+                st.markdown(f"**head {pattern.head}**")
                 _ui.heatmap(
                     frame,
-                    f"head {pattern.head}",
+                    "",
                     f"Heatmap of head {pattern.head}'s weights: {pattern.summary}.",
                     value_title="weight",
                     show_values=False,

@@ -67,9 +67,17 @@ def check_head(model: real_model.RealModel, layer: int, head: int) -> None:
 
 
 def hidden_entering(model: real_model.RealModel, sentence: str, layer: int) -> tuple[tuple[str, ...], torch.Tensor]:
-    """The word pieces and the hidden states (T, D) entering `layer` (layer 0: the embeddings' output)."""
-    output = real_model.encode(model, [sentence])
-    return unique_labels(output.tokens[0]), output.hidden_states[layer, 0].clone()  # (T, D)
+    """The word pieces and the hidden states (T, D) entering `layer` (layer 0: the embeddings' output).
+
+    Runs only the layers before `layer` (the later ones cannot change what enters it).
+    """
+    batch = real_model.tokenize(model, [sentence])
+    attn_mask = batch.attention_mask[:, None, None, :]  # (1, 1, 1, T): one sentence, no padding
+    with torch.inference_mode():
+        x = real_model.embed(model, batch)  # (1, T, D)
+        for weights in model.weights.layers[:layer]:
+            x, _ = real_model.encoder_layer(model, weights, x, attn_mask)
+    return unique_labels(batch.tokens[0]), x[0].clone()  # (T, D)
 
 
 def head_slice(model: real_model.RealModel, layer: int, head: int) -> tuple[torch.Tensor, ...]:
@@ -407,9 +415,7 @@ def _heads_question(patterns: tuple[HeadPattern, ...]) -> Prediction:
 def pretrained_multihead_lesson(model: real_model.RealModel, sentence: str, layer: int) -> PretrainedMultiHeadLesson:
     """Lesson 5 on the twelve heads of `layer` for `sentence`."""
     check_head(model, layer, 0)
-    output = real_model.encode(model, [sentence])
-    tokens = unique_labels(output.tokens[0])
-    x = output.hidden_states[layer, 0]  # (T, D) entering the layer
+    tokens, x = hidden_entering(model, sentence, layer)  # x: (T, D) entering the layer
     with torch.no_grad():
         wrapper = wrapper_form(model, x, layer)
         split, weights = split_form(model, x, layer)  # weights (h, T, T)
