@@ -23,27 +23,31 @@ from pages import _ui
 NUM_LAYERS, NUM_HEADS = 6, 12  # all-MiniLM-L6-v2 (tests/test_pretrained.py checks the model's config)
 TTL_S = 3600
 TEXT = "pretrained"  # pages/text/pretrained.md
+# Entries per cache: a byte budget of CACHE_BUDGET_MIB over the largest lesson each can hold (pickled, at
+# the 64-word-piece cap: ~1.1, 0.9, 3.1 and 0.3 MiB); tests/test_pretrained_app.py measures them.
+CACHE_BUDGET_MIB = 80
+MAX_ENTRIES = {"trainable": 16, "causal": 16, "multihead": 8, "cross": 32}
 
 
 # ------------------------------------------------------------------ cached lessons (one model per process)
-@st.cache_data(show_spinner=False, max_entries=32, ttl=TTL_S)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["trainable"], ttl=TTL_S)
 def trainable(sentence: str, layer: int, head: int, query: int) -> pt.PretrainedTrainableLesson:
     return pt.pretrained_trainable_lesson(_ui.real_model(), sentence, layer, head, query)
 
 
-@st.cache_data(show_spinner=False, max_entries=32, ttl=TTL_S)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["causal"], ttl=TTL_S)
 def causal(
     sentence: str, layer: int, head: int, training: bool, dropout: float, seed: int
 ) -> pt.PretrainedCausalLesson:
     return pt.pretrained_causal_lesson(_ui.real_model(), sentence, layer, head, training, dropout, seed)
 
 
-@st.cache_data(show_spinner=False, max_entries=16, ttl=TTL_S)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["multihead"], ttl=TTL_S)
 def multihead(sentence: str, layer: int) -> pt.PretrainedMultiHeadLesson:
     return pt.pretrained_multihead_lesson(_ui.real_model(), sentence, layer)
 
 
-@st.cache_data(show_spinner=False, max_entries=32, ttl=TTL_S)
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES["cross"], ttl=TTL_S)
 def cross(first: str, second: str, layer: int, head: int) -> pt.PretrainedCrossLesson:
     return pt.pretrained_cross_lesson(_ui.real_model(), first, second, layer, head)
 
@@ -153,7 +157,6 @@ def trainable_weights(settings: Settings, sentence: str, pieces: tuple[str, ...]
     st.markdown(f"context vector z for “{literal(token)}” = **[{z}]**")
     _ui.step("All queries at once")
     raw_col, scaled_col = st.columns(2)
-    weights_col, context_col = st.columns(2)
     domain = charts.shared_domain(lesson.scores, lesson.scaled_scores)
     with raw_col:
         _ui.heatmap(lesson.scores, "Scores ω = Q Kᵀ", "Heatmap of the raw scores.", signed=True, domain=domain)
@@ -165,25 +168,24 @@ def trainable_weights(settings: Settings, sentence: str, pieces: tuple[str, ...]
             signed=True,
             domain=domain,
         )
-    with weights_col:
-        _ui.query_weights_heatmap(
-            lesson.weights,
-            "Weights = the model's own attention (click a row)",
-            "Heatmap of the attention weights after the softmax.",
-            chart_key="tw_weights_pretrained",
-            picker_key="query_trainable_weights_pretrained",
-            highlight_row=lesson.query_index,
-        )
-    with context_col:
-        _ui.heatmap(
-            lesson.context,
-            "Context Z = weights @ V",
-            "Heatmap of the context vectors.",
-            signed=True,
-            show_values=False,
-            x_title="dimension",
-            y_title="word piece",
-        )
+    # Full width: the weights are the lesson's point, and their numbers must be readable on a projector.
+    _ui.query_weights_heatmap(
+        lesson.weights,
+        "Weights = the model's own attention (click a row)",
+        "Heatmap of the attention weights after the softmax.",
+        chart_key="tw_weights_pretrained",
+        picker_key="query_trainable_weights_pretrained",
+        highlight_row=lesson.query_index,
+    )
+    _ui.heatmap(
+        lesson.context,
+        "Context Z = weights @ V",
+        "Heatmap of the context vectors.",
+        signed=True,
+        show_values=False,
+        x_title="dimension",
+        y_title="word piece",
+    )
     _ui.code_box(lesson.code, "Plain PyTorch from the model's own files: the numbers on this page.")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from bench.harness import restore_pages_manager, use_navigation_mode
 from core import prose, real_model, registry
 from core.lessons import pretrained as pt
 from core.settings import settings_for_preset
+from pages import _pretrained_ui as ui
 
 APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 PRETRAINED = [spec for spec in registry.PAGES if spec.pretrained is not None]
@@ -161,3 +163,15 @@ def test_an_over_long_sentence_falls_back_to_the_book_with_a_message() -> None:
     at = app(registry.page("trainable_weights"), weights="pretrained", preset="custom", text=long_text)
     assert not at.exception
     assert any("Showing the book's sentence instead" in e.value for e in at.error)
+
+
+def test_the_pretrained_caches_stay_within_their_byte_budget(model: real_model.RealModel) -> None:
+    longest = " ".join(["word"] * 62)  # + [CLS] and [SEP] = the 64-piece cap
+    largest = {
+        "trainable": pt.pretrained_trainable_lesson(model, longest, 3, 3, 5),
+        "causal": pt.pretrained_causal_lesson(model, longest, 3, 3, True, 0.5, 1),
+        "multihead": pt.pretrained_multihead_lesson(model, longest, 3),
+        "cross": pt.pretrained_cross_lesson(model, longest, longest, 3, 3),  # larger than any pair offered
+    }
+    total = sum(len(pickle.dumps(lesson)) * ui.MAX_ENTRIES[name] for name, lesson in largest.items())
+    assert total <= ui.CACHE_BUDGET_MIB * 2**20, total / 2**20
