@@ -20,10 +20,12 @@ import torch
 import torch.nn.functional as F
 
 from core import functional as fn
-from core import real_model, recipes
+from core import recipes
 from core.examples import LIFE_SENTENCE
+from core.head_measures import head_measures
 from core.lessons.common import Prediction, clamp_index, dims, generator, matrix_frame, row_values, unique_labels
-from core.real_model_lesson import head_measures
+from core.models import minilm as real_model
+from core.registry import LessonSpec
 from core.settings import Settings, load_example
 
 # The head each lesson opens on, chosen by its measured pattern on the lesson's default sentence
@@ -639,3 +641,37 @@ def usable_sentence(model: real_model.RealModel, sentence: str) -> tuple[str, tu
     except real_model.SentenceError as error:
         pieces = unique_labels(real_model.tokenize(model, [BOOK_SENTENCE]).tokens[0])
         return BOOK_SENTENCE, pieces, f"{error} Showing the book's sentence instead."
+
+
+# ------------------------------------------------------------------ what the pages cache (ui/cache.py `computed`)
+# The model is the process's one shared encoder: the leading underscore keeps it out of st.cache_data's
+# key. Entries: a byte budget over the largest result at the 64-piece cap (pickled ~1.1, 0.9, 3.1 and
+# 0.3 MiB); tests/app/test_pretrained_app.py measures them against PRETRAINED_BUDGET_MIB.
+PRETRAINED_BUDGET_MIB = 80
+
+
+def _trainable(_model: real_model.RealModel, sentence: str, layer: int, head: int, query: int):
+    return pretrained_trainable_lesson(_model, sentence, layer, head, query)
+
+
+def _causal(_model: real_model.RealModel, sentence: str, layer: int, head: int, training: bool, p: float, seed: int):
+    return pretrained_causal_lesson(_model, sentence, layer, head, training, p, seed)
+
+
+def _multihead(_model: real_model.RealModel, sentence: str, layer: int):
+    return pretrained_multihead_lesson(_model, sentence, layer)
+
+
+def _cross(_model: real_model.RealModel, first: str, second: str, layer: int, head: int):
+    return pretrained_cross_lesson(_model, first, second, layer, head)
+
+
+def _usable_sentence(_model: real_model.RealModel, sentence: str):
+    return usable_sentence(_model, sentence)
+
+
+TRAINABLE = LessonSpec(_trainable, uses=None, max_entries=16)
+CAUSAL = LessonSpec(_causal, uses=None, max_entries=16)
+MULTIHEAD = LessonSpec(_multihead, uses=None, max_entries=8)
+CROSS = LessonSpec(_cross, uses=None, max_entries=32)
+SENTENCE = LessonSpec(_usable_sentence, uses=None, max_entries=256)  # a sentence's word pieces: ~1 kB each
