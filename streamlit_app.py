@@ -22,6 +22,7 @@ from core.settings import (
     LIMITS,
     PRESETS,
     LinkReading,
+    PresetKey,
     Settings,
     WeightsSource,
     load_example,
@@ -29,7 +30,7 @@ from core.settings import (
     settings_for_preset,
     settings_implied_by_link,
 )
-from ui import frame, hardening, presentation, widgets
+from ui import class_poll, frame, hardening, presentation, widgets
 
 # Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
 # 1-2 cores of a small container when a class reruns at once (override with the variable).
@@ -66,16 +67,17 @@ def navigation() -> dict[str, list[st.Page]]:
 
 
 # Why the sliders stop where they do (caps chosen from bench/ measurements; README "Performance").
+_SLOWER = "slow every page for the class."
 CAPS = {
-    "d_in": "At most 64: wider embeddings stop fitting on a projector and slow every page for the class.",
-    "d_out": "At most 64: wider projections stop fitting on a projector and slow every page for the class.",
-    "num_heads": "At most 8 heads: one readable heatmap per head.",
+    registry.Control.D_IN: f"At most 64: wider embeddings stop fitting on a projector and {_SLOWER}",
+    registry.Control.D_OUT: f"At most 64: wider projections stop fitting on a projector and {_SLOWER}",
+    registry.Control.NUM_HEADS: "At most 8 heads: one readable heatmap per head.",
 }
 
 
 def apply_preset() -> None:
     """on_change of the preset box: choosing a preset sets the sidebar to its values."""
-    key = st.session_state.get("preset", "book")
+    key = st.session_state.get("preset", PresetKey.BOOK)
     chosen = settings_for_preset(key, Settings(d_in=st.session_state.get("d_in", 3)))
     for name in ("d_in", "d_out", "seed", "dropout", "num_heads", "scale"):
         st.session_state[name] = getattr(chosen, name)
@@ -98,7 +100,7 @@ def restore_link() -> None:
 
 def seed_state(spec: registry.PageSpec, preset: str, default: dict) -> dict:
     """The seed box is greyed out where it changes nothing: no random weights, inputs fixed by a source."""
-    if not spec.random_weights and PRESETS[preset].d_in is not None and preset != "blog":
+    if not spec.random_weights and PRESETS[preset].fixed_inputs:
         return {"disabled": True, "help": "Not used here: the source's inputs are fixed and this page draws nothing."}
     return default
 
@@ -157,7 +159,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
             where=box("preset"),
             **off("preset"),
         )
-        custom = preset == "custom"
+        custom = preset == PresetKey.CUSTOM
         # Plain values as labels: a bound widget writes its shown label into the link (?weights=pretrained).
         weights = box("weights").radio(
             "Weights",
@@ -177,7 +179,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
             disabled=not custom or "text" in unused,
             help="Choose 'Your own sentence' above to type one." if not custom else None,
         )
-        fixed_d_in = PRESETS[preset].d_in is not None and preset != "blog"
+        fixed_d_in = PRESETS[preset].fixed_inputs
         d_in = box("d_in").slider(
             "d_in (embedding width)",
             *map(int, LIMITS["d_in"]),
@@ -270,7 +272,7 @@ def usable(settings: Settings) -> tuple[Settings, str | None]:
     try:
         load_example(settings)
     except ValueError as error:
-        return replace(settings, preset="book"), f"{error} Showing the book's example instead."
+        return replace(settings, preset=PresetKey.BOOK), f"{error} Showing the book's example instead."
     return settings, None
 
 
@@ -290,7 +292,7 @@ def freeze_import_time_objects() -> bool:
 
 def back_to_the_book() -> None:
     """on_click of the error message's button: the book's example, whose numbers are tested."""
-    st.session_state["preset"] = "book"
+    st.session_state["preset"] = PresetKey.BOOK
     apply_preset()
 
 
@@ -327,10 +329,18 @@ started = time.perf_counter()
 chosen, link = sidebar(spec)
 shown, input_problem = usable(chosen)
 step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
+with st.sidebar:
+    class_poll.sidebar_controls(bool(st.session_state.get("present")))
+with step_bar:  # a class poll's notes stay in view in presentation mode
+    class_poll.read_room_link()
+    room_state = class_poll.follow_teacher(spec.slug)
 with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
     run_page(page, spec, shown)
     if st.session_state.get("present"):
         with step_bar:
             presentation.presentation_bar(presentation.steps_drawn())
+            class_poll.teacher_panel(spec.slug, int(st.session_state.get("step") or 1))
+    with step_bar:
+        class_poll.student_bar(room_state)
 frame.after_run(spec.slug, shown, time.perf_counter() - started)  # a benchmark's hook, if one is set
 freeze_import_time_objects()  # after the page, so that its imports are loaded too

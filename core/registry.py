@@ -58,6 +58,42 @@ class LessonSpec(Generic[R]):
         return self.compute.__name__
 
 
+class PageControl(StrEnum):
+    """The pages' own widgets bound to the link: each value is the widget's key and its URL parameter.
+
+    A page creates its widget with `key=PageControl.X`; its registry row lists the same names.
+    """
+
+    LOGIT_SCALE = "logit_scale"
+    QUERY = "query"
+    MULTIPLIER = "multiplier"
+    TRIALS = "trials"
+    PEAK_METRIC = "peak_metric"
+    PERTURB = "perturb"
+    TRAINING = "training"
+    REAL_EXAMPLE = "real_example"
+    REAL_SENTENCE = "real_sentence"
+    REAL_LAYER = "real_layer"
+    REAL_HEAD = "real_head"
+    REAL_MEASURE = "real_measure"
+    FIRST_TEXT = "first_text"
+    SECOND_TEXT = "second_text"
+    D_IN_KV = "d_in_kv"
+    D_V = "d_v"
+    TRAIN_TASK = "train_task"
+    TRAIN_LAYERS = "train_layers"
+    TRAIN_HEADS = "train_heads"
+    TRAIN_D_K = "train_d_k"
+    TRAIN_SCALE = "train_scale"
+    TRAIN_INIT = "train_init"
+    TRAIN_LR = "train_lr"
+    TRAIN_STEPS = "train_steps"
+    TRAIN_SHOW_LAYER = "train_show_layer"
+    LAYER = "layer"  # pretrained weights (lessons 2, 4, 5, 7): the real head's layer
+    HEAD = "head"  # ... and head
+    PAIR = "pair"  # lesson 7 with pretrained weights: which two sentences
+
+
 class Section(StrEnum):
     START = "Start"
     STEPS = "Attention step by step"
@@ -74,7 +110,7 @@ class PageSpec:
     icon: str  # a Material icon name, as st.Page takes it
     section: Section
     ignores: Mapping[Control, str] = field(default_factory=dict)  # control -> why this page ignores it
-    controls: tuple[str, ...] = ()  # the page's own widgets bound to the link (their keys = URL parameters)
+    controls: tuple[PageControl, ...] = ()  # the page's own widgets bound to the link (keys = URL parameters)
     random_weights: bool = True  # False: the seed only matters where it draws the inputs (own sentence, blog)
     # None: the page has no pretrained mode (the Weights control is greyed out there). Otherwise the
     # controls the pretrained mode ignores, with the reason, on top of `ignores`.
@@ -148,7 +184,7 @@ PAGES: tuple[PageSpec, ...] = (
             num_heads="one head only",
             scale="raw dot products, as in the sources' first version",
         ),
-        controls=("logit_scale",),
+        controls=(PageControl.LOGIT_SCALE,),
         random_weights=False,
     ),
     PageSpec(
@@ -158,7 +194,7 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/looks_two:",
         Section.STEPS,
         _ignores(dropout=_DROPOUT_LATER, num_heads=_NO_HEADS),
-        controls=("query", "layer", "head"),
+        controls=(PageControl.QUERY, PageControl.LAYER, PageControl.HEAD),
         pretrained=_ignores(**_MODEL_FIXES),
     ),
     PageSpec(
@@ -176,7 +212,7 @@ PAGES: tuple[PageSpec, ...] = (
             num_heads="no heads here",
             device="small experiments run on the CPU",
         ),
-        controls=("multiplier", "trials", "peak_metric"),
+        controls=(PageControl.MULTIPLIER, PageControl.TRIALS, PageControl.PEAK_METRIC),
     ),
     PageSpec(
         4,
@@ -185,7 +221,7 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/looks_4:",
         Section.STEPS,
         _ignores(num_heads="a single causal head on this page"),
-        controls=("perturb", "training", "layer", "head"),
+        controls=(PageControl.PERTURB, PageControl.TRAINING, PageControl.LAYER, PageControl.HEAD),
         # the seed still draws the dropout mask
         pretrained=_ignores(**{k: v for k, v in _MODEL_FIXES.items() if k != "seed"}),
     ),
@@ -196,7 +232,7 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/looks_5:",
         Section.STEPS,
         _ignores(dropout="the heads are shown in evaluation mode, where dropout does nothing (see lesson 4)"),
-        controls=("layer",),
+        controls=(PageControl.LAYER,),
         pretrained=_ignores(**_MODEL_FIXES, num_heads="fixed by the pretrained model: 12 heads per layer"),
     ),
     PageSpec(
@@ -216,7 +252,13 @@ PAGES: tuple[PageSpec, ...] = (
             scale="the model was trained with scaling by 1/√32",
             device="the model runs on the CPU",
         ),
-        controls=("real_example", "real_sentence", "real_layer", "real_head", "real_measure"),
+        controls=(
+            PageControl.REAL_EXAMPLE,
+            PageControl.REAL_SENTENCE,
+            PageControl.REAL_LAYER,
+            PageControl.REAL_HEAD,
+            PageControl.REAL_MEASURE,
+        ),
     ),
     PageSpec(
         7,
@@ -225,7 +267,15 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/compare_arrows:",
         Section.FURTHER,
         _ignores(dropout="no dropout in this example", num_heads=_NO_HEADS),
-        controls=("first_text", "second_text", "d_in_kv", "d_v", "pair", "layer", "head"),
+        controls=(
+            PageControl.FIRST_TEXT,
+            PageControl.SECOND_TEXT,
+            PageControl.D_IN_KV,
+            PageControl.D_V,
+            PageControl.PAIR,
+            PageControl.LAYER,
+            PageControl.HEAD,
+        ),
         pretrained=_ignores(
             **_MODEL_FIXES,
             preset="the two sentences come from the page's pair box",
@@ -249,15 +299,15 @@ PAGES: tuple[PageSpec, ...] = (
             device="training runs on the server's CPU",
         ),
         controls=(
-            "train_task",
-            "train_layers",
-            "train_heads",
-            "train_d_k",
-            "train_scale",
-            "train_init",
-            "train_lr",
-            "train_steps",
-            "train_show_layer",
+            PageControl.TRAIN_TASK,
+            PageControl.TRAIN_LAYERS,
+            PageControl.TRAIN_HEADS,
+            PageControl.TRAIN_D_K,
+            PageControl.TRAIN_SCALE,
+            PageControl.TRAIN_INIT,
+            PageControl.TRAIN_LR,
+            PageControl.TRAIN_STEPS,
+            PageControl.TRAIN_SHOW_LAYER,
         ),
     ),
 )
@@ -274,7 +324,7 @@ def page(slug: str) -> PageSpec:
 
 
 # The frame's own bound widgets outside Settings: presentation mode and its step.
-FRAME_CONTROLS = ("present", "step")
+FRAME_CONTROLS = ("present", "step", "room")  # room: the class poll (ui/class_poll.py)
 
 
 def link_keys() -> frozenset[str]:

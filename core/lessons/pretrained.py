@@ -26,7 +26,7 @@ from core.head_measures import head_measures
 from core.lessons.common import Prediction, clamp_index, dims, generator, matrix_frame, row_values, unique_labels
 from core.models import minilm as real_model
 from core.registry import LessonSpec
-from core.settings import Settings, load_example
+from core.settings import PresetKey, Settings, load_example
 
 # The head each lesson opens on, chosen by its measured pattern on the lesson's default sentence
 # (tests/test_pretrained.py re-measures each one and fails if it stops making the lesson's point).
@@ -301,7 +301,7 @@ def pretrained_causal_lesson(
     with torch.no_grad():
         unmasked = torch.softmax(scaled, dim=-1)
         masked = fn.mask_before_softmax(scaled)
-        renormalised = fn.mask_after_softmax(scaled)["renormalised"]
+        renormalised = fn.mask_after_softmax(scaled).renormalised
         if training and dropout > 0:
             dropped, keep = fn.dropout_with_generator(masked, dropout, generator(seed))
         else:
@@ -616,9 +616,9 @@ def pretrained_cross_lesson(
 
 def lesson_sentence(settings: Settings) -> str:
     """The sentence a pretrained lesson reads: the sidebar's own sentence, or the preset's as words."""
-    if settings.preset == "custom":
+    if settings.preset == PresetKey.CUSTOM:
         return settings.text
-    if settings.preset == "article":
+    if settings.preset == PresetKey.ARTICLE:
         return LIFE_SENTENCE  # with its comma, as the article writes it
     return " ".join(load_example(settings).tokens)
 
