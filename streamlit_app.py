@@ -24,6 +24,7 @@ from core.settings import (
     LinkReading,
     PresetKey,
     Settings,
+    WeightsSource,
     load_example,
     read_link,
     settings_for_preset,
@@ -104,11 +105,20 @@ def seed_state(spec: registry.PageSpec, preset: str, default: dict) -> dict:
     return default
 
 
+WEIGHTS_HELP = (
+    "random: the sources' own random draw (their worked examples, digit for digit). "
+    "pretrained: one head of all-MiniLM-L6-v2, weights that learned something (lessons 2, 4, 5 and 7)."
+)
+
+
 def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
     """Draw the shared sidebar for this page; (its settings, what the link asked for and what was ignored)."""
-    unused = {control.value: reason for control, reason in spec.ignores.items()}
     devices = available_devices()
     reading = read_link_once(devices)
+    # The Weights control decides which other controls apply, so its value is read before any is drawn
+    # (on a session's first run, from the link).
+    weights_now = st.session_state.get("weights", reading.settings.weights)
+    unused = {control.value: reason for control, reason in spec.ignores_with(str(weights_now)).items()}
     if "link_implied" not in st.session_state:  # ?preset=article alone opens the article's settings
         st.session_state["link_implied"] = True
         params = {name: st.query_params.get_all(name) for name in st.query_params}
@@ -150,6 +160,16 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
             **off("preset"),
         )
         custom = preset == PresetKey.CUSTOM
+        # Plain values as labels: a bound widget writes its shown label into the link (?weights=pretrained).
+        weights = box("weights").radio(
+            "Weights",
+            [source.value for source in WeightsSource],
+            key="weights",
+            horizontal=True,
+            **common,
+            disabled="weights" in unused,
+            help=off("weights")["help"] if "weights" in unused else WEIGHTS_HELP,
+        )
         text = box("text").text_input(
             "Your sentence",
             Settings().text,
@@ -211,6 +231,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
         num_heads=int(num_heads),
         scale=bool(scale),
         device=device,
+        weights=WeightsSource(weights) if "weights" not in unused else WeightsSource.RANDOM,
     )
     return settings, reading
 
@@ -275,7 +296,7 @@ def back_to_the_book() -> None:
     apply_preset()
 
 
-def run_page(page: st.Page, settings: Settings) -> None:
+def run_page(page: st.Page, spec: registry.PageSpec, settings: Settings) -> None:
     """Run one lesson; an unexpected error becomes a short message, and its traceback a log line.
 
     Streamlit's own error box says nothing a student can act on (details are hidden from them
@@ -284,7 +305,12 @@ def run_page(page: st.Page, settings: Settings) -> None:
     (Streamlit's control flow derives from BaseException), so they pass through.
     """
     try:
-        page.run()
+        if settings.weights is WeightsSource.PRETRAINED and spec.pretrained is not None:
+            from ui import pretrained  # the real model's modules load only where they are used (memory)
+
+            pretrained.run(spec)  # the lesson's steps on a real head instead of the sources' random draw
+        else:
+            page.run()
     except Exception:
         hardening.LOGGER.exception("page %r failed with %r", page.url_path or "overview", settings)
         st.error(
@@ -309,7 +335,7 @@ with step_bar:  # a class poll's notes stay in view in presentation mode
     class_poll.read_room_link()
     room_state = class_poll.follow_teacher(spec.slug)
 with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
-    run_page(page, shown)
+    run_page(page, spec, shown)
     if st.session_state.get("present"):
         with step_bar:
             presentation.presentation_bar(presentation.steps_drawn())

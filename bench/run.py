@@ -38,6 +38,7 @@ from bench import (
     latency,
     memory,
     monte_carlo,
+    pretrained,
     real_model,
     replicas,
     training,
@@ -57,7 +58,7 @@ def machine() -> str:
 # latency last: it runs the app in this process. capacity pins this process to core 1 while it runs.
 PARTS = (
     "core", "monte_carlo", "real_model", "memory", "hostile", "training", "scale",
-    "capacity", "replicas", "class_poll", "latency",
+    "capacity", "replicas", "class_poll", "pretrained", "latency",
 )  # fmt: skip
 
 
@@ -93,6 +94,8 @@ def run_all(quick: bool, only: set[str]) -> dict:
         results["replicas"] = run.summary()
     if "class_poll" in only:
         results["class_poll"] = class_poll.run(students=20 if quick else 100, answer_window_s=3.0).summary()
+    if "pretrained" in only:
+        results["pretrained"] = pretrained.run(repeats=5 if quick else 10)
     if "latency" in only:
         results["latency"] = latency.run(repeats=5 if quick else 15)
     return results
@@ -147,6 +150,7 @@ def table(results: dict) -> str:
             )
         )
     rows += real_model_rows(results.get("real_model"))
+    rows += pretrained.rows(results.get("pretrained"), ok)
     rows += [
         (
             "Monte Carlo: 10 dims x 100,000 trials, speed-up over the sources' loop",

@@ -29,6 +29,7 @@ class Control(StrEnum):
     NUM_HEADS = "num_heads"
     SCALE = "scale"
     DEVICE = "device"
+    WEIGHTS = "weights"  # random (the sources' draw) or pretrained (a real head of all-MiniLM-L6-v2)
 
 
 R = TypeVar("R")  # what a lesson computation returns
@@ -88,6 +89,9 @@ class PageControl(StrEnum):
     TRAIN_LR = "train_lr"
     TRAIN_STEPS = "train_steps"
     TRAIN_SHOW_LAYER = "train_show_layer"
+    LAYER = "layer"  # pretrained weights (lessons 2, 4, 5, 7): the real head's layer
+    HEAD = "head"  # ... and head
+    PAIR = "pair"  # lesson 7 with pretrained weights: which two sentences
 
 
 class Section(StrEnum):
@@ -108,6 +112,17 @@ class PageSpec:
     ignores: Mapping[Control, str] = field(default_factory=dict)  # control -> why this page ignores it
     controls: tuple[PageControl, ...] = ()  # the page's own widgets bound to the link (keys = URL parameters)
     random_weights: bool = True  # False: the seed only matters where it draws the inputs (own sentence, blog)
+    # None: the page has no pretrained mode (the Weights control is greyed out there). Otherwise the
+    # controls the pretrained mode ignores, with the reason, on top of `ignores`.
+    pretrained: Mapping[Control, str] | None = None
+
+    def ignores_with(self, weights: str) -> Mapping[Control, str]:
+        """The controls this page ignores when the Weights control says `weights` (random / pretrained)."""
+        if self.pretrained is None:
+            return MappingProxyType({**self.ignores, Control.WEIGHTS: _NO_PRETRAINED})
+        if weights == "pretrained":
+            return MappingProxyType({**self.ignores, **self.pretrained})
+        return self.ignores
 
     @property
     def file(self) -> str:
@@ -131,6 +146,15 @@ def _ignores(**reasons: str) -> Mapping[Control, str]:
 _RANDOM_VECTORS = "this page uses random vectors"
 _NO_HEADS = "a single head on this page"
 _DROPOUT_LATER = "dropout arrives with causal attention (lesson 4)"
+_NO_PRETRAINED = "pretrained weights are offered on lessons 2, 4, 5 and 7"
+# What a real head of all-MiniLM-L6-v2 fixes, for the pages with a pretrained mode.
+_MODEL_FIXES = {
+    "d_in": "fixed by the pretrained model: 384 numbers per word piece",
+    "d_out": "fixed by the pretrained model: each head is 32 wide",
+    "seed": "nothing is drawn: the weights are pretrained",
+    "scale": "the model was trained with its own scale, 1/√32",
+    "device": "the model runs on the CPU",
+}
 
 PAGES: tuple[PageSpec, ...] = (
     PageSpec(
@@ -170,7 +194,8 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/looks_two:",
         Section.STEPS,
         _ignores(dropout=_DROPOUT_LATER, num_heads=_NO_HEADS),
-        controls=(PageControl.QUERY,),
+        controls=(PageControl.QUERY, PageControl.LAYER, PageControl.HEAD),
+        pretrained=_ignores(**_MODEL_FIXES),
     ),
     PageSpec(
         3,
@@ -196,7 +221,9 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/looks_4:",
         Section.STEPS,
         _ignores(num_heads="a single causal head on this page"),
-        controls=(PageControl.PERTURB, PageControl.TRAINING),
+        controls=(PageControl.PERTURB, PageControl.TRAINING, PageControl.LAYER, PageControl.HEAD),
+        # the seed still draws the dropout mask
+        pretrained=_ignores(**{k: v for k, v in _MODEL_FIXES.items() if k != "seed"}),
     ),
     PageSpec(
         5,
@@ -205,6 +232,8 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/looks_5:",
         Section.STEPS,
         _ignores(dropout="the heads are shown in evaluation mode, where dropout does nothing (see lesson 4)"),
+        controls=(PageControl.LAYER,),
+        pretrained=_ignores(**_MODEL_FIXES, num_heads="fixed by the pretrained model: 12 heads per layer"),
     ),
     PageSpec(
         6,
@@ -238,7 +267,20 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/compare_arrows:",
         Section.FURTHER,
         _ignores(dropout="no dropout in this example", num_heads=_NO_HEADS),
-        controls=(PageControl.FIRST_TEXT, PageControl.SECOND_TEXT, PageControl.D_IN_KV, PageControl.D_V),
+        controls=(
+            PageControl.FIRST_TEXT,
+            PageControl.SECOND_TEXT,
+            PageControl.D_IN_KV,
+            PageControl.D_V,
+            PageControl.PAIR,
+            PageControl.LAYER,
+            PageControl.HEAD,
+        ),
+        pretrained=_ignores(
+            **_MODEL_FIXES,
+            preset="the two sentences come from the page's pair box",
+            text="the two sentences come from the page's pair box",
+        ),
     ),
     PageSpec(
         8,

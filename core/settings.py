@@ -133,6 +133,13 @@ PRESETS: Mapping[PresetKey, Preset] = MappingProxyType(
 DEFAULT_TEXT = "The cat sat on the mat because it was tired"
 
 
+class WeightsSource(StrEnum):
+    """Where lessons 2, 4, 5 and 7 take W_q, W_k, W_v from (the link's `weights`)."""
+
+    RANDOM = "random"  # the sources' random draw: their worked examples, digit for digit
+    PRETRAINED = "pretrained"  # one head of all-MiniLM-L6-v2 (core/lessons/pretrained.py)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the sidebar controls. Frozen and hashable: a safe cache key."""
@@ -146,6 +153,7 @@ class Settings:
     num_heads: int = 2
     scale: bool = True  # divide scores by sqrt(d_k) before the softmax
     device: str = "cpu"
+    weights: WeightsSource = WeightsSource.RANDOM  # random (the sources) or pretrained (all-MiniLM-L6-v2)
 
     @property
     def preset_info(self) -> Preset:
@@ -171,6 +179,7 @@ def settings_for_preset(key: str, base: Settings | None = None) -> Settings:
         num_heads=preset.num_heads,
         scale=True,
         device=base.device,
+        weights=base.weights,
     )
 
 
@@ -304,6 +313,9 @@ def _read_value(name: str, text: str, devices: list[str]) -> tuple[object, str |
         return (text == "true", None) if text in ("true", "false") else (None, "is not true or false")
     if name == "device":
         return (text, None) if text in devices else (None, f"is not available here ({', '.join(devices)})")
+    if name == "weights":
+        choices = [source.value for source in WeightsSource]
+        return (WeightsSource(text), None) if text in choices else (None, f"is not one of {', '.join(choices)}")
     if not text.strip():
         return None, "is empty"
     if len(text) > MAX_TEXT_CHARS:

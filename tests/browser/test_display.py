@@ -22,14 +22,26 @@ from pathlib import Path
 
 import pytest
 
+from core import registry
 from core.charts import MIN_CELL_FONT_PX
 from tests import support
 
 CHROMIUM = Path(support.CHROMIUM)
 AXE = support.ROOT / "node_modules" / "axe-core" / "axe.min.js"
-PAGES = support.PAGE_URLS
+# Every page, and the four lessons again with pretrained weights (a real head of all-MiniLM-L6-v2).
+PRETRAINED_PAGES = [f"{spec.slug}?weights=pretrained" for spec in registry.PAGES if spec.pretrained is not None]
+PAGES = [*support.PAGE_URLS, *PRETRAINED_PAGES]
 # Pages with at least one heatmap whose numbers must be readable on the projector.
-HEATMAP_PAGES = {"overview", "without_weights", "trainable_weights", "causal_dropout", "multi_head", "cross_attention"}
+HEATMAP_PAGES = {
+    "overview",
+    "without_weights",
+    "trainable_weights",
+    "causal_dropout",
+    "multi_head",
+    "cross_attention",
+    # the pretrained multi-head page draws its twelve heads as small pattern maps; its numbers are a table
+    *(name for name in PRETRAINED_PAGES if not name.startswith("multi_head")),
+}
 SIZES = {
     "laptop": {"viewport": {"width": 1400, "height": 900}, "device_scale_factor": 1},
     "projector": {"viewport": {"width": 1280, "height": 720}, "device_scale_factor": 1.5},

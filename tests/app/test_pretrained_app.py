@@ -1,0 +1,178 @@
+"""AppTest: lessons 2, 4, 5 and 7 with ?weights=pretrained, the Weights control, and its greyed-out states."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import prose, registry
+from core.lessons import pretrained as pt
+from core.models import minilm as real_model
+from core.settings import settings_for_preset
+from tests.support import restore_pages_manager, use_navigation_mode
+
+APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+PRETRAINED = [spec for spec in registry.PAGES if spec.pretrained is not None]
+OTHERS = [spec for spec in registry.PAGES if spec.pretrained is None]
+
+
+@pytest.fixture(autouse=True)
+def navigation_mode() -> Iterator[None]:
+    use_navigation_mode()
+    yield
+    restore_pages_manager()
+
+
+@pytest.fixture(scope="module")
+def model() -> real_model.RealModel:
+    return real_model.load_model()
+
+
+def app(spec: registry.PageSpec, **params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    if spec is not registry.HOME:
+        at.switch_page(spec.file).run()
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def text_of(at: AppTest) -> str:
+    return "\n".join([m.value for m in at.markdown] + [t.value for t in at.text] + [c.value for c in at.caption])
+
+
+def test_the_four_lessons_offer_pretrained_weights() -> None:
+    assert [spec.number for spec in PRETRAINED] == [2, 4, 5, 7]
+
+
+@pytest.mark.parametrize("spec", PRETRAINED, ids=lambda spec: spec.slug)
+def test_pretrained_lesson_renders_and_greys_out_what_the_model_fixes(spec: registry.PageSpec) -> None:
+    at = app(spec, weights="pretrained")
+    assert_clean(at)
+    assert at.title[0].value == spec.heading
+    assert at.sidebar.radio(key="weights").value == "pretrained"
+    assert not at.sidebar.radio(key="weights").disabled
+    for control in spec.ignores_with("pretrained"):
+        widget = next(w for w in at.sidebar if getattr(w, "key", None) == control.value)
+        assert widget.disabled, (spec.slug, control)
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "fixed by the pretrained model" in captions
+    assert "Pretrained weights." in text_of(at)  # the pretrained view ran, not the random page
+    assert at.expander, "no Code box"
+
+
+@pytest.mark.parametrize("spec", OTHERS, ids=lambda spec: spec.slug)
+def test_other_pages_grey_out_the_weights_control_with_its_reason(spec: registry.PageSpec) -> None:
+    at = app(spec, weights="pretrained")
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.radio(key="weights").disabled
+    assert "pretrained weights are offered on lessons 2, 4, 5 and 7" in " ".join(c.value for c in at.sidebar.caption)
+
+
+def test_random_is_the_default_and_keeps_the_books_numbers() -> None:
+    at = app(registry.page("trainable_weights"))
+    assert_clean(at)
+    assert at.sidebar.radio(key="weights").value == "random"
+    assert "q = **[0.4306, 1.4551]**" in text_of(at)
+
+
+def test_a_bad_weights_value_in_the_link_is_a_note_not_an_error() -> None:
+    at = app(registry.page("trainable_weights"), weights="<b>trained</b>")
+    assert not at.exception
+    assert any("weights=" in w.value and "ignored" in w.value for w in at.warning)
+    assert at.sidebar.radio(key="weights").value == "random"
+
+
+def test_lesson_2_numbers_on_screen_equal_core(model: real_model.RealModel) -> None:
+    at = app(registry.page("trainable_weights"), weights="pretrained")
+    sentence = pt.lesson_sentence(settings_for_preset("book"))
+    layer, head = pt.DEFAULT_HEADS["trainable_weights"]
+    lesson = pt.pretrained_trainable_lesson(model, sentence, layer, head, 2)  # "journey", after [CLS]
+    z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
+    assert f"context vector z for “journey” = **[{z}]**" in text_of(at)
+    assert lesson.pattern.summary in text_of(at)
+
+
+def test_lesson_2_layer_and_head_come_from_the_link(model: real_model.RealModel) -> None:
+    at = app(registry.page("trainable_weights"), weights="pretrained", layer="4", head="9")
+    assert_clean(at)
+    lesson = pt.pretrained_trainable_lesson(model, pt.BOOK_SENTENCE, 4, 9, 2)
+    assert f"Layer 4, head 9, measured on this sentence: {lesson.pattern.summary}" in text_of(at)
+
+
+def test_lesson_2_prediction_reveals_the_real_heads_answer() -> None:
+    at = app(registry.page("trainable_weights"), weights="pretrained")
+    radio = at.radio(key="predict_trainable_weights_pretrained")
+    radio.set_value(0).run()  # [CLS]
+    revealed = " ".join(s.value for s in at.success) + " ".join(w.value for w in at.warning)
+    assert "of the weight" in revealed
+
+
+def test_lesson_4_dropout_and_switching_back_to_random() -> None:
+    at = app(registry.page("causal_dropout"), weights="pretrained", dropout="0.5")
+    assert_clean(at)
+    at.toggle(key="training").set_value(True).run()
+    assert_clean(at)
+    assert "of the weights survived" in text_of(at)
+    at.sidebar.radio(key="weights").set_value("random").run()
+    assert_clean(at)
+    assert "Pretrained weights." not in text_of(at)
+
+
+def test_lesson_5_shows_twelve_heads_and_equal_forms() -> None:
+    at = app(registry.page("multi_head"), weights="pretrained")
+    assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert float(metrics["max |wrapper − split form|"]) <= 1e-5
+    assert float(metrics["max |split form − the model's forward pass|"]) <= 1e-5
+    assert at.sidebar.slider(key="num_heads").disabled
+
+
+def test_lesson_7_pairs_and_honesty() -> None:
+    at = app(registry.page("cross_attention"), weights="pretrained", pair="question")
+    assert_clean(at)
+    text = " ".join(text_of(at).split())  # prose lines joined
+    assert "was trained on one sentence at a time (self-attention)" in text
+    assert "where  did  the  cat  sleep" in text_of(at)  # the question's word pieces, as st.text shows them
+    pair = pt.PAIRS[1]
+    lesson = pt.pretrained_cross_lesson(real_model.load_model(), pair.first, pair.second, 1, 1)
+    assert f"[CLS] and [SEP] take **{lesson.special_share:.2f}** of an average row" in text
+
+
+def test_every_pretrained_prose_section_reaches_a_page() -> None:
+    shown = []
+    for spec in PRETRAINED:
+        at = app(spec, weights="pretrained")
+        shown += [m.value.strip() for m in at.markdown]
+    for name, body in prose.read_sections("pretrained").items():
+        assert any(body.strip() in s for s in shown), name
+
+
+def test_an_over_long_sentence_falls_back_to_the_book_with_a_message() -> None:
+    long_text = " ".join(["antidisestablishmentarianism"] * 12)
+    at = app(registry.page("trainable_weights"), weights="pretrained", preset="custom", text=long_text)
+    assert not at.exception
+    assert any("Showing the book's sentence instead" in e.value for e in at.error)
+
+
+def test_the_pretrained_caches_stay_within_their_byte_budget(model: real_model.RealModel) -> None:
+    longest = " ".join(["word"] * 62)  # + [CLS] and [SEP] = the 64-piece cap
+    largest = {
+        "trainable": pt.pretrained_trainable_lesson(model, longest, 3, 3, 5),
+        "causal": pt.pretrained_causal_lesson(model, longest, 3, 3, True, 0.5, 1),
+        "multihead": pt.pretrained_multihead_lesson(model, longest, 3),
+        "cross": pt.pretrained_cross_lesson(model, longest, longest, 3, 3),  # larger than any pair offered
+    }
+    specs = {"trainable": pt.TRAINABLE, "causal": pt.CAUSAL, "multihead": pt.MULTIHEAD, "cross": pt.CROSS}
+    total = sum(len(pickle.dumps(lesson)) * specs[name].max_entries for name, lesson in largest.items())
+    assert total <= pt.PRETRAINED_BUDGET_MIB * 2**20, total / 2**20

@@ -1,0 +1,223 @@
+"""Lessons 2, 4, 5 and 7 on a real head: against transformers' BertModel, their recipes, their default heads."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from core import recipes
+from core.lessons import frame_matrix, unique_labels
+from core.lessons import pretrained as pt
+from core.models import minilm as rm
+
+SENTENCES = ("Your journey starts with one step", "The cat sat on the mat because it was tired")
+HEADS = [(0, 2), (1, 8), (3, 5), (5, 11)]
+
+
+@pytest.fixture(scope="module")
+def model() -> rm.RealModel:
+    return rm.load_model()
+
+
+@pytest.fixture(scope="module")
+def reference(model: rm.RealModel):
+    transformers = pytest.importorskip("transformers")
+    bert = transformers.BertModel.from_pretrained(
+        str(model.folder), attn_implementation="eager", add_pooling_layer=False
+    )
+    return bert.eval()
+
+
+def reference_run(model: rm.RealModel, reference, sentence: str):
+    """transformers' own forward pass, with every layer's `attention.output.dense` output captured."""
+    batch = rm.tokenize(model, [sentence])
+    dense_outputs: dict[int, torch.Tensor] = {}
+    hooks = [
+        layer.attention.output.dense.register_forward_hook(
+            lambda _module, _inputs, output, index=index: dense_outputs.__setitem__(index, output[0].clone())
+        )
+        for index, layer in enumerate(reference.encoder.layer)
+    ]
+    try:
+        with torch.no_grad():
+            out = reference(
+                input_ids=batch.input_ids,
+                attention_mask=batch.attention_mask.long(),
+                token_type_ids=batch.token_type_ids,
+                output_attentions=True,
+                output_hidden_states=True,
+            )
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return out, dense_outputs
+
+
+def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
+    return a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=atol)
+
+
+# ------------------------------------------------------------------ lesson 2
+@pytest.mark.parametrize("sentence", SENTENCES)
+@pytest.mark.parametrize(("layer", "head"), HEADS)
+def test_lesson_2_weights_equal_transformers_attention(
+    model: rm.RealModel, reference, sentence: str, layer: int, head: int
+) -> None:
+    lesson = pt.pretrained_trainable_lesson(model, sentence, layer, head, 1)
+    out, _ = reference_run(model, reference, sentence)
+    assert close(frame_matrix(lesson.weights), out.attentions[layer][0, head])
+    assert lesson.d_in == 384 and lesson.d_k == 32 and math.isclose(lesson.scale, 1 / math.sqrt(32))
+    # x is the hidden state entering the layer, as transformers reports it.
+    real = pt.real_head(model, sentence, layer, head)
+    assert close(real.x, out.hidden_states[layer][0])
+    assert real.tokens[0] == "[CLS]" and real.tokens[-1] == "[SEP]"
+
+
+def test_lesson_2_prediction_is_the_rows_strongest_key(model: rm.RealModel) -> None:
+    lesson = pt.pretrained_trainable_lesson(model, SENTENCES[0], 0, 2, 3)
+    row = lesson.one_query["weight"].to_numpy()
+    assert lesson.prediction.answer == int(row.argmax())
+    assert lesson.prediction.options == lesson.tokens
+    assert f"{row.max():.4f}" in lesson.prediction.explanation
+
+
+def test_a_head_the_model_lacks_is_a_plain_error(model: rm.RealModel) -> None:
+    with pytest.raises(ValueError, match="layers 0 to 5 and heads 0 to 11"):
+        pt.real_head(model, SENTENCES[0], 6, 0)
+    with pytest.raises(ValueError, match="does not exist"):
+        pt.head_slice(model, 0, 12)
+
+
+# ------------------------------------------------------------------ lesson 4
+@pytest.mark.parametrize(("layer", "head"), HEADS)
+def test_lesson_4_masked_weights_are_the_heads_scores_masked_and_renormalised(
+    model: rm.RealModel, reference, layer: int, head: int
+) -> None:
+    sentence = SENTENCES[1]
+    lesson = pt.pretrained_causal_lesson(model, sentence, layer, head, training=False, dropout=0.0, seed=1)
+    out, _ = reference_run(model, reference, sentence)
+    x = out.hidden_states[layer][0]  # (T, D) entering the layer, transformers' own
+    attention = reference.encoder.layer[layer].attention.self
+    rows = slice(head * 32, (head + 1) * 32)
+    with torch.no_grad():
+        scores = attention.query(x)[:, rows] @ attention.key(x)[:, rows].T / math.sqrt(32)  # (T, T)
+    future = torch.ones_like(scores, dtype=torch.bool).triu(diagonal=1)
+    expected = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    assert close(frame_matrix(lesson.masked), expected)
+    assert close(frame_matrix(lesson.renormalised), expected)
+    assert close(frame_matrix(lesson.unmasked), out.attentions[layer][0, head])
+    assert float(frame_matrix(lesson.masked).triu(diagonal=1).abs().max()) == 0.0
+
+
+def test_lesson_4_dropout_on_real_weights(model: rm.RealModel) -> None:
+    evaluation = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=False, dropout=0.5, seed=3)
+    training = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=True, dropout=0.5, seed=3)
+    masked, dropped = frame_matrix(training.masked), frame_matrix(training.dropped)
+    assert close(frame_matrix(evaluation.dropped), masked) and evaluation.kept_fraction is None
+    kept = dropped != 0
+    assert close(dropped[kept], masked[kept] * 2.0)  # survivors scaled by 1 / (1 - p)
+    assert training.kept_fraction is not None and 0 < training.kept_fraction < 1
+
+
+def test_lesson_4_rows_table_and_prediction_agree(model: rm.RealModel) -> None:
+    lesson = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=False, dropout=0.0, seed=0)
+    changed = int((lesson.rows["strongest before"] != lesson.rows["strongest after"]).sum())
+    assert changed == lesson.rows_changed
+    assert str(changed) in lesson.prediction.explanation
+    assert lesson.rows["weight on later pieces"].iloc[-1] == 0.0  # [SEP] has nothing after it
+
+
+# ------------------------------------------------------------------ lesson 5
+@pytest.mark.parametrize("layer", [0, 3, 5])
+def test_lesson_5_twelve_heads_equal_transformers_and_the_forms_agree(
+    model: rm.RealModel, reference, layer: int
+) -> None:
+    sentence = SENTENCES[1]
+    lesson = pt.pretrained_multihead_lesson(model, sentence, layer)
+    out, dense = reference_run(model, reference, sentence)
+    for head in range(12):
+        shown = frame_matrix(lesson.heads[lesson.heads["head"] == head].drop(columns="head"))
+        assert close(shown, out.attentions[layer][0, head]), head
+    assert lesson.wrapper_vs_split <= 1e-5
+    assert lesson.split_vs_model <= 1e-5
+    x = out.hidden_states[layer][0]
+    _, split_weights = pt.split_form(model, x, layer)
+    assert close(pt.wrapper_form(model, x, layer), dense[layer])  # equals transformers' attention.output.dense
+    assert close(split_weights, out.attentions[layer][0])
+    assert lesson.num_heads * lesson.head_dim == lesson.d_model == 384
+
+
+# ------------------------------------------------------------------ lesson 7
+def test_lesson_7_cross_weights_come_from_two_separate_runs(model: rm.RealModel, reference) -> None:
+    pair = pt.PAIRS[0]
+    lesson = pt.pretrained_cross_lesson(model, pair.first, pair.second, 1, 1)
+    first, _ = reference_run(model, reference, pair.first)
+    second, _ = reference_run(model, reference, pair.second)
+    attention = reference.encoder.layer[1].attention.self
+    rows = slice(32, 64)
+    with torch.no_grad():
+        q = attention.query(first.hidden_states[1][0])[:, rows]
+        k = attention.key(second.hidden_states[1][0])[:, rows]
+    expected = torch.softmax(q @ k.T / math.sqrt(32), dim=-1)  # (T1, T2)
+    assert close(frame_matrix(lesson.weights), expected)
+    answer = lesson.prediction.options[lesson.prediction.answer]
+    query = lesson.tokens.index(lesson.prediction.question.split("“")[1].split("”")[0])
+    words = expected[query, 1:-1]
+    assert answer == lesson.second_tokens[int(words.argmax()) + 1]
+
+
+# ------------------------------------------------------------------ the default heads make each lesson's point
+def test_default_heads_show_the_patterns_their_lessons_are_about(model: rm.RealModel) -> None:
+    sentence = SENTENCES[0]  # the book's sentence: what each lesson opens on
+    layer, head = pt.DEFAULT_HEADS["trainable_weights"]
+    two = pt.pretrained_trainable_lesson(model, sentence, layer, head, 2)
+    assert two.pattern.previous > 0.9  # nearly all of every row on one key: far from flat
+    layer, head = pt.DEFAULT_HEADS["causal_dropout"]
+    four = pt.pretrained_causal_lesson(model, sentence, layer, head, training=False, dropout=0.0, seed=0)
+    assert four.future_mass > 0.4 and four.rows_changed >= len(four.tokens) // 2  # the mask takes what it reads
+    layer, _ = pt.DEFAULT_HEADS["multi_head"]
+    five = pt.pretrained_multihead_lesson(model, sentence, layer)
+    assert five.distinct_patterns >= 3 and five.prediction.answer == 1
+    layer, head = pt.DEFAULT_HEADS["cross_attention"]
+    pair = pt.PAIRS[0]
+    seven = pt.pretrained_cross_lesson(model, pair.first, pair.second, layer, head)
+    assert seven.shared_words >= 3 and seven.copies_found == seven.shared_words and seven.copy_share > 0.6
+
+
+# ------------------------------------------------------------------ the Code boxes reproduce the numbers
+def test_recipe_head(model: rm.RealModel) -> None:
+    lesson = pt.pretrained_trainable_lesson(model, SENTENCES[1], 2, 4, 3)
+    namespace = recipes.run(lesson.code)
+    for name in ("queries", "keys", "values", "weights", "context"):
+        assert close(torch.as_tensor(namespace[name]), frame_matrix(getattr(lesson, name))), name
+    assert close(namespace["W_query"][: pt.W_ROWS_SHOWN], frame_matrix(lesson.w_query))
+    assert namespace["W_query"].shape == (384, 32)
+    assert unique_labels(namespace["tokens"]) == lesson.tokens
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_recipe_causal(model: rm.RealModel, training: bool) -> None:
+    lesson = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=training, dropout=0.3, seed=5)
+    namespace = recipes.run(lesson.code)
+    for name in ("unmasked", "masked", "renormalised", "dropped"):
+        assert close(namespace[name], frame_matrix(getattr(lesson, name))), name
+
+
+def test_recipe_multi_head(model: rm.RealModel) -> None:
+    lesson = pt.pretrained_multihead_lesson(model, SENTENCES[1], 2)
+    namespace = recipes.run(lesson.code)
+    assert float((namespace["wrapper"] - namespace["split"]).abs().max()) <= 1e-5
+    weights = namespace["weights"]
+    for head in range(12):
+        shown = frame_matrix(lesson.heads[lesson.heads["head"] == head].drop(columns="head"))
+        assert close(weights[head], shown), head
+
+
+def test_recipe_cross(model: rm.RealModel) -> None:
+    pair = pt.PAIRS[1]
+    lesson = pt.pretrained_cross_lesson(model, pair.first, pair.second, 2, 9)
+    namespace = recipes.run(lesson.code)
+    assert close(namespace["weights"], frame_matrix(lesson.weights))
+    assert close(namespace["context"], frame_matrix(lesson.output))
