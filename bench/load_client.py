@@ -142,6 +142,7 @@ class RunView:
     pages: dict[str, str] = field(default_factory=dict)  # URL path -> page script hash (navigation)
     page_names: dict[str, str] = field(default_factory=dict)  # page script hash -> URL path (hidden aliases too)
     widgets: dict[str, WidgetState] = field(default_factory=dict)
+    buttons: dict[str, str] = field(default_factory=dict)  # button label -> widget id (bench/training_queue.py)
     code_seeds: list[int] = field(default_factory=list)
     z: str | None = None
     problems: list[str] = field(default_factory=list)
@@ -195,7 +196,9 @@ def read_message(message: ForwardMsg, view: RunView) -> None:
         element = message.delta.new_element
         element_type = element.WhichOneof("type")
         proto = getattr(element, element_type)
-        if getattr(proto, "id", ""):
+        if element_type == "button":
+            view.buttons[proto.label] = proto.id
+        elif getattr(proto, "id", ""):
             state = widget_state(element_type, proto, view.widgets.get(proto.id))
             if state is not None:
                 view.widgets[proto.id] = state

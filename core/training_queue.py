@@ -258,12 +258,19 @@ class TrainingQueue(Generic[Key, Result]):
             heapq.heappush(free_at, heapq.heappop(free_at) + j.estimate_s)
         return len(ahead) + 1, free_at[0]
 
+    def _alive(self, session: str) -> bool:
+        """is_alive, where an error counts as alive: a worker thread must never die of it."""
+        try:
+            return bool(self._is_alive(session))
+        except Exception:
+            return True
+
     def _drop_abandoned(self) -> None:
         """Sessions that are gone leave; queued runs nobody waits for are dropped."""
-        for session in [s for s in self._requests if not self._is_alive(s)]:
+        for session in [s for s in self._requests if not self._alive(s)]:
             del self._requests[session]
         for job in list(self._jobs.values()):
-            job.waiters = {s for s in job.waiters if self._is_alive(s)}
+            job.waiters = {s for s in job.waiters if self._alive(s)}
             if not job.waiters and job.state == State.QUEUED:
                 del self._jobs[job.key]
 
@@ -304,7 +311,7 @@ class TrainingQueue(Generic[Key, Result]):
                 now = self._clock()
                 if now - job.checked_at >= self._liveness_every_s:
                     job.checked_at = now
-                    job.waiters = {s for s in job.waiters if self._is_alive(s)}
+                    job.waiters = {s for s in job.waiters if self._alive(s)}
                 if not job.waiters:
                     raise Cancelled(f"nobody waits for {job.key!r} any more")
 

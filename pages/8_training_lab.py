@@ -8,7 +8,7 @@ import torch
 from core import charts_training, recipes
 from core import tiny_transformer as tt
 from core.lessons import matrix_frame
-from pages import _ui
+from pages import _training_queue, _ui
 
 frame = _ui.page_start()
 
@@ -126,14 +126,19 @@ st.caption(f"Estimated time on one core: about {tt.estimated_seconds(config):.0f
 
 runs: list[tt.TrainingRun] = st.session_state.setdefault("training_runs", [])
 b1, b2, b3 = st.columns(3)
+# A press queues the run(s) (one training per setting for the whole class, a few at once per process);
+# a run someone already trained is ready at once and drawn in this very rerun.
 if b1.button("Train", type="primary", icon=":material/play_arrow:", key="train_button"):
-    runs = keep(runs, _ui.training_run(config))
+    _training_queue.ask([config])
 if b2.button("Compare scaled vs unscaled", icon=":material/compare:", key="train_compare"):
-    for scaled in (True, False):
-        runs = keep(runs, _ui.training_run(replace(config, scale=scaled)))
+    _training_queue.ask([replace(config, scale=scaled) for scaled in (True, False)])
 if b3.button("Clear the runs", icon=":material/delete:", key="train_clear"):
     runs = []
+    _training_queue.forget()
+for finished in _training_queue.collect():  # asked for now or earlier, and ready
+    runs = keep(runs, finished)
 st.session_state["training_runs"] = runs
+waiting = st.empty()  # the place in the queue, or the run's progress, while this session waits
 
 _ui.predict(tt.spread_question(config.d_k), key="predict_training_lab")
 _ui.step("Loss and held-out accuracy")
@@ -167,3 +172,4 @@ if latest is not None:
     )
 _ui.prose("training_lab", "cost")
 _ui.code_box(recipes.fill("training_lab", tt.recipe_values(config)))
+_training_queue.wait(waiting)  # last: the page is complete while the student waits

@@ -278,3 +278,15 @@ def test_default_slots_leave_a_core_and_follow_the_variable(monkeypatch: pytest.
     assert default_slots() == 3
     with pytest.raises(ValueError):
         TrainingQueue(lambda key, report: key, lambda key: 1.0, slots=0)
+
+
+def test_a_liveness_check_that_fails_does_not_stop_the_queue(gates: Gates, make_queue) -> None:
+    def broken(session: str) -> bool:
+        raise RuntimeError("no runtime")
+
+    queue = make_queue(is_alive=broken)
+    queue.request("s0", ["a"])
+    queue.request("s1", ["b"])
+    gates.release("a")
+    gates.release("b")
+    wait_until(lambda: queue.computed == 2)  # an error counts as alive: both ran
