@@ -28,7 +28,18 @@ import altair as alt
 import pandas as pd
 import torch
 
-from bench import capacity, core_speed, hostile_probe, latency, memory, monte_carlo, real_model, replicas, training
+from bench import (
+    capacity,
+    core_speed,
+    hostile_probe,
+    latency,
+    memory,
+    monte_carlo,
+    real_model,
+    replicas,
+    training,
+    training_queue,
+)
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
@@ -42,7 +53,18 @@ def machine() -> str:
 
 
 # latency last: it runs the app in this process. capacity pins this process to core 1 while it runs.
-PARTS = ("core", "monte_carlo", "real_model", "memory", "hostile", "training", "capacity", "replicas", "latency")
+PARTS = (
+    "core",
+    "monte_carlo",
+    "real_model",
+    "memory",
+    "hostile",
+    "training",
+    "training_queue",
+    "capacity",
+    "replicas",
+    "latency",
+)
 
 
 def run_all(quick: bool, only: set[str]) -> dict:
@@ -64,6 +86,8 @@ def run_all(quick: bool, only: set[str]) -> dict:
         results["hostile"] = hostile_probe.run(connections=8 if quick else 32)
     if "training" in only:
         results["training"] = training.run(quick)
+    if "training_queue" in only:
+        results["training_queue"] = training_queue.run(quick)
     if "capacity" in only:
         all_cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
         steps = (10, 25) if quick else capacity.STEPS
@@ -140,6 +164,8 @@ def table(results: dict) -> str:
     ]
     if "training" in results:
         rows += training_rows(results["training"], ok)
+    if "training_queue" in results:
+        rows += training_queue_rows(results["training_queue"], ok)
     lines = [
         f"Measured {results['date']} on {results['machine']} (`python -m bench.run`).",
         "",
@@ -240,8 +266,31 @@ def training_rows(tr: dict, ok) -> list[tuple[str, str, str, str]]:
     ]  # fmt: skip
 
 
+def training_queue_rows(tq: dict, ok) -> list[tuple[str, str, str, str]]:
+    """The training queue's rows (bench/training_queue.py): twenty widest runs pressed at once on one server."""
+    widest = f"{tq['pressers']} students press Train at once at the widest setting ({tq['steps_asked']} steps asked)"
+    return [
+        (f"Training queue: {widest}: server peak RSS growth", f"+{tq['peak_growth_mib']:.0f} MiB "
+         f"(from {tq['rss_before_mib']:.0f} to {tq['peak_rss_mib']:.0f})", "< 600 MiB",
+         ok(tq["peak_growth_mib"] < 600)),
+        ("Training queue: the first student's run on the page / the same run alone (same server, same run)",
+         f"{tq['first_vs_alone']:.2f}x ({tq['first_result_s']:.1f} s vs {tq['alone_s']:.1f} s)",
+         "about 1x (<= 1.3x)", ok(tq["first_vs_alone"] <= 1.3)),
+        (f"Training queue: {tq['others']} other students' reruns (multi-head page) while the queue works, "
+         "median / the same students idle", f"{tq['others_slowdown']:.2f}x ({tq['others_busy_median_s']:.2f} s "
+         f"vs {tq['others_idle_median_s']:.2f} s)", "<= 2x", ok(tq["others_slowdown"] <= 2)),
+        ("Training queue: waiting students shown their place; the last one to press saw",
+         f"{tq['pressers_shown_a_place']} of {tq['pressers'] - 1} (places up to {tq['largest_place_shown']}); "
+         f"\"{tq['last_presser_saw']}\"", "every waiting student",
+         ok(tq["pressers_shown_a_place"] >= tq["pressers"] - 1)),
+        ("Training queue: server CPU in the 5 s after every presser closed their tab",
+         f"{tq['server_cpu_after_tabs_closed']:.0%} of a core", "~0 (their runs dropped)",
+         ok(tq["server_cpu_after_tabs_closed"] < 0.2)),
+    ]  # fmt: skip
+
+
 def capacity_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
-    """The capacity figure: students per core, the p95 there and at the first step past it, memory."""
+    """The capacity figures, ours beside the reference page's: students per core, CPU per change, memory."""
     steps = cap["steps"]
     held = [s for s in steps if s["holds"]]
     best = held[-1] if held else steps[0]
@@ -253,7 +302,7 @@ def capacity_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
         else ""
     )
     think = f"think time lognormal, median {cap['think_median_s']:g} s"
-    return [
+    rows = [
         (
             f"Capacity: students one server process on one core holds (p95 change < 1 s, 0 errors; {think})",
             f"**{cap['students_per_core']}** (p95 {best['p95_s']:.2f} s, p50 {best['p50_s']:.2f} s{past})",
@@ -268,6 +317,10 @@ def capacity_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
             "(reported)",
             "",
         ),
+    ]
+    if "reference" in cap:
+        rows += reference_rows(cap, ok)
+    rows += [
         (
             f"Memory: server peak RSS with {best['students']} students",
             f"{best['server_peak_rss_mib']:,.0f} MiB",
@@ -279,6 +332,34 @@ def capacity_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
             f"{sum(s['mismatches'] for s in steps)}",
             "0",
             ok(sum(s["mismatches"] for s in steps) == 0),
+        ),
+    ]
+    return rows
+
+
+def reference_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
+    """The reference page (one slider, one heatmap) measured in the same run, and our ratios to it."""
+    ref, ratio = cap["reference"], cap["ratio"]
+    at_least = "at least " if ref["held_every_step"] else ""
+    ours = cap["students_per_core"]
+    per_core_ratio = ours / ref["students_per_core"] if ref["students_per_core"] else float("nan")
+    per_change = ratio["cpu_per_change_median"]
+    return [
+        (
+            "Capacity, reference page (bench/reference_page.py), same class, think times and pinning, same run: "
+            "students per core; CPU per change",
+            f"{at_least}{ref['students_per_core']}; {ref['cpu_ms_per_change']:.0f} ms "
+            f"(-> {ref['cpu_ceiling_students']} students keep the core busy)",
+            "(reported)",
+            "",
+        ),
+        (
+            "Capacity, ours / reference page: students per core; CPU per change (median over the class sizes "
+            f"both ran: {', '.join(map(str, ratio['students']))})",
+            f"{per_core_ratio:.2f}{' (or less)' if at_least else ''}; **{per_change:.2f}x** "
+            f"({' / '.join(f'{r:.2f}' for r in ratio['cpu_per_change'])})",
+            "CPU per change <= 1.5x",
+            ok(per_change is not None and per_change <= 1.5),
         ),
     ]
 
@@ -309,11 +390,13 @@ def replica_rows(rep: dict, ok) -> list[tuple[str, str, str, str]]:
 
 
 def capacity_plot(cap: dict) -> alt.Chart:
-    """p50 and p95 of the students' changes against the class size, with the 1 s target."""
+    """p50 and p95 of the students' changes against the class size, ours and the reference page's, with the target."""
+    curves = {"Attention Lab": cap["steps"], "reference page": cap.get("reference", {}).get("steps", [])}
     frame = pd.DataFrame(
         [
-            {"students": s["students"], "quantile": name, "seconds": s[f"{name}_s"]}
-            for s in cap["steps"]
+            {"students": s["students"], "app": app, "quantile": name, "seconds": s[f"{name}_s"]}
+            for app, steps in curves.items()
+            for s in steps
             for name in ("p50", "p95")
         ]
     )
@@ -323,13 +406,14 @@ def capacity_plot(cap: dict) -> alt.Chart:
         .encode(
             x=alt.X("students:Q", title="simulated students (one server process, one core)"),
             y=alt.Y("seconds:Q", title="change -> script finished (s)", scale=alt.Scale(type="symlog")),
-            color=alt.Color("quantile:N", scale=alt.Scale(scheme="tableau10")),
+            color=alt.Color("app:N", scale=alt.Scale(scheme="tableau10")),
+            strokeDash=alt.StrokeDash("quantile:N", sort=["p95", "p50"]),
         )
     )
     target = (
         alt.Chart(pd.DataFrame({"seconds": [cap["p95_target_s"]]})).mark_rule(strokeDash=[6, 4]).encode(y="seconds:Q")
     )
-    # How busy the server's core was: a slow step with a half-idle core waited for a CPU others were using.
+    # How busy our server's core was: a slow step with a half-idle core waited for a CPU others were using.
     busy = pd.DataFrame(
         [
             {"students": s["students"], "seconds": s["p95_s"], "label": f"core {s['server_cpu_busy']:.0%} busy"}
@@ -338,7 +422,9 @@ def capacity_plot(cap: dict) -> alt.Chart:
     )
     labels = alt.Chart(busy).mark_text(dy=-12, fontSize=11).encode(x="students:Q", y="seconds:Q", text="label:N")
     return (lines + target + labels).properties(
-        width=560, height=260, title="Students per core (dashed: p95 target; labels: the server core's use)"
+        width=560,
+        height=260,
+        title="Students per core, ours and the reference page's (dashed rule: p95 target; labels: our core's use)",
     )
 
 

@@ -44,6 +44,7 @@ WIDEST = "train_task=induction&train_layers=2&train_heads=4&train_d_k=64"
 MAX_STEPS_ASKED = 3000  # the caps cut it to what fits the run budget at this width
 QUICK_STEPS = 40
 PLACE = re.compile(r"place (\d+)")
+WAITING = "Waiting for a free trainer"  # pages/_training_queue.describe: a queued student's bar
 RUN_SHOWN = re.compile(r"^Run \d+: ")  # the caption above the heads, once a run is on the page
 FINISHED = ForwardMsg.ScriptFinishedStatus
 
@@ -63,6 +64,7 @@ class Pressed:
     """What one press of Train gave: seconds until the run was on the page, what the wait showed."""
 
     seconds: float
+    run_label: str  # the page's caption for the run it shows
     first_wait_text: str  # the first progress text after the press ("" if the run was shown at once)
     places_seen: tuple[int, ...]
 
@@ -97,7 +99,7 @@ async def press_train(student: load_client.Student, timeout_s: float, texts: lis
     sent = time.monotonic()
     await student.socket.send(message.SerializeToString())
     texts = [] if texts is None else texts
-    shown = False
+    shown = ""
     while True:
         reply = ForwardMsg()
         reply.ParseFromString(await asyncio.wait_for(student.socket.recv(), timeout_s))
@@ -107,14 +109,14 @@ async def press_train(student: load_client.Student, timeout_s: float, texts: lis
             if kind == "progress":
                 texts.append(element.progress.text)
             elif kind == "markdown" and RUN_SHOWN.match(element.markdown.body):
-                shown = True
+                shown = element.markdown.body
             elif kind == "exception":
                 raise RuntimeError(f"exception on the page: {element.exception.message[:200]}")
         elif reply.WhichOneof("type") == "script_finished":
             done = reply.script_finished == FINISHED.FINISHED_SUCCESSFULLY
             if done and shown:  # the run's end after the one that waited in the queue (it reran)
                 places = tuple(int(m.group(1)) for t in texts if (m := PLACE.search(t)))
-                return Pressed(time.monotonic() - sent, texts[0] if texts else "", places)
+                return Pressed(time.monotonic() - sent, shown, texts[0] if texts else "", places)
 
 
 async def step_seeds(students: list[load_client.Student], until: float, think_s: float = 0.5) -> list[float]:
@@ -155,7 +157,8 @@ async def measure(url: str, pid: int, steps: int) -> dict:
     finished = [p.result() for p in presses if p.done() and not p.exception()]
     peak = rss_mib(pid, "VmHWM")
     places = [max((int(m.group(1)) for t in texts if (m := PLACE.search(t))), default=0) for texts in shown]
-    last_wait = next((t for t in reversed(shown[-1]) if PLACE.search(t)), "")
+    told = [any(t.startswith(WAITING) for t in texts) for texts in shown]  # "you are next" counts too
+    last_wait = next((t for t in reversed(shown[-1]) if t.startswith(WAITING)), "")
 
     # Every presser closes its tab: their queued runs must go, the running one must stop.
     for task in presses:
@@ -174,6 +177,7 @@ async def measure(url: str, pid: int, steps: int) -> dict:
         "pressers": PRESSERS,
         "others": OTHERS,
         "steps_asked": steps,
+        "run": alone.run_label,
         "alone_s": round(alone.seconds, 2),
         "first_result_s": round(first.seconds, 2),
         "first_vs_alone": round(first.seconds / alone.seconds, 2),
@@ -187,7 +191,7 @@ async def measure(url: str, pid: int, steps: int) -> dict:
         "others_slowdown": round(statistics.median(busy) / statistics.median(idle), 2),
         "others_reruns": [len(idle), len(busy)],
         "largest_place_shown": max(places),
-        "pressers_shown_a_place": sum(p > 0 for p in places),
+        "pressers_shown_a_place": sum(told),
         "last_presser_saw": last_wait,
         "server_cpu_after_tabs_closed": round(cpu_after_close, 2),
     }
