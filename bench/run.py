@@ -1,10 +1,11 @@
 """Run every benchmark and regenerate the README's performance table and plot.
 
-    python -m bench.run                    # everything: ~15 minutes on 2 cores
+    python -m bench.run                    # everything: ~35 minutes on 2 cores (capacity: two apps)
     python -m bench.run --quick            # fewer repeats, small classes (a smoke run)
     python -m bench.run --only capacity    # one part again; the rest is kept from bench/results.json
     python -m bench.run --only replicas
     python -m bench.run --only none        # re-render the table and plots from bench/results.json
+    python -m bench.run --only capacity,training_queue --quick --capacity-steps 25,50,100 --capacity-seconds 30
 
 Writes bench/results.json, bench/results.md, bench/results.png (latency) and bench/capacity.png
 (p50/p95 against students), and replaces the part of README.md between the "bench:start" and
@@ -67,8 +68,12 @@ PARTS = (
 )
 
 
-def run_all(quick: bool, only: set[str]) -> dict:
-    """Run the chosen parts; the others are kept from the previous bench/results.json."""
+def run_all(
+    quick: bool, only: set[str], capacity_steps: tuple[int, ...] | None = None, capacity_seconds: float | None = None
+) -> dict:
+    """Run the chosen parts; the others are kept from the previous bench/results.json.
+
+    capacity_steps / capacity_seconds: a shorter capacity run than the full one (a busy machine)."""
     previous = HERE / "results.json"
     results: dict = json.loads(previous.read_text()) if only != set(PARTS) and previous.exists() else {}
     results.update(date=dt.date.today().isoformat(), machine=machine())
@@ -90,8 +95,8 @@ def run_all(quick: bool, only: set[str]) -> dict:
         results["training_queue"] = training_queue.run(quick)
     if "capacity" in only:
         all_cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-        steps = (10, 25) if quick else capacity.STEPS
-        results["capacity"] = capacity.run(steps, seconds=20 if quick else 60)
+        steps = capacity_steps or ((10, 25) if quick else capacity.STEPS)
+        results["capacity"] = capacity.run(steps, seconds=capacity_seconds or (20 if quick else 60))
         if all_cores:
             os.sched_setaffinity(0, all_cores)  # the later parts get both cores back
     if "replicas" in only:
@@ -455,10 +460,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats and a small load test")
     parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated subset of {', '.join(PARTS)}")
+    parser.add_argument("--capacity-steps", default="", help="class sizes for the capacity part, e.g. 25,50,100")
+    parser.add_argument("--capacity-seconds", type=float, default=None, help="measured seconds per capacity step")
     args = parser.parse_args()
     # A `kill` then unwinds like Ctrl-C, so the servers and balancers the parts started are stopped too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    results = run_all(args.quick, set(args.only.split(",")))
+    steps = tuple(int(n) for n in args.capacity_steps.split(",")) if args.capacity_steps else None
+    results = run_all(args.quick, set(args.only.split(",")), steps, args.capacity_seconds)
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     markdown = table(results)
     (HERE / "results.md").write_text(markdown + "\n")
