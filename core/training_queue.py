@@ -31,6 +31,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Generic, TypeVar
 
 Key = TypeVar("Key", bound=Hashable)
@@ -94,17 +95,31 @@ class _Job(Generic[Key]):
         return max(self.estimate_s - elapsed, 0.0)
 
 
-def default_slots() -> int:
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # cgroup v2: "<quota> <period>" or "max <period>"
+
+
+def usable_cores(cpu_max: Path = CGROUP_CPU_MAX) -> int:
+    """The cores this process may use: its CPU affinity, and a container's CPU quota where it has one
+    (a container limited to 1 CPU on a 16-core machine still sees 16 cores)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+    except (OSError, ValueError):
+        return cores
+    if quota == "max":
+        return cores
+    return max(1, min(cores, int(int(quota) // int(period))))
+
+
+def default_slots(cpu_max: Path = CGROUP_CPU_MAX) -> int:
     """Trainings at once: one core is left for the students' reruns, one at least (default 1 on 2 cores).
 
-    Counts the cores this process may use (its CPU affinity: a pinned container gets fewer than the
-    machine has); `ATTENTION_LAB_TRAINING_SLOTS` overrides it.
+    `ATTENTION_LAB_TRAINING_SLOTS` overrides it.
     """
     configured = os.environ.get(SLOTS_VARIABLE, "").strip()
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores - 1)
+    return max(1, usable_cores(cpu_max) - 1)
 
 
 class TrainingQueue(Generic[Key, Result]):

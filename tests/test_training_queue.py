@@ -266,16 +266,22 @@ def test_a_request_of_two_runs_queues_both_in_order(gates: Gates, make_queue) ->
     assert gates.started == ["scaled", "unscaled"]
 
 
-def test_default_slots_leave_a_core_and_follow_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_slots_leave_a_core_and_follow_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    no_quota = tmp_path / "cpu.max"
+    no_quota.write_text("max 100000\n")
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.delenv("ATTENTION_LAB_TRAINING_SLOTS", raising=False)
-    assert default_slots() == 1
+    assert default_slots(no_quota) == 1
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0})
-    assert default_slots() == 1
+    assert default_slots(no_quota) == 1
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(8)))
-    assert default_slots() == 7
+    assert default_slots(no_quota) == 7
+    assert default_slots(tmp_path / "absent") == 7  # no cgroup v2 file: the affinity alone
+    quota = tmp_path / "quota"
+    quota.write_text("300000 100000\n")  # a container limited to 3 CPUs on the 8-core machine
+    assert default_slots(quota) == 2
     monkeypatch.setenv("ATTENTION_LAB_TRAINING_SLOTS", "3")
-    assert default_slots() == 3
+    assert default_slots(quota) == 3
     with pytest.raises(ValueError):
         TrainingQueue(lambda key, report: key, lambda key: 1.0, slots=0)
 
