@@ -274,6 +274,8 @@ def training_rows(tr: dict, ok) -> list[tuple[str, str, str, str]]:
 def training_queue_rows(tq: dict, ok) -> list[tuple[str, str, str, str]]:
     """The training queue's rows (bench/training_queue.py): twenty widest runs pressed at once on one server."""
     widest = f"{tq['pressers']} students press Train at once at the widest setting ({tq['steps_asked']} steps asked)"
+    if "load_average_1min" in tq:  # a busy machine stretches every time here; the ratios less so
+        widest += f", machine load average {tq['load_average_1min']:g} on {os.cpu_count()} cores"
     return [
         (f"Training queue: {widest}: server peak RSS growth", f"+{tq['peak_growth_mib']:.0f} MiB "
          f"(from {tq['rss_before_mib']:.0f} to {tq['peak_rss_mib']:.0f})", "< 600 MiB",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import re
 import statistics
@@ -174,6 +175,7 @@ async def measure(url: str, pid: int, steps: int) -> dict:
         await load_client.close(student)
 
     return {
+        "load_average_1min": round(os.getloadavg()[0], 1),  # other work on the machine (2 cores) meanwhile
         "pressers": PRESSERS,
         "others": OTHERS,
         "steps_asked": steps,
