@@ -45,7 +45,7 @@ WIDEST = "train_task=induction&train_layers=2&train_heads=4&train_d_k=64"
 MAX_STEPS_ASKED = 3000  # the caps cut it to what fits the run budget at this width
 QUICK_STEPS = 40
 PLACE = re.compile(r"place (\d+)")
-WAITING = "Waiting for a free trainer"  # pages/_training_queue.describe: a queued student's bar
+WAITING = "Waiting for a free trainer"  # ui/training_queue.describe: a queued student's bar
 RUN_SHOWN = re.compile(r"^Run \d+: ")  # the caption above the heads, once a run is on the page
 FINISHED = ForwardMsg.ScriptFinishedStatus
 

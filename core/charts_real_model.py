@@ -1,9 +1,9 @@
 """Chart builders for the "Inside a real model" lesson: DataFrames in, Vega-Lite out.
 
 Each chart reads named datasets, so its structure depends only on a few sizes: `*_template`
-builds it once per look with Altair (~20-100 ms) and keeps the JSON; the page swaps in this
-rerun's data (see core.charts.heatmap_spec for the same idea). `*_to_dict` give the full,
-validated spec with the values inlined, for the tests.
+builds it once per look with Altair (bench/NOTES.md) and keeps the JSON; the page swaps in this
+rerun's data (see core.charts.heatmap_spec for the same idea). The tests validate each template
+with its data against the Vega-Lite schema.
 
 Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in core.charts.
 """
@@ -14,7 +14,6 @@ import functools
 import json
 
 import altair as alt
-import pandas as pd
 
 GRID_DATA = "real_model_grid"  # layer, head, query_index, key_index, query, key, weight, chosen
 LINES_DATA = "real_model_lines"  # query_index, key_index, query, key, weight
@@ -179,22 +178,3 @@ def lines_template(num_tokens: int, title: str) -> str:
 @functools.lru_cache(maxsize=32)
 def measure_template(title: str, value_title: str) -> str:
     return json.dumps(measure_map(title, value_title).to_dict(validate=False))
-
-
-def _with_records(chart: alt.TopLevelMixin, datasets: dict[str, pd.DataFrame]) -> dict:
-    spec = chart.to_dict()  # validated by Altair
-    spec["datasets"] = {name: frame.to_dict(orient="records") for name, frame in datasets.items()}
-    return spec
-
-
-def head_grid_to_dict(frame: pd.DataFrame, num_tokens: int, num_layers: int, num_heads: int) -> dict:
-    """The grid's full spec with its values as records."""
-    return _with_records(head_grid(num_tokens, num_layers, num_heads), {GRID_DATA: frame})
-
-
-def head_lines_to_dict(lines: pd.DataFrame, tokens: pd.DataFrame, title: str) -> dict:
-    return _with_records(head_lines(len(tokens), title), {LINES_DATA: lines, TOKENS_DATA: tokens})
-
-
-def measure_map_to_dict(frame: pd.DataFrame, title: str, value_title: str) -> dict:
-    return _with_records(measure_map(title, value_title), {MEASURE_DATA: frame})

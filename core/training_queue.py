@@ -5,7 +5,7 @@ used to start twenty trainings side by side: each took ~150 MiB, all shared the 
 together, and every other student's rerun slowed down meanwhile. Here at most `slots` trainings
 run at once, on the queue's own worker threads; the rest wait in the order they were asked for.
 
-The rules, each tested in tests/test_training_queue.py:
+The rules, each tested in tests/unit/test_training_queue.py:
 - order: a run starts in the order it was first asked for (first come, first served);
 - bound: never more than `slots` computations at once;
 - dedup: a run that is queued, running or finished is never computed a second time; a second
