@@ -85,14 +85,14 @@ class _Job(Generic[Key]):
     def progress(self) -> float:
         return self.done / self.total if self.total else 0.0
 
-    def remaining_s(self, now: float) -> float:
-        """Seconds left: from the pace so far once there is one, else from the estimate."""
+    def remaining_s(self, now: float, pace: float) -> float:
+        """Seconds left: from this run's own pace once it has one, else from the estimate x `pace`."""
         if self.state != State.RUNNING:
-            return self.estimate_s
+            return self.estimate_s * pace
         elapsed = now - self.started_at
         if self.progress >= 0.05:
             return elapsed / self.progress * (1 - self.progress)
-        return max(self.estimate_s - elapsed, 0.0)
+        return max(self.estimate_s * pace - elapsed, 0.0)
 
 
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # cgroup v2: "<quota> <period>" or "max <period>"
@@ -159,6 +159,9 @@ class TrainingQueue(Generic[Key, Result]):
         self._order = itertools.count()
         self._workers: list[threading.Thread] = []
         self._closed = False
+        # Seconds a run actually took per second of its estimate, learned from the finished runs: the
+        # estimate is for one quiet core; a busy machine (or a faster one) shows in the waits at once.
+        self.pace = 1.0
         self.computed = 0  # computations finished (tests and benchmarks read it)
         self.peak_running = 0  # the most computations ever running at once
 
@@ -194,9 +197,9 @@ class TrainingQueue(Generic[Key, Result]):
                 return Status(State.UNKNOWN)
             now = self._clock()
             if job.state == State.RUNNING:
-                return Status(State.RUNNING, progress=job.progress, wait_s=job.remaining_s(now))
+                return Status(State.RUNNING, progress=job.progress, wait_s=job.remaining_s(now, self.pace))
             place, starts_in = self._place(job, now)
-            return Status(State.QUEUED, place=place, wait_s=starts_in + job.estimate_s)
+            return Status(State.QUEUED, place=place, wait_s=starts_in + job.estimate_s * self.pace)
 
     def pending(self, session: str) -> tuple[Key, ...]:
         """The keys of the session's current request."""
@@ -266,11 +269,11 @@ class TrainingQueue(Generic[Key, Result]):
         ahead = sorted(
             (j for j in self._jobs.values() if j.state == State.QUEUED and j.order < job.order), key=lambda j: j.order
         )
-        free_at = [j.remaining_s(now) for j in self._jobs.values() if j.state == State.RUNNING]
+        free_at = [j.remaining_s(now, self.pace) for j in self._jobs.values() if j.state == State.RUNNING]
         free_at += [0.0] * (self.slots - len(free_at))
         heapq.heapify(free_at)
         for j in ahead:
-            heapq.heappush(free_at, heapq.heappop(free_at) + j.estimate_s)
+            heapq.heappush(free_at, heapq.heappop(free_at) + j.estimate_s * self.pace)
         return len(ahead) + 1, free_at[0]
 
     def _alive(self, session: str) -> bool:
@@ -342,6 +345,9 @@ class TrainingQueue(Generic[Key, Result]):
             self._jobs.pop(job.key, None)
             succeeded, value = outcome
             if succeeded:
+                if job.estimate_s > 0:  # the pace: the first run's own, then a moving average
+                    taken = (self._clock() - job.started_at) / job.estimate_s
+                    self.pace = taken if self.computed == 0 else 0.7 * self.pace + 0.3 * taken
                 self.computed += 1
                 self._results[job.key] = (self._clock(), value)  # type: ignore[assignment]
                 while len(self._results) > self._max_results:

@@ -296,3 +296,33 @@ def test_a_liveness_check_that_fails_does_not_stop_the_queue(gates: Gates, make_
     gates.release("a")
     gates.release("b")
     wait_until(lambda: queue.computed == 2)  # an error counts as alive: both ran
+
+
+def test_estimates_follow_the_pace_of_the_finished_runs() -> None:
+    """A run estimated at 10 s that took 30 s (a busy machine) makes the queue's next waits 3x longer."""
+    now = [0.0]
+    release = {key: threading.Event() for key in ("first", "busy", "next")}
+    started: list[str] = []
+
+    def silent(key: str, on_progress) -> str:  # no progress reports: the estimate is all there is
+        started.append(key)
+        release[key].wait(WAIT_S)
+        return key
+
+    queue = TrainingQueue(silent, lambda key: 10.0, slots=1, clock=lambda: now[0], liveness_every_s=0.01)
+    try:
+        queue.request("s0", ["first"])
+        wait_until(lambda: started == ["first"])
+        now[0] = 30.0
+        release["first"].set()
+        wait_until(lambda: queue.computed == 1)
+        assert queue.pace == pytest.approx(3.0)
+        queue.request("s0", ["busy"])
+        wait_until(lambda: started == ["first", "busy"])
+        queue.request("s1", ["next"])
+        # "busy" has just started: 10 s x 3 left; then "next" itself: 10 s x 3.
+        assert queue.status("s1", "next").wait_s == pytest.approx(60.0)
+    finally:
+        for event in release.values():
+            event.set()
+        queue.close()
