@@ -1,10 +1,11 @@
 """Twenty students press Train at once at the widest setting: the training queue on a real server.
 
-    python -m bench.training_queue            # ~3 minutes: the widest runs (~30 s each on one core)
-    python -m bench.training_queue --quick    # ~1 minute: the same runs cut to 40 steps
+    python -m bench.training_queue            # ~3 minutes on a quiet machine: the widest runs (~30 s each)
+    python -m bench.training_queue --quick    # the same runs cut to 40 steps
 
 One `streamlit run` on every core the machine gives it, driven over its websocket
 (bench/load_client.py) in one run, so that every figure is a ratio of times measured side by side:
+0. warm-up: one small run (the page's default task, 10 steps), so that torch's first calls are not timed;
 1. alone: one student presses Train at the widest setting the page allows (induction, 2 layers x 4
    heads x d_k 64, as many steps as the caps allow) -> the time a run takes alone;
 2. idle: OTHERS students step the seed on the multi-head page -> their reruns with no training;
@@ -54,10 +55,11 @@ class TrainingStudent(load_client.Student):
     """A student whose link opens the training lab at the widest setting, with its own seed."""
 
     steps: int = MAX_STEPS_ASKED
+    widest: bool = True  # False: the page's default task and sizes (the warm-up run)
 
     @property
     def query_string(self) -> str:
-        return f"seed={self.seed}&{WIDEST}&train_steps={self.steps}"
+        return f"seed={self.seed}&{WIDEST if self.widest else ''}&train_steps={self.steps}"
 
 
 @dataclass(frozen=True)
@@ -77,10 +79,12 @@ def rss_mib(pid: int, field_name: str = "VmRSS") -> float:
     return float("nan")
 
 
-async def open_student(url: str, index: int, page: str, steps: int, kind=TrainingStudent) -> load_client.Student:
+async def open_student(
+    url: str, index: int, page: str, steps: int, kind=TrainingStudent, widest: bool = True
+) -> load_client.Student:
     student = kind(index, url, time.monotonic(), random.Random(index), page, seed=1000 * (index + 1))
     if isinstance(student, TrainingStudent):
-        student.steps = steps
+        student.steps, student.widest = steps, widest
     await student.connect()
     await student.rerun(load_client.Action.OPEN)
     return student
@@ -137,6 +141,9 @@ async def step_seeds(students: list[load_client.Student], until: float, think_s:
 
 
 async def measure(url: str, pid: int, steps: int) -> dict:
+    warm = await open_student(url, 50, "training_lab", 10, widest=False)  # torch's first training calls
+    await press_train(warm, timeout_s=300)
+    await load_client.close(warm)
     alone_student = await open_student(url, 0, "training_lab", steps)
     alone = await press_train(alone_student, timeout_s=300)
     await load_client.close(alone_student)
