@@ -37,6 +37,7 @@ from typing import Generic, TypeVar
 Key = TypeVar("Key", bound=Hashable)
 Result = TypeVar("Result")
 ProgressCallback = Callable[[int, int], None]  # (steps done, steps in all)
+PACE_MEMORY = 0.7  # how much of the pace learned so far each finished run keeps
 SLOTS_VARIABLE = "ATTENTION_LAB_TRAINING_SLOTS"  # overrides default_slots(), e.g. on a large machine
 
 
@@ -161,7 +162,9 @@ class TrainingQueue(Generic[Key, Result]):
         self._closed = False
         # Seconds a run actually took per second of its estimate, learned from the finished runs: the
         # estimate is for one quiet core; a busy machine (or a faster one) shows in the waits at once.
+        # A ratio of (decaying) sums, not a mean of ratios: a tiny run's fixed costs must not dominate.
         self.pace = 1.0
+        self._taken_s = self._estimated_s = 0.0
         self.computed = 0  # computations finished (tests and benchmarks read it)
         self.peak_running = 0  # the most computations ever running at once
 
@@ -345,9 +348,10 @@ class TrainingQueue(Generic[Key, Result]):
             self._jobs.pop(job.key, None)
             succeeded, value = outcome
             if succeeded:
-                if job.estimate_s > 0:  # the pace: the first run's own, then a moving average
-                    taken = (self._clock() - job.started_at) / job.estimate_s
-                    self.pace = taken if self.computed == 0 else 0.7 * self.pace + 0.3 * taken
+                if job.estimate_s > 0:  # the recent runs weigh most (the machine's load changes)
+                    self._taken_s = PACE_MEMORY * self._taken_s + (self._clock() - job.started_at)
+                    self._estimated_s = PACE_MEMORY * self._estimated_s + job.estimate_s
+                    self.pace = self._taken_s / self._estimated_s
                 self.computed += 1
                 self._results[job.key] = (self._clock(), value)  # type: ignore[assignment]
                 while len(self._results) > self._max_results:

@@ -326,3 +326,23 @@ def test_estimates_follow_the_pace_of_the_finished_runs() -> None:
         for event in release.values():
             event.set()
         queue.close()
+
+
+def test_a_tiny_runs_fixed_costs_do_not_dominate_the_pace() -> None:
+    """Runs weigh by their estimates: a 0.1 s run that took 5 s, then a 10 s run that took 20 s."""
+    now = [0.0]
+    estimates = {"tiny": 0.1, "long": 10.0}
+    taken = {"tiny": 5.0, "long": 20.0}
+
+    def compute(key: str, on_progress) -> str:
+        now[0] += taken[key]  # the run "takes" its time on the fake clock
+        return key
+
+    queue = TrainingQueue(compute, estimates.__getitem__, slots=1, clock=lambda: now[0], liveness_every_s=0.01)
+    try:
+        for key in ("tiny", "long"):
+            queue.request("s", [key])
+            wait_until(lambda key=key: queue.status("s", key).state == State.DONE)
+        assert queue.pace == pytest.approx((0.7 * 5.0 + 20.0) / (0.7 * 0.1 + 10.0))  # ~2.3, not ~36
+    finally:
+        queue.close()
