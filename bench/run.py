@@ -4,6 +4,7 @@
     python -m bench.run --quick            # fewer repeats, small classes (a smoke run)
     python -m bench.run --only capacity    # one part again; the rest is kept from bench/results.json
     python -m bench.run --only replicas
+    python -m bench.run --only scale       # lesson 9: plain vs tiled memory, the KV cache, the page's rerun
     python -m bench.run --only none        # re-render the table and plots from bench/results.json
     python -m bench.run --only capacity,training_queue --quick --capacity-steps 25,50,100 --capacity-seconds 30
 
@@ -30,6 +31,7 @@ import pandas as pd
 import torch
 
 from bench import (
+    attention_at_scale,
     capacity,
     class_poll,
     core_speed,
@@ -56,7 +58,7 @@ def machine() -> str:
 
 # latency last: it runs the app in this process. capacity pins this process to core 1 while it runs.
 PARTS = (
-    "core", "monte_carlo", "real_model", "memory", "hostile", "training", "training_queue",
+    "core", "monte_carlo", "real_model", "memory", "hostile", "training", "training_queue", "scale",
     "capacity", "replicas", "class_poll", "latency",
 )  # fmt: skip
 
@@ -86,6 +88,8 @@ def run_all(
         results["training"] = training.run(quick)
     if "training_queue" in only:
         results["training_queue"] = training_queue.run(quick)
+    if "scale" in only:
+        results["scale"] = attention_at_scale.run(quick)
     if "capacity" in only:
         all_cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
         steps = capacity_steps or ((10, 25) if quick else capacity.STEPS)
@@ -167,6 +171,8 @@ def table(results: dict) -> str:
         rows += training_rows(results["training"], ok)
     if "training_queue" in results:
         rows += training_queue_rows(results["training_queue"], ok)
+    if "scale" in results:
+        rows += attention_at_scale.rows(results["scale"], ok)
     lines = [
         f"Measured {results['date']} on {results['machine']} (`python -m bench.run`).",
         "",
