@@ -1,7 +1,13 @@
-"""Students per core: step a simulated class up until one server process on one core falls behind.
+"""Students per core, ours and the reference page's: step a class up until one server on one core falls behind.
 
     python -m bench.capacity                      # 25, 50, 100, 150, 200, 250, 300 students, 60 s each
     python -m bench.capacity --steps 25,50 --seconds 20
+
+Two apps are measured in the same run, step by step, one after the other at each class size:
+Attention Lab (streamlit_app.py) and the reference page (bench/reference_page.py: one slider,
+one 6x6 heatmap), with the same students, the same think times (the same random draws) and the
+same pinning, so that their ratio cancels most of what the machine adds. A reference student
+moves the slider where a lesson student steps the seed or switches page.
 
 For each step a fresh `streamlit run` is pinned to core 0 (`taskset -c 0`) and this process, the
 load client (bench/load_client.py), to core 1, so the client never takes the server's CPU. A step
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import enum
 import json
 import os
 import signal
@@ -36,6 +43,18 @@ STEPS = (25, 50, 100, 150, 200, 250, 300)
 SERVER_CPU = "0"  # taskset's core list for the server
 CLIENT_CPU = 1  # the core this process (the client) moves to
 TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class App(enum.StrEnum):
+    """The two apps a capacity run compares."""
+
+    LAB = "lab"  # Attention Lab, streamlit_app.py
+    REFERENCE = "reference"  # bench/reference_page.py
+
+
+SCRIPTS = {App.LAB: "streamlit_app.py", App.REFERENCE: "bench/reference_page.py"}
+STUDENTS = {App.LAB: load_client.Student, App.REFERENCE: load_client.ReferenceStudent}
+WARM_UP_PAGES = {App.LAB: ("trainable_weights",), App.REFERENCE: ("overview",)}
 
 
 @dataclass(frozen=True)
@@ -88,11 +107,13 @@ def pin_client() -> None:
         os.sched_setaffinity(0, {CLIENT_CPU})
 
 
-def measure(students: int, seconds: float, env: dict[str, str] | None = None) -> Step:
-    """One step: a fresh pinned server, `students` students for `seconds` after their arrival."""
-    process, url = start_server(env=env, cpus=SERVER_CPU if (os.cpu_count() or 1) > 1 else None)
+def measure(students: int, seconds: float, env: dict[str, str] | None = None, app: App = App.LAB) -> Step:
+    """One step: a fresh pinned server of `app`, `students` students for `seconds` after their arrival."""
+    cpus = SERVER_CPU if (os.cpu_count() or 1) > 1 else None
+    process, url = start_server(env=env, cpus=cpus, script=SCRIPTS[app])
+    student_class = STUDENTS[app]
     try:
-        asyncio.run(load_client.warm_up(url))  # imports and first runs, before the class arrives
+        asyncio.run(load_client.warm_up(url, WARM_UP_PAGES[app], student_class))  # imports and first runs
         arrival_s = min(0.1 * students, 20.0)
         settle_s = arrival_s + 5.0  # count changes once everyone has arrived and opened the link
         cpu_before, clock_before, client_before = None, None, None
@@ -104,7 +125,9 @@ def measure(students: int, seconds: float, env: dict[str, str] | None = None) ->
 
         async def whole_class() -> load_client.ClassResult:
             marker = asyncio.create_task(mark_start(None))
-            result = await load_client.run_class(url, students, settle_s + seconds, arrival_s=arrival_s)
+            result = await load_client.run_class(
+                url, students, settle_s + seconds, arrival_s=arrival_s, student_class=student_class
+            )
             await marker
             return result
 
@@ -136,32 +159,70 @@ def measure(students: int, seconds: float, env: dict[str, str] | None = None) ->
         process.wait(timeout=30)
 
 
-def run(steps: tuple[int, ...] = STEPS, seconds: float = 60.0, env: dict[str, str] | None = None) -> dict:
-    """Step the class up; stop after the first step that does not hold. Returns a JSON-ready dict."""
-    pin_client()
-    measured: list[Step] = []
-    for students in steps:
-        step = measure(students, seconds, env)
-        measured.append(step)
-        print(f"{students:4d} students: p50 {step.p50_s:.3f} s, p95 {step.p95_s:.3f} s, "
-              f"{step.changes_per_s:.1f} changes/s, server {step.server_cpu_busy:.0%} busy, "
-              f"{step.server_cpu_ms_per_change} ms CPU/change (ceiling {step.cpu_ceiling_students} students), "
-              f"errors {step.errors}, mismatches {step.mismatches}, server on cores {step.server_cpus}, "
-              f"client {step.client_cpu_busy:.0%} busy",
-              flush=True)  # fmt: skip
-        if step.p95_s > STOP_P95_S or step.errors:
-            break
-    held = [s.students for s in measured if s.holds]
+def summary(measured: list[Step]) -> dict:
+    """One app's curve: the largest class that held, and the cost and pace there."""
+    held = [s for s in measured if s.holds]
+    best = (held or measured)[-1]  # the largest class that held (or the first step)
     return {
-        "students_per_core": max(held) if held else 0,
-        # at the largest class that held (or the first step): cost and pace of a class that is keeping up
-        "cpu_ceiling_students": ([s for s in measured if s.holds] or measured)[-1].cpu_ceiling_students,
+        "students_per_core": held[-1].students if held else 0,
+        "held_every_step": len(held) == len(measured),  # then the capacity is at least the last step
+        "cpu_ms_per_change": best.server_cpu_ms_per_change,
+        "cpu_ceiling_students": best.cpu_ceiling_students,
+        "steps": [{**asdict(s), "holds": s.holds, "cpu_ceiling_students": s.cpu_ceiling_students} for s in measured],
+    }
+
+
+def ratios(lab: list[Step], reference: list[Step]) -> dict:
+    """Ours over the reference page's, at the class sizes both measured (the machine's noise cancels
+    best between the two steps of one size, measured one after the other)."""
+    pairs = [(a, b) for a in lab for b in reference if a.students == b.students]
+    per_change = [a.server_cpu_ms_per_change / b.server_cpu_ms_per_change for a, b in pairs]
+    p95 = [a.p95_s / b.p95_s for a, b in pairs if b.p95_s > 0]
+    return {
+        "students": [a.students for a, _ in pairs],
+        "cpu_per_change": [round(r, 2) for r in per_change],
+        "cpu_per_change_median": round(sorted(per_change)[len(per_change) // 2], 2) if per_change else None,
+        "p95": [round(r, 2) for r in p95],
+    }
+
+
+def report(app: App, step: Step) -> None:
+    print(f"{app:9s} {step.students:4d} students: p50 {step.p50_s:.3f} s, p95 {step.p95_s:.3f} s, "
+          f"{step.changes_per_s:.1f} changes/s, server {step.server_cpu_busy:.0%} busy, "
+          f"{step.server_cpu_ms_per_change} ms CPU/change (ceiling {step.cpu_ceiling_students} students), "
+          f"errors {step.errors}, mismatches {step.mismatches}, server on cores {step.server_cpus}, "
+          f"client {step.client_cpu_busy:.0%} busy",
+          flush=True)  # fmt: skip
+
+
+def run(steps: tuple[int, ...] = STEPS, seconds: float = 60.0, env: dict[str, str] | None = None) -> dict:
+    """Step the class up, the reference page and ours at each size; an app stops after a step that is
+    clearly overloaded. Returns a JSON-ready dict: each app's curve and their ratios."""
+    pin_client()
+    measured: dict[App, list[Step]] = {App.LAB: [], App.REFERENCE: []}
+    stopped: set[App] = set()
+    for students in steps:
+        for app in (App.REFERENCE, App.LAB):
+            if app in stopped:
+                continue
+            step = measure(students, seconds, env, app)
+            measured[app].append(step)
+            report(app, step)
+            if step.p95_s > STOP_P95_S or step.errors:
+                stopped.add(app)
+        if len(stopped) == len(App):
+            break
+    lab, reference = summary(measured[App.LAB]), summary(measured[App.REFERENCE])
+    return {
+        **lab,  # our app's curve at the top level, as before
+        "reference": reference,
+        "ratio": ratios(measured[App.LAB], measured[App.REFERENCE]),
+        "load_average_1min": os.getloadavg()[0],  # other work on the machine (a busy machine inflates p95)
         "p95_target_s": P95_TARGET_S,
         "seconds_per_step": seconds,
         "think_median_s": load_client.THINK_MEDIAN_S,
         "think_sigma": load_client.THINK_SIGMA,
         "page_switch_p": load_client.PAGE_SWITCH_P,
-        "steps": [{**asdict(s), "holds": s.holds, "cpu_ceiling_students": s.cpu_ceiling_students} for s in measured],
     }
 
 

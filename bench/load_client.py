@@ -143,6 +143,7 @@ class RunView:
     pages: dict[str, str] = field(default_factory=dict)  # URL path -> page script hash (navigation)
     page_names: dict[str, str] = field(default_factory=dict)  # page script hash -> URL path (hidden aliases too)
     widgets: dict[str, WidgetState] = field(default_factory=dict)
+    buttons: dict[str, str] = field(default_factory=dict)  # button label -> widget id (bench/training_queue.py)
     code_seeds: list[int] = field(default_factory=list)
     z: str | None = None
     problems: list[str] = field(default_factory=list)
@@ -200,6 +201,8 @@ def read_message(message: ForwardMsg, view: RunView) -> None:
         element = message.delta.new_element
         element_type = element.WhichOneof("type")
         proto = getattr(element, element_type)
+        if element_type == "button":
+            view.buttons[proto.label] = proto.id
         if element_type == "vega_lite_chart" and proto.alt:
             view.texts.append(proto.alt)
         if getattr(proto, "id", ""):
@@ -339,6 +342,42 @@ class Student:
             if widget_id.endswith("-seed"):
                 state.double_value = float(seed)
 
+    def problems(self, view: RunView) -> list[str]:
+        """Whatever in this run does not belong to this student's page and seed."""
+        return check(view, self.page, self.seed)
+
+    @staticmethod
+    def first_page(drawn: str) -> str:
+        """The page this student's link opens, given the one drawn for it."""
+        return drawn
+
+
+class ReferenceStudent(Student):
+    """A student of the reference page (bench/reference_page.py): one slider, one heatmap, no pages.
+
+    Same arrivals and think times as a lesson student (the same random draws); each change moves the
+    slider to a new value (the seed modulo 101), where a lesson student steps the seed or switches
+    page. The page shows no seed, so only errors and exceptions are checked.
+    """
+
+    @property
+    def query_string(self) -> str:
+        return ""
+
+    def set_seed(self, seed: int) -> None:
+        self.seed = seed
+        for widget_id, state in self.view.widgets.items():
+            if widget_id.endswith("-value"):
+                del state.double_array_value.data[:]
+                state.double_array_value.data.append(float(seed % 101))
+
+    def problems(self, view: RunView) -> list[str]:
+        return list(view.problems)
+
+    @staticmethod
+    def first_page(drawn: str) -> str:
+        return "overview"  # the reference app's one page, at "/"
+
 
 @dataclass
 class Recorder:
@@ -358,7 +397,7 @@ class Recorder:
         replica = student.cookie.partition("=")[2]
         if view.session_id:
             self.sessions[view.session_id] = Session(student.index, view.session_id, replica)
-        for problem in check(view, student.page, student.seed):
+        for problem in student.problems(view):
             self.mismatches.append(f"student {student.index} ({action}, {student.page}): {problem}")
 
 
@@ -389,7 +428,8 @@ async def attend(student: Student, recorder: Recorder, ends_at: float) -> None:
         await asyncio.sleep(min(think_time(student.rng), max(0.0, ends_at - time.monotonic())))
         if time.monotonic() >= ends_at:
             break
-        if student.rng.random() < PAGE_SWITCH_P and student.view.pages:
+        switch = student.rng.random() < PAGE_SWITCH_P  # drawn by every student: the same think times follow
+        if switch and student.view.pages and not isinstance(student, ReferenceStudent):
             student.page = student.rng.choice([p for p in PAGE_URLS if p != student.page])
             action, page_hash = Action.PAGE, student.view.pages.get(student.page, "")
         else:
@@ -414,12 +454,14 @@ async def run_class(
     random_seed: int = 0,
     first_student: int = 0,
     on_started=None,
+    student_class: type[Student] = Student,
 ) -> ClassResult:
     """Simulate `students` students for `seconds` against the app at `base_url` (http://host:port).
 
     Arrivals are spread evenly over `arrival_s` (default: 0.1 s per student, at most 20 s), as a
     class opens a shared link. `first_student` offsets the seed ranges (two classes, no overlap).
     `on_started(recorder)` is awaited once the class has started (the replica test kills a server then).
+    `student_class`: ReferenceStudent for a class on the reference page (bench/reference_page.py).
     """
     arrival_s = min(0.1 * students, 20.0) if arrival_s is None else arrival_s
     started = time.monotonic()
@@ -429,12 +471,12 @@ async def run_class(
     tasks = []
     for i in range(students):
         index = first_student + i
-        student = Student(
+        student = student_class(
             index=index,
             base_url=base_url,
             started=started,
             rng=random.Random(rng.getrandbits(64)),
-            page=rng.choice(PAGE_URLS),
+            page=student_class.first_page(rng.choice(PAGE_URLS)),  # drawn for every class: same random streams
             seed=SEEDS_PER_STUDENT * (index + 1),
         )
         delay = arrival_s * i / max(students, 1)
@@ -458,10 +500,12 @@ async def arrive(student: Student, recorder: Recorder, ends_at: float, delay: fl
     await attend(student, recorder, ends_at)
 
 
-async def warm_up(base_url: str, pages: tuple[str, ...] = ("trainable_weights",)) -> None:
+async def warm_up(
+    base_url: str, pages: tuple[str, ...] = ("trainable_weights",), student_class: type[Student] = Student
+) -> None:
     """Open `pages` once on a fresh server, so that its imports and first runs are done before a class."""
     for page in pages:
-        student = Student(-1, base_url, time.monotonic(), random.Random(0), page, seed=123)
+        student = student_class(-1, base_url, time.monotonic(), random.Random(0), page, seed=123)
         try:
             await student.connect()
             await student.rerun(Action.OPEN)

@@ -1,11 +1,12 @@
 """Run every benchmark and regenerate the README's performance table and plot.
 
-    python -m bench.run                    # everything: ~15 minutes on 2 cores
+    python -m bench.run                    # everything: ~35 minutes on 2 cores (capacity: two apps)
     python -m bench.run --quick            # fewer repeats, small classes (a smoke run)
     python -m bench.run --only capacity    # one part again; the rest is kept from bench/results.json
     python -m bench.run --only replicas
     python -m bench.run --only scale       # lesson 9: plain vs tiled memory, the KV cache, the page's rerun
     python -m bench.run --only none        # re-render the table and plots from bench/results.json
+    python -m bench.run --only capacity,training_queue --quick --capacity-steps 25,50,100 --capacity-seconds 30
 
 Writes bench/results.json, bench/results.md, bench/results.png (latency) and bench/capacity.png
 (p50/p95 against students), and replaces the part of README.md between the "bench:start" and
@@ -42,6 +43,7 @@ from bench import (
     real_model,
     replicas,
     training,
+    training_queue,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -57,13 +59,17 @@ def machine() -> str:
 
 # latency last: it runs the app in this process. capacity pins this process to core 1 while it runs.
 PARTS = (
-    "core", "monte_carlo", "real_model", "memory", "hostile", "training", "scale",
+    "core", "monte_carlo", "real_model", "memory", "hostile", "training", "training_queue", "scale",
     "capacity", "replicas", "class_poll", "pretrained", "latency",
 )  # fmt: skip
 
 
-def run_all(quick: bool, only: set[str]) -> dict:
-    """Run the chosen parts; the others are kept from the previous bench/results.json."""
+def run_all(
+    quick: bool, only: set[str], capacity_steps: tuple[int, ...] | None = None, capacity_seconds: float | None = None
+) -> dict:
+    """Run the chosen parts; the others are kept from the previous bench/results.json.
+
+    capacity_steps / capacity_seconds: a shorter capacity run than the full one (a busy machine)."""
     previous = HERE / "results.json"
     results: dict = json.loads(previous.read_text()) if only != set(PARTS) and previous.exists() else {}
     results.update(date=dt.date.today().isoformat(), machine=machine())
@@ -81,12 +87,14 @@ def run_all(quick: bool, only: set[str]) -> dict:
         results["hostile"] = hostile_probe.run(connections=8 if quick else 32)
     if "training" in only:
         results["training"] = training.run(quick)
+    if "training_queue" in only:
+        results["training_queue"] = training_queue.run(quick)
     if "scale" in only:
         results["scale"] = attention_at_scale.run(quick)
     if "capacity" in only:
         all_cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-        steps = (10, 25) if quick else capacity.STEPS
-        results["capacity"] = capacity.run(steps, seconds=20 if quick else 60)
+        steps = capacity_steps or ((10, 25) if quick else capacity.STEPS)
+        results["capacity"] = capacity.run(steps, seconds=capacity_seconds or (20 if quick else 60))
         if all_cores:
             os.sched_setaffinity(0, all_cores)  # the later parts get both cores back
     if "replicas" in only:
@@ -165,6 +173,8 @@ def table(results: dict) -> str:
     ]
     if "training" in results:
         rows += training_rows(results["training"], ok)
+    if "training_queue" in results:
+        rows += training_queue_rows(results["training_queue"], ok)
     if "scale" in results:
         rows += attention_at_scale.rows(results["scale"], ok)
     lines = [
@@ -267,8 +277,33 @@ def training_rows(tr: dict, ok) -> list[tuple[str, str, str, str]]:
     ]  # fmt: skip
 
 
+def training_queue_rows(tq: dict, ok) -> list[tuple[str, str, str, str]]:
+    """The training queue's rows (bench/training_queue.py): twenty widest runs pressed at once on one server."""
+    widest = f"{tq['pressers']} students press Train at once at the widest setting ({tq['steps_asked']} steps asked)"
+    if "load_average_1min" in tq:  # a busy machine stretches every time here; the ratios less so
+        widest += f", machine load average {tq['load_average_1min']:g} on {os.cpu_count()} cores"
+    return [
+        (f"Training queue: {widest}: server peak RSS growth", f"+{tq['peak_growth_mib']:.0f} MiB "
+         f"(from {tq['rss_before_mib']:.0f} to {tq['peak_rss_mib']:.0f})", "< 600 MiB",
+         ok(tq["peak_growth_mib"] < 600)),
+        ("Training queue: the first student's run on the page / the same run alone (same server, same run)",
+         f"{tq['first_vs_alone']:.2f}x ({tq['first_result_s']:.1f} s vs {tq['alone_s']:.1f} s)",
+         "about 1x (<= 1.3x)", ok(tq["first_vs_alone"] <= 1.3)),
+        (f"Training queue: {tq['others']} other students' reruns (multi-head page) while the queue works, "
+         "median / the same students idle", f"{tq['others_slowdown']:.2f}x ({tq['others_busy_median_s']:.2f} s "
+         f"vs {tq['others_idle_median_s']:.2f} s)", "<= 2x", ok(tq["others_slowdown"] <= 2)),
+        ("Training queue: waiting students shown their place; the last one to press saw",
+         f"{tq['pressers_shown_a_place']} of {tq['pressers'] - 1} (places up to {tq['largest_place_shown']}); "
+         f"\"{tq['last_presser_saw']}\"", "every waiting student",
+         ok(tq["pressers_shown_a_place"] >= tq["pressers"] - 1)),
+        ("Training queue: server CPU in the 5 s after every presser closed their tab",
+         f"{tq['server_cpu_after_tabs_closed']:.0%} of a core", "~0 (their runs dropped)",
+         ok(tq["server_cpu_after_tabs_closed"] < 0.2)),
+    ]  # fmt: skip
+
+
 def capacity_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
-    """The capacity figure: students per core, the p95 there and at the first step past it, memory."""
+    """The capacity figures, ours beside the reference page's: students per core, CPU per change, memory."""
     steps = cap["steps"]
     held = [s for s in steps if s["holds"]]
     best = held[-1] if held else steps[0]
@@ -280,7 +315,11 @@ def capacity_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
         else ""
     )
     think = f"think time lognormal, median {cap['think_median_s']:g} s"
-    return [
+    if "load_average_1min" in cap:  # other work on the machine takes the server's core: the p95 suffers first
+        think += (
+            f"; {cap['seconds_per_step']:g} s steps, machine load average {cap['load_average_1min']:.0f} on 2 cores"
+        )
+    rows = [
         (
             f"Capacity: students one server process on one core holds (p95 change < 1 s, 0 errors; {think})",
             f"**{cap['students_per_core']}** (p95 {best['p95_s']:.2f} s, p50 {best['p50_s']:.2f} s{past})",
@@ -295,6 +334,10 @@ def capacity_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
             "(reported)",
             "",
         ),
+    ]
+    if "reference" in cap:
+        rows += reference_rows(cap, ok)
+    rows += [
         (
             f"Memory: server peak RSS with {best['students']} students",
             f"{best['server_peak_rss_mib']:,.0f} MiB",
@@ -306,6 +349,33 @@ def capacity_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
             f"{sum(s['mismatches'] for s in steps)}",
             "0",
             ok(sum(s["mismatches"] for s in steps) == 0),
+        ),
+    ]
+    return rows
+
+
+def reference_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
+    """The reference page (one slider, one heatmap) measured in the same run, and our ratios to it."""
+    ref, ratio = cap["reference"], cap["ratio"]
+    at_least = "at least " if ref["held_every_step"] else ""
+    ours, theirs = cap["students_per_core"], ref["students_per_core"]
+    per_core = f"{ours / theirs:.2f}{' (or less)' if at_least else ''}" if theirs else "n/a (no reference step held)"
+    per_change = ratio["cpu_per_change_median"]
+    return [
+        (
+            "Capacity, reference page (bench/reference_page.py), same class, think times and pinning, same run: "
+            "students per core; CPU per change",
+            f"{at_least}{theirs or 'none of the steps'}; {ref['cpu_ms_per_change']:.0f} ms "
+            f"(-> {ref['cpu_ceiling_students']} students keep the core busy)",
+            "(reported)",
+            "",
+        ),
+        (
+            "Capacity, ours / reference page: students per core; CPU per change (median over the class sizes "
+            f"both ran: {', '.join(map(str, ratio['students']))})",
+            f"{per_core}; **{per_change:.2f}x** ({' / '.join(f'{r:.2f}' for r in ratio['cpu_per_change'])})",
+            "CPU per change <= 1.5x",
+            ok(per_change is not None and per_change <= 1.5),
         ),
     ]
 
@@ -362,11 +432,13 @@ def class_poll_rows(poll: dict | None, ok) -> list[tuple[str, str, str, str]]:
 
 
 def capacity_plot(cap: dict) -> alt.Chart:
-    """p50 and p95 of the students' changes against the class size, with the 1 s target."""
+    """p50 and p95 of the students' changes against the class size, ours and the reference page's, with the target."""
+    curves = {"Attention Lab": cap["steps"], "reference page": cap.get("reference", {}).get("steps", [])}
     frame = pd.DataFrame(
         [
-            {"students": s["students"], "quantile": name, "seconds": s[f"{name}_s"]}
-            for s in cap["steps"]
+            {"students": s["students"], "app": app, "quantile": name, "seconds": s[f"{name}_s"]}
+            for app, steps in curves.items()
+            for s in steps
             for name in ("p50", "p95")
         ]
     )
@@ -376,13 +448,14 @@ def capacity_plot(cap: dict) -> alt.Chart:
         .encode(
             x=alt.X("students:Q", title="simulated students (one server process, one core)"),
             y=alt.Y("seconds:Q", title="change -> script finished (s)", scale=alt.Scale(type="symlog")),
-            color=alt.Color("quantile:N", scale=alt.Scale(scheme="tableau10")),
+            color=alt.Color("app:N", scale=alt.Scale(scheme="tableau10")),
+            strokeDash=alt.StrokeDash("quantile:N", sort=["p95", "p50"]),
         )
     )
     target = (
         alt.Chart(pd.DataFrame({"seconds": [cap["p95_target_s"]]})).mark_rule(strokeDash=[6, 4]).encode(y="seconds:Q")
     )
-    # How busy the server's core was: a slow step with a half-idle core waited for a CPU others were using.
+    # How busy our server's core was: a slow step with a half-idle core waited for a CPU others were using.
     busy = pd.DataFrame(
         [
             {"students": s["students"], "seconds": s["p95_s"], "label": f"core {s['server_cpu_busy']:.0%} busy"}
@@ -391,7 +464,9 @@ def capacity_plot(cap: dict) -> alt.Chart:
     )
     labels = alt.Chart(busy).mark_text(dy=-12, fontSize=11).encode(x="students:Q", y="seconds:Q", text="label:N")
     return (lines + target + labels).properties(
-        width=560, height=260, title="Students per core (dashed: p95 target; labels: the server core's use)"
+        width=560,
+        height=260,
+        title="Students per core, ours and the reference page's (dashed rule: p95 target; labels: our core's use)",
     )
 
 
@@ -422,10 +497,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats and a small load test")
     parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated subset of {', '.join(PARTS)}")
+    parser.add_argument("--capacity-steps", default="", help="class sizes for the capacity part, e.g. 25,50,100")
+    parser.add_argument("--capacity-seconds", type=float, default=None, help="measured seconds per capacity step")
     args = parser.parse_args()
     # A `kill` then unwinds like Ctrl-C, so the servers and balancers the parts started are stopped too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    results = run_all(args.quick, set(args.only.split(",")))
+    steps = tuple(int(n) for n in args.capacity_steps.split(",")) if args.capacity_steps else None
+    results = run_all(args.quick, set(args.only.split(",")), steps, args.capacity_seconds)
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     markdown = table(results)
     (HERE / "results.md").write_text(markdown + "\n")

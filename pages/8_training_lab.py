@@ -7,7 +7,7 @@ import streamlit as st
 from core import charts_training
 from core.lessons import training_lab as tt
 from core.registry import PageControl
-from ui import cache, draw, widgets
+from ui import draw, training_queue, widgets
 from ui.frame import page_start
 from ui.presentation import step
 
@@ -130,14 +130,19 @@ st.caption(f"Estimated time on one core: about {tt.estimated_seconds(config):.0f
 
 runs: list[tt.TrainingRun] = st.session_state.setdefault("training_runs", [])
 b1, b2, b3 = st.columns(3)
+# A press queues the run(s) (one training per setting for the whole class, a few at once per process);
+# a run someone already trained is ready at once and drawn in this very rerun.
 if b1.button("Train", type="primary", icon=":material/play_arrow:", key="train_button"):
-    runs = tt.keep(runs, cache.training_run(config))
+    training_queue.ask([config])
 if b2.button("Compare scaled vs unscaled", icon=":material/compare:", key="train_compare"):
-    for scaled in (True, False):
-        runs = tt.keep(runs, cache.training_run(replace(config, scale=scaled)))
+    training_queue.ask([replace(config, scale=scaled) for scaled in (True, False)])
 if b3.button("Clear the runs", icon=":material/delete:", key="train_clear"):
     runs = []
+    training_queue.forget()
+for finished in training_queue.collect():  # asked for now or earlier, and ready
+    runs = tt.keep(runs, finished)
 st.session_state["training_runs"] = runs
+waiting = st.empty()  # the place in the queue, or the run's progress, while this session waits
 
 widgets.predict(tt.spread_question(config.d_k), key="predict_training_lab")
 step("Loss and held-out accuracy")
@@ -172,3 +177,4 @@ if latest is not None:
     )
 widgets.prose("training_lab", "cost")
 widgets.code_box(tt.code(config))
+training_queue.wait(waiting)  # last: the page is complete while the student waits

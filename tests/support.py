@@ -54,17 +54,22 @@ def free_port() -> int:
 
 
 def start_server(
-    timeout_s: float = 90, env: dict[str, str] | None = None, cpus: str | None = None, port: int | None = None
+    timeout_s: float = 90,
+    env: dict[str, str] | None = None,
+    cpus: str | None = None,
+    port: int | None = None,
+    script: str = "streamlit_app.py",
 ) -> tuple[subprocess.Popen, str]:
     """`streamlit run streamlit_app.py` on a loopback port (a free one by default); returns (process, base URL).
 
     `env`: extra environment variables for the server (e.g. bench.run_log.server_env).
     `cpus`: pin the server to these cores (`taskset -c`, e.g. "0"), so a load client can have the others.
+    `script`: the app to run, relative to the repository (bench/reference_page.py for the yardstick).
     """
     port = port or free_port()
     pin = ["taskset", "-c", cpus] if cpus is not None else []
     command = [*pin,
-        sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless=true",
+        sys.executable, "-m", "streamlit", "run", script, "--server.headless=true",
         f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
     ]  # fmt: skip
     process = subprocess.Popen(

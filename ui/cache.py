@@ -1,4 +1,4 @@
-"""The one cached call for every lesson (`computed`), the real model, and the training runs.
+"""The one cached call for every lesson (`computed`) and the real model (training runs: ui/training_queue.py).
 
 Every cache is bounded by time and by bytes. Streamlit bounds a cache by entries (max_entries)
 and age (ttl), so each lesson's `LessonSpec.max_entries` (core/lessons/) is a byte budget
@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
-from core.lessons import training_lab
 from core.registry import LessonSpec
 from core.settings import Settings, cache_key
 
@@ -50,24 +49,3 @@ def real_model() -> RealModel:
     from core.models import minilm
 
     return minilm.load_model()
-
-
-# One training per setting for the whole class: sessions asking for a run that is being computed
-# wait for it (Streamlit holds a lock per key) instead of training it again. Its own cache, not
-# `computed`'s: the run reports its progress to the session that trains it.
-@st.cache_data(
-    show_spinner="Training (another student may have started this exact run)…",
-    max_entries=training_lab.RUN.max_entries,
-    ttl=training_lab.RUN.ttl_s,
-)
-def training_run(config: training_lab.TrainingConfig) -> training_lab.TrainingRun:
-    """Train on the calling session's thread, with a progress bar (replayed, finished, on a cache hit)."""
-    bar = st.progress(0.0, text=f"Training: 0 of {config.steps:,} steps")
-
-    def report(done: int, total: int) -> None:
-        bar.progress(done / total, text=f"Training: {done:,} of {total:,} steps")
-
-    # Same priority as every session: a lowered one could hold the GIL while descheduled.
-    run = training_lab.RUN.compute(config, on_progress=report)
-    bar.empty()
-    return run

@@ -398,6 +398,6 @@ def head_views(run: TrainingRun, layer: int) -> tuple[HeadView, ...]:
     )
 
 
-# One training per setting for the whole class: sessions asking for a run that is being computed
-# wait for it (Streamlit holds a lock per key) instead of training it again. A run is ~50 kB.
+# One training per setting for the whole class, a few at a time per process: the UI's training queue
+# (core/training_queue.py) computes each run once and keeps max_entries finished runs (~50 kB each).
 RUN = LessonSpec(train, uses=None, max_entries=64)

@@ -111,3 +111,27 @@ def test_a_run_that_never_finishes_is_reported_as_such() -> None:
         load_client.RUN_TIMEOUT_S = original
     assert recorder.errors and all("no script_finished" in e for e in recorder.errors), recorder.errors
     assert recorder.reconnects == 0  # a slow server is not a lost connection
+
+
+def test_a_reference_student_moves_its_slider_and_checks_only_errors() -> None:
+    """The capacity run's yardstick class (bench/capacity.py): same random draws, one slider, one page."""
+    student = load_client.ReferenceStudent(0, "http://127.0.0.1:1", 0.0, random.Random(0), "overview", seed=1000)
+    message = ForwardMsg()
+    slider = element(message, "slider")
+    slider.id, slider.default[:] = "$$ID-abc-value", [50.0]
+    read_message(message, student.view)
+    student.set_seed(1007)
+    assert list(student.view.widgets["$$ID-abc-value"].double_array_value.data) == [1007 % 101]
+    navigation(student.view, "h-multi")  # no page or seed checks on the reference page
+    assert student.problems(student.view) == []
+    assert load_client.ReferenceStudent.first_page("multi_head") == "overview"
+    assert load_client.Student.first_page("multi_head") == "multi_head"
+
+
+def test_a_button_is_read_by_its_label() -> None:
+    view = RunView()
+    message = ForwardMsg()
+    button = element(message, "button")
+    button.id, button.label = "$$ID-xyz-train_button", "Train"
+    read_message(message, view)
+    assert view.buttons == {"Train": "$$ID-xyz-train_button"}

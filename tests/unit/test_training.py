@@ -342,7 +342,7 @@ def test_verdict_sums_up_several_comparisons_by_width() -> None:
 def test_two_sessions_pressing_train_at_once_cost_one_training(
     navigation_mode: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ui import cache
+    from ui import training_queue
 
     config = model_tt.TrainingConfig(steps=30, seed=4321)  # a run no other test caches
     calls: list[model_tt.TrainingConfig] = []
@@ -354,7 +354,7 @@ def test_two_sessions_pressing_train_at_once_cost_one_training(
         return real_train(config, on_progress)
 
     monkeypatch.setattr(tt, "RUN", replace(tt.RUN, compute=counting_train))
-    cache.training_run.clear()
+    training_queue.training_queue.clear()  # a fresh queue: no finished runs
     sessions = []
     for _ in range(2):
         at = training_page()
@@ -373,3 +373,20 @@ def test_two_sessions_pressing_train_at_once_cost_one_training(
     for at in sessions:
         assert not at.exception, [e.value for e in at.exception]
         assert [r.config for r in at.session_state["training_runs"]] == [config]
+
+
+def test_the_wait_says_the_place_and_the_estimate() -> None:
+    from core.training_queue import State, Status
+    from ui import training_queue
+
+    fraction, text = training_queue.describe([Status(State.QUEUED, place=3, wait_s=42.4)])
+    assert fraction == 0 and text == "Waiting for a free trainer: place 3 in the queue, ready in about 42 s."
+    _, text = training_queue.describe([Status(State.QUEUED, place=1, wait_s=9.0)])
+    assert "you are next" in text
+    # Compare asks for two runs: one running, one behind it; the later one says when both are ready.
+    fraction, text = training_queue.describe(
+        [Status(State.RUNNING, progress=0.5, wait_s=10.0), Status(State.QUEUED, place=1, wait_s=30.0)]
+    )
+    assert fraction == 0.25 and text == "Waiting for a free trainer: you are next, ready in about 30 s."
+    fraction, text = training_queue.describe([Status(State.RUNNING, progress=0.5, wait_s=10.0)])
+    assert text == "Training: 50% done, about 10 s left."
