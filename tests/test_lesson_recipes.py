@@ -179,7 +179,7 @@ def test_why_scale_recipe_draws_the_vectors_like_the_direct_sampler() -> None:
     trials = 4_000
     result = why_scale.variance(5, trials)
     namespace = recipes.run(result.code)
-    direct = stats.dot_product_variance(stats.DEFAULT_DIMS, trials, generator(5), method="direct")
+    direct = stats.dot_product_variance(stats.DEFAULT_DIMS, trials, generator(5, "cpu"), method="direct")
     assert_same(namespace["unscaled_vars"], torch.tensor(direct.unscaled_var.to_numpy()), "direct unscaled")
     assert_same(namespace["scaled_vars"], torch.tensor(direct.scaled_var.to_numpy()), "direct scaled")
     page = torch.tensor(result.table.scaled_var.to_numpy())

@@ -12,6 +12,7 @@ from core import functional as fn
 from core import recipes
 from core.examples import BOOK_CAUSAL_MASKED_SCORES, BOOK_CAUSAL_WEIGHTS, cats_example
 from core.lessons.common import (
+    CPU,
     Prediction,
     generator,
     inputs_on_device,
@@ -147,7 +148,7 @@ def decoder_blog(settings: Settings) -> DecoderBlog:
     example, _ = cats_example(d_in=d_in, seed=settings.seed)
     shift, simple_average = _decoder_blog()
     average = SimpleAverageSelfAttention(4).attention_weights(4)  # (4, 4)
-    head = SingleSelfAttentionHead(4, d_in, settings.d_out, generator=generator(settings.seed))
+    head = SingleSelfAttentionHead(4, d_in, settings.d_out, generator=generator(settings.seed, CPU))
     with torch.no_grad():
         trace = head.trace(example.embeddings, scale=settings.scale_factor)
     code = recipes.fill(
@@ -182,7 +183,7 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
     num_tokens = len(tokens)
     batch = x.unsqueeze(0)  # (1, T, d_in)
     module = CausalAttention(
-        x.shape[-1], settings.d_out, num_tokens, settings.dropout, generator=generator(settings.seed)
+        x.shape[-1], settings.d_out, num_tokens, settings.dropout, generator=generator(settings.seed, CPU)
     ).to(device)
     bounds = perturb_range(num_tokens)
     perturbed = min(max(bounds[0], int(perturbed)), bounds[1]) if bounds else 1
@@ -193,11 +194,11 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
         before = fn.mask_before_softmax(scaled)
         buggy = fn.mask_with_classic_bug(scaled.clone())
         changed = batch.clone()
-        noise = torch.randn(x.shape[-1], generator=generator(settings.seed + 7)).to(device)
+        noise = torch.randn(x.shape[-1], generator=generator(settings.seed + 7, CPU)).to(device)
         changed[0, perturbed - 1] += NOISE_SIZE * noise
         row_change = (module(changed)[0] - module(batch)[0]).abs().amax(dim=-1)  # (T,)
         module.train(training)
-        dropped = module.trace(batch, generator=generator(settings.seed + 1), scale=settings.scale_factor)
+        dropped = module.trace(batch, generator=generator(settings.seed + 1, device), scale=settings.scale_factor)
     shift, simple_average = _decoder_blog()
     keep = dropped.dropout_mask
     code = recipes.fill(

@@ -9,6 +9,7 @@ import torch
 
 from core import recipes
 from core.lessons.common import (
+    CPU,
     Prediction,
     dims,
     generator,
@@ -144,7 +145,7 @@ def article_heads(settings: Settings, x: torch.Tensor, tokens: tuple[str, ...]) 
     d_v = d_k + 4
     num_tokens, d = x.shape
     query_index = min(settings.preset_info.query_index, num_tokens - 1)
-    g = generator(settings.seed)
+    g = generator(settings.seed, CPU)
     w_query = torch.rand(heads, d_k, d, generator=g).to(x.device)  # (h, d_q, d)
     w_key = torch.rand(heads, d_k, d, generator=g).to(x.device)  # (h, d_k, d)
     w_value = torch.rand(heads, d_v, d, generator=g).to(x.device)  # (h, d_v, d)
@@ -201,11 +202,11 @@ def multihead_lesson(settings: Settings) -> MultiHeadLesson:
     num_tokens, d_in = x.shape
     batch = x.unsqueeze(0)  # (1, T, d_in)
     heads, d_out = settings.num_heads, settings.d_out
-    g = generator(settings.seed)
+    g = generator(settings.seed, CPU)
     mha = MultiHeadAttention(d_in, d_out, num_tokens, settings.dropout, heads, generator=g).to(device).eval()
     head_dim = d_out // heads
     wrapper = MultiHeadAttentionWrapper(
-        d_in, head_dim, num_tokens, settings.dropout, heads, generator=generator(settings.seed)
+        d_in, head_dim, num_tokens, settings.dropout, heads, generator=generator(settings.seed, CPU)
     )
     wrapper = wrapper.to(device).eval()
     with torch.no_grad():
