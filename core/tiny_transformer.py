@@ -73,6 +73,7 @@ MAX_HEADS = 4
 MAX_WIDTH = 256  # heads * d_k
 MAX_STEPS = 3000
 MAX_LEARNING_RATE = 0.1
+LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)  # the page's choices for Adam (all below the cap)
 STEP_OVERHEAD_MS = 6.0
 MS_PER_UNIT = 2.5e-5
 RUN_BUDGET_S = 30.0

@@ -13,14 +13,19 @@ from pages import _ui
 frame = _ui.page_start()
 
 RUNS_KEPT = 6  # runs overlaid per session: enough for a comparison, few enough to read the legend
-LEARNING_RATES = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
+LEARNING_RATES = list(tt.LEARNING_RATES)
 
 
 def task_changed() -> None:
-    """A new task brings the depth and length that solve it (the student can still change them)."""
-    task = st.session_state["train_task"]
-    st.session_state["train_layers"] = tt.DEFAULT_LAYERS[task]
-    st.session_state["train_steps"] = tt.DEFAULT_STEPS[task]
+    """A new task brings the depth and length that solve it (the student can still change them).
+
+    A callback runs before the page's error handler: a value no option has (a forged message)
+    changes nothing here, and the task box puts back its default.
+    """
+    task = st.session_state.get("train_task")
+    if task in tt.DEFAULT_LAYERS:
+        st.session_state["train_layers"] = tt.DEFAULT_LAYERS[task]
+        st.session_state["train_steps"] = tt.DEFAULT_STEPS[task]
 
 
 # Initial values of the two boxes a new task resets (task_changed), set once per session unless the

@@ -23,6 +23,8 @@ import streamlit as st
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.state.common import user_key_from_element_id
+from streamlit.runtime.state.session_state import SessionState
 
 from core import charts, tiny_transformer
 from core import prose as core_prose
@@ -38,9 +40,10 @@ from core.lessons import (
     without_weights,
 )
 from core.lessons.common import Prediction
+from core.links import LinkReading
 from core.markup import code_span, literal
-from core.registry import PageSpec
-from core.settings import LinkReading, Settings, cache_key
+from core.registry import FRAME_CONTROLS, PageSpec
+from core.settings import Settings, cache_key
 
 if TYPE_CHECKING:  # the real model's modules are imported only by its page (memory)
     from core.real_model import RealModel
@@ -112,12 +115,18 @@ def frame() -> Frame:
 
 
 def page_start() -> Frame:
-    """Every page's first line: the hand-over, the title, and the input problem if there is one."""
+    """Every page's first line: the hand-over, the title, and what of this session's input could
+    not be used (the sentence, a link's values for this page's controls, a forged control value)."""
     state = frame()
     with st.container(key="al-title"):  # stays in view on every step of presentation mode
         st.title(state.page.heading)
         if state.input_problem:
             st.error(state.input_problem, icon=":material/error:")
+        mine = {*state.page.controls, *FRAME_CONTROLS}
+        for note in state.link.page_notes():
+            if note.parameter in mine:
+                link_warning(note.parameter, note.value, note.reason)
+        unreadable_values_note()
     return state
 
 
@@ -380,11 +389,23 @@ def is_index(value: object, length: int) -> bool:
 
 
 def select_query_from_chart(chart_key: str, target: str) -> None:
-    """on_select callback: a click on a heatmap row makes that row the query."""
-    state = st.session_state.get(chart_key)
-    picked = (state or {}).get("selection", {}).get(QUERY_SELECTION) if state else None
-    if picked:
-        st.session_state[target] = int(picked[0]["row_index"])
+    """on_select callback: a click on a heatmap row makes that row the query.
+
+    Runs before the page (outside its error handler), so a selection the chart could not have
+    sent (forged: a missing field, a row that is not a number) is ignored, not raised.
+    """
+    row = _picked(chart_key, QUERY_SELECTION, "row_index")
+    if row is not None:
+        st.session_state[target] = row["row_index"]
+
+
+def _picked(chart_key: str, selection: str, *fields: str) -> dict[str, int] | None:
+    """The first point of a chart's selection as whole numbers, or None if it has no such point."""
+    try:
+        point = st.session_state[chart_key]["selection"][selection][0]
+        return {name: int(point[name]) for name in fields}
+    except (KeyError, IndexError, TypeError, ValueError, OverflowError):
+        return None
 
 
 def query_weights_heatmap(
@@ -576,11 +597,9 @@ def leakage_bars(frame: pd.DataFrame, position: int, description: str) -> object
 
 def select_head_from_chart(chart_key: str, selection: str, layer_key: str, head_key: str) -> None:
     """on_select callback: a click on a head's cell or panel makes it the chosen (layer, head)."""
-    state = st.session_state.get(chart_key)
-    picked = (state or {}).get("selection", {}).get(selection) if state else None
-    if picked and "layer" in picked[0] and "head" in picked[0]:
-        st.session_state[layer_key] = int(picked[0]["layer"])
-        st.session_state[head_key] = int(picked[0]["head"])
+    picked = _picked(chart_key, selection, "layer", "head")
+    if picked is not None:
+        st.session_state[layer_key], st.session_state[head_key] = picked["layer"], picked["head"]
 
 
 # ------------------------------------------------------------------ one client must not reset everyone
@@ -603,6 +622,48 @@ def keep_shared_caches() -> None:
 
     clear_own_session_state_only._attention_lab = True  # type: ignore[attr-defined]
     AppSession._handle_clear_cache_request = clear_own_session_state_only  # type: ignore[method-assign]
+
+
+_UNREADABLE_KEY = "al_unreadable_controls"  # keys of controls whose forged value was dropped this run
+
+
+def drop_unreadable_widget_values() -> None:
+    """Make a control value that Streamlit cannot read a note on the page, not its raw error box.
+
+    A browser sends each widget's value, and Streamlit reads (deserialises) every changed value
+    before the script runs, outside any error handler of ours: a forged message, such as an
+    integer box holding inf or NaN (int() raises) or a chart selection that is not JSON, stops
+    the run with Streamlit's error box. The check runs just before Streamlit's callbacks, once
+    per process: a value that cannot be read is dropped (the control keeps its previous value)
+    and its key is kept for `unreadable_values_note`. tests/test_forged_messages.py sends them.
+    """
+    original = SessionState._call_callbacks
+    if getattr(original, "_attention_lab", False):
+        return
+
+    def call_callbacks_on_readable_values(self: SessionState, **kwargs) -> None:
+        dropped = []
+        for widget_id in list(self._new_widget_state):
+            try:
+                self._new_widget_state[widget_id]  # reading deserialises it
+            except Exception:  # whatever a widget's deserializer raises on a value it never sends
+                del self._new_widget_state[widget_id]
+                dropped.append(user_key_from_element_id(widget_id) or "a control")
+        if dropped:
+            LOGGER.warning("Dropped unreadable values of %s.", dropped)
+            self._new_session_state[_UNREADABLE_KEY] = tuple(dropped)
+        original(self, **kwargs)
+
+    call_callbacks_on_readable_values._attention_lab = True  # type: ignore[attr-defined]
+    SessionState._call_callbacks = call_callbacks_on_readable_values  # type: ignore[method-assign]
+
+
+def unreadable_values_note() -> None:
+    """The note for values `drop_unreadable_widget_values` dropped before this run (then forgotten)."""
+    dropped = st.session_state.pop(_UNREADABLE_KEY, ())
+    if dropped:
+        names = ", ".join(code_span(str(name), 40) for name in dropped[:5])
+        st.warning(f"A control sent a value the app cannot read ({names}); it keeps its previous value.", icon=LINK_OFF)
 
 
 # One training per setting for the whole class: sessions asking for a run that is being computed
