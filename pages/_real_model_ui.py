@@ -76,10 +76,13 @@ def word_pieces(lesson: lesson_rm.RealModelLesson, example: lesson_rm.ExampleSen
     """The pieces as plain text; for an example, the head that links its two words, with a button."""
     st.text(f"{len(lesson.tokens)} word pieces:  " + "  ".join(lesson.tokens))  # st.text: never markdown
     pair = lesson_rm.pair_finding(lesson, example.query, example.attends_to) if example else None
-    if LAYER not in st.session_state:  # first visit: the example's head, or the clearest previous-token head
+    if LAYER not in st.session_state:  # first visit: the link's head, the example's, or the clearest previous-token one
         previous = next(f.strongest for f in lesson.findings if f.pattern is lesson_rm.Pattern.PREVIOUS)
         opening = pair.strongest if pair else previous
-        open_head(opening.layer, opening.head)
+        # The layer and head boxes are drawn below the grid and take the link's values only then:
+        # the grid (drawn first) must outline the same head. The link's values have passed the rule.
+        linked = _ui.frame().link.controls
+        open_head(int(linked.get(LAYER, opening.layer)), int(linked.get(HEAD, opening.head)))
     if example and pair:
         best = pair.strongest
         ask, answer = st.columns([3, 1], vertical_alignment="center")
