@@ -132,6 +132,7 @@ class HeatmapLook:
     select_rows: bool = False
     x_title: str = "key"
     y_title: str = "query"
+    marked: str | None = None  # what the frame's `marked` cells are (e.g. "dropped"): dashed outline and ✕
 
     @property
     def stops(self) -> tuple[str, ...]:
@@ -171,6 +172,8 @@ def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[He
         "text_color": text_colours(values, lo_hi, look.stops),
         "is_query": row_index == (-1 if highlight_row is None else highlight_row),
     }
+    if look.marked:
+        columns["marked"] = frame["marked"].to_numpy(dtype=bool)
     return look, HeatmapValues(lo_hi, widest), columns
 
 
@@ -221,10 +224,19 @@ def _heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
             alt.selection_point(name=QUERY_SELECTION, fields=["row_index"], on="click")
         )
     layers = [rect]
+    if look.marked:
+        # Marked cells (dropout's zeros) must not pass for small kept weights: a dashed outline in
+        # the cell-text colour (white on viridis' dark end, where a zero sits) and a ✕ for the number.
+        layers.append(
+            base.transform_filter("datum.marked")
+            .mark_rect(filled=False, strokeDash=[4, 3], strokeWidth=2, aria=False)
+            .encode(stroke=alt.Stroke("text_color:N", scale=alt.Scale(domain=["black", "white"]), legend=None))
+        )
+    number = alt.Text("value:Q", format=f".{look.decimals}f")
     if look.show_values:
         font = _cell_font_expr(values.label_chars)
         text = base.mark_text(fontSize=alt.ExprRef(font), opacity=alt.ExprRef(f"({font}) > 0 ? 1 : 0")).encode(
-            text=alt.Text("value:Q", format=f".{look.decimals}f"),
+            text=alt.condition("datum.marked", alt.value("✕"), number) if look.marked else number,
             color=alt.Color(
                 # an explicit identity scale: `scale=None` ("scale": null) breaks Streamlit's chart theming
                 "text_color:N",
@@ -270,7 +282,9 @@ def _heatmap_template(look: HeatmapLook) -> str:
 
 def _set_cell_font(spec: dict, label_chars: int) -> None:
     """Write the cell-number size for labels of `label_chars` characters into the text layer."""
-    for layer in spec["layer"][1:]:  # the rect layer has no text
+    for layer in spec["layer"]:
+        if layer["mark"]["type"] != "text":  # the cells and the marked cells' outlines
+            continue
         font = _cell_font_expr(label_chars)
         layer["mark"]["fontSize"] = {"expr": font}
         layer["mark"]["opacity"] = {"expr": f"({font}) > 0 ? 1 : 0"}

@@ -32,7 +32,7 @@ training = c2.toggle(
     False,
     key="training",
     bind="query-params",
-    help="Dropout only acts in training mode; the sidebar sets its rate.",
+    help="Dropout only acts in training mode; the sidebar sets its rate (at 0, the book's 0.5 is shown).",
 )
 lesson = _ui.causal_lesson(settings, perturbed, training)
 if lesson.perturbed > 1:
@@ -170,25 +170,24 @@ _ui.step("Dropout on the attention weights")
 _ui.prose("causal_dropout", "dropout")
 st.latex(
     rf"\tilde\alpha_{{ij}} = \frac{{m_{{ij}}\,\alpha_{{ij}}}}{{1-p}},\quad m_{{ij}}\sim\text{{Bernoulli}}(1-p),"
-    rf"\quad p = {settings.dropout:g}"
+    rf"\quad p = {lesson.dropout:g}"
 )
+if lesson.dropout_note:
+    st.info(lesson.dropout_note, icon=":material/info:")
 d1, d2 = st.columns(2)
 with d1:
     _ui.heatmap(
         lesson.dropped,
-        "Weights after dropout" + (" (training)" if training else " (evaluation: unchanged)"),
-        "Heatmap of the attention weights after dropout.",
+        "Weights after dropout" + (" (training; ✕ = dropped)" if training else " (evaluation: unchanged)"),
+        "Heatmap of the attention weights after dropout; dropped weights are outlined and marked with a cross.",
         value_title="weight",
+        marked="dropped",
     )
 with d2:
     if not training:
         st.info("Evaluation mode: dropout is the identity. Switch on training mode above.")
-    elif settings.dropout == 0:
-        st.info("The dropout rate is 0: raise it in the sidebar.")
     else:
-        st.metric(
-            "fraction of weights kept", f"{lesson.kept_fraction:.2f}", help=f"expected {1 - settings.dropout:.2f}"
-        )
+        st.metric("fraction of weights kept", f"{lesson.kept_fraction:.2f}", help=f"expected {1 - lesson.dropout:.2f}")
         st.metric("survivors are multiplied by", f"{lesson.rescale:.4f}")
     st.markdown("**Batched shapes**")
     st.dataframe(
