@@ -101,7 +101,11 @@ a.metric("max |v1 − v2|, own initialisations", f"{lesson.v1_fresh_max_diff:.4f
 b.metric("max |v1 − v2|, v2's weights copied into v1", f"{lesson.v1_copied_max_diff:.1e}")
 if settings.preset == "book":
     st.caption("The book builds v2 with seed 789: set the seed to 789 to see its row 1, [-0.0739, 0.0713].")
-_ui.code_box(lesson.v1_v2_code, "SelfAttention_v1 and _v2 in plain PyTorch: the three rows of the table above.")
+_ui.code_box(
+    lesson.v1_v2_code,
+    "SelfAttention_v1 and _v2 in plain PyTorch: the three rows of the table above.",
+    title="SelfAttention_v1 and _v2",
+)
 
 _ui.step("d_v may differ from d_k")
 _ui.prose("trainable_weights", "dv")

@@ -57,6 +57,7 @@ _ui.code_box(
     why_scale.peakiness_code(settings.seed),
     "Plain PyTorch that draws the queries and keys themselves; the page samples the same scores faster, "
     "so the digits differ within Monte Carlo error.",
+    title="peakiness against d_k",
 )
 if not settings.scale:
     st.warning("Scaling is switched off in the sidebar: the red (unscaled) lines are what your model sees.")
@@ -72,7 +73,11 @@ _ui.spec_chart(
 _ui.number_table(charts.variance_table(variance.table), hide_index=True)
 st.markdown("**The trainable-weights notebook's experiment** (1,000 draws at d = 5 and d = 100, this seed):")
 _ui.number_table(variance.notebook.labelled, hide_index=True)
-_ui.code_box(variance.notebook.code, "The notebook's experiment at d = 5 and 100, drawn from the sidebar's seed.")
+_ui.code_box(
+    variance.notebook.code,
+    "The notebook's experiment at d = 5 and 100, drawn from the sidebar's seed.",
+    title="the attention notebook's variance experiment",
+)
 
 _ui.step("(c) Saturated softmax, vanishing gradients")
 _ui.prose("why_scale", "saturation")
@@ -100,9 +105,14 @@ st.caption(
     f"{dk64.scaled_gradient:.4f} scaled. The attention notebook prints [0.576, 0.211, 0.211]: its 0.211 is "
     "0.2119 cut off after three digits, not rounded."
 )
-_ui.code_box(sweep.code, "The softmax examples of this page: the ×m sweep and the d_k = 64 example, with gradients.")
+_ui.code_box(
+    sweep.code,
+    "The softmax examples of this page: the ×m sweep and the d_k = 64 example, with gradients.",
+    title="the softmax sweep and the d_k = 64 example",
+)
 _ui.code_box(
     variance.code,
     "Plain PyTorch that draws the vectors themselves, as the sources' loop does. The page uses a faster sampler "
     "of the same distribution, so the digits differ within Monte Carlo error while the law (≈ d_k and ≈ 1) holds.",
+    title="the variance of q·k, drawn vector by vector",
 )

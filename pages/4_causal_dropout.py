@@ -130,7 +130,11 @@ with b1:
 b2.markdown("**Step 1 and step 2, exact weights** (average above, head below):")
 _ui.number_table(lesson.blog.simple_average_table, where=b2)
 _ui.number_table(lesson.blog.head_table, where=b2)
-_ui.code_box(lesson.blog.code, "The decoder blog's two steps in plain PyTorch, on this page's cats embeddings.")
+_ui.code_box(
+    lesson.blog.code,
+    "The decoder blog's two steps in plain PyTorch, on this page's cats embeddings.",
+    title="the decoder blog's two steps",
+)
 
 _ui.step("Does anything leak from the future?")
 _ui.prose("causal_dropout", "leak")
@@ -164,7 +168,11 @@ with l2:
         wrap_lines=True,  # no sideways scrolling box (a keyboard cannot reach it)
     )
     st.metric("average weight on future tokens, buggy", f"{lesson.bug_future_mass:.4f}")
-_ui.code_box(lesson.leakage_code, "The leakage check and the masked_fill bug in plain PyTorch.")
+_ui.code_box(
+    lesson.leakage_code,
+    "The leakage check and the masked_fill bug in plain PyTorch.",
+    title="the leakage check and the masked_fill bug",
+)
 
 _ui.step("Dropout on the attention weights")
 _ui.prose("causal_dropout", "dropout")
@@ -195,4 +203,4 @@ with d2:
         hide_index=True,
         width="stretch",
     )
-_ui.code_box(lesson.code)
+_ui.code_box(lesson.code, title="causal attention and dropout with these numbers")

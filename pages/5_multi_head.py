@@ -97,7 +97,11 @@ with a2:
         x_title="dimension",
         y_title="head",
     )
-_ui.code_box(article.code, "The article's way in plain PyTorch: torch.rand(h, d_q, d), repeat, bmm, permute.")
+_ui.code_box(
+    article.code,
+    "The article's way in plain PyTorch: torch.rand(h, d_q, d), repeat, bmm, permute.",
+    title="the self-attention article's full-width heads",
+)
 
 _ui.step("Parameter count")
 _ui.prose("multi_head", "params")
@@ -107,5 +111,7 @@ p1.metric("GPT-2-sized layer (768 → 768, 12 heads), no q/k/v bias (the book's)
 p2.metric("the same with q/k/v biases (GPT-2 itself)", f"{counts.with_qkv_bias:,}")
 layer_counts = parameter_counts(settings)
 st.markdown(f"This page's layer (sidebar d_in and d_out, no q/k/v bias): **{layer_counts.this_layer:,}** parameters")
-_ui.code_box(layer_counts.code, "Counting real nn.Linear layers instead of using the formula.")
-_ui.code_box(lesson.code)
+_ui.code_box(
+    layer_counts.code, "Counting real nn.Linear layers instead of using the formula.", title="count the parameters"
+)
+_ui.code_box(lesson.code, title="the book's multi-head attention with these numbers")
