@@ -177,7 +177,7 @@ def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[He
     return look, HeatmapValues(lo_hi, widest), columns
 
 
-def _cell_font_expr(label_chars: int) -> str:
+def cell_font_expr(label_chars: int) -> str:
     """Vega expression: the cell-number font size that fits the rendered cell, or 0 (hidden).
 
     Cells grow with the chart's width (Streamlit sets it to the column's), so the numbers
@@ -234,7 +234,7 @@ def _heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
         )
     number = alt.Text("value:Q", format=f".{look.decimals}f")
     if look.show_values:
-        font = _cell_font_expr(values.label_chars)
+        font = cell_font_expr(values.label_chars)
         text = base.mark_text(fontSize=alt.ExprRef(font), opacity=alt.ExprRef(f"({font}) > 0 ? 1 : 0")).encode(
             text=alt.condition("datum.marked", alt.value("✕"), number) if look.marked else number,
             color=alt.Color(
@@ -285,7 +285,7 @@ def _set_cell_font(spec: dict, label_chars: int) -> None:
     for layer in spec["layer"]:
         if layer["mark"]["type"] != "text":  # the cells and the marked cells' outlines
             continue
-        font = _cell_font_expr(label_chars)
+        font = cell_font_expr(label_chars)
         layer["mark"]["fontSize"] = {"expr": font}
         layer["mark"]["opacity"] = {"expr": f"({font}) > 0 ? 1 : 0"}
 
@@ -560,7 +560,11 @@ def saturation_chart(frame: pd.DataFrame) -> alt.Chart:
             x=alt.X("multiplier:Q", scale=alt.Scale(type="log", base=2), title="score multiplier m (log scale)"),
             y=alt.Y("value:Q", title=None),
             color=alt.Color(
-                "quantity:N", scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
+                "quantity:N",
+                scale=alt.Scale(scheme="tableau10"),
+                title=None,
+                # One name a line, never cut: the default 160 px limit cut "gradient size (Jacobian n…".
+                legend=alt.Legend(orient="bottom", columns=1, labelLimit=0),
             ),
             tooltip=[
                 alt.Tooltip("multiplier:Q", title="multiplier m", format=".4f"),

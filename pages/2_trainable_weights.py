@@ -43,10 +43,9 @@ for col, (name, label, matrix) in zip(cols, projections, strict=True):
 _ui.step(f"One query: “{literal(token)}”")
 _ui.prose("trainable_weights", "steps")
 scale_text = r"\frac{1}{\sqrt{d_k}}" if settings.scale else "1"
-st.latex(
-    rf"\text{{Attention}}(Q, K, V) = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V"
-    rf"\qquad d_k = {lesson.d_k},\ \text{{scale}} = {lesson.scale:.4f}"
-)
+# Short lines: "Attention(Q, K, V) = ...", d_k and the scale on one line were cut on a 390 px phone.
+st.latex(rf"Z = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V")
+st.latex(rf"d_k = {lesson.d_k},\quad \text{{scale}} = {lesson.scale:.4f}")
 q = ", ".join(f"{v:.4f}" for v in lesson.query_vector)
 st.markdown(f"q = **[{q}]**")
 _ui.number_table(lesson.one_query.set_index("token").T)

@@ -95,8 +95,10 @@ if lesson.book is not None:
                 value_title="weight",
             )
         st.markdown("**The printed scores with −∞ above the diagonal**, and the softmax of them divided by √2:")
-        m1, m2 = st.columns(2)
-        _ui.number_table(lesson.book.masked_scores, where=m1)
+        # The table gets the full width: in half a column its six columns of 20 px numbers were cut
+        # on a 1280 px projector in presentation mode.
+        _ui.number_table(lesson.book.masked_scores)
+        m2, _ = st.columns(2)
         with m2:
             _ui.heatmap(
                 lesson.book.minus_inf_weights,

@@ -144,9 +144,16 @@ _ui.predict(tt.spread_question(config.d_k), key="predict_training_lab")
 _ui.step("Loss and held-out accuracy")
 _ui.prose("training_lab", "curves")
 if runs:
-    _ui.chart(
-        charts_training.curves_chart(tt.curves_frame(runs)),
-        "Two line charts against the step: training loss and held-out accuracy, one line per run.",
+    loss_chart, accuracy_chart = charts_training.curve_charts(tt.curves_frame(runs))
+    left, right = st.columns(2)  # side by side on a laptop, one under the other on a phone
+    with left:
+        _ui.chart(loss_chart, "Line chart against the step: training loss, one line per run; unscaled runs dashed.")
+    with right:
+        _ui.chart(accuracy_chart, "Line chart against the step: held-out accuracy, one line per run.")
+    st.dataframe(
+        [{"run": f"run {number}", "setup": tt.run_label(run.config)} for number, run in enumerate(runs, start=1)],
+        hide_index=True,
+        width="stretch",
     )
 else:
     st.info("No run yet: press Train.", icon=":material/school:")
