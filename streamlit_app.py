@@ -28,7 +28,7 @@ from core.settings import (
     settings_for_preset,
     settings_implied_by_link,
 )
-from pages import _ui
+from ui import frame, hardening, presentation, widgets
 
 # Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
 # 1-2 cores of a small container when a class reruns at once (override with the variable).
@@ -116,7 +116,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
     if st.session_state.get("page_key", spec.slug) != spec.slug:
         restore_link()
     st.session_state["page_key"] = spec.slug
-    common = _ui.LINKED
+    common = widgets.LINKED
 
     def off(name: str) -> dict:
         if name in unused:
@@ -136,7 +136,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
             return unused_box if name in unused else used_box
 
         # The box shows the example's title; the link keeps the short key (?preset=article).
-        preset = _ui.linked_select(
+        preset = widgets.linked_select(
             "Input (a source's worked example, or your own sentence)",
             list(PRESETS),
             key="preset",
@@ -244,16 +244,16 @@ def read_link_once(devices: list[str]) -> LinkReading:
 def link_notes(reading: LinkReading) -> None:
     """One warning per ignored sidebar parameter, one line for all unknown ones; values as inert code.
 
-    Notes on the frame's and pages' own controls appear on the page (`_ui.page_start`).
+    Notes on the frame's and pages' own controls appear on the page (`ui.frame.page_start`).
     """
     for note in reading.sidebar_notes():
-        _ui.link_warning(note.parameter, note.value, note.reason)
+        widgets.link_warning(note.parameter, note.value, note.reason)
     if reading.unknown:
         count = len(reading.unknown)
         names = ", ".join(code_span(name, 20) for name in reading.unknown[:5])
         more = f" and {count - 5} more" if count > 5 else ""
         plural = "s" if count > 1 else ""
-        st.warning(f"{count} unknown link parameter{plural} ignored: {names}{more}.", icon=_ui.LINK_OFF)
+        st.warning(f"{count} unknown link parameter{plural} ignored: {names}{more}.", icon=widgets.LINK_OFF)
 
 
 def usable(settings: Settings) -> tuple[Settings, str | None]:
@@ -270,9 +270,9 @@ def freeze_import_time_objects() -> bool:
     """Once per process: move the ~300,000 objects that torch, Altair and Streamlit create at
     import into the garbage collector's permanent generation.
 
-    Streamlit runs a full collection after every script run, holding the GIL; over that heap it
-    took ~175 ms, and under a class's load the server stopped answering for a minute at a time
-    (bench/load.py). Frozen, a full collection takes ~3 ms.
+    Streamlit runs a full collection after every script run, holding the GIL; over that heap,
+    under a class's load, the server stopped answering for a minute at a time (bench/load.py;
+    the timings are in bench/NOTES.md).
     """
     gc.collect()
     gc.freeze()
@@ -303,14 +303,14 @@ def run_page(page: st.Page, settings: Settings, step_bar: DeltaGenerator) -> Non
     if st.session_state.get("present"):
         try:
             with step_bar:
-                _ui.presentation_bar(_ui.steps_drawn())
+                presentation.presentation_bar(presentation.steps_drawn())
         except Exception:
             lesson_failed(page, settings, offer_the_book=not failed)
 
 
 def lesson_failed(page: st.Page, settings: Settings, *, offer_the_book: bool) -> bool:
     """The friendly message for an unexpected error, with (once a run) the way back to the book's example."""
-    _ui.LOGGER.exception("page %r failed with %r", page.url_path or "overview", settings)
+    hardening.LOGGER.exception("page %r failed with %r", page.url_path or "overview", settings)
     st.error(
         "This part of the lesson hit a problem with these settings, so it stops here. "
         "Everything else still works: the sidebar, the other lessons, and this one with other "
@@ -322,15 +322,15 @@ def lesson_failed(page: st.Page, settings: Settings, *, offer_the_book: bool) ->
     return True
 
 
-_ui.keep_shared_caches()
-_ui.drop_unreadable_widget_values()
+hardening.keep_shared_caches()
+hardening.drop_unreadable_widget_values()
 page = st.navigation(navigation())
 spec = registry.page(page.url_path or registry.HOME.slug)  # the default page's url_path is ""
 started = time.perf_counter()
 chosen, link = sidebar(spec)
 shown, input_problem = usable(chosen)
 step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
-with _ui.hand_over(_ui.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
+with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
     run_page(page, shown, step_bar)
-_ui.log_run(spec.slug, shown, time.perf_counter() - started)
+frame.after_run(spec.slug, shown, time.perf_counter() - started)  # a benchmark's hook, if one is set
 freeze_import_time_objects()  # after the page, so that its imports are loaded too

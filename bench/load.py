@@ -27,6 +27,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
+from bench import run_log as run_log_hook
 from bench.harness import (
     CHROMIUM_ARGS,
     IDLE,
@@ -263,7 +264,7 @@ async def _run(url: str, pid: int, run_log: Path, sessions: int, seconds: float)
 def run(sessions: int = 40, seconds: float = 60.0) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         run_log = Path(folder) / "runs.jsonl"
-        process, url = start_server(env={"ATTENTION_LAB_RUN_LOG": str(run_log)})
+        process, url = start_server(env=run_log_hook.server_env(run_log))
         try:
             baseline = rss_mib(process.pid)
             result = asyncio.run(_run(url, process.pid, run_log, sessions, seconds))

@@ -32,7 +32,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import load_client
+from bench import load_client, run_log
 from bench.harness import free_port, start_server
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
@@ -123,7 +123,7 @@ def start(replicas: int = 2, port: int | None = None, folder: Path | None = None
         backends = {}
         for index in range(replicas):
             name = f"r{index}"
-            process, url = start_server(timeout_s, env={"ATTENTION_LAB_RUN_LOG": str(cluster.run_log(name))})
+            process, url = start_server(timeout_s, env=run_log.server_env(cluster.run_log(name)))
             cluster.replicas[name] = process
             # Its first run imports torch and holds the GIL for seconds: done before it takes students,
             # so that no health check times out then (a warm-up session, not in the run log's count).

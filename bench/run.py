@@ -10,7 +10,7 @@ Writes bench/results.json, bench/results.md, bench/results.png (latency) and ben
 (p50/p95 against students), and replaces the part of README.md between the "bench:start" and
 "bench:end" markers. CUDA timings are added when a GPU is present. The 40-tab browser load run
 (bench/load.py) is no longer part of it: a browser per student measured Chromium, not the app;
-CI keeps a small browser run as the end-to-end check (tests/test_load.py).
+CI keeps a small browser run as the end-to-end check (tests/deployment/test_load.py).
 """
 
 from __future__ import annotations

@@ -25,27 +25,28 @@ from streamlit.testing.v1 import AppTest
 
 from bench.harness import ROOT, percentile, use_navigation_mode
 from core import registry
-from core import tiny_transformer as tt
+from core.lessons import training_lab as tt
+from core.models import tiny_transformer as model_tt
 
-DEFAULT = tt.TrainingConfig()
-INDUCTION = tt.default_config(tt.Task.INDUCTION)  # the page's induction defaults
+DEFAULT = model_tt.TrainingConfig()
+INDUCTION = tt.default_config(model_tt.Task.INDUCTION)  # the page's induction defaults
 OTHER_PAGE = registry.page("multi_head").file
 
 
-def worst_allowed() -> tt.TrainingConfig:
+def worst_allowed() -> model_tt.TrainingConfig:
     """The run with the largest estimated time among every choice the page offers, after the caps."""
-    choices = itertools.product(tt.Task, (1, 2), range(1, tt.MAX_HEADS + 1), tt.D_K_CHOICES)
+    choices = itertools.product(model_tt.Task, (1, 2), range(1, model_tt.MAX_HEADS + 1), model_tt.D_K_CHOICES)
     configs = [
-        tt.within_caps(tt.TrainingConfig(task=t, layers=n, heads=h, d_k=d, steps=tt.MAX_STEPS)).config
+        tt.within_caps(model_tt.TrainingConfig(task=t, layers=n, heads=h, d_k=d, steps=tt.MAX_STEPS)).config
         for t, n, h, d in choices
     ]
     return max(configs, key=tt.estimated_seconds)
 
 
-def time_run(config: tt.TrainingConfig) -> tuple[float, float]:
+def time_run(config: model_tt.TrainingConfig) -> tuple[float, float]:
     """(wall seconds, CPU seconds of this thread): on a shared machine the second is what one core spent."""
     started, cpu_started = time.perf_counter(), time.thread_time()
-    tt.train(config)
+    model_tt.train(config)
     return time.perf_counter() - started, time.thread_time() - cpu_started
 
 
@@ -81,7 +82,7 @@ def reruns_while_training(apps: dict, repeats: int, first: int) -> dict[str, lis
 
     def train_in_background() -> None:
         while not done.is_set():  # keep a training going for the whole measurement
-            tt.train(INDUCTION)
+            model_tt.train(INDUCTION)
 
     trainer = threading.Thread(target=train_in_background, daemon=True)
     trainer.start()
@@ -118,7 +119,7 @@ def run(quick: bool = False) -> dict:
     torch.set_num_threads(1)
     try:
         use_navigation_mode()
-        time_run(tt.TrainingConfig(steps=20))  # warm-up: torch's first calls set up kernels
+        time_run(model_tt.TrainingConfig(steps=20))  # warm-up: torch's first calls set up kernels
         worst = worst_allowed()
         timed_worst = replace(worst, steps=max(1, worst.steps // 5)) if quick else worst
         default_times = [time_run(DEFAULT) for _ in range(3)]

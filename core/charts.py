@@ -274,7 +274,7 @@ def _heatmap_template(look: HeatmapLook) -> str:
     """One look serialised once, for a placeholder domain and label width; a str nobody can mutate.
 
     Neither the domain nor the widest label is part of the key: both change with the values
-    (a new seed), and a template built per width was rebuilt (~20 ms) whenever a seed's widest
+    (a new seed), and a template built per width was rebuilt, at Altair's cost, whenever a seed's widest
     number gained a digit or a minus sign. heatmap_spec writes both in.
     """
     return json.dumps(_heatmap_chart(look, HeatmapValues((0.0, 1.0), 1)).to_dict(validate=False))
@@ -293,9 +293,9 @@ def _set_cell_font(spec: dict, label_chars: int) -> None:
 def heatmap_spec(frame: pd.DataFrame, title: str, **options) -> dict:
     """The heatmap as the page draws it: Vega-Lite spec plus its values (an Arrow table).
 
-    The one heatmap path: `pages/_ui.heatmap` hands this to st.vega_lite_chart, and the tests
-    check it. The structure is built by Altair once per look (~20 ms) and cached; per call only
-    the colour domain is written in and the values attached (~0.1 ms). tests/test_charts.py
+    The one heatmap path: `ui.draw.heatmap` hands this to st.vega_lite_chart, and the tests
+    check it. The structure is built by Altair once per look and cached; per call only the colour
+    domain is written in and the values attached (costs in bench/NOTES.md). tests/app/test_charts.py
     checks this equals a fresh Altair build of `heatmap`.
     """
     look, values, columns = _look_and_values(frame, title, options)
@@ -327,8 +327,8 @@ def _color_if(test: alt.expr.core.Expression, then: str, otherwise: str) -> alt.
 
     Altair turns a channel given as a dict or a shorthand string (what alt.condition and
     alt.value return, or "token:N" in a tooltip list) into its class by rebuilding a map of
-    its whole schema: ~5 ms each, several times per chart and rerun (py-spy, bench/capacity.py).
-    Channel objects (alt.ColorValue, alt.Tooltip) skip that; tests/test_charts_fast.py checks
+    its whole schema, several times per chart and rerun (bench/NOTES.md).
+    Channel objects (alt.ColorValue, alt.Tooltip) skip that; tests/unit/test_charts_fast.py checks
     the specs are identical.
     """
     return alt.ColorValue(otherwise, condition={"test": test, "value": then})
@@ -365,8 +365,8 @@ def grouped_bars_template(
 ) -> str:
     """`grouped_bars` for the hot path: the readable spec built once per look, its values in BARS_DATA.
 
-    Building and serialising the Altair chart on every rerun cost ~2-3 ms a chart (py-spy);
-    tests/test_charts_fast.py checks the template plus its values equals `grouped_bars`.
+    Building and serialising the Altair chart on every rerun is what it saves (bench/NOTES.md);
+    tests/unit/test_charts_fast.py checks the template plus its values equals `grouped_bars`.
     """
     base = alt.Chart(alt.NamedData(name=BARS_DATA), title=title)
     return json.dumps(readable(_grouped_bars(base, categories, x, value, group, value_title).to_dict(validate=False)))
@@ -401,17 +401,10 @@ _VARIANCE_NAMES = {
 }
 
 
-def variance_data(frame: pd.DataFrame) -> pd.DataFrame:
-    """dot_product_variance's table, long: d_k, series, variance, kind (measured | theory)."""
-    long = frame.melt(id_vars="d_k", value_vars=list(_VARIANCE_NAMES), var_name="series", value_name="variance")
-    kind = np.where(long["series"].str.startswith("theory"), "theory", "measured")
-    return long.assign(series=long["series"].map(_VARIANCE_NAMES), kind=kind)
-
-
 def variance_chart(frame: pd.DataFrame | None = None) -> alt.LayerChart:
     """Monte Carlo variance of q.k vs d_k (points) with the theory lines d_k and 1, log-log.
 
-    The values come from the named dataset VARIANCE_DATA (= variance_data(frame)).
+    The values come from the named dataset VARIANCE_DATA (`variance_spec` writes them).
     """
     colors = alt.Scale(domain=list(_VARIANCE_NAMES.values()), range=["#e45756", "#4c78a8", "#e45756", "#4c78a8"])
     x = alt.X("d_k:Q", scale=alt.Scale(type="log", base=2), title="d_k (log scale)")
@@ -438,24 +431,17 @@ def variance_chart(frame: pd.DataFrame | None = None) -> alt.LayerChart:
     )
 
 
-def variance_to_dict(frame: pd.DataFrame) -> dict:
-    """The variance chart's full spec, values included (validated by Altair)."""
-    spec = variance_chart(frame).to_dict()
-    spec["datasets"] = {VARIANCE_DATA: variance_data(frame).to_dict(orient="records")}
-    return spec
-
-
 @functools.lru_cache(maxsize=1)
 def _variance_template() -> str:
     return json.dumps(variance_chart().to_dict())
 
 
 def variance_spec(frame: pd.DataFrame) -> dict:
-    """`variance_to_dict` for the hot path: structure built once, values swapped in.
+    """The variance chart: structure built once, values swapped in.
 
-    The records are written directly, in `variance_data`'s order: its melt and string maps over
-    pandas' Arrow-backed strings took ~8 ms a rerun, the largest single cost of the why-scale
-    page (py-spy). tests/test_charts.py checks both paths give the same spec.
+    The records are written directly (d_k, series, variance, kind), not through a pandas melt,
+    which costs more than the rest of the page (bench/NOTES.md); tests/app/test_charts.py checks
+    them against a melt of the same table.
     """
     d_k = frame["d_k"].tolist()
     records = [
@@ -609,6 +595,6 @@ def _leakage(base: alt.Chart, tokens: tuple[str, ...], position: int) -> alt.Cha
 @functools.lru_cache(maxsize=256)
 def leakage_template(tokens: tuple[str, ...], position: int) -> str:
     """`leakage_chart` for the hot path: the readable spec built once per sentence and position,
-    its values in BARS_DATA (checked equal in tests/test_charts_fast.py)."""
+    its values in BARS_DATA (checked equal in tests/unit/test_charts_fast.py)."""
     base = alt.Chart(alt.NamedData(name=BARS_DATA), title=LEAKAGE_TITLE)
     return json.dumps(readable(_leakage(base, tokens, position).to_dict(validate=False)))

@@ -1,9 +1,9 @@
 """Chart builders for the "Inside a real model" lesson: DataFrames in, Vega-Lite out.
 
 Each chart reads named datasets, so its structure depends only on a few sizes: `*_template`
-builds it once per look with Altair (~20-100 ms) and keeps the JSON; the page swaps in this
-rerun's data (see core.charts.heatmap_spec for the same idea). `*_to_dict` give the full,
-validated spec with the values inlined, for the tests.
+builds it once per look with Altair (bench/NOTES.md) and keeps the JSON; the page swaps in this
+rerun's data (see core.charts.heatmap_spec for the same idea). The tests validate each template
+with its data against the Vega-Lite schema.
 
 Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in core.charts.
 """
@@ -14,7 +14,6 @@ import functools
 import json
 
 import altair as alt
-import pandas as pd
 
 from core.charts import cell_font_expr
 
@@ -199,23 +198,3 @@ def lines_template(num_tokens: int, title: str, label_chars: int = 10) -> str:
 @functools.lru_cache(maxsize=32)
 def measure_template(title: str, value_title: str) -> str:
     return json.dumps(measure_map(title, value_title).to_dict(validate=False))
-
-
-def _with_records(chart: alt.TopLevelMixin, datasets: dict[str, pd.DataFrame]) -> dict:
-    spec = chart.to_dict()  # validated by Altair
-    spec["datasets"] = {name: frame.to_dict(orient="records") for name, frame in datasets.items()}
-    return spec
-
-
-def head_grid_to_dict(frame: pd.DataFrame, num_tokens: int, num_layers: int, num_heads: int) -> dict:
-    """The grid's full spec with its values as records."""
-    return _with_records(head_grid(num_tokens, num_layers, num_heads), {GRID_DATA: frame})
-
-
-def head_lines_to_dict(lines: pd.DataFrame, tokens: pd.DataFrame, title: str) -> dict:
-    chars = int(tokens["token"].str.len().max()) if len(tokens) else 3
-    return _with_records(head_lines(len(tokens), title, chars), {LINES_DATA: lines, TOKENS_DATA: tokens})
-
-
-def measure_map_to_dict(frame: pd.DataFrame, title: str, value_title: str) -> dict:
-    return _with_records(measure_map(title, value_title), {MEASURE_DATA: frame})

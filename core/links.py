@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from core import registry
-from core import tiny_transformer as tt
 from core.examples import MAX_D_IN, MAX_TEXT_CHARS, MAX_TOKENS
+from core.lessons import training_lab
+from core.models import tiny_transformer as tt
 from core.settings import LIMITS, PRESETS, Settings
 from core.stats import MAX_TRIALS
 
@@ -134,15 +135,15 @@ def _numbers(options: tuple[float, ...] | tuple[int, ...]) -> tuple[str, ...]:
 
 
 def _real_model_examples() -> tuple[str, ...]:
-    from core import real_model_lesson  # the page's own module: loaded only when a link names it
+    from core.lessons import real_model  # the page's own lesson: loaded only when a link names it
 
-    return (*(example.key for example in real_model_lesson.EXAMPLES), real_model_lesson.OWN_SENTENCE)
+    return (*(example.key for example in real_model.EXAMPLES), real_model.OWN_SENTENCE)
 
 
 def _real_model_measures() -> tuple[str, ...]:
-    from core import real_model_lesson
+    from core.head_measures import Measure
 
-    return tuple(measure.value for measure in real_model_lesson.Measure)
+    return tuple(measure.value for measure in Measure)
 
 
 # The real model's shape (all-MiniLM-L6-v2); tests/test_links.py checks it against the model's config.
@@ -205,8 +206,8 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "train_d_k": Choice(_numbers(tt.D_K_CHOICES)),
         "train_scale": Flag(),
         "train_init": Choice(tuple(init.value for init in tt.Init)),
-        "train_lr": Choice(_numbers(tt.LEARNING_RATES)),
-        "train_steps": Whole(10, tt.MAX_STEPS, point_zero=True),
+        "train_lr": Choice(_numbers(training_lab.LEARNING_RATES)),
+        "train_steps": Whole(10, training_lab.MAX_STEPS, point_zero=True),
         "train_show_layer": Choice(("1", "2")),
     }
 )

@@ -31,7 +31,7 @@ def make_linear(d_in: int, d_out: int, bias: bool, generator: torch.Generator | 
     Built on the meta device first so that construction itself draws nothing; then the
     weight and bias are filled in nn.Linear's own order (weight, then bias). The parameters are
     plain new tensors, not `to_empty()`: that goes through PyTorch's Python reference ops for
-    meta tensors (~4 ms a layer, 100x this; a page builds up to a dozen layers per rerun).
+    meta tensors, far slower, and a page builds up to a dozen layers per rerun (bench/NOTES.md).
     """
     layer = nn.Linear(d_in, d_out, bias=bias, device="meta")
     layer.weight = nn.Parameter(torch.empty(d_out, d_in))  # (d_out, d_in), as nn.Linear stores it

@@ -7,11 +7,12 @@ streamlit), so tests and benchmarks read it without a server.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
+from typing import Generic, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,6 +29,32 @@ class Control(StrEnum):
     NUM_HEADS = "num_heads"
     SCALE = "scale"
     DEVICE = "device"
+
+
+R = TypeVar("R")  # what a lesson computation returns
+
+
+@dataclass(frozen=True)
+class LessonSpec(Generic[R]):
+    """One cached lesson computation: what it computes, what it reads, how many results are kept.
+
+    The UI layer caches every spec the same way (ui/cache.py `computed`): one st.cache_data per
+    spec, bounded by `max_entries` and `ttl_s`. Streamlit bounds a cache by entries and age, so
+    `max_entries` is a byte budget divided by the largest value the computation returns (pickled,
+    at the largest settings); tests/unit/test_cache_budget.py measures those sizes.
+    """
+
+    compute: Callable[..., R]  # a pure function of hashable arguments (core/lessons/)
+    # The sidebar controls it reads besides its input (core.settings.cache_key), when its first
+    # argument is the sidebar's Settings; None when it takes no Settings at all.
+    uses: frozenset[Control] | None
+    max_entries: int  # results kept per process
+    ttl_s: int = 60 * 60  # a lesson: a class's settings are not needed the next hour
+
+    @property
+    def name(self) -> str:
+        """The computation's name, as the cache budget reports it."""
+        return self.compute.__name__
 
 
 class Section(StrEnum):

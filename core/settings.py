@@ -224,7 +224,7 @@ def cache_key(settings: Settings, uses: frozenset[str]) -> Settings:
     `uses` names the fields the computation reads besides its input (the preset always counts).
     Two settings that differ only where nothing looks then share one cache entry: a student
     typing a sentence on the book's preset, or moving the dropout slider on a page without
-    dropout, creates no new entry. tests/test_cache_budget.py checks each lesson gives the
+    dropout, creates no new entry. tests/unit/test_cache_budget.py checks each lesson gives the
     same result for both.
     """
     kept = uses | input_fields(settings.preset) | {"preset"}

@@ -2,22 +2,24 @@
 
 import streamlit as st
 
-from pages import _ui
+from core.lessons import overview
+from ui import cache, draw, widgets
+from ui.frame import page_start
 
-frame = _ui.page_start()
+frame = page_start()
 st.caption("How transformer LLMs decide what to look at: step by step, with real numbers.")
 left, right = st.columns([3, 2])
 with left:
-    _ui.prose("overview", "why")
-    _ui.prose("overview", "model")
+    widgets.prose("overview", "why")
+    widgets.prose("overview", "model")
     st.markdown("Where the steps lead: the scaled dot-product attention of every transformer layer.")
     st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V")
 with right:
     st.subheader("How to use it")
-    _ui.prose("overview", "sidebar")
-    lesson = _ui.overview_lesson(frame.settings)
+    widgets.prose("overview", "sidebar")
+    lesson = cache.computed(overview.LESSON, frame.settings)
     st.markdown(f"**Current input** ({lesson.source}): {len(lesson.tokens)} tokens × d_in = {lesson.d_in}")
-    _ui.heatmap(
+    draw.heatmap(
         lesson.embeddings,
         "Input embeddings",
         "Heatmap of the input embeddings: one row per token, one column per embedding dimension.",
@@ -32,4 +34,4 @@ with right:
             + f". The sentence as ids: **{list(lesson.token_ids)}**; `nn.Embedding(6, 16)` turns each id "
             "into one row of the heatmap."
         )
-    _ui.code_box(lesson.code)
+    widgets.code_box(lesson.code)

@@ -2,18 +2,23 @@
 
 import streamlit as st
 
+from core.lessons import common, without_weights
 from core.markup import literal
-from pages import _ui
+from ui import cache, draw, widgets
+from ui.frame import page_start
+from ui.presentation import step
 
-frame = _ui.page_start()
+frame = page_start()
 settings = frame.settings
-_ui.prose("without_weights", "intro")
+widgets.prose("without_weights", "intro")
 st.latex(
     r"\omega_{ij} = x^{(i)} \cdot x^{(j)} \qquad \alpha_{ij} = \frac{e^{\omega_{ij}}}{\sum_k e^{\omega_{ik}}}"
     r"\qquad z^{(i)} = \sum_j \alpha_{ij}\, x^{(j)}"
 )
 
-query = _ui.query_picker(_ui.token_labels(settings), settings.preset_info.query_index, key="query_without_weights")
+query = widgets.query_picker(
+    cache.computed(common.TOKEN_LABELS, settings), settings.preset_info.query_index, key="query_without_weights"
+)
 scale = st.slider(
     "Multiply the scores by",
     1.0,
@@ -24,13 +29,13 @@ scale = st.slider(
     bind="query-params",
     help="Large multipliers push exp() past the float32 limit (about 88.7).",
 )
-lesson = _ui.without_weights_lesson(settings, query, scale)
-_ui.predict(lesson.prediction, key="predict_without_weights")
+lesson = cache.computed(without_weights.LESSON, settings, query, scale)
+widgets.predict(lesson.prediction, key="predict_without_weights")
 token = lesson.tokens[query]
 
-_ui.step(f"Scores of the query “{literal(token)}”")
-_ui.prose("without_weights", "dots")
-_ui.grouped_bars(
+step(f"Scores of the query “{literal(token)}”")
+widgets.prose("without_weights", "dots")
+draw.grouped_bars(
     lesson.dots_long,
     "token",
     "score",
@@ -39,9 +44,9 @@ _ui.grouped_bars(
     f"Bar chart: the dot product and the cosine similarity of the query {token} with every token.",
 )
 
-_ui.step("Three ways to normalise")
-_ui.prose("without_weights", "norms")
-_ui.grouped_bars(
+step("Three ways to normalise")
+widgets.prose("without_weights", "norms")
+draw.grouped_bars(
     lesson.norms,
     "token",
     "weight",
@@ -62,8 +67,8 @@ else:
         f"{lesson.overflow_at:.2f}. Raise the multiplier to see it happen."
     )
 
-_ui.prose("without_weights", "sums")
-_ui.number_table(lesson.norms_table)
+widgets.prose("without_weights", "sums")
+widgets.number_table(lesson.norms_table)
 (most, most_share), (least, least_share) = lesson.largest_share, lesson.smallest_share
 st.markdown(
     f"Divide by sum: “{literal(token)}” puts **{most_share:.2%}** of its attention on “{literal(most)}” "
@@ -79,13 +84,13 @@ if settings.preset == "notebook" and query == 2:
         "1.0 and 1.0000001192092896."
     )
 st.markdown("**All scores ω = inputs @ inputsᵀ** (one row per query, one column per key):")
-_ui.number_table(lesson.scores_table)
+widgets.number_table(lesson.scores_table)
 
-_ui.step("Context vectors for every token")
-_ui.prose("without_weights", "context")
+step("Context vectors for every token")
+widgets.prose("without_weights", "context")
 c1, c2 = st.columns(2)
 with c1:
-    _ui.query_weights_heatmap(
+    draw.query_weights_heatmap(
         lesson.weights,
         "Attention weights (click a row to pick the query)",
         "Heatmap of the attention weights, queries as rows and keys as columns.",
@@ -94,7 +99,7 @@ with c1:
         highlight_row=query,
     )
 with c2:
-    _ui.heatmap(
+    draw.heatmap(
         lesson.context,
         "Context vectors z = weights @ inputs",
         "Heatmap of the context vectors, one row per token.",
@@ -104,12 +109,12 @@ with c2:
     )
 with st.expander("Exact values of these two charts"):
     e1, e2 = st.columns(2)
-    _ui.number_table(lesson.weights_table, where=e1)
-    _ui.number_table(lesson.context_table, where=e2)
+    widgets.number_table(lesson.weights_table, where=e1)
+    widgets.number_table(lesson.context_table, where=e2)
 z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
 st.markdown(f"z for “{literal(token)}” = **[{z}]**")
 if lesson.loop_matches_matrix:
     st.success("Loop form and matrix form agree to float precision.")
 else:
     st.error("Loop and matrix forms differ!")
-_ui.code_box(lesson.code)
+widgets.code_box(lesson.code)

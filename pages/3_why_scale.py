@@ -5,11 +5,13 @@ import streamlit as st
 from core import charts
 from core.lessons import why_scale
 from core.stats import MAX_TRIALS
-from pages import _ui
+from ui import cache, draw, widgets
+from ui.frame import page_start
+from ui.presentation import step
 
-frame = _ui.page_start()
+frame = page_start()
 settings = frame.settings
-_ui.prose("why_scale", "intro")
+widgets.prose("why_scale", "intro")
 c1, c2 = st.columns(2)
 multiplier = c1.select_slider(
     "Score multiplier", [1.0, 2.0, 4.0, 8.0, 16.0], value=8.0, key="multiplier", bind="query-params"
@@ -23,14 +25,14 @@ trials = c2.select_slider(
     help=f"Capped at {MAX_TRIALS:,} so the page stays quick when a whole class uses it at once; 20,000 already "
     "lands within a few percent of the theory.",
 )
-sweep, sweep_spec, saturation_spec = _ui.scaling_sweep(float(multiplier))
-_ui.predict(sweep.prediction, key="predict_why_scale")
+sweep, sweep_spec, saturation_spec = cache.computed(why_scale.SWEEP, float(multiplier))
+widgets.predict(sweep.prediction, key="predict_why_scale")
 
-_ui.step("(a) Bigger scores, peakier softmax")
-_ui.prose("why_scale", "peaky")
+step("(a) Bigger scores, peakier softmax")
+widgets.prose("why_scale", "peaky")
 st.latex(r"\text{softmax}(m\,\omega)_j = \frac{e^{m \omega_j}}{\sum_k e^{m \omega_k}}")
-_ui.spec_chart(sweep_spec, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16.")
-_ui.number_table(sweep.sweep_table)
+draw.draw(sweep_spec, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16.")
+widgets.number_table(sweep.sweep_table)
 m1, m2 = st.columns(2)
 m1.metric(f"largest weight at ×{multiplier:g}", f"{sweep.max_weight:.4f}")
 m2.metric("effective number of tokens", f"{sweep.effective_tokens:.2f}")
@@ -45,15 +47,15 @@ metric = (
     )
     or "max_weight"
 )
-peaks = _ui.scaling_peakiness(settings.seed)
-_ui.spec_chart(
+peaks = cache.computed(why_scale.PEAKINESS, settings.seed)
+draw.draw(
     charts.peakiness_spec(peaks, metric),
     f"Line chart of the {charts.peakiness_label(metric)} against d_k for random queries and 8 keys, "
     "with and without scaling.",
 )
 with st.expander("Exact values of this chart"):
-    _ui.number_table(why_scale.peakiness_table(peaks, metric))
-_ui.code_box(
+    widgets.number_table(why_scale.peakiness_table(peaks, metric))
+widgets.code_box(
     why_scale.peakiness_code(settings.seed),
     "Plain PyTorch that draws the queries and keys themselves; the page samples the same scores faster, "
     "so the digits differ within Monte Carlo error.",
@@ -62,32 +64,30 @@ _ui.code_box(
 if not settings.scale:
     st.warning("Scaling is switched off in the sidebar: the red (unscaled) lines are what your model sees.")
 
-_ui.step("(b) The variance of q·k grows like d_k")
-_ui.prose("why_scale", "variance")
+step("(b) The variance of q·k grows like d_k")
+widgets.prose("why_scale", "variance")
 st.latex(r"\operatorname{Var}(q\cdot k) = d_k, \qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
-variance = _ui.scaling_variance(settings.seed, int(trials))
-_ui.spec_chart(
+variance = cache.computed(why_scale.VARIANCE, settings.seed, int(trials))
+draw.draw(
     charts.variance_spec(variance.table),
     "Log-log chart: measured variance of q·k grows along the line d_k; the scaled variance stays at 1.",
 )
-_ui.number_table(charts.variance_table(variance.table), hide_index=True)
+widgets.number_table(charts.variance_table(variance.table), hide_index=True)
 st.markdown("**The trainable-weights notebook's experiment** (1,000 draws at d = 5 and d = 100, this seed):")
-_ui.number_table(variance.notebook.labelled, hide_index=True)
-_ui.code_box(
+widgets.number_table(variance.notebook.labelled, hide_index=True)
+widgets.code_box(
     variance.notebook.code,
     "The notebook's experiment at d = 5 and 100, drawn from the sidebar's seed.",
     title="the attention notebook's variance experiment",
 )
 
-_ui.step("(c) Saturated softmax, vanishing gradients")
-_ui.prose("why_scale", "saturation")
+step("(c) Saturated softmax, vanishing gradients")
+widgets.prose("why_scale", "saturation")
 st.latex(r"\frac{\partial s_j}{\partial x_k} = s_j(\delta_{jk} - s_k)")
-_ui.spec_chart(
-    saturation_spec, "Line chart: the norm of the softmax Jacobian falls towards zero as the multiplier grows."
-)
+draw.draw(saturation_spec, "Line chart: the norm of the softmax Jacobian falls towards zero as the multiplier grows.")
 with st.expander("Exact values of this chart"):
-    _ui.number_table(sweep.saturation, hide_index=True)
-_ui.prose("why_scale", "dk64")
+    widgets.number_table(sweep.saturation, hide_index=True)
+widgets.prose("why_scale", "dk64")
 dk64 = sweep.dk64
 k1, k2 = st.columns(2)
 k1.metric(
@@ -105,12 +105,12 @@ st.caption(
     f"{dk64.scaled_gradient:.4f} scaled. The attention notebook prints [0.576, 0.211, 0.211]: its 0.211 is "
     "0.2119 cut off after three digits, not rounded."
 )
-_ui.code_box(
+widgets.code_box(
     sweep.code,
     "The softmax examples of this page: the ×m sweep and the d_k = 64 example, with gradients.",
     title="the softmax sweep and the d_k = 64 example",
 )
-_ui.code_box(
+widgets.code_box(
     variance.code,
     "Plain PyTorch that draws the vectors themselves, as the sources' loop does. The page uses a faster sampler "
     "of the same distribution, so the digits differ within Monte Carlo error while the law (≈ d_k and ≈ 1) holds.",

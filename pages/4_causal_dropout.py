@@ -2,14 +2,17 @@
 
 import streamlit as st
 
+from core.lessons import causal_dropout, common
 from core.lessons.causal_dropout import perturb_range
 from core.lessons.common import token_name
-from pages import _ui
+from ui import cache, draw, widgets
+from ui.frame import page_start
+from ui.presentation import step
 
-frame = _ui.page_start()
+frame = page_start()
 settings = frame.settings
-_ui.prose("causal_dropout", "intro")
-tokens = _ui.token_labels(settings)
+widgets.prose("causal_dropout", "intro")
+tokens = cache.computed(common.TOKEN_LABELS, settings)
 bounds = perturb_range(len(tokens))
 c1, c2 = st.columns(2)
 if bounds is None or bounds[0] == bounds[1]:
@@ -34,32 +37,32 @@ training = c2.toggle(
     bind="query-params",
     help="Dropout only acts in training mode; the sidebar sets its rate (at 0, the book's 0.5 is shown).",
 )
-lesson = _ui.causal_lesson(settings, perturbed, training)
+lesson = cache.computed(causal_dropout.LESSON, settings, perturbed, training)
 if lesson.perturbed > 1:
-    _ui.predict(lesson.prediction, key="predict_causal_dropout")
+    widgets.predict(lesson.prediction, key="predict_causal_dropout")
 
-_ui.step("Two ways to mask")
-_ui.prose("causal_dropout", "methods")
+step("Two ways to mask")
+widgets.prose("causal_dropout", "methods")
 st.latex(r"\text{masked}_{ij} = \begin{cases}\omega_{ij}/\sqrt{d_k} & j \le i\\ -\infty & j > i\end{cases}")
 # Two per row: three 6-token heatmaps side by side leave no room for their numbers.
 c1, c2 = st.columns(2)
 c3, _ = st.columns(2)
 with c1:
-    _ui.heatmap(
+    draw.heatmap(
         lesson.after,
         "softmax → zero the future → renormalise",
         "Heatmap of causal weights made by masking after the softmax and renormalising.",
         value_title="weight",
     )
 with c2:
-    _ui.heatmap(
+    draw.heatmap(
         lesson.before,
         "−∞ above the diagonal → softmax",
         "Heatmap of causal weights made by masking with minus infinity before the softmax.",
         value_title="weight",
     )
 with c3:
-    _ui.heatmap(
+    draw.heatmap(
         lesson.difference,
         "difference",
         "Heatmap of the difference between the two methods: all zeros.",
@@ -77,18 +80,18 @@ if lesson.book is not None:
         b1, b2 = st.columns(2)
         b3, _ = st.columns(2)
         with b1:
-            _ui.heatmap(
+            draw.heatmap(
                 lesson.book.printed_weights, "printed weights", "The book's printed weights.", value_title="weight"
             )
         with b2:
-            _ui.heatmap(
+            draw.heatmap(
                 lesson.book.masked_simple,
                 "future zeroed (masked_simple)",
                 "The printed weights with every entry above the diagonal set to zero.",
                 value_title="weight",
             )
         with b3:
-            _ui.heatmap(
+            draw.heatmap(
                 lesson.book.renormalised,
                 "rows renormalised",
                 "The masked weights with each row divided by its sum.",
@@ -97,10 +100,10 @@ if lesson.book is not None:
         st.markdown("**The printed scores with −∞ above the diagonal**, and the softmax of them divided by √2:")
         # The table gets the full width: in half a column its six columns of 20 px numbers were cut
         # on a 1280 px projector in presentation mode.
-        _ui.number_table(lesson.book.masked_scores)
+        widgets.number_table(lesson.book.masked_scores)
         m2, _ = st.columns(2)
         with m2:
-            _ui.heatmap(
+            draw.heatmap(
                 lesson.book.minus_inf_weights,
                 "softmax(masked scores / √2)",
                 "Causal weights recomputed from the book's printed masked scores.",
@@ -109,38 +112,38 @@ if lesson.book is not None:
         st.markdown("**Code**: the chapter's steps on its printed numbers, in plain PyTorch.")
         st.code(lesson.book.code, language="python", wrap_lines=True)  # no scrolling box a keyboard cannot reach
 
-_ui.step("Inputs and targets: one chunk, many examples")
-_ui.prose("causal_dropout", "shift")
+step("Inputs and targets: one chunk, many examples")
+widgets.prose("causal_dropout", "shift")
 s1, s2 = st.columns(2)
 s1.dataframe(lesson.shift, hide_index=True, width="stretch")
 with s2:
-    _ui.heatmap(
+    draw.heatmap(
         lesson.simple_average,
         "Simple average (the decoder blog)",
         "Heatmap of the simple-average causal weights for cats climb trees during.",
         value_title="weight",
     )
-_ui.prose("causal_dropout", "average")
+widgets.prose("causal_dropout", "average")
 b1, b2 = st.columns(2)
 with b1:
-    _ui.heatmap(
+    draw.heatmap(
         lesson.blog.head_weights,
         f"Step 2: SingleSelfAttentionHead (head size {lesson.blog.head_size})",
         "Heatmap of the decoder blog's single causal head on the same four tokens.",
         value_title="weight",
     )
 b2.markdown("**Step 1 and step 2, exact weights** (average above, head below):")
-_ui.number_table(lesson.blog.simple_average_table, where=b2)
-_ui.number_table(lesson.blog.head_table, where=b2)
-_ui.code_box(
+widgets.number_table(lesson.blog.simple_average_table, where=b2)
+widgets.number_table(lesson.blog.head_table, where=b2)
+widgets.code_box(
     lesson.blog.code,
     "The decoder blog's two steps in plain PyTorch, on this page's cats embeddings.",
     title="the decoder blog's two steps",
 )
 
-_ui.step("Does anything leak from the future?")
-_ui.prose("causal_dropout", "leak")
-_ui.leakage_bars(
+step("Does anything leak from the future?")
+widgets.prose("causal_dropout", "leak")
+draw.leakage_bars(
     lesson.leakage,
     lesson.perturbed,
     "Bars of how much each output row changed after perturbing one token; earlier rows stay at zero.",
@@ -155,7 +158,7 @@ else:
     st.error("An earlier row changed: the mask leaks!")
 l1, l2 = st.columns(2)
 with l1:
-    _ui.heatmap(
+    draw.heatmap(
         lesson.buggy,
         "With the masked_fill bug",
         "Heatmap of weights computed with the masking bug: the future is not masked.",
@@ -170,14 +173,14 @@ with l2:
         wrap_lines=True,  # no sideways scrolling box (a keyboard cannot reach it)
     )
     st.metric("average weight on future tokens, buggy", f"{lesson.bug_future_mass:.4f}")
-_ui.code_box(
+widgets.code_box(
     lesson.leakage_code,
     "The leakage check and the masked_fill bug in plain PyTorch.",
     title="the leakage check and the masked_fill bug",
 )
 
-_ui.step("Dropout on the attention weights")
-_ui.prose("causal_dropout", "dropout")
+step("Dropout on the attention weights")
+widgets.prose("causal_dropout", "dropout")
 st.latex(
     rf"\tilde\alpha_{{ij}} = \frac{{m_{{ij}}\,\alpha_{{ij}}}}{{1-p}},\quad m_{{ij}}\sim\text{{Bernoulli}}(1-p),"
     rf"\quad p = {lesson.dropout:g}"
@@ -186,7 +189,7 @@ if lesson.dropout_note:
     st.info(lesson.dropout_note, icon=":material/info:")
 d1, d2 = st.columns(2)
 with d1:
-    _ui.heatmap(
+    draw.heatmap(
         lesson.dropped,
         "Weights after dropout" + (" (training; ✕ = dropped)" if training else " (evaluation: unchanged)"),
         "Heatmap of the attention weights after dropout; dropped weights are outlined and marked with a cross.",
@@ -205,4 +208,4 @@ with d2:
         hide_index=True,
         width="stretch",
     )
-_ui.code_box(lesson.code, title="causal attention and dropout with these numbers")
+widgets.code_box(lesson.code, title="causal attention and dropout with these numbers")

@@ -2,31 +2,34 @@
 
 import streamlit as st
 
+from core.lessons import multi_head
 from core.lessons.common import token_name
 from core.lessons.multi_head import gpt2_parameter_counts, parameter_counts
 from core.markup import literal
-from pages import _ui
+from ui import cache, draw, widgets
+from ui.frame import page_start
+from ui.presentation import step
 
-frame = _ui.page_start()
+frame = page_start()
 settings = frame.settings
-_ui.prose("multi_head", "intro")
+widgets.prose("multi_head", "intro")
 st.latex(
     r"\text{MultiHead}(X) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)\,W_o,\quad"
     r"\text{head}_i = \text{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{d_{head}}} + M\right) V_i"
 )
-lesson = _ui.multihead_lesson(settings)
+lesson = cache.computed(multi_head.LESSON, settings)
 if lesson.heads_note:
     st.info(lesson.heads_note, icon=":material/call_split:")
 
-_ui.predict(lesson.prediction, key="predict_multi_head")
-_ui.step(f"{lesson.num_heads} heads of width {lesson.head_dim}")
+widgets.predict(lesson.prediction, key="predict_multi_head")
+step(f"{lesson.num_heads} heads of width {lesson.head_dim}")
 per_row = min(lesson.num_heads, 2)  # two per row: four leave no room for the numbers
 heads = list(dict.fromkeys(lesson.head_weights["head"]))
 for start in range(0, len(heads), per_row):
     cols = st.columns(per_row)
     for col, head in zip(cols, heads[start : start + per_row], strict=False):
         with col:
-            _ui.heatmap(
+            draw.heatmap(
                 lesson.head_weights[lesson.head_weights["head"] == head],
                 head,
                 f"Heatmap of the causal attention weights of {head}.",
@@ -34,10 +37,10 @@ for start in range(0, len(heads), per_row):
                 show_values=len(lesson.tokens) <= 8,
             )
 
-_ui.prose("multi_head", "random")
+widgets.prose("multi_head", "random")
 
-_ui.step("Wrapper vs one split matrix")
-_ui.prose("multi_head", "two")
+step("Wrapper vs one split matrix")
+widgets.prose("multi_head", "two")
 a, b, c = st.columns(3)
 a.metric("wrapper output width", lesson.wrapper_width, help="d_out per head × heads")
 b.metric("max |wrapper − MultiHeadAttention|", f"{lesson.wrapper_max_diff:.1e}")
@@ -48,7 +51,7 @@ st.dataframe(
     hide_index=True,
     width="stretch",
 )
-_ui.heatmap(
+draw.heatmap(
     lesson.output,
     "Output after out_proj",
     "Heatmap of the multi-head attention output.",
@@ -59,8 +62,8 @@ _ui.heatmap(
 )
 
 article = lesson.article
-_ui.step(f"The self-attention article's design: {article.num_heads} full-width heads")
-_ui.prose("multi_head", "article")
+step(f"The self-attention article's design: {article.num_heads} full-width heads")
+widgets.prose("multi_head", "article")
 st.markdown(
     f"Here h = **{article.num_heads}**, d_q = d_k = **{article.d_k}** and d_v = **{article.d_v}** for every head "
     f"(d_v = d_k + 4, as the article's 24 and 28), following the query token "
@@ -80,7 +83,7 @@ if settings.preset == "article":
     )
 a1, a2 = st.columns(2)
 with a1:
-    _ui.heatmap(
+    draw.heatmap(
         article.weights,
         "Each head's weights for the query token",
         "Heatmap: one row per full-width head, one column per token.",
@@ -89,7 +92,7 @@ with a1:
         y_title="head",
     )
 with a2:
-    _ui.heatmap(
+    draw.heatmap(
         article.context,
         f"Context vectors: h × d_v = {article.num_heads} × {article.d_v}",
         "Heatmap of each head's context vector for the query token.",
@@ -97,21 +100,21 @@ with a2:
         x_title="dimension",
         y_title="head",
     )
-_ui.code_box(
+widgets.code_box(
     article.code,
     "The article's way in plain PyTorch: torch.rand(h, d_q, d), repeat, bmm, permute.",
     title="the self-attention article's full-width heads",
 )
 
-_ui.step("Parameter count")
-_ui.prose("multi_head", "params")
+step("Parameter count")
+widgets.prose("multi_head", "params")
 counts = gpt2_parameter_counts()
 p1, p2 = st.columns(2)
 p1.metric("GPT-2-sized layer (768 → 768, 12 heads), no q/k/v bias (the book's)", f"{counts.without_qkv_bias:,}")
 p2.metric("the same with q/k/v biases (GPT-2 itself)", f"{counts.with_qkv_bias:,}")
 layer_counts = parameter_counts(settings)
 st.markdown(f"This page's layer (sidebar d_in and d_out, no q/k/v bias): **{layer_counts.this_layer:,}** parameters")
-_ui.code_box(
+widgets.code_box(
     layer_counts.code, "Counting real nn.Linear layers instead of using the formula.", title="count the parameters"
 )
-_ui.code_box(lesson.code, title="the book's multi-head attention with these numbers")
+widgets.code_box(lesson.code, title="the book's multi-head attention with these numbers")

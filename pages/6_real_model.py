@@ -1,24 +1,225 @@
 """Lesson 6: a real pretrained encoder (all-MiniLM-L6-v2), its 72 heads computed by our own code.
 
-Each section is drawn by pages/_real_model_ui.py; this script only puts them in order.
+Each function draws one section and returns what the next needs; the last lines put them in
+order. Every number comes from core/lessons/real_model.py through ui.cache.
 """
 
-from core import real_model_lesson as lesson_rm
-from pages import _real_model_ui as parts
-from pages import _ui
+from __future__ import annotations
 
-_ui.page_start()
-_ui.prose("real_model", "intro")
-parts.model_or_stop()
-lesson, example = parts.sentence_picker()
-_ui.predict(lesson_rm.previous_token_question(lesson), key="predict_real_model")
-_ui.prose("real_model", "input")
-parts.word_pieces(lesson, example)
-parts.head_grid(lesson)
-layer, head = parts.head_picker(lesson)
+import pandas as pd
+import streamlit as st
+
+from core import charts_real_model as charts_rm
+from core.examples import MAX_TEXT_CHARS
+from core.lessons import real_model as lesson_rm
+from core.models.minilm import MAX_WORD_PIECES, ModelFilesError, SentenceError
+from ui import cache, draw, widgets
+from ui.frame import frame as page_frame
+from ui.frame import page_start
+from ui.presentation import step
+
+LAYER, HEAD = "real_layer", "real_head"  # the chosen head's widget keys (clicks on charts set them too)
+
+
+def model_or_stop() -> None:
+    """Load the model once per process; if its files are broken, say so and stop the page."""
+    try:
+        cache.real_model()
+    except ModelFilesError as error:
+        st.error("The model's files could not be loaded, so this page cannot run:", icon=":material/error:")
+        st.text(str(error))  # plain text: a path is not markdown
+        st.stop()
+
+
+def lesson_for(sentence: str) -> lesson_rm.RealModelLesson:
+    return cache.computed(lesson_rm.LESSON, cache.real_model(), sentence)
+
+
+def sentence_picker() -> tuple[lesson_rm.RealModelLesson, lesson_rm.ExampleSentence | None]:
+    """An example or the student's own sentence -> its lesson (the first example if it cannot be used)."""
+    pick, own = st.columns([1, 2])
+    choice = widgets.linked_select(
+        "Sentence",
+        list(lesson_rm.SENTENCE_LABELS),
+        key="real_example",
+        param="real_example",
+        code=str,
+        name=lesson_rm.SENTENCE_LABELS.get,
+        default=lesson_rm.EXAMPLES[0].key,
+        where=pick,
+    )
+    typed = own.text_input(
+        "Your sentence",
+        "Attention lets every word look at every other word.",
+        max_chars=MAX_TEXT_CHARS,
+        key="real_sentence",
+        bind="query-params",
+        persist_state="session",
+        disabled=choice != lesson_rm.OWN_SENTENCE,
+        help=f"Any English sentence of up to {MAX_WORD_PIECES} word pieces ([CLS] and [SEP] included).",
+    )
+    example = lesson_rm.EXAMPLES_BY_KEY.get(choice)
+    sentence = typed if example is None else example.sentence
+    try:
+        return lesson_for(sentence), example
+    except SentenceError as error:
+        st.error(f"{error} Showing the first example instead.", icon=":material/error:")
+        return lesson_for(lesson_rm.EXAMPLES[0].sentence), None
+
+
+def open_head(layer: int, head: int) -> None:
+    st.session_state[LAYER], st.session_state[HEAD] = layer, head
+
+
+def word_pieces(lesson: lesson_rm.RealModelLesson, example: lesson_rm.ExampleSentence | None) -> None:
+    """The pieces as plain text; for an example, the head that links its two words, with a button."""
+    st.text(f"{len(lesson.tokens)} word pieces:  " + "  ".join(lesson.tokens))  # st.text: never markdown
+    if LAYER not in st.session_state:  # first visit: the link's head, the example's, or the clearest previous-token one
+        opening = lesson_rm.opening_head(lesson, example)
+        # The layer and head boxes are drawn below the grid and take the link's values only then:
+        # the grid (drawn first) must outline the same head. The link's values have passed the rule.
+        linked = page_frame().link.controls
+        open_head(int(linked.get(LAYER, opening.layer)), int(linked.get(HEAD, opening.head)))
+    pair = lesson_rm.pair_finding(lesson, example.query, example.attends_to) if example else None
+    if example and pair:
+        best = pair.strongest
+        ask, answer = st.columns([3, 1], vertical_alignment="center")
+        ask.caption(lesson_rm.pair_sentence(example, pair))
+        answer.button(f"Open layer {best.layer}, head {best.head}", on_click=open_head, args=(best.layer, best.head))
+
+
+def head_grid(lesson: lesson_rm.RealModelLesson) -> None:
+    step(f"All {lesson.num_layers * lesson.num_heads} heads")
+    widgets.prose("real_model", "grid")
+    # 12 panels a row are wider than a phone: the grid shrinks to its column instead of scrolling sideways.
+    st.html("<style>.st-key-al-fit-grid svg, .st-key-al-fit-grid canvas {max-width: 100%; height: auto;}</style>")
+    with st.container(key="al-fit-grid"):
+        draw.draw(
+            charts_rm.grid_template(len(lesson.tokens), lesson.num_layers, lesson.num_heads),
+            "A grid of 6 by 12 small heatmaps, one per attention head; rows are layers, columns heads.",
+            data={charts_rm.GRID_DATA: lesson_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD])},
+            key="real_grid",
+            on_select=lambda: draw.select_head_from_chart("real_grid", charts_rm.HEAD_SELECTION, LAYER, HEAD),
+        )
+
+
+def head_picker(lesson: lesson_rm.RealModelLesson) -> tuple[int, int]:
+    step("One head, large")
+    c1, c2 = st.columns(2)
+    linked = {**widgets.LINKED, "help": "Counted from 0, as in the code."}
+    layer = c1.selectbox("Layer", list(range(lesson.num_layers)), key=LAYER, **linked)
+    head = c2.selectbox("Head", list(range(lesson.num_heads)), key=HEAD, **linked)
+    return int(layer), int(head)
+
+
+def chosen_head(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame: pd.DataFrame) -> None:
+    """The chosen head as a heatmap (tokens on both axes) and as lines."""
+    st.markdown(f"**Layer {layer}, head {head}**")
+    widgets.prose("real_model", "head")
+    num_tokens = len(lesson.tokens)
+    draw.heatmap(  # the lab's one heatmap path (core.charts): readable cells, contrast, both themes
+        frame,
+        "Weights: queries down, keys across",
+        f"Heatmap of the attention weights of layer {layer}, head {head}, queries down, keys across.",
+        value_title="weight",
+        show_values=num_tokens <= 12,
+    )
+    widgets.prose("real_model", "lines")
+    # Below the heatmap, in the middle three fifths: beside it, a 2/5 column left the lines about
+    # 30 px between the two label columns on a 1280 px projector (a phone stacks the columns).
+    _, middle, _ = st.columns([1, 3, 1])
+    with middle:
+        draw.draw(
+            charts_rm.lines_template(num_tokens, "Who attends to whom", max(map(len, lesson.tokens))),
+            f"Lines from each word piece to the pieces it attends to (layer {layer}, head {head}).",
+            data={
+                charts_rm.LINES_DATA: lesson_rm.lines_frame(lesson, layer, head),
+                charts_rm.TOKENS_DATA: lesson_rm.tokens_frame(lesson),
+            },
+        )
+
+
+def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int) -> None:
+    """A map of one measure over all heads, then each pattern with the heads that show it here."""
+    step("What the heads do: measured")
+    widgets.prose("real_model", "measures")
+    measure = widgets.linked_select(
+        "Measure",
+        list(lesson_rm.Measure),
+        key="real_measure",
+        param="real_measure",
+        code=lambda m: m.value,
+        name=lambda m: m.title,
+        default=lesson_rm.Measure.PREVIOUS,
+    )
+    draw.draw(
+        charts_rm.measure_template(f"{measure.title}, every head", measure.title),
+        f"A 6 by 12 map of each head's {measure.title} on this sentence.",
+        data={charts_rm.MEASURE_DATA: lesson_rm.measure_frame(lesson, measure, layer, head)},
+        key="real_measures",
+        on_select=lambda: draw.select_head_from_chart("real_measures", charts_rm.HEAD_SELECTION, LAYER, HEAD),
+    )
+    for finding in lesson.findings:
+        widgets.prose("real_model", finding.pattern.value)
+        st.caption(lesson_rm.finding_caption(finding))
+
+
+def bridge(lesson: lesson_rm.RealModelLesson) -> None:
+    step("The same attention as in the earlier lessons")
+    widgets.prose("real_model", "bridge")
+    st.latex(
+        r"\text{head}_i = \text{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{"
+        + str(lesson.head_dim)
+        + r"}}\right) V_i,\qquad Q_i = X W_q^{(i)},\; K_i = X W_k^{(i)},\; V_i = X W_v^{(i)}"
+    )
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("width of a token's vector", lesson.hidden_size)
+    m2.metric("heads per layer", lesson.num_heads)
+    m3.metric("head width d_k", lesson.head_dim)
+    m4.metric("score scale 1/√d_k", f"{lesson.scale:.4f}")
+
+
+def causal(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame: pd.DataFrame) -> None:
+    """The chosen head without a mask and with a causal mask put back, side by side."""
+    widgets.prose("real_model", "causal")
+    view = lesson_rm.causal_view(lesson, layer, head)
+    st.metric(
+        f"weight layer {layer}, head {head} puts on later pieces (mean over queries)",
+        f"{view.mean_future_share:.0%}",
+        help="What a causal mask would take away and share out over the earlier pieces.",
+    )
+    left, right = st.columns(2)
+    with left:
+        draw.heatmap(
+            frame,
+            "As the encoder computes it (no mask)",
+            "Heatmap of the chosen head's weights without a mask.",
+            value_title="weight",
+            show_values=False,
+        )
+    with right:
+        draw.heatmap(
+            lesson_rm.causal_frame(lesson, view),
+            "With a causal mask put back",
+            "Heatmap of the chosen head's weights with a causal mask: zero above the diagonal.",
+            value_title="weight",
+            show_values=False,
+        )
+
+
+page_start()
+widgets.prose("real_model", "intro")
+model_or_stop()
+lesson, example = sentence_picker()
+widgets.predict(lesson_rm.previous_token_question(lesson), key="predict_real_model")
+widgets.prose("real_model", "input")
+word_pieces(lesson, example)
+head_grid(lesson)
+layer, head = head_picker(lesson)
 chosen = lesson_rm.head_frame(lesson, layer, head)
-parts.chosen_head(lesson, layer, head, chosen)
-parts.measures(lesson, layer, head)
-parts.bridge(lesson)
-parts.causal(lesson, layer, head, chosen)
-parts.code(lesson, layer, head)
+chosen_head(lesson, layer, head, chosen)
+measures(lesson, layer, head)
+bridge(lesson)
+causal(lesson, layer, head, chosen)
+widgets.prose("real_model", "code")
+widgets.code_box(lesson_rm.code(lesson, layer, head))

@@ -3,13 +3,16 @@
 import streamlit as st
 
 from core.examples import MAX_D_IN, MAX_TEXT_CHARS
+from core.lessons import cross_attention
 from core.lessons.cross_attention import DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT
 from core.settings import effective_d_in
-from pages import _ui
+from ui import cache, draw, widgets
+from ui.frame import page_start
+from ui.presentation import step
 
-frame = _ui.page_start()
+frame = page_start()
 settings = frame.settings
-_ui.prose("cross_attention", "intro")
+widgets.prose("cross_attention", "intro")
 article = settings.preset == "article"
 own_sentence = settings.preset == "custom"  # your own sentence (the sidebar's) asks the questions
 if article:
@@ -51,15 +54,17 @@ d_in_kv = c2.number_input(
 d_v = c3.number_input("d_v (value width)", 1, 64, min(settings.d_out + 4, 64), key="d_v", bind="query-params")
 st.latex(r"Z = \text{softmax}\!\left(\frac{(X_1 W_q)(X_2 W_k)^\top}{\sqrt{d_k}}\right) X_2 W_v")
 try:
-    lesson = _ui.cross_lesson(settings, second_text, int(d_v), None if own_sentence else first_text, int(d_in_kv))
+    lesson = cache.computed(
+        cross_attention.LESSON, settings, second_text, int(d_v), None if own_sentence else first_text, int(d_in_kv)
+    )
 except ValueError as error:
     st.error(str(error), icon=":material/error:")
     st.stop()
 if article:
     st.caption("The self-attention article's sentence reads a random second sequence of 8 tokens, as in the article.")
-_ui.step("Queries from one sequence, keys from another")
-_ui.predict(lesson.prediction, key="predict_cross_attention")
-_ui.heatmap(
+step("Queries from one sequence, keys from another")
+widgets.predict(lesson.prediction, key="predict_cross_attention")
+draw.heatmap(
     lesson.weights,
     "Cross-attention weights: queries × keys",
     "Rectangular heatmap: one row per token of the first sequence, one column per token of the second.",
@@ -67,11 +72,11 @@ _ui.heatmap(
     x_title="key (second sequence)",
     y_title="query (first sequence)",
 )
-_ui.prose("cross_attention", "weights")
-_ui.number_table(lesson.strongest, hide_index=True)
-_ui.step("Context vectors")
-_ui.prose("cross_attention", "context")
-_ui.heatmap(
+widgets.prose("cross_attention", "weights")
+widgets.number_table(lesson.strongest, hide_index=True)
+step("Context vectors")
+widgets.prose("cross_attention", "context")
+draw.heatmap(
     lesson.output,
     f"Context vectors: {len(lesson.tokens)} tokens × d_v = {int(d_v)}",
     "Heatmap of the context vectors: one row per token of the first sequence, d_v columns.",
@@ -79,11 +84,11 @@ _ui.heatmap(
     x_title="dimension",
     y_title="query (first sequence)",
 )
-_ui.step("Shapes")
-_ui.prose("cross_attention", "shapes")
+step("Shapes")
+widgets.prose("cross_attention", "shapes")
 st.markdown(
     f"Embedding widths: first sequence **{lesson.d_in}**, second sequence **{lesson.d_in_kv}**; "
     f"both are projected to d_k = **{settings.d_out}**."
 )
 st.dataframe([{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
-_ui.code_box(lesson.code)
+widgets.code_box(lesson.code)

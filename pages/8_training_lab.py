@@ -3,16 +3,15 @@
 from dataclasses import replace
 
 import streamlit as st
-import torch
 
-from core import charts_training, recipes
-from core import tiny_transformer as tt
-from core.lessons import matrix_frame
-from pages import _ui
+from core import charts_training
+from core.lessons import training_lab as tt
+from ui import cache, draw, widgets
+from ui.frame import page_start
+from ui.presentation import step
 
-frame = _ui.page_start()
+frame = page_start()
 
-RUNS_KEPT = 6  # runs overlaid per session: enough for a comparison, few enough to read the legend
 LEARNING_RATES = list(tt.LEARNING_RATES)
 
 
@@ -39,7 +38,7 @@ def controls(seed: int) -> tt.TrainingConfig:
         if key not in st.query_params:
             st.session_state.setdefault(key, value)
     c1, c2, c3, c4 = st.columns(4)
-    task = _ui.linked_select(
+    task = widgets.linked_select(
         "Task",
         list(tt.Task),
         key="train_task",
@@ -50,21 +49,23 @@ def controls(seed: int) -> tt.TrainingConfig:
         where=c1,
         on_change=task_changed,
     )
-    layers = c2.radio("Layers", [1, 2], horizontal=True, key="train_layers", help="Induction needs 2.", **_ui.LINKED)
+    layers = c2.radio(
+        "Layers", [1, 2], horizontal=True, key="train_layers", help="Induction needs 2.", **widgets.LINKED
+    )
     # Number boxes and select boxes, not sliders: a slider's floating value fails the 4.5:1 contrast on
-    # the main background (axe-core, tests/test_display.py), and these values are read, not dragged.
-    heads = c3.number_input("Heads per layer", 1, tt.MAX_HEADS, 2, key="train_heads", **_ui.LINKED)
+    # the main background (axe-core, tests/browser/test_display.py), and these values are read, not dragged.
+    heads = c3.number_input("Heads per layer", 1, tt.MAX_HEADS, 2, key="train_heads", **widgets.LINKED)
     d_k = c4.selectbox(
         "d_k (head width)",
         list(tt.D_K_CHOICES),
         list(tt.D_K_CHOICES).index(16),
         key="train_d_k",
         help=f"heads × d_k is at most {tt.MAX_WIDTH}.",
-        **_ui.LINKED,
+        **widgets.LINKED,
     )
     c5, c6, c7, c8 = st.columns(4)
-    scale = c5.toggle("Scale q·k by 1/√d_k", True, key="train_scale", **_ui.LINKED)
-    init = _ui.linked_select(
+    scale = c5.toggle("Scale q·k by 1/√d_k", True, key="train_scale", **widgets.LINKED)
+    init = widgets.linked_select(
         "W_q, W_k, W_v start as",
         list(tt.Init),
         key="train_init",
@@ -75,9 +76,9 @@ def controls(seed: int) -> tt.TrainingConfig:
         where=c6,
     )
     learning_rate = c7.selectbox(
-        "Learning rate (Adam)", LEARNING_RATES, LEARNING_RATES.index(3e-3), key="train_lr", **_ui.LINKED
+        "Learning rate (Adam)", LEARNING_RATES, LEARNING_RATES.index(3e-3), key="train_lr", **widgets.LINKED
     )
-    steps = c8.number_input("Steps", 10, tt.MAX_STEPS, step=50, key="train_steps", **_ui.LINKED)
+    steps = c8.number_input("Steps", 10, tt.MAX_STEPS, step=50, key="train_steps", **widgets.LINKED)
     return tt.TrainingConfig(
         task=tt.Task(task),
         layers=int(layers),
@@ -91,37 +92,28 @@ def controls(seed: int) -> tt.TrainingConfig:
     )
 
 
-def keep(runs: list[tt.TrainingRun], run: tt.TrainingRun) -> list[tt.TrainingRun]:
-    """The session's runs with `run` last; an identical earlier run is not kept twice."""
-    return [r for r in runs if r.config != run.config][-(RUNS_KEPT - 1) :] + [run]
-
-
 def show_heads(run: tt.TrainingRun) -> None:
-    labels = tt.token_labels(run.example_tokens)
     layer = 0
     if run.config.layers > 1:
-        layer = st.radio("Layer", [1, 2], index=1, horizontal=True, key="train_show_layer", **_ui.LINKED) - 1
-    shares = tt.previous_token_share(run.attention_after)[layer]
-    for head in range(run.config.heads):
-        st.markdown(f"**Layer {layer + 1}, head {head + 1}**: weight on the previous token {shares[head]:.2f}")
+        layer = st.radio("Layer", [1, 2], index=1, horizontal=True, key="train_show_layer", **widgets.LINKED) - 1
+    wide = len(run.example_tokens) > 20
+    for view in tt.head_views(run, layer):
+        st.markdown(f"**Layer {view.layer}, head {view.head}**: weight on the previous token {view.previous_share:.2f}")
         # Side by side while a heatmap fits half the page (16 tokens); the 36-token induction maps stack.
-        before, after = st.columns(2) if len(labels) <= 20 else (st.container(), st.container())
-        for column, when, weights in (
-            (before, "before", run.attention_before),
-            (after, "after", run.attention_after),
-        ):
+        before, after = (st.container(), st.container()) if wide else st.columns(2)
+        for column, when, weights in ((before, "before", view.before), (after, "after", view.after)):
             with column:
-                _ui.heatmap(
-                    matrix_frame(torch.from_numpy(weights[layer, head]), labels, labels),
+                draw.heatmap(
+                    weights,
                     f"{when} training",
-                    f"Heatmap of layer {layer + 1}, head {head + 1}'s attention weights {when} training.",
+                    f"Heatmap of layer {view.layer}, head {view.head}'s attention weights {when} training.",
                     show_values=False,
                     value_title="weight",
                 )
 
 
-_ui.prose("training_lab", "intro")
-_ui.prose("training_lab", "tasks")
+widgets.prose("training_lab", "intro")
+widgets.prose("training_lab", "tasks")
 requested = controls(frame.settings.seed)
 limited = tt.within_caps(requested)
 config = limited.config
@@ -132,24 +124,24 @@ st.caption(f"Estimated time on one core: about {tt.estimated_seconds(config):.0f
 runs: list[tt.TrainingRun] = st.session_state.setdefault("training_runs", [])
 b1, b2, b3 = st.columns(3)
 if b1.button("Train", type="primary", icon=":material/play_arrow:", key="train_button"):
-    runs = keep(runs, _ui.training_run(config))
+    runs = tt.keep(runs, cache.training_run(config))
 if b2.button("Compare scaled vs unscaled", icon=":material/compare:", key="train_compare"):
     for scaled in (True, False):
-        runs = keep(runs, _ui.training_run(replace(config, scale=scaled)))
+        runs = tt.keep(runs, cache.training_run(replace(config, scale=scaled)))
 if b3.button("Clear the runs", icon=":material/delete:", key="train_clear"):
     runs = []
 st.session_state["training_runs"] = runs
 
-_ui.predict(tt.spread_question(config.d_k), key="predict_training_lab")
-_ui.step("Loss and held-out accuracy")
-_ui.prose("training_lab", "curves")
+widgets.predict(tt.spread_question(config.d_k), key="predict_training_lab")
+step("Loss and held-out accuracy")
+widgets.prose("training_lab", "curves")
 if runs:
     loss_chart, accuracy_chart = charts_training.curve_charts(tt.curves_frame(runs))
     left, right = st.columns(2)  # side by side on a laptop, one under the other on a phone
     with left:
-        _ui.chart(loss_chart, "Line chart against the step: training loss, one line per run; unscaled runs dashed.")
+        draw.draw(loss_chart, "Line chart against the step: training loss, one line per run; unscaled runs dashed.")
     with right:
-        _ui.chart(accuracy_chart, "Line chart against the step: held-out accuracy, one line per run.")
+        draw.draw(accuracy_chart, "Line chart against the step: held-out accuracy, one line per run.")
     st.dataframe(
         [{"run": f"run {number}", "setup": tt.run_label(run.config)} for number, run in enumerate(runs, start=1)],
         hide_index=True,
@@ -158,24 +150,24 @@ if runs:
 else:
     st.info("No run yet: press Train.", icon=":material/school:")
 
-_ui.prose("training_lab", "verdict")
+widgets.prose("training_lab", "verdict")
 for sentence in tt.verdict(runs):
     st.markdown(f"- {sentence}")
 
 latest = runs[-1] if runs else None
-_ui.step("Each head, before and after")
-_ui.prose("training_lab", "heads")
+step("Each head, before and after")
+widgets.prose("training_lab", "heads")
 if latest is not None:
     st.caption(f"Run {len(runs)}: {tt.run_label(latest.config)}")
     show_heads(latest)
 
-_ui.step("At the start: what scaling changes")
-_ui.prose("training_lab", "start")
+step("At the start: what scaling changes")
+widgets.prose("training_lab", "start")
 if latest is not None:
     st.dataframe(tt.start_table(latest.start).round(4), hide_index=True, width="stretch")
-    _ui.chart(
+    draw.draw(
         charts_training.start_chart(tt.start_frame(latest.start)),
         "Bars: logit spread, softmax entropy and gradient norm at initialisation, scaled and unscaled.",
     )
-_ui.prose("training_lab", "cost")
-_ui.code_box(recipes.fill("training_lab", tt.recipe_values(config)))
+widgets.prose("training_lab", "cost")
+widgets.code_box(tt.code(config))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import core
-from bench import harness
+from tests import support
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -37,7 +37,7 @@ def gen(seed: int) -> torch.Generator:
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     """`streamlit run` on a free loopback port for this test module; its base URL."""
-    process, url = harness.start_server()
+    process, url = support.start_server()
     try:
         yield url
     finally:
@@ -50,6 +50,6 @@ def browser() -> Iterator[object]:
     """Debian's Chromium through Playwright (its own browser download does not work here)."""
     playwright_api = pytest.importorskip("playwright.sync_api")
     with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=harness.CHROMIUM, args=harness.CHROMIUM_ARGS)
+        chromium = p.chromium.launch(executable_path=support.CHROMIUM, args=support.CHROMIUM_ARGS)
         yield chromium
         chromium.close()

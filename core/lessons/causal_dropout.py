@@ -25,6 +25,7 @@ from core.lessons.common import (
     unique_labels,
 )
 from core.modules import CausalAttention, SimpleAverageSelfAttention, SingleSelfAttentionHead
+from core.registry import Control, LessonSpec
 from core.settings import Settings
 
 NOISE_SIZE = 3.0  # how far the perturbed token is pushed (times a standard-normal vector)
@@ -87,7 +88,7 @@ class CausalLesson:
 
 
 # The book's printed walk-through and the decoder blog's simple average depend on no setting: built once
-# per process, not on every new seed (~3 ms a rerun). Nothing mutates them; st.cache_data hands
+# per process, not on every new seed (bench/NOTES.md). Nothing mutates them; st.cache_data hands
 # each session its own copy of the lesson that holds them.
 @functools.lru_cache(maxsize=4)
 def _book(tokens: tuple[str, ...]) -> BookCausal:
@@ -281,3 +282,11 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
         ),
         code=code,
     )
+
+
+# The cached computation the page calls (ui/cache.py `computed`); keyed on the settings it reads.
+LESSON = LessonSpec(
+    causal_lesson,
+    uses=frozenset({Control.D_OUT, Control.SEED, Control.SCALE, Control.DROPOUT, Control.DEVICE}),
+    max_entries=96,
+)

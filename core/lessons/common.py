@@ -11,6 +11,7 @@ import torch
 from core import recipes
 from core.device import resolve_device
 from core.examples import LIFE_SENTENCE, Example, life_vocabulary
+from core.registry import LessonSpec
 from core.settings import Settings, load_example
 
 
@@ -147,3 +148,7 @@ def inputs_source(settings: Settings) -> recipes.Code:
 
 def tokens_comment(settings: Settings) -> str:
     return " | ".join(load_example(settings).tokens)
+
+
+# The cached computation the page calls (ui/cache.py `computed`); keyed on the settings it reads.
+TOKEN_LABELS = LessonSpec(token_labels, uses=frozenset(), max_entries=256)

@@ -23,6 +23,7 @@ from core.lessons.common import (
     unique_labels,
 )
 from core.modules import CrossAttention
+from core.registry import Control, LessonSpec
 from core.settings import Settings, effective_d_in
 
 # The overview's (and the attention notebook's) translation pair: the English being written asks
@@ -147,3 +148,11 @@ def cross_lesson(
         prediction=_shape_question(len(tokens), len(second_tokens)),
         code=code,
     )
+
+
+# The cached computation the page calls (ui/cache.py `computed`); keyed on the settings it reads.
+LESSON = LessonSpec(
+    cross_lesson,
+    uses=frozenset({Control.D_OUT, Control.SEED, Control.SCALE, Control.DEVICE}),
+    max_entries=64,
+)

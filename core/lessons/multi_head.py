@@ -26,6 +26,7 @@ from core.modules import (
     multihead_from_wrapper,
     multihead_parameter_count,
 )
+from core.registry import Control, LessonSpec
 from core.settings import Settings, effective_d_in
 
 
@@ -261,3 +262,11 @@ def multihead_lesson(settings: Settings) -> MultiHeadLesson:
         article=article_heads(settings, x, tokens),
         code=code,
     )
+
+
+# The cached computation the page calls (ui/cache.py `computed`); keyed on the settings it reads.
+LESSON = LessonSpec(
+    multihead_lesson,
+    uses=frozenset({Control.D_OUT, Control.SEED, Control.SCALE, Control.DROPOUT, Control.NUM_HEADS, Control.DEVICE}),
+    max_entries=64,
+)

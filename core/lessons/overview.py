@@ -9,6 +9,7 @@ import pandas as pd
 from core import recipes
 from core.examples import life_vocabulary
 from core.lessons.common import dims, inputs_source, matrix_frame, tokens_comment, unique_labels
+from core.registry import LessonSpec
 from core.settings import Settings, load_example
 
 
@@ -39,3 +40,7 @@ def overview_lesson(settings: Settings) -> OverviewLesson:
         token_ids=tuple(vocabulary[word] for word in example.tokens) if vocabulary else (),
         code=code,
     )
+
+
+# The cached computation the page calls (ui/cache.py `computed`); keyed on the settings it reads.
+LESSON = LessonSpec(overview_lesson, uses=frozenset(), max_entries=64)

@@ -24,6 +24,7 @@ from core.lessons.common import (
     unique_labels,
 )
 from core.modules import CrossAttention, SelfAttention_v1, SelfAttention_v2, draw_qkv_weights, v1_from_v2
+from core.registry import Control, LessonSpec
 from core.settings import Settings
 
 
@@ -156,3 +157,11 @@ def trainable_lesson(settings: Settings, query_index: int) -> TrainableLesson:
             },
         ),
     )
+
+
+# The cached computation the page calls (ui/cache.py `computed`); keyed on the settings it reads.
+LESSON = LessonSpec(
+    trainable_lesson,
+    uses=frozenset({Control.D_OUT, Control.SEED, Control.SCALE, Control.DEVICE}),
+    max_entries=48,
+)

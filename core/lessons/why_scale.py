@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from core import recipes, stats
+from core import charts, recipes, stats
 from core.lessons.common import CPU, Prediction, generator
+from core.registry import LessonSpec
 
 # The trainable-weights notebook's five scores, multiplied by 8 to show a peaky softmax.
 NOTEBOOK_SCORES = (0.1, -0.2, 0.3, -0.2, 0.5)
@@ -164,7 +165,7 @@ def dk64_example(d_k: int = 64) -> Dk64Example:
 def notebook_variance(seed: int) -> NotebookVariance:
     """The notebook's two widths, 1,000 draws each, q and k drawn as vectors (as its loop does)."""
     drawn = stats.dot_product_variance(NOTEBOOK_DIMS, NOTEBOOK_TRIALS, generator(seed, CPU), method="direct")
-    table = pd.DataFrame(  # one construction: pandas' rename + select + two assignments took ~4 ms
+    table = pd.DataFrame(  # one construction, not rename + select + assignments (bench/NOTES.md)
         {
             "d": list(NOTEBOOK_DIMS),
             "unscaled_var": drawn["unscaled_var"].to_numpy(),
@@ -175,3 +176,17 @@ def notebook_variance(seed: int) -> NotebookVariance:
     )
     code = recipes.fill("why_scale_notebook", {"seed": int(seed)})
     return NotebookVariance(table=table, code=code)
+
+
+def sweep_view(multiplier: float) -> tuple[SweepResult, dict, dict]:
+    """The seed-independent part of the page, with its two chart specs (built once per multiplier)."""
+    result = sweep(multiplier)
+    sweep_spec = charts.sweep_chart(result.sweep, multiplier).to_dict(validate=False)
+    saturation_spec = charts.saturation_chart(result.saturation).to_dict(validate=False)
+    return result, sweep_spec, saturation_spec
+
+
+# The cached computations the page calls (ui/cache.py `computed`): none reads the sidebar's Settings.
+VARIANCE = LessonSpec(variance, uses=None, max_entries=64)
+PEAKINESS = LessonSpec(peakiness, uses=None, max_entries=64)
+SWEEP = LessonSpec(sweep_view, uses=None, max_entries=8)

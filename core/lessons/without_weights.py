@@ -20,6 +20,7 @@ from core.lessons.common import (
     tokens_comment,
     unique_labels,
 )
+from core.registry import Control, LessonSpec
 from core.settings import Settings
 
 NORMALISATIONS = ("divide by sum", "naive softmax", "stable softmax")
@@ -147,3 +148,7 @@ def without_weights_lesson(settings: Settings, query_index: int, multiplier: flo
         sums=sums,
         code=code,
     )
+
+
+# The cached computation the page calls (ui/cache.py `computed`); keyed on the settings it reads.
+LESSON = LessonSpec(without_weights_lesson, uses=frozenset({Control.DEVICE}), max_entries=64)

@@ -1,0 +1,361 @@
+"""Lesson 6, "Inside a real model": one sentence through all-MiniLM-L6-v2, measured head by head.
+
+The model and its loading live in core/models/minilm.py; the per-head measures in core/head_measures.py.
+
+Everything the page shows is computed here and returned as frozen dataclasses and DataFrames.
+Shape legend: L = layers (6), h = heads per layer (12), T = word pieces of the sentence
+([CLS] and [SEP] included), queries along rows and keys along columns.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+
+from core import functional as fn
+from core import recipes
+from core.head_measures import Finding, HeadMeasures, HeadScore, Measure, Pattern, find_patterns, head_measures
+from core.lessons import unique_labels
+from core.lessons.common import Prediction
+from core.models import minilm
+from core.registry import LessonSpec
+
+# Re-exported: the page and the tests read the measures through the lesson.
+__all__ = ["Finding", "HeadMeasures", "HeadScore", "Measure", "Pattern", "find_patterns", "head_measures"]
+
+
+@dataclass(frozen=True)
+class ExampleSentence:
+    key: str
+    label: str  # what the selector shows
+    sentence: str
+    look_for: str  # one line: what to look for in this example
+    query: str  # the pair of word pieces the example is about, as labelled on the axes
+    attends_to: str
+
+
+EXAMPLES: tuple[ExampleSentence, ...] = (
+    ExampleSentence(
+        "pronoun",
+        "A pronoun and its noun",
+        "The dog chased the ball because it was bored.",
+        "Which heads send 'it' to 'dog', the noun it stands for?",
+        "it",
+        "dog",
+    ),
+    ExampleSentence(
+        "repeat",
+        "A repeated word",
+        "The cat sat on the mat, and then the cat fell asleep.",
+        "Does the second 'cat' find the first one?",
+        "cat (2)",
+        "cat",
+    ),
+    ExampleSentence(
+        "list",
+        "A list",
+        "We bought apples, pears, plums and cherries at the market.",
+        "The fruit names split into word pieces (pear + ##s). Does 'plum' look back at 'pear'?",
+        "plum",
+        "pear",
+    ),
+)
+OWN_SENTENCE = "own"  # the selector's key for the student's sentence
+
+
+@dataclass(frozen=True)
+class RealModelLesson:
+    """One sentence through the real model: what the page draws.
+
+    attentions (L, h, T, T) float32, each row sums to 1 (no padding: one sentence).
+    """
+
+    sentence: str
+    tokens: tuple[str, ...]  # word pieces, [CLS] ... [SEP]
+    labels: tuple[str, ...]  # the same, made unique for chart axes ('the', 'the (2)')
+    attentions: torch.Tensor
+    measures: HeadMeasures
+    findings: tuple[Finding, ...]
+    num_layers: int
+    num_heads: int
+    head_dim: int
+    hidden_size: int
+    scale: float  # 1 / sqrt(head_dim)
+
+    def head(self, layer: int, head: int) -> torch.Tensor:
+        """One head's weights (T, T)."""
+        return self.attentions[layer, head]
+
+
+def real_model_lesson(model: minilm.RealModel, sentence: str) -> RealModelLesson:
+    """Run one sentence and measure every head (raises SentenceError for an unusable one)."""
+    output = minilm.encode(model, [sentence])
+    tokens = output.tokens[0]
+    attentions = output.attentions[:, 0].contiguous()  # (L, B, h, T, T) -> (L, h, T, T), batch of one
+    measures = head_measures(attentions, cls_position=0, sep_position=len(tokens) - 1)
+    config = model.config
+    return RealModelLesson(
+        sentence=sentence,
+        tokens=tokens,
+        labels=tuple(unique_labels(tokens)),
+        attentions=attentions,
+        measures=measures,
+        findings=find_patterns(measures),
+        num_layers=config.num_layers,
+        num_heads=config.num_heads,
+        head_dim=config.head_dim,
+        hidden_size=config.hidden_size,
+        scale=minilm.scale_factor(config),
+    )
+
+
+@dataclass(frozen=True)
+class PairFinding:
+    """Which head sends the most of one query's weight to one key, in this sentence."""
+
+    query: str
+    attends_to: str
+    query_index: int
+    key_index: int
+    strongest: HeadScore
+    mean_weight: float  # the same weight averaged over all 72 heads, for comparison
+
+
+def pair_finding(lesson: RealModelLesson, query: str, attends_to: str) -> PairFinding | None:
+    """The head with the largest weight from the word piece labelled `query` to `attends_to`
+    (None if the sentence has no such pieces)."""
+    if query not in lesson.labels or attends_to not in lesson.labels:
+        return None
+    query_index, key_index = lesson.labels.index(query), lesson.labels.index(attends_to)
+    weights = lesson.attentions[:, :, query_index, key_index]  # (L, h)
+    best = int(weights.argmax())
+    layer, head = divmod(best, weights.shape[1])
+    return PairFinding(
+        query=query,
+        attends_to=attends_to,
+        query_index=query_index,
+        key_index=key_index,
+        strongest=HeadScore(layer, head, float(weights[layer, head])),
+        mean_weight=float(weights.mean()),
+    )
+
+
+GRID_FLOOR = 0.02  # grid cells below this weight are left to the panel's background (the colour of 0)
+
+
+@functools.lru_cache(maxsize=64)
+def _label_dtype(labels: tuple[str, ...]) -> pd.CategoricalDtype:
+    """One checked categorical type per sentence: pandas validates the categories each time one is made."""
+    return pd.CategoricalDtype(categories=list(labels))
+
+
+def _labels_at(lesson: RealModelLesson, positions: torch.Tensor) -> pd.Categorical:
+    """The (unique) labels at `positions`, as a categorical: it reaches the browser as an Arrow
+    dictionary column, far cheaper to convert than one Python string per cell (bench/NOTES.md)."""
+    return pd.Categorical.from_codes(positions.numpy(), dtype=_label_dtype(lesson.labels))
+
+
+def grid_frame(lesson: RealModelLesson, layer: int, head: int, floor: float = GRID_FLOOR) -> pd.DataFrame:
+    """Every head's weights, long: layer, head, query_index, key_index, query, key, weight, chosen.
+
+    Cells under `floor` are dropped: on a 0..1 colour scale they look like 0 anyway, and the
+    72 panels of a 64-piece sentence would otherwise hold 295,000 cells. `chosen` marks the
+    cells of the head (layer, head) that the page has opened.
+    """
+    weights = lesson.attentions
+    layers, heads, queries, keys = torch.nonzero(weights >= floor, as_tuple=True)
+    return pd.DataFrame(
+        {
+            "layer": layers.numpy(),
+            "head": heads.numpy(),
+            "query_index": queries.numpy(),
+            "key_index": keys.numpy(),
+            "query": _labels_at(lesson, queries),
+            "key": _labels_at(lesson, keys),
+            "weight": weights[layers, heads, queries, keys].numpy().round(4),
+            "chosen": ((layers == layer) & (heads == head)).numpy(),
+        }
+    )
+
+
+def weights_frame(lesson: RealModelLesson, weights: torch.Tensor) -> pd.DataFrame:
+    """A (T, T) matrix over this sentence's pieces, long: row, col, value, row_index, col_index
+    (core.lessons.matrix_frame's columns, built without a Python loop: 4,096 cells at the cap)."""
+    num_tokens = weights.shape[-1]
+    rows, cols = torch.meshgrid(torch.arange(num_tokens), torch.arange(num_tokens), indexing="ij")
+    rows, cols = rows.flatten(), cols.flatten()
+    return pd.DataFrame(
+        {
+            "row": _labels_at(lesson, rows),
+            "col": _labels_at(lesson, cols),
+            "value": weights.detach().double().flatten().numpy(),
+            "row_index": rows.numpy(),
+            "col_index": cols.numpy(),
+        }
+    )
+
+
+def head_frame(lesson: RealModelLesson, layer: int, head: int) -> pd.DataFrame:
+    """One head as a heatmap's long frame (row = query, col = key)."""
+    return weights_frame(lesson, lesson.head(layer, head))
+
+
+def lines_frame(lesson: RealModelLesson, layer: int, head: int, floor: float = 0.05) -> pd.DataFrame:
+    """One head as lines: query_index, key_index, query, key, weight (weights under `floor` dropped)."""
+    weights = lesson.head(layer, head)
+    queries, keys = torch.nonzero(weights >= floor, as_tuple=True)
+    return pd.DataFrame(
+        {
+            "query_index": queries.numpy(),
+            "key_index": keys.numpy(),
+            "query": _labels_at(lesson, queries),
+            "key": _labels_at(lesson, keys),
+            "weight": weights[queries, keys].double().numpy().round(4),
+        }
+    )
+
+
+def tokens_frame(lesson: RealModelLesson) -> pd.DataFrame:
+    """query_index, token: the labels down both sides of the line view."""
+    return pd.DataFrame({"query_index": range(len(lesson.labels)), "token": list(lesson.labels)})
+
+
+def measure_frame(lesson: RealModelLesson, measure: Measure, layer: int = -1, head: int = -1) -> pd.DataFrame:
+    """layer, head, value, chosen: one measure as a 6 x 12 table; `chosen` marks (layer, head)."""
+    values = lesson.measures.of(measure)  # (L, h)
+    layers, heads = torch.meshgrid(torch.arange(values.shape[0]), torch.arange(values.shape[1]), indexing="ij")
+    return pd.DataFrame(
+        {
+            "layer": layers.flatten().numpy(),
+            "head": heads.flatten().numpy(),
+            "value": values.flatten().numpy(),
+            "chosen": ((layers == layer) & (heads == head)).flatten().numpy(),
+        }
+    )
+
+
+@dataclass(frozen=True)
+class CausalView:
+    """The chosen head as the encoder computes it, and with a GPT's causal mask put back.
+
+    weights, causal_weights (T, T). future_share (T,): how much of each query's weight sits on
+    later tokens, which is what a causal mask takes away and shares out over the earlier ones.
+    Only this head changes: in a causal model every earlier layer would see less too.
+    """
+
+    weights: torch.Tensor
+    causal_weights: torch.Tensor
+    future_share: torch.Tensor
+    mean_future_share: float
+
+
+def causal_view(lesson: RealModelLesson, layer: int, head: int) -> CausalView:
+    """Re-apply a causal mask to one head.
+
+    Masking the scores before the softmax equals zeroing the future weights and renormalising
+    each row (the book's two methods agree), so the weights alone are enough here;
+    tests/unit/test_real_model.py checks this against the masked scores.
+    """
+    weights = lesson.head(layer, head)
+    num_tokens = weights.shape[-1]
+    keep = fn.causal_mask(num_tokens, num_tokens)  # (T, T), True = may attend
+    future_share = (weights * (~keep)).sum(-1)  # (T,)
+    return CausalView(
+        weights=weights,
+        causal_weights=fn.renormalise_rows(weights, keep),
+        future_share=future_share,
+        mean_future_share=float(future_share.mean()),
+    )
+
+
+def causal_frame(lesson: RealModelLesson, view: CausalView) -> pd.DataFrame:
+    """The causal-mask version of a head as a heatmap's long frame."""
+    return weights_frame(lesson, view.causal_weights)
+
+
+def previous_token_question(lesson: RealModelLesson) -> Prediction:
+    """'Which of these heads looks at the previous word piece?', answered by the measures.
+
+    Three heads: the one with the highest previous-token score, the one with the lowest, and
+    the median, listed in (layer, head) order so the answer's place says nothing.
+    """
+    scores = lesson.measures.previous  # (L, h)
+    num_heads = scores.shape[1]
+    order = scores.flatten().argsort()  # ascending
+    picks = sorted({int(order[-1]), int(order[len(order) // 2]), int(order[0])})
+    best = int(order[-1])
+    options = tuple(f"layer {i // num_heads}, head {i % num_heads}" for i in picks)
+    return Prediction(
+        question="Which of these heads puts the most weight on the word piece just before each token?",
+        options=options,
+        answer=picks.index(best),
+        explanation=(
+            f"Layer {best // num_heads}, head {best % num_heads} puts {float(scores.flatten()[best]):.4f} of each "
+            f"row's weight on the previous piece on average; the other two put "
+            + " and ".join(f"{float(scores.flatten()[i]):.4f}" for i in picks if i != best)
+            + ". Open it below: its heatmap is a stripe just under the diagonal."
+        ),
+    )
+
+
+EXAMPLES_BY_KEY = {example.key: example for example in EXAMPLES}
+# What the sentence selector shows for each key: the examples, then the student's own sentence.
+SENTENCE_LABELS = {**{example.key: example.label for example in EXAMPLES}, OWN_SENTENCE: "Your own sentence"}
+SCORE_NAMES = {
+    Pattern.PREVIOUS: "previous-token score",
+    Pattern.NEXT: "next-token score",
+    Pattern.SINK: "weight on [CLS] + [SEP]",
+    Pattern.BROAD: "entropy / log(number of pieces)",
+}
+
+
+def opening_head(lesson: RealModelLesson, example: ExampleSentence | None) -> HeadScore:
+    """The head the page opens first: the example's pair head, or the clearest previous-token head."""
+    pair = pair_finding(lesson, example.query, example.attends_to) if example else None
+    if pair is not None:
+        return pair.strongest
+    return next(f.strongest for f in lesson.findings if f.pattern is Pattern.PREVIOUS)
+
+
+def pair_sentence(example: ExampleSentence, pair: PairFinding) -> str:
+    """What the example asks, and the head that answers it in this sentence, with its weight."""
+    best = pair.strongest
+    return (
+        f"{example.look_for} In this sentence, layer {best.layer}, head {best.head} sends {best.value:.0%} of "
+        f"'{pair.query}' to '{pair.attends_to}' (the 72 heads average {pair.mean_weight:.0%})."
+    )
+
+
+def described(finding: Finding) -> str:
+    """One line about a pattern's heads in this sentence (numbers only: no user text)."""
+    best = finding.strongest
+    strongest = f"the strongest is layer {best.layer}, head {best.head} ({best.value:.2f})"
+    if not finding.heads:
+        return f"In this sentence no head reaches {finding.threshold:.2f}; {strongest}."
+    named = ", ".join(f"{s.layer}-{s.head} ({s.value:.2f})" for s in finding.heads[:6])
+    more = f" and {len(finding.heads) - 6} more" if len(finding.heads) > 6 else ""
+    return f"In this sentence {len(finding.heads)} head(s) reach {finding.threshold:.2f} (layer-head): {named}{more}."
+
+
+def finding_caption(finding: Finding) -> str:
+    """The caption under a pattern's prose: how it is measured, and which heads show it here."""
+    return f"Measured by the {SCORE_NAMES[finding.pattern]}. {described(finding)}"
+
+
+def code(lesson: RealModelLesson, layer: int, head: int) -> str:
+    """The filled recipe core/recipes/real_model.py: this sentence, this head."""
+    return recipes.fill("real_model", {"sentence": lesson.sentence, "layer": layer, "head": head})
+
+
+def sentence_lesson(_model: minilm.RealModel, sentence: str) -> RealModelLesson:
+    """`real_model_lesson` as the page caches it. The model is the process's one shared encoder: the
+    leading underscore keeps it out of st.cache_data's key (the sentence alone is the key)."""
+    return real_model_lesson(_model, sentence)
+
+
+# The cached computation the page calls (ui/cache.py `computed`): ~1.2 MB at the 64-piece cap,
+# so 32 entries stay under 40 MB.
+LESSON = LessonSpec(sentence_lesson, uses=None, max_entries=32)

@@ -1,0 +1,344 @@
+"""Lesson 8, "Train it yourself": what the page shows about training runs of the tiny transformer.
+
+The model, its data and its training loop live in core/models/tiny_transformer.py; here are
+the lesson's parts: the caps that bound a run's cost (with the sentence the page shows when
+one bites), the labels of the choices, the verdict sentences computed from the runs, the
+frames the charts draw, the recipe's values and the predict-then-reveal question.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+import torch
+
+from core import recipes
+from core.lessons.common import Prediction, matrix_frame
+from core.models.tiny_transformer import (
+    D_K_CHOICES,
+    FILLER,
+    MAX_HEADS,
+    NUM_SYMBOLS,
+    Init,
+    StartStatistics,
+    Task,
+    TrainingConfig,
+    TrainingRun,
+    check,
+    sequence_length,
+    train,
+)
+from core.registry import LessonSpec
+
+__all__ = ["D_K_CHOICES", "MAX_HEADS", "Init", "Task", "TrainingConfig", "TrainingRun"]  # what the page uses
+
+TASK_LABELS = {Task.PREVIOUS_TOKEN: "previous token", Task.INDUCTION: "induction (repeat after a random gap)"}
+INIT_LABELS = {Init.BOOK: "the book's torch.rand (SelfAttention_v1)", Init.LINEAR: "nn.Linear's default"}
+RUNS_KEPT = 6  # runs overlaid per session: enough for a comparison, few enough to read the legend
+LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+
+# Caps, with the reason the page shows when one bites. A step (with its share of the held-out
+# evaluations) costs about STEP_OVERHEAD_MS + MS_PER_UNIT * layers * tokens * width**2 on one
+# core; the constants are fitted, with margin, to runs on a busy 2-core machine (bench/training.py
+# times the worst run the caps allow). The step cap keeps every run's estimate within RUN_BUDGET_S.
+MAX_WIDTH = 256  # heads * d_k
+MAX_STEPS = 3000
+STEP_OVERHEAD_MS = 6.0
+MS_PER_UNIT = 2.5e-5
+RUN_BUDGET_S = 30.0
+
+
+DEFAULT_LAYERS = {Task.PREVIOUS_TOKEN: 1, Task.INDUCTION: 2}  # the depth each task needs
+DEFAULT_STEPS = {Task.PREVIOUS_TOKEN: 300, Task.INDUCTION: 1000}  # seeds 1, 2, 3, 123 pass 85% by step 780
+
+
+def default_config(task: Task) -> TrainingConfig:
+    """What the page starts from for `task`: the depth it needs and enough steps to learn it."""
+    return TrainingConfig(task=task, layers=DEFAULT_LAYERS[task], steps=DEFAULT_STEPS[task])
+
+
+@dataclass(frozen=True)
+class Limited:
+    """A config after the caps, and one sentence per cap that changed it."""
+
+    config: TrainingConfig
+    reasons: tuple[str, ...]
+
+
+def within_caps(config: TrainingConfig) -> Limited:
+    """Clamp a requested config so that every run stays within the time budget; say why.
+
+    Raises ValueError for values that are not merely too large (a zero, a wrong type).
+    """
+    check(config)
+    reasons: list[str] = []
+    if config.d_model > MAX_WIDTH:
+        heads = max(1, MAX_WIDTH // config.d_k)
+        reasons.append(
+            f"heads × d_k is at most {MAX_WIDTH} (the cost of every step grows with the square of the width): "
+            f"{config.heads} heads of {config.d_k} became {heads}."
+        )
+        config = replace(config, heads=heads)
+    step_cap = min(MAX_STEPS, int(RUN_BUDGET_S * 1000 / step_milliseconds(config)))
+    if config.steps > step_cap:
+        reasons.append(
+            f"At most {step_cap:,} steps at this width and depth, so that a run ends within about "
+            f"{RUN_BUDGET_S:.0f} s on one CPU core: {config.steps:,} became {step_cap:,}."
+        )
+        config = replace(config, steps=step_cap)
+    return Limited(config, tuple(reasons))
+
+
+def step_milliseconds(config: TrainingConfig) -> float:
+    """The estimated time of one training step on one core (see the caps above)."""
+    return STEP_OVERHEAD_MS + MS_PER_UNIT * config.layers * sequence_length(config.task) * config.d_model**2
+
+
+def estimated_seconds(config: TrainingConfig) -> float:
+    return config.steps * step_milliseconds(config) / 1000
+
+
+def previous_token_share(attention: np.ndarray) -> np.ndarray:
+    """(L, h, T, T) -> (L, h): mean weight a query puts on the token just before it (t >= 1)."""
+    length = attention.shape[-1]
+    rows = np.arange(1, length)
+    return attention[..., rows, rows - 1].mean(axis=-1)
+
+
+def chance_accuracy(task: Task) -> float:
+    return 1.0 / NUM_SYMBOLS
+
+
+def steps_to_reach(run: TrainingRun, level: float) -> int | None:
+    """The first logged step whose held-out accuracy is at least `level`; None if never."""
+    return next((s for s, a in zip(run.steps, run.accuracies, strict=True) if a >= level), None)
+
+
+def run_label(config: TrainingConfig) -> str:
+    """A short name for a run in a legend: what differs between runs is what a student changes."""
+    scaled = "scaled" if config.scale else "UNscaled"
+    task = "prev" if config.task is Task.PREVIOUS_TOKEN else "induction"
+    return (
+        f"{task} · {config.layers}L×{config.heads}h · d_k={config.d_k} · {scaled} · {config.init.value} init"
+        f" · lr={config.learning_rate:g} · seed {config.seed}"
+    )
+
+
+def verdict(runs: Sequence[TrainingRun]) -> list[str]:
+    """Sentences about what these runs show, computed from their numbers.
+
+    Pairs of runs that differ only in scaling are compared; a run without a partner is described alone.
+    """
+    comparisons = _pairs(runs)
+    sentences = [_compare(scaled, unscaled) for scaled, unscaled in comparisons]
+    paired = {id(run) for pair in comparisons for run in pair}
+    if len(comparisons) >= 2:
+        sentences.append(_where_it_matters(comparisons))
+    sentences += [_describe(run) for run in runs if id(run) not in paired]
+    return sentences
+
+
+def _pairs(runs: Sequence[TrainingRun]) -> list[tuple[TrainingRun, TrainingRun]]:
+    """(scaled, unscaled) runs whose configs differ only in scaling, each run used once."""
+    pairs, used = [], set()
+    for i, run in enumerate(runs):
+        if i in used or not run.config.scale:
+            continue
+        for j, other in enumerate(runs):
+            if j not in used and other.config == replace(run.config, scale=False):
+                pairs.append((run, other))
+                used.update({i, j})
+                break
+    return pairs
+
+
+def _where_it_matters(comparisons: list[tuple[TrainingRun, TrainingRun]]) -> str:
+    """One line over several comparisons: the accuracy scaling added at each setting, widest d_k last."""
+    ordered = sorted(comparisons, key=lambda pair: (pair[0].config.d_k, pair[0].config.init.value))
+    parts = [
+        f"d_k={s.config.d_k} ({s.config.init.value} init, {TASK_LABELS[s.config.task]}): "
+        f"{100 * (s.final_accuracy - u.final_accuracy):+.0f} points"
+        for s, u in ordered
+    ]
+    return "Across your comparisons, scaled minus unscaled accuracy: " + "; ".join(parts) + "."
+
+
+def _percent(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _describe(run: TrainingRun) -> str:
+    c = run.config
+    reached = steps_to_reach(run, 0.9)
+    speed = f"reached 90% at step {reached}" if reached is not None else "never reached 90%"
+    return (
+        f"{run_label(c)}: {_percent(run.final_accuracy)} held-out accuracy after {c.steps} steps "
+        f"(chance {_percent(chance_accuracy(c.task))}); it {speed}."
+    )
+
+
+def _compare(scaled: TrainingRun, unscaled: TrainingRun) -> str:
+    c = scaled.config
+    head = (
+        f"At d_k={c.d_k} ({TASK_LABELS[c.task]}, {c.layers} layer{'s' if c.layers > 1 else ''}, "
+        f"{c.heads} head{'s' if c.heads > 1 else ''}, {c.init.value} init, {c.steps} steps): "
+        f"unscaled reached {_percent(unscaled.final_accuracy)}, scaled {_percent(scaled.final_accuracy)}."
+    )
+    fast_s, fast_u = steps_to_reach(scaled, 0.9), steps_to_reach(unscaled, 0.9)
+    gap = scaled.final_accuracy - unscaled.final_accuracy
+    start = scaled.start
+    why = (
+        f" At the start the unscaled logits were {start.measured_ratio:.1f}× wider (theory √d_k = "
+        f"{start.theory_ratio:.1f}), the softmax entropy {start.entropy_unscaled:.2f} instead of "
+        f"{start.entropy_scaled:.2f} nats, and the gradient reaching W_q and W_k "
+        f"{start.grad_norm_unscaled:.3g} instead of {start.grad_norm_scaled:.3g}."
+    )
+    if gap >= 0.05:
+        unfinished = " Neither run has learned the task yet." if scaled.final_accuracy < 0.5 else ""
+        return head + " Without scaling, learning fell behind." + unfinished + why
+    if fast_s is not None and fast_u is not None and fast_u > fast_s:
+        return (
+            head
+            + f" Both got there, but unscaled needed {fast_u} steps to reach 90% where scaled needed {fast_s}."
+            + why
+        )
+    if gap <= -0.05:
+        return head + " Here the unscaled run did better: scaling is not what limits this setting." + why
+    return (
+        head + " Here the unscaled run learns as well: at this width the saturation does not stop Adam. "
+        "Raise d_k or use the book's init to see where it breaks down." + why
+    )
+
+
+def curves_frame(runs: Sequence[TrainingRun]) -> pd.DataFrame:
+    """Long frame for `charts_training.curves_chart`: run, scaling, step, metric, value."""
+    rows = []
+    for number, run in enumerate(runs, start=1):
+        label = f"{number}. {run_label(run.config)}"
+        scaling = "scaled" if run.config.scale else "unscaled"
+        for step, loss, accuracy in zip(run.steps, run.losses, run.accuracies, strict=True):
+            rows.append((label, scaling, step, "loss", loss))
+            rows.append((label, scaling, step, "accuracy", accuracy))
+    return pd.DataFrame(rows, columns=["run", "scaling", "step", "metric", "value"])
+
+
+START_QUANTITIES = ("std of the logits", "softmax entropy (nats)", "gradient norm on W_q, W_k")
+
+
+def start_frame(start: StartStatistics) -> pd.DataFrame:
+    """Long frame for `charts_training.start_chart`: quantity, scores, value."""
+    pairs = {
+        START_QUANTITIES[0]: (start.logit_std_scaled, start.logit_std_unscaled),
+        START_QUANTITIES[1]: (start.entropy_scaled, start.entropy_unscaled),
+        START_QUANTITIES[2]: (start.grad_norm_scaled, start.grad_norm_unscaled),
+    }
+    rows = [(q, kind, v) for q, values in pairs.items() for kind, v in zip(("scaled", "unscaled"), values, strict=True)]
+    return pd.DataFrame(rows, columns=["quantity", "scores", "value"])
+
+
+def start_table(start: StartStatistics) -> pd.DataFrame:
+    """The same numbers as a table, with the ratio and what theory says beside them."""
+    return pd.DataFrame(
+        {
+            "quantity": list(START_QUANTITIES),
+            "scaled": [start.logit_std_scaled, start.entropy_scaled, start.grad_norm_scaled],
+            "unscaled": [start.logit_std_unscaled, start.entropy_unscaled, start.grad_norm_unscaled],
+            "unscaled / scaled": [
+                start.measured_ratio,
+                start.entropy_unscaled / start.entropy_scaled,
+                start.grad_norm_unscaled / start.grad_norm_scaled,
+            ],
+            "theory": [
+                f"ratio √d_k = {start.theory_ratio:.2f}",
+                f"uniform attention: {start.uniform_entropy:.2f}; one-hot: 0",
+                f"about √d_k = {start.theory_ratio:.2f} from the missing factor alone; less as the softmax saturates",
+            ],
+        }
+    )
+
+
+def token_labels(tokens: Sequence[int]) -> list[str]:
+    """Unique axis labels for a sequence: position and symbol ('·' is the filler)."""
+    return [f"{i}:{'·' if t == FILLER else t}" for i, t in enumerate(tokens)]
+
+
+def recipe_values(config: TrainingConfig) -> dict[str, object]:
+    """The settings block of core/recipes/training_lab.py for this run."""
+    return {
+        "task": config.task.value,
+        "layers": config.layers,
+        "heads": config.heads,
+        "d_k": config.d_k,
+        "scale": config.scale,
+        "init": config.init.value,
+        "learning_rate": float(config.learning_rate),
+        "steps": config.steps,
+        "seed": config.seed,
+        "batch_size": config.batch_size,
+    }
+
+
+def code(config: TrainingConfig) -> str:
+    """The filled recipe core/recipes/training_lab.py: this run in plain PyTorch."""
+    return recipes.fill("training_lab", recipe_values(config))
+
+
+def spread_question(d_k: int) -> Prediction:
+    """Predict-then-reveal: how much wider the attention logits start without 1/sqrt(d_k).
+
+    The answer is the theory the start statistics below measure: q.k sums d_k products of
+    similar size, so its spread grows like sqrt(d_k), and scaling divides exactly that out.
+    """
+    root = math.sqrt(d_k)
+    return Prediction(
+        question=f"At the start of training with d_k = {d_k}, how much wider is the spread of the attention "
+        "logits q·k without the 1/√d_k than with it?",
+        options=("About the same", f"About √d_k = {root:.0f} times", f"About d_k = {d_k} times"),
+        answer=1,
+        explanation=(
+            f"Exactly √{d_k} = {root:.1f}: dividing by √d_k is the only difference, and q·k's spread grows "
+            "like √d_k because it adds d_k products of the same size. Train a run and compare with the start "
+            "statistics at the bottom of the page, measured on the model itself."
+        ),
+    )
+
+
+def keep(runs: Sequence[TrainingRun], run: TrainingRun) -> list[TrainingRun]:
+    """The session's runs with `run` last; an identical earlier run is not kept twice."""
+    return [r for r in runs if r.config != run.config][-(RUNS_KEPT - 1) :] + [run]
+
+
+@dataclass(frozen=True)
+class HeadView:
+    """One head of a run, for the page: its previous-token share and its weights before and after."""
+
+    layer: int  # counted from 1, as the page names it
+    head: int  # counted from 1
+    previous_share: float  # mean weight a query puts on the token just before it, after training
+    before: pd.DataFrame  # matrix_frame of the weights (T, T) before training
+    after: pd.DataFrame  # the same after training
+
+
+def head_views(run: TrainingRun, layer: int) -> tuple[HeadView, ...]:
+    """Every head of layer `layer` (counted from 0) of `run`, before and after training."""
+    labels = token_labels(run.example_tokens)
+    shares = previous_token_share(run.attention_after)[layer]  # (h,)
+    return tuple(
+        HeadView(
+            layer=layer + 1,
+            head=head + 1,
+            previous_share=float(shares[head]),
+            before=matrix_frame(torch.from_numpy(run.attention_before[layer, head]), labels, labels),
+            after=matrix_frame(torch.from_numpy(run.attention_after[layer, head]), labels, labels),
+        )
+        for head in range(run.config.heads)
+    )
+
+
+# One training per setting for the whole class: sessions asking for a run that is being computed
+# wait for it (Streamlit holds a lock per key) instead of training it again. A run is ~50 kB.
+RUN = LessonSpec(train, uses=None, max_entries=64)

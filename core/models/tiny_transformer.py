@@ -1,0 +1,408 @@
+"""A tiny causal transformer, built from our own `MultiHeadAttention`, that learns a copying task live.
+
+Two tasks with a known right answer, both drawn from a seeded `torch.Generator`:
+
+- previous token: at position t, predict the token at t - 1 (one attention layer suffices);
+- induction: random distinct tokens, a filler of random length, then the same tokens again;
+  inside the repeat the next token is the one that followed the current token the first time.
+  Finding it takes two layers (one head marks "the token before me", the next looks it up);
+  because the gap varies, a single layer cannot solve it by position alone.
+
+The model is attention-only (no MLP: copying needs none, and it learns faster without one):
+token + position embeddings, then per layer x + MultiHeadAttention(LayerNorm(x)), then a final
+LayerNorm and an unembedding. Training runs the fused path (PyTorch's kernel); the pictures use
+the traced reference path, and a test ties the two.
+
+Every random draw comes from one private generator seeded with `config.seed`, in this order:
+the weights, the held-out set, then one training batch per step. The same seed gives the same
+curves; core/recipes/training_lab.py repeats exactly these draws in plain PyTorch.
+
+Shape legend: B = batch, T = tokens, V = vocabulary, D = d_model = heads * d_k, L = layers,
+h = heads.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn import init
+
+from core.modules import MultiHeadAttention, make_linear
+
+
+class Task(StrEnum):
+    PREVIOUS_TOKEN = "previous_token"
+    INDUCTION = "induction"
+
+
+class Init(StrEnum):
+    BOOK = "book"  # W_q, W_k, W_v drawn with torch.rand: uniform on [0, 1), as SelfAttention_v1
+    LINEAR = "linear"  # nn.Linear's default: uniform on ±1/sqrt(fan_in)
+
+
+IGNORE_INDEX = -100  # cross_entropy's default ignore_index: positions with nothing to predict
+NUM_SYMBOLS = 16  # content tokens 0..15
+FILLER = NUM_SYMBOLS  # token 16: the induction task's gap
+PREVIOUS_TOKEN_LENGTH = 16
+INDUCTION_PART = 10  # tokens in the part that repeats
+INDUCTION_MAX_GAP = 16  # the filler is 1..16 tokens long
+INDUCTION_LENGTH = 2 * INDUCTION_PART + INDUCTION_MAX_GAP  # part, gap, part, then filler to the end
+HELD_OUT = 128  # held-out sequences, drawn once per run
+LOG_POINTS = 25  # curve points per run (plus step 0)
+
+# What a run may ask for (`check`); the lesson's caps (core/lessons/training_lab.py) bound it further.
+D_K_CHOICES = (4, 8, 16, 32, 64, 128, 256)
+MAX_HEADS = 4
+MAX_LEARNING_RATE = 0.1
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """One training run; frozen and hashable, so it is the cache key for a run."""
+
+    task: Task = Task.PREVIOUS_TOKEN  # which copying task
+    layers: int = 1  # attention layers, 1 or 2 (induction needs 2)
+    heads: int = 2  # heads per layer; the model width is heads * d_k
+    d_k: int = 16  # width of each head's queries and keys (and values)
+    scale: bool = True  # multiply q.k by 1/sqrt(d_k) (PyTorch's default) or leave it unscaled
+    init: Init = Init.LINEAR  # how W_q, W_k, W_v start
+    learning_rate: float = 3e-3  # Adam's step size
+    steps: int = 300  # optimiser steps, one fresh batch each
+    seed: int = 123  # seeds the one generator every draw comes from
+    batch_size: int = 32  # sequences per step
+
+    @property
+    def d_model(self) -> int:
+        return self.heads * self.d_k
+
+
+def check(config: TrainingConfig) -> None:
+    """Raise ValueError for a config no run can use (a zero, a wrong type, a choice not listed)."""
+    if not isinstance(config.task, Task) or not isinstance(config.init, Init):
+        raise ValueError("task and init must be one of the listed choices.")
+    if config.layers not in (1, 2):
+        raise ValueError(f"layers must be 1 or 2, got {config.layers!r}.")
+    if config.d_k not in D_K_CHOICES:
+        raise ValueError(f"d_k must be one of {D_K_CHOICES}, got {config.d_k!r}.")
+    if not (isinstance(config.heads, int) and 1 <= config.heads <= MAX_HEADS):
+        raise ValueError(f"heads must be a whole number from 1 to {MAX_HEADS}, got {config.heads!r}.")
+    if not (isinstance(config.steps, int) and config.steps >= 1):
+        raise ValueError(f"steps must be a whole number of at least 1, got {config.steps!r}.")
+    if not (0.0 < float(config.learning_rate) <= MAX_LEARNING_RATE):
+        raise ValueError(f"the learning rate must be above 0 and at most {MAX_LEARNING_RATE}.")
+    if not (isinstance(config.batch_size, int) and config.batch_size >= 1):
+        raise ValueError(f"batch_size must be a whole number of at least 1, got {config.batch_size!r}.")
+
+
+def sequence_length(task: Task) -> int:
+    """Tokens per sequence of `task`."""
+    return PREVIOUS_TOKEN_LENGTH if task is Task.PREVIOUS_TOKEN else INDUCTION_LENGTH
+
+
+def vocab_size(task: Task) -> int:
+    return NUM_SYMBOLS if task is Task.PREVIOUS_TOKEN else NUM_SYMBOLS + 1  # + the filler
+
+
+# ----------------------------------------------------------------------------------------
+# Data
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Batch:
+    """tokens (B, T); targets (B, T), IGNORE_INDEX where a position is not scored."""
+
+    tokens: torch.Tensor
+    targets: torch.Tensor
+
+
+def draw_batch(task: Task, batch_size: int, generator: torch.Generator) -> Batch:
+    """A fresh batch of the task, every draw from `generator`."""
+    if task is Task.PREVIOUS_TOKEN:
+        return _previous_token_batch(batch_size, generator)
+    return _induction_batch(batch_size, generator)
+
+
+def _previous_token_batch(batch_size: int, generator: torch.Generator) -> Batch:
+    tokens = torch.randint(0, NUM_SYMBOLS, (batch_size, PREVIOUS_TOKEN_LENGTH), generator=generator)  # (B, T)
+    targets = torch.full_like(tokens, IGNORE_INDEX)
+    targets[:, 1:] = tokens[:, :-1]  # position t answers with the token at t - 1; position 0 has none
+    return Batch(tokens, targets)
+
+
+def _induction_batch(batch_size: int, generator: torch.Generator) -> Batch:
+    """[part | filler × gap | part | filler to the end]; scored: the repeat after its first token.
+
+    The part's tokens are distinct (a random permutation's first tokens), so "what came after
+    this token last time" has exactly one answer.
+    """
+    part = torch.rand(batch_size, NUM_SYMBOLS, generator=generator).argsort(dim=1)[:, :INDUCTION_PART]  # (B, P)
+    gaps = torch.randint(1, INDUCTION_MAX_GAP + 1, (batch_size,), generator=generator)  # (B,)
+    positions = torch.arange(INDUCTION_LENGTH)  # (T,)
+    repeat_start = INDUCTION_PART + gaps[:, None]  # (B, 1)
+    offset = positions[None, :] - repeat_start  # (B, T): index into the part inside the repeat
+    in_repeat = (offset >= 0) & (offset < INDUCTION_PART)
+    tokens = torch.full((batch_size, INDUCTION_LENGTH), FILLER, dtype=torch.long)
+    tokens[:, :INDUCTION_PART] = part
+    tokens[in_repeat] = part.gather(1, offset.clamp(0, INDUCTION_PART - 1))[in_repeat]
+    # The token at position t predicts position t + 1: score where t + 1 is in the repeat, after its first token.
+    next_offset = offset + 1
+    scored = (next_offset >= 1) & (next_offset < INDUCTION_PART)
+    targets = torch.full_like(tokens, IGNORE_INDEX)
+    targets[scored] = part.gather(1, next_offset.clamp(0, INDUCTION_PART - 1))[scored]
+    return Batch(tokens, targets)
+
+
+# ----------------------------------------------------------------------------------------
+# Model
+# ----------------------------------------------------------------------------------------
+
+
+def make_embedding(num: int, width: int, generator: torch.Generator) -> nn.Embedding:
+    """An `nn.Embedding` initialised like PyTorch's default (standard normal), from `generator`."""
+    layer = nn.Embedding(num, width, device="meta").to_empty(device="cpu")
+    init.normal_(layer.weight, generator=generator)
+    return layer
+
+
+class AttentionLayer(nn.Module):
+    """x + MultiHeadAttention(LayerNorm(x)): a pre-norm residual attention layer."""
+
+    def __init__(self, config: TrainingConfig, context_length: int, generator: torch.Generator):
+        super().__init__()
+        self.norm = nn.LayerNorm(config.d_model)
+        self.attention = MultiHeadAttention(
+            config.d_model,
+            config.d_model,
+            context_length,
+            0.0,
+            config.heads,
+            generator=generator,
+            fused=True,
+            scale=None if config.scale else 1.0,
+        )
+        if config.init is Init.BOOK:
+            with torch.no_grad():  # SelfAttention_v1's draw, stored as nn.Linear stores it: (d_out, d_in)
+                for projection in (self.attention.W_query, self.attention.W_key, self.attention.W_value):
+                    projection.weight.copy_(torch.rand(projection.weight.shape, generator=generator))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.attention(self.norm(x))  # (B, T, D)
+
+
+@dataclass(frozen=True)
+class ForwardTrace:
+    """The traced forward pass: logits (B, T, V); per layer, scaled scores and weights (B, h, T, T)."""
+
+    logits: torch.Tensor
+    scaled_scores: tuple[torch.Tensor, ...]
+    weights: tuple[torch.Tensor, ...]
+
+
+class TinyTransformer(nn.Module):
+    """Embeddings, `config.layers` attention layers, a final LayerNorm and the unembedding."""
+
+    def __init__(self, config: TrainingConfig, generator: torch.Generator):
+        super().__init__()
+        vocab, length = vocab_size(config.task), sequence_length(config.task)
+        self.token_embedding = make_embedding(vocab, config.d_model, generator)
+        self.position_embedding = make_embedding(length, config.d_model, generator)
+        self.layers = nn.ModuleList([AttentionLayer(config, length, generator) for _ in range(config.layers)])
+        self.final_norm = nn.LayerNorm(config.d_model)
+        self.unembedding = make_linear(config.d_model, vocab, False, generator)
+
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(tokens.shape[1])
+        return self.token_embedding(tokens) + self.position_embedding(positions)  # (B, T, D)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The fast path (fused attention): tokens (B, T) -> logits (B, T, V)."""
+        x = self.embed(tokens)
+        for layer in self.layers:
+            x = layer(x)
+        return self.unembedding(self.final_norm(x))  # (B, T, V)
+
+    def trace(self, tokens: torch.Tensor, scale: float | None = None) -> ForwardTrace:
+        """The readable path, keeping each layer's scores and weights; `scale` overrides the layers'."""
+        x = self.embed(tokens)
+        scores, weights = [], []
+        for layer in self.layers:
+            step = layer.attention.trace(layer.norm(x), scale=scale)
+            scores.append(step.masked_scores)
+            weights.append(step.weights)
+            x = x + step.output  # (B, T, D)
+        return ForwardTrace(self.unembedding(self.final_norm(x)), tuple(scores), tuple(weights))
+
+
+def loss_of(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over the scored positions. logits (B, T, V), targets (B, T)."""
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)  # (B*T, V)
+
+
+def accuracy_of(logits: torch.Tensor, targets: torch.Tensor) -> float:
+    """Share of scored positions whose most likely token is the right one."""
+    scored = targets != IGNORE_INDEX
+    return float((logits.argmax(dim=-1)[scored] == targets[scored]).float().mean())
+
+
+# ----------------------------------------------------------------------------------------
+# Statistics at initialisation
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartStatistics:
+    """The untrained model on the held-out set, with scaling on and off (same weights).
+
+    logit_std: std of the first layer's logits q.k * scale over the allowed (causal) entries.
+    entropy: mean softmax entropy of a query's row, in nats; uniform_entropy is its maximum.
+    grad_norm: norm of the loss's gradient reaching every W_query and W_key.
+    """
+
+    d_k: int
+    logit_std_scaled: float
+    logit_std_unscaled: float
+    entropy_scaled: float
+    entropy_unscaled: float
+    uniform_entropy: float
+    grad_norm_scaled: float
+    grad_norm_unscaled: float
+
+    @property
+    def theory_ratio(self) -> float:
+        return math.sqrt(self.d_k)
+
+    @property
+    def measured_ratio(self) -> float:
+        return self.logit_std_unscaled / self.logit_std_scaled
+
+
+def _one_side(model: TinyTransformer, held_out: Batch, scale: float) -> tuple[float, float, float]:
+    model = copy.deepcopy(model)  # a private copy: its gradients never touch the run's model
+    traced = model.trace(held_out.tokens, scale=scale)
+    scores, weights = traced.scaled_scores[0].detach(), traced.weights[0].detach()  # (B, h, T, T)
+    allowed = torch.isfinite(scores)
+    logit_std = float(scores[allowed].std())
+    entropy = float(-(weights * weights.clamp_min(1e-30).log()).sum(dim=-1).mean())
+    loss_of(traced.logits, held_out.targets).backward()
+    squares = sum(
+        float(p.grad.pow(2).sum())
+        for layer in model.layers
+        for p in (layer.attention.W_query.weight, layer.attention.W_key.weight)
+    )
+    return logit_std, entropy, math.sqrt(squares)
+
+
+def start_statistics(model: TinyTransformer, held_out: Batch, d_k: int) -> StartStatistics:
+    std_s, entropy_s, grad_s = _one_side(model, held_out, 1.0 / math.sqrt(d_k))
+    std_u, entropy_u, grad_u = _one_side(model, held_out, 1.0)
+    length = held_out.tokens.shape[1]
+    uniform = float(np.mean(np.log(np.arange(1, length + 1))))  # row t has t + 1 allowed keys
+    return StartStatistics(d_k, std_s, std_u, entropy_s, entropy_u, uniform, grad_s, grad_u)
+
+
+# ----------------------------------------------------------------------------------------
+# Training
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """What one run shows (small: it is cached and shared across sessions).
+
+    steps, losses, accuracies: one entry per logged step (step 0 = before training); the loss is
+    the mean training loss since the previous log, the accuracy is on the held-out set.
+    example_tokens (T,): one held-out sequence; example_targets (T,): its scored answers.
+    attention_before / attention_after (L, h, T, T): each head's weights on that sequence.
+    """
+
+    config: TrainingConfig
+    steps: tuple[int, ...]
+    losses: tuple[float, ...]
+    accuracies: tuple[float, ...]
+    example_tokens: tuple[int, ...]
+    example_targets: tuple[int, ...]
+    attention_before: np.ndarray
+    attention_after: np.ndarray
+    start: StartStatistics
+    seconds: float
+
+    @property
+    def final_accuracy(self) -> float:
+        return self.accuracies[-1]
+
+
+ProgressCallback = Callable[[int, int], None]  # (steps done, steps in all)
+
+
+def log_steps(steps: int) -> list[int]:
+    """The steps at which a run logs: 0, then about LOG_POINTS evenly spaced, always the last."""
+    every = max(1, steps // LOG_POINTS)
+    return sorted({0, *range(every, steps + 1, every), steps})
+
+
+def _attention_on(model: TinyTransformer, tokens: torch.Tensor) -> np.ndarray:
+    with torch.no_grad():
+        weights = model.trace(tokens[None, :]).weights  # per layer (1, h, T, T)
+    return torch.stack([w[0] for w in weights]).numpy().astype(np.float32)  # (L, h, T, T)
+
+
+def train(config: TrainingConfig, on_progress: ProgressCallback | None = None) -> TrainingRun:
+    """Train a fresh model on `config` (the lesson's caps bound its cost first; this checks only validity)."""
+    check(config)
+    started = time.perf_counter()
+    generator = torch.Generator().manual_seed(int(config.seed))
+    model = TinyTransformer(config, generator)
+    held_out = draw_batch(config.task, HELD_OUT, generator)
+    example = held_out.tokens[0]
+    start = start_statistics(model, held_out, config.d_k)
+    before = _attention_on(model, example)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, fused=True)  # one kernel per step
+    logged = set(log_steps(config.steps))
+    steps, losses, accuracies = [0], [_held_out_loss(model, held_out)], [_held_out_accuracy(model, held_out)]
+    since_log: list[float] = []
+    for step in range(1, config.steps + 1):
+        batch = draw_batch(config.task, config.batch_size, generator)
+        loss = loss_of(model(batch.tokens), batch.targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        since_log.append(loss.item())
+        if step in logged:
+            steps.append(step)
+            losses.append(sum(since_log) / len(since_log))
+            accuracies.append(_held_out_accuracy(model, held_out))
+            since_log = []
+            if on_progress is not None:
+                on_progress(step, config.steps)
+    return TrainingRun(
+        config=config,
+        steps=tuple(steps),
+        losses=tuple(losses),
+        accuracies=tuple(accuracies),
+        example_tokens=tuple(example.tolist()),
+        example_targets=tuple(held_out.targets[0].tolist()),
+        attention_before=before,
+        attention_after=_attention_on(model, example),
+        start=start,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _held_out_accuracy(model: TinyTransformer, held_out: Batch) -> float:
+    with torch.no_grad():
+        return accuracy_of(model(held_out.tokens), held_out.targets)
+
+
+def _held_out_loss(model: TinyTransformer, held_out: Batch) -> float:
+    with torch.no_grad():
+        return float(loss_of(model(held_out.tokens), held_out.targets))

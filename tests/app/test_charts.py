@@ -1,0 +1,270 @@
+"""Chart builders checked through their Vega-Lite specs, and what the pages hand to Streamlit (AppTest)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+import torch
+from altair.utils.schemapi import validate_jsonschema
+from altair.vegalite.v6.schema import core as vega_lite
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
+
+import core
+from core import charts, lessons
+from tests import support
+from tests.support import PAGE_FILES, restore_pages_manager, use_navigation_mode
+
+
+def layer_data(spec: dict) -> list[dict]:
+    return next(iter(spec["datasets"].values()))
+
+
+def test_variance_chart_unscaled_grows_like_dk_scaled_stays_near_one() -> None:
+    table = core.dot_product_variance(trials=50_000, generator=torch.Generator().manual_seed(0))
+    spec = charts.variance_spec(table)
+    validate_jsonschema(spec, vega_lite.load_schema())
+    # The same records spelled another way: the table melted by pandas.
+    names = {
+        "unscaled_var": "q·k (measured)",
+        "scaled_var": "q·k/√d_k (measured)",
+        "theory_unscaled": "theory: d_k",
+        "theory_scaled": "theory: 1",
+    }
+    long = table.melt(id_vars="d_k", value_vars=list(names), var_name="series", value_name="variance")
+    long = long.assign(kind=long["series"].str.startswith("theory").map({True: "theory", False: "measured"}))
+    expected = long.assign(series=long["series"].map(names)).to_dict(orient="records")
+    assert spec["datasets"][charts.VARIANCE_DATA] == expected
+    assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
+    assert spec["layer"][1]["encoding"]["y"]["scale"]["type"] == "log"
+    points = pd.DataFrame(spec["datasets"][charts.VARIANCE_DATA])
+    unscaled = points[points.series == "q·k (measured)"].set_index("d_k")["variance"]
+    scaled = points[points.series == "q·k/√d_k (measured)"].set_index("d_k")["variance"]
+    assert ((unscaled / unscaled.index) - 1).abs().max() < 0.05
+    assert (scaled - 1).abs().max() < 0.05
+    assert unscaled.loc[512] > 400 * unscaled.loc[1]
+
+
+def heatmap_records(spec: dict) -> list[dict]:
+    """The per-cell values that `charts.heatmap_spec` hands to the page (an Arrow table)."""
+    return spec["datasets"][charts.HEATMAP_DATA].to_pylist()
+
+
+def colour_scale(spec: dict) -> dict:
+    return spec["layer"][0]["encoding"]["color"]["scale"]
+
+
+def test_heatmap_spec_labels_tokens_values_and_selection() -> None:
+    frame = lessons.matrix_frame(torch.eye(3), ["a", "b", "c"], ["a", "b", "c"])
+    spec = charts.heatmap_spec(frame, "weights", select_rows=True, value_title="weight")
+    rect, text = spec["layer"]
+    assert rect["encoding"]["x"]["sort"] == ["a", "b", "c"]
+    assert rect["encoding"]["x"]["axis"]["labelOverlap"] is False  # every token labelled
+    assert colour_scale(spec)["range"] == list(charts.VIRIDIS)
+    assert {t["field"] for t in rect["encoding"]["tooltip"]} == {"row", "col", "value"}
+    assert rect["encoding"]["color"]["title"] == "weight"
+    params = rect.get("params", []) + spec.get("params", [])  # layered specs hoist params
+    assert [p["name"] for p in params] == [charts.QUERY_SELECTION]
+    assert text["encoding"]["text"]["format"] == ".4f"
+    records = heatmap_records(spec)
+    assert len(records) == 9
+    assert [r["text_color"] for r in records[:3]] == ["black", "white", "white"]  # yellow 1, purple 0
+    assert not any(r["is_query"] for r in records)
+
+
+def test_heatmap_cells_fill_the_column_and_numbers_scale_with_it() -> None:
+    frame = lessons.matrix_frame(
+        torch.rand(6, 6, generator=torch.Generator().manual_seed(0)), list("abcdef"), list("abcdef")
+    )
+    spec = charts.heatmap_spec(frame, "weights")
+    assert spec["width"] == "container"
+    font = spec["layer"][1]["mark"]["fontSize"]["expr"]
+    assert "bandwidth('x')" in font and f">= {charts.MIN_CELL_FONT_PX}" in font  # grows with the cells, or hides
+    wide = lessons.matrix_frame(torch.rand(2, 9), ["a", "b"], [str(i) for i in range(9)])
+    assert charts.heatmap_spec(wide, "nine")["layer"][1]["encoding"]["text"]["format"] == ".3f"
+
+
+def test_highlight_row_marks_the_query_in_the_data() -> None:
+    frame = lessons.matrix_frame(torch.eye(3), ["a", "b", "c"], ["a", "b", "c"])
+    records = heatmap_records(charts.heatmap_spec(frame, "w", select_rows=True, highlight_row=1))
+    assert [r["row_index"] for r in records if r["is_query"]] == [1, 1, 1]
+
+
+def srgb_at(value: float, domain: list[float], stops: list[str]) -> tuple[float, float, float]:
+    """What Vega draws: a linear scale, piecewise over `domain`, 'rgb' interpolation, clamped."""
+    value = min(max(value, domain[0]), domain[-1])
+    for i in range(len(domain) - 1):
+        if domain[i] <= value <= domain[i + 1]:
+            t = (value - domain[i]) / (domain[i + 1] - domain[i])
+            a, b = stops[i], stops[i + 1]
+            return tuple((int(a[k : k + 2], 16) * (1 - t) + int(b[k : k + 2], 16) * t) / 255 for k in (1, 3, 5))
+    raise AssertionError(value)
+
+
+def wcag_contrast(rgb_a: tuple[float, ...], rgb_b: tuple[float, ...]) -> float:
+    def luminance(rgb: tuple[float, ...]) -> float:
+        lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    high, low = sorted((luminance(rgb_a), luminance(rgb_b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.parametrize("signed", [False, True], ids=["viridis", "blue-orange"])
+def test_cell_text_contrasts_with_its_own_cell_colour(signed: bool) -> None:
+    """A sweep over each scale: the number's colour reaches WCAG AA (4.5:1) against the cell it sits on.
+
+    The old rule (light text above half the range) put white numbers on near-white cells of the
+    blue-orange maps and black ones on dark brown.
+    """
+    values = torch.linspace(-1.0 if signed else 0.0, 1.0, 101)
+    frame = lessons.matrix_frame(values[None, :], ["q"], [f"k{i}" for i in range(101)])
+    spec = charts.heatmap_spec(frame, "sweep", signed=signed)
+    scale = colour_scale(spec)
+    assert scale["interpolate"] == "rgb" and scale["clamp"] is True
+    named = {"black": (0.0, 0.0, 0.0), "white": (1.0, 1.0, 1.0)}
+    for record in heatmap_records(spec):
+        cell = srgb_at(record["value"], scale["domain"], scale["range"])
+        assert wcag_contrast(cell, named[record["text_color"]]) >= 4.5, record
+
+
+def test_weights_use_a_fixed_zero_to_one_domain() -> None:
+    """The masked_fill-bug weights (0.156-0.176) must not span the whole colour range."""
+    narrow = lessons.matrix_frame(torch.tensor([[0.156, 0.176], [0.160, 0.170]]), ["a", "b"], ["a", "b"])
+    scale = colour_scale(charts.heatmap_spec(narrow, "buggy", value_title="weight"))
+    assert (scale["domain"][0], scale["domain"][-1]) == (0.0, 1.0)
+    records = heatmap_records(charts.heatmap_spec(narrow, "buggy"))
+    assert {r["text_color"] for r in records} == {"white"}  # all on dark cells: they are all small weights
+
+
+def test_signed_heatmap_is_diverging_and_centred() -> None:
+    frame = lessons.matrix_frame(torch.tensor([[-2.0, 1.0]]), ["q"], ["k1", "k2"])
+    scale = colour_scale(charts.heatmap_spec(frame, "signed", signed=True))
+    assert scale["range"] == list(charts.BLUE_ORANGE)
+    assert (scale["domain"][0], scale["domain"][5], scale["domain"][-1]) == (-2.0, 0.0, 2.0)
+    noise = lessons.matrix_frame(torch.tensor([[-2e-9, 1e-9]]), ["q"], ["k1", "k2"])
+    floor = colour_scale(charts.heatmap_spec(noise, "noise", signed=True, min_magnitude=1e-3))
+    assert (floor["domain"][0], floor["domain"][-1]) == (-1e-3, 1e-3)
+    assert {
+        r["text_color"] for r in heatmap_records(charts.heatmap_spec(noise, "n", signed=True, min_magnitude=1e-3))
+    } == {"black"}
+
+
+def test_two_heatmaps_can_share_one_colour_domain() -> None:
+    raw = lessons.matrix_frame(torch.tensor([[2.0, -0.5]]), ["q"], ["k1", "k2"])
+    scaled = lessons.matrix_frame(torch.tensor([[2.0, -0.5]]) / 2**0.5, ["q"], ["k1", "k2"])
+    shared = charts.shared_domain(raw, scaled)
+    assert shared == (-2.0, 2.0)
+    domains = [colour_scale(charts.heatmap_spec(f, "t", signed=True, domain=shared))["domain"] for f in (raw, scaled)]
+    assert domains[0] == domains[1]
+    alone = colour_scale(charts.heatmap_spec(scaled, "t", signed=True))["domain"]
+    assert alone[-1] < 2.0  # without it, each map would stretch to its own maximum
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    rows=st.integers(1, 8),
+    cols=st.integers(1, 10),
+    seed=st.integers(0, 10_000),
+    signed=st.booleans(),
+    select_rows=st.booleans(),
+    highlight=st.one_of(st.none(), st.integers(0, 7)),
+)
+def test_cached_heatmap_spec_equals_a_fresh_altair_build(
+    rows: int, cols: int, seed: int, signed: bool, select_rows: bool, highlight: int | None
+) -> None:
+    labels_r, labels_c = [f"r{i}" for i in range(rows)], [f"c{j}" for j in range(cols)]
+    g = torch.Generator().manual_seed(seed)
+    first = lessons.matrix_frame(torch.randn(rows, cols, generator=g), labels_r, labels_c)
+    second = lessons.matrix_frame(torch.randn(rows, cols, generator=g) * 50, labels_r, labels_c)
+    options = {"signed": signed, "select_rows": select_rows, "value_title": "w", "highlight_row": highlight}
+    charts.heatmap_spec(first, "t", **options)  # warms the template with other values
+    spec = charts.heatmap_spec(second, "t", **options)
+    table = spec.pop("datasets")[charts.HEATMAP_DATA]
+    assert spec == charts.heatmap(second, "t", **options).to_dict()  # validated by Altair
+    assert table.column("value").to_pylist() == second["value"].round(6).tolist()
+
+
+def test_sweep_chart_shows_the_times_eight_example() -> None:
+    long, _ = core.softmax_multiplier_sweep(torch.tensor([0.1, -0.2, 0.3, -0.2, 0.5]), [1, 8])
+    data = pd.DataFrame(layer_data(charts.sweep_chart(long, 8.0).to_dict()))
+    top = data[data.multiplier == 8].weight.max()
+    assert round(top, 4) == 0.8000
+
+
+def test_saturation_and_peakiness_charts() -> None:
+    sat = pd.DataFrame(layer_data(charts.saturation_chart(core.saturation_sweep()).to_dict()))
+    assert set(sat.quantity) == {"gradient size (Jacobian norm)", "largest weight"}  # no raw identifiers
+    norms = sat[sat.quantity == "gradient size (Jacobian norm)"].sort_values("multiplier")["value"]
+    assert norms.iloc[-1] < norms.iloc[0] / 100
+    peaky = core.peakiness_vs_dk(trials=300, generator=torch.Generator().manual_seed(1))
+    charts.peakiness_chart("max_weight").to_dict()  # validates the structure
+    data = pd.DataFrame(charts.peakiness_spec(peaky, "max_weight")["datasets"][charts.PEAKINESS_DATA])
+    at_512 = data[data.d_k == 512].set_index("scaling")["max_weight"]
+    assert at_512["unscaled"] > at_512["scaled"] + 0.3
+
+
+def drawn_heatmaps(at) -> dict[str, list[dict]]:
+    """Every heatmap the page drew: its alt text -> its cells, as Streamlit received them."""
+    drawn = {}
+    for element in at.get("vega_lite_chart"):
+        proto = element.proto
+        for dataset in proto.datasets:
+            if dataset.name == charts.HEATMAP_DATA:
+                drawn[proto.alt] = pa.ipc.open_stream(dataset.data.data).read_all().to_pylist()
+    return drawn
+
+
+@pytest.mark.parametrize(
+    ("page", "picker", "description"),
+    [
+        (
+            PAGE_FILES[1],
+            "query_without_weights",
+            "Heatmap of the attention weights, queries as rows and keys as columns.",
+        ),
+        (PAGE_FILES[2], "query_trainable_weights", "Heatmap of the attention weights after the softmax."),
+    ],
+)
+def test_the_outlined_heatmap_row_follows_the_query_picker(page: str, picker: str, description: str) -> None:
+    """Issue 13: after choosing a query in the picker the heatmap still showed the row clicked before.
+
+    The outline now comes from the page's query (the data), not from the chart's own click state.
+    """
+    use_navigation_mode()
+    try:
+        at = AppTest.from_file(str(support.ROOT / "streamlit_app.py"), default_timeout=120)
+        at.run()
+        at.switch_page(page).run()
+        for query in (at.selectbox(key=picker).value, 0, 4):
+            at.selectbox(key=picker).set_value(query).run()
+            cells = drawn_heatmaps(at)[description]
+            assert {c["row_index"] for c in cells if c["is_query"]} == {query}
+    finally:
+        restore_pages_manager()
+
+
+def test_bar_charts_label_every_token() -> None:
+    """Vega drops overlapping axis labels by default: a 20-token sentence showed every second token."""
+    tokens = [f"token{i}" for i in range(20)]
+    frame = pd.DataFrame({"token": tokens, "position": range(20), "max change": [0.0] * 20})
+    for chart in (
+        charts.leakage_chart(frame, 3),
+        charts.bars(frame, "token", "max change", "t"),
+        charts.grouped_bars(frame.assign(measure="a"), "token", "max change", "measure", "t"),
+    ):
+        axis = chart.to_dict()["encoding"]["x"]["axis"]
+        assert axis["labelOverlap"] is False and axis["labelAngle"] == -90
+
+
+def test_axis_and_legend_text_follow_the_page_text_colour() -> None:
+    """Streamlit's chart grey is 3.8:1 on white; currentColor is the theme's own text colour."""
+    frame = lessons.matrix_frame(torch.eye(2), ["a", "b"], ["a", "b"])
+    config = charts.heatmap_spec(frame, "t")["config"]
+    assert config["axis"]["labelColor"] == config["legend"]["labelColor"] == "currentColor"
+    assert config["axis"]["labelFontSize"] >= charts.MIN_CELL_FONT_PX
+    bars = charts.readable(charts.bars(pd.DataFrame({"token": ["a"], "v": [1.0]}), "token", "v", "t").to_dict())
+    assert bars["config"]["axis"]["titleColor"] == "currentColor"
+    assert charts.readable({"config": {"axis": {"labelColor": "red"}}})["config"]["axis"]["labelColor"] == "red"

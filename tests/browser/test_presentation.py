@@ -1,0 +1,127 @@
+"""Presentation mode (one step at a time, the step in the link) and predict-then-reveal questions."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import registry
+from tests import support
+from tests.app.test_app import app, assert_clean, navigation_not_pages_directory  # noqa: F401 - autouse fixture
+
+LESSONS = [pytest.param(spec, id=spec.slug) for spec in registry.lessons()]
+
+
+@pytest.mark.parametrize("spec", LESSONS)
+def test_every_lesson_asks_a_question_and_hides_the_answer_until_a_choice(spec: registry.PageSpec) -> None:
+    at = app(spec.file)
+    assert_clean(at)
+    radio = next((r for r in at.radio if r.key and r.key.startswith("predict_")), None)
+    assert radio is not None, f"{spec.slug} has no predict-then-reveal question"
+    before = len(at.success) + len(at.warning)
+    assert any("Choose an answer" in c.value for c in at.caption)
+    radio.set_value(0).run()
+    assert_clean(at)
+    assert len(at.success) + len(at.warning) == before + 1  # the verdict and its explanation appeared
+    assert not any("Choose an answer" in c.value for c in at.caption)
+
+
+def test_presentation_mode_steps_and_writes_the_step_into_the_link() -> None:
+    # (Opening a link at a given step is checked in the browser test below: AppTest's page switch
+    # starts on the overview, which has a single step.)
+    at = app(registry.page("causal_dropout").file, present="1")
+    assert_clean(at)
+    at.number_input(key="step").set_value(3).run()
+    assert any(b.label == "Next →" for b in at.button)
+    at.button[[b.label for b in at.button].index("Next →")].click().run()
+    assert at.number_input(key="step").value == 4
+    assert at.query_params["step"] in ("4", ["4"])
+
+
+def test_presentation_mode_is_off_by_default() -> None:
+    at = app(registry.page("causal_dropout").file)
+    assert not any(b.label == "Next →" for b in at.button)
+
+
+# ---------------------------------------------------------------- in a real browser: what is on screen
+playwright_api = pytest.importorskip("playwright.sync_api")
+browser_only = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not support.Path(support.CHROMIUM).exists(), reason="Debian's chromium is not installed"),
+]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not support.Path(support.CHROMIUM).exists(), reason="Debian's chromium is not installed")
+def test_presentation_shows_one_step_steps_forward_and_back_and_a_question_reveals(server: str) -> None:
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=support.CHROMIUM, args=support.CHROMIUM_ARGS)
+        page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+
+        def settle() -> None:
+            page.wait_for_selector(support.IDLE, timeout=60_000)
+            page.wait_for_timeout(500)
+
+        def shown(text: str) -> bool:
+            found = page.get_by_text(text, exact=False).first
+            return found.count() > 0 and found.is_visible()
+
+        page.goto(f"{server}/causal_dropout?present=1&step=2")
+        page.wait_for_selector("h1", timeout=60_000)
+        settle()
+        assert shown("Causal attention and dropout")  # the title stays
+        page.get_by_text("Does anything leak").first.wait_for(state="hidden", timeout=30_000)
+        assert shown("Two ways to mask") and not shown("Does anything leak") and not shown("Training mode")
+        assert page.locator('[data-testid="stSidebar"][aria-expanded="true"]').count() == 0  # sidebar closed
+        page.get_by_role("button", name="Next →").click()
+        page.wait_for_url("**step=3**", timeout=30_000)
+        settle()
+        assert shown("Inputs and targets") and not shown("Two ways to mask")
+        page.get_by_role("button", name="← Back").click()
+        page.wait_for_url("**step=2**", timeout=30_000)
+        settle()
+        assert shown("Two ways to mask")
+
+        # A student opening the teacher's link sees the same step.
+        student = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+        student.goto(page.url)
+        student.wait_for_selector(support.IDLE, timeout=60_000)
+        student.wait_for_timeout(500)
+        assert student.get_by_text("Two ways to mask").first.is_visible()
+
+        # Predict, then reveal (step 1 holds the question).
+        page.goto(f"{server}/causal_dropout?present=1&step=1")
+        settle()
+        assert not shown("Row i only mixes")
+        page.get_by_text("Every row", exact=True).click()
+        settle()
+        assert shown("Row i only mixes")
+        browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not support.Path(support.CHROMIUM).exists(), reason="Debian's chromium is not installed")
+def test_a_shared_link_restores_the_page_controls_too(server: str) -> None:
+    """The teacher moves a page's own controls; the student who opens the link sees the same screen."""
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=support.CHROMIUM, args=support.CHROMIUM_ARGS)
+        teacher = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+        teacher.goto(f"{server}/causal_dropout?dropout=0.5")
+        teacher.wait_for_selector(support.IDLE, timeout=60_000)
+        teacher.get_by_text("Training mode (dropout on)").click()
+        teacher.wait_for_url("**training=true**", timeout=30_000)
+        teacher.wait_for_selector(support.IDLE, timeout=60_000)
+        teacher.wait_for_timeout(500)
+        kept = teacher.locator('[data-testid="stMetric"]').filter(has_text="fraction of weights kept")
+        teacher_value = kept.locator('[data-testid="stMetricValue"]').inner_text()
+
+        student = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+        student.goto(teacher.url)
+        student.wait_for_selector(support.IDLE, timeout=60_000)
+        student.wait_for_timeout(500)
+        kept = student.locator('[data-testid="stMetric"]').filter(has_text="fraction of weights kept")
+        assert kept.locator('[data-testid="stMetricValue"]').inner_text() == teacher_value
+
+        student.goto(f"{server}/why_scale?multiplier=16.0")
+        # The metric's label names the link's multiplier (the box's default is ×8).
+        student.get_by_text("largest weight at ×16").first.wait_for(state="visible", timeout=60_000)
+        browser.close()

@@ -1,0 +1,461 @@
+"""The real model: our forward pass against transformers and sentence-transformers, the file checks,
+the head measures, the recipe, the charts, and the page through the frame."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from altair.utils.schemapi import validate_jsonschema
+from altair.vegalite.v6.schema import core as vega_lite
+from streamlit.testing.v1 import AppTest
+
+from core import charts, recipes, registry
+from core import charts_real_model as charts_rm
+from core import functional as fn
+from core.lessons import matrix_frame
+from core.lessons import real_model as lesson_rm
+from core.models import minilm as rm
+from tests.support import restore_pages_manager, use_navigation_mode
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the references read the same local folder; never the network
+
+APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+PAGE = registry.page("real_model").file
+SENTENCES = [
+    "The dog chased the ball because it was bored.",
+    "Attention lets every word look at every other word, even unbelievably long ones.",
+    "Hi!",
+]
+
+
+@pytest.fixture(scope="module")
+def model() -> rm.RealModel:
+    return rm.load_model()
+
+
+@pytest.fixture(scope="module")
+def reference(model: rm.RealModel):
+    transformers = pytest.importorskip("transformers")
+    bert = transformers.BertModel.from_pretrained(
+        str(model.folder), attn_implementation="eager", add_pooling_layer=False
+    )
+    return bert.eval()
+
+
+def reference_outputs(reference, batch: rm.Batch):
+    with torch.no_grad():
+        return reference(
+            input_ids=batch.input_ids,
+            attention_mask=batch.attention_mask.long(),
+            token_type_ids=batch.token_type_ids,
+            output_attentions=True,
+            output_hidden_states=True,
+        )
+
+
+@pytest.mark.parametrize("sentences", [SENTENCES[:1], SENTENCES[1:2], SENTENCES], ids=["one", "long", "padded"])
+def test_every_head_and_hidden_state_equals_transformers(model: rm.RealModel, reference, sentences: list[str]) -> None:
+    batch = rm.tokenize(model, sentences)
+    ours = rm.forward(model, batch)
+    theirs = reference_outputs(reference, batch)
+    assert ours.attentions.shape == (6, len(sentences), 12, batch.input_ids.shape[1], batch.input_ids.shape[1])
+    for layer in range(6):
+        torch.testing.assert_close(ours.attentions[layer], theirs.attentions[layer], atol=1e-5, rtol=0)
+    # Padding positions' outputs are never used (pooling skips them) and drift by up to 3e-5 over
+    # six layers in float32; every real word piece matches to 1e-5.
+    real = batch.attention_mask
+    for layer in range(7):
+        torch.testing.assert_close(
+            ours.hidden_states[layer][real], theirs.hidden_states[layer][real], atol=1e-5, rtol=0
+        )
+    torch.testing.assert_close(ours.last_hidden_state[real], theirs.last_hidden_state[real], atol=1e-5, rtol=0)
+    if not real.all():
+        on_padding = ours.attentions * (~real)[None, :, None, None, :]  # weights on [PAD] keys
+        assert on_padding.abs().max() == 0
+        torch.testing.assert_close(ours.last_hidden_state, theirs.last_hidden_state, atol=1e-4, rtol=0)
+
+
+def test_padding_changes_nothing_for_the_real_word_pieces(model: rm.RealModel) -> None:
+    alone = rm.encode(model, SENTENCES[:1])
+    padded = rm.encode(model, SENTENCES)  # the first sentence padded to the longest's length
+    num = alone.attentions.shape[-1]
+    assert padded.attentions.shape[-1] > num
+    torch.testing.assert_close(padded.attentions[:, 0, :, :num, :num], alone.attentions[:, 0], atol=1e-5, rtol=0)
+    assert padded.attentions[:, 0, :, :num, num:].abs().max() == 0  # no weight on [PAD] keys
+    torch.testing.assert_close(padded.sentence_embedding[0], alone.sentence_embedding[0], atol=1e-5, rtol=0)
+
+
+def test_sentence_embedding_equals_sentence_transformers(model: rm.RealModel) -> None:
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    reference = sentence_transformers.SentenceTransformer(str(model.folder), device="cpu")
+    theirs = reference.encode(SENTENCES, convert_to_tensor=True)
+    ours = rm.encode(model, SENTENCES).sentence_embedding
+    assert ours.shape == (3, 384)
+    torch.testing.assert_close(ours, theirs.cpu(), atol=1e-5, rtol=0)
+    torch.testing.assert_close(ours.norm(dim=-1), torch.ones(3))
+
+
+def test_paraphrases_are_closer_than_an_unrelated_pair(model: rm.RealModel) -> None:
+    a, b, c = rm.encode(
+        model, ["A man is playing a guitar.", "Someone plays the guitar.", "The stock market fell sharply today."]
+    ).sentence_embedding
+    assert rm.cosine_similarity(a, b) > rm.cosine_similarity(a, c) + 0.3
+
+
+def test_tokenizer_pads_nothing_and_refuses_what_it_cannot_take(model: rm.RealModel) -> None:
+    batch = rm.tokenize(model, ["Hi!"])
+    assert batch.tokens == (("[CLS]", "hi", "!", "[SEP]"),)  # not padded to the packaged 128
+    assert batch.input_ids.shape == (1, 4) and bool(batch.attention_mask.all())
+    with pytest.raises(rm.SentenceError, match="the limit is 64"):
+        rm.tokenize(model, ["word " * 70])
+    with pytest.raises(rm.SentenceError, match="no words"):
+        rm.tokenize(model, ["   "])
+
+
+def test_model_is_not_changed_by_running_it(model: rm.RealModel) -> None:
+    before = [t.clone() for t in (model.weights.word_embeddings, model.weights.layers[3].query_weight)]
+    rm.encode(model, SENTENCES)
+    after = (model.weights.word_embeddings, model.weights.layers[3].query_weight)
+    assert all(torch.equal(b, a) for b, a in zip(before, after, strict=True))
+    with pytest.raises(AttributeError):
+        model.config = rm.EncoderConfig()  # type: ignore[misc]  # frozen
+
+
+def copy_of_model(tmp_path: Path) -> Path:
+    folder = rm.default_folder()
+    for name in ("config.json", "tokenizer.json", rm.WEIGHTS_FILE):
+        shutil.copy(folder / name, tmp_path / name)
+    return tmp_path
+
+
+def test_a_faithful_copy_loads(tmp_path: Path) -> None:
+    copy = rm.load_model(copy_of_model(tmp_path))
+    assert copy.config.head_dim == 32 and len(copy.weights.layers) == 6
+
+
+def test_a_corrupted_weights_file_is_rejected_with_a_clear_error(tmp_path: Path) -> None:
+    folder = copy_of_model(tmp_path)
+    weights = folder / rm.WEIGHTS_FILE
+    with weights.open("r+b") as handle:  # flip one byte in the middle: same size, other contents
+        handle.seek(rm.WEIGHTS_BYTES // 2)
+        byte = handle.read(1)
+        handle.seek(rm.WEIGHTS_BYTES // 2)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(rm.ModelFilesError, match="not the published one.*damaged.*Reinstall"):
+        rm.load_model(folder)
+
+
+def test_a_truncated_or_missing_file_is_rejected(tmp_path: Path) -> None:
+    folder = copy_of_model(tmp_path)
+    weights = folder / rm.WEIGHTS_FILE
+    with weights.open("r+b") as handle:
+        handle.truncate(1000)
+    with pytest.raises(rm.ModelFilesError, match="1,000 bytes instead of 90,868,376"):
+        rm.load_model(folder)
+    weights.unlink()
+    with pytest.raises(rm.ModelFilesError, match="missing"):
+        rm.load_model(folder)
+    (folder / "tokenizer.json").unlink()
+    with pytest.raises(rm.ModelFilesError, match="tokenizer.json is missing"):
+        rm.load_model(folder)
+
+
+# --- head measures on hand-made weight matrices ---------------------------------------------
+
+
+def previous_token_matrix(num_tokens: int) -> torch.Tensor:
+    """Every query puts all its weight on the piece before it (the first on itself)."""
+    weights = torch.zeros(num_tokens, num_tokens)
+    weights[0, 0] = 1.0
+    weights[torch.arange(1, num_tokens), torch.arange(num_tokens - 1)] = 1.0
+    return weights
+
+
+def test_measures_of_an_exact_previous_token_head() -> None:
+    measures = lesson_rm.head_measures(previous_token_matrix(5))
+    assert float(measures.previous) == pytest.approx(1.0)
+    assert float(measures.next) == pytest.approx(0.0)
+    assert float(measures.entropy) == pytest.approx(0.0)
+    assert float(measures.distance) == pytest.approx(4 / 5)  # queries 1..4 look 1 back, query 0 at itself
+    assert float(measures.cls) == pytest.approx(2 / 5)  # queries 0 and 1 land on position 0
+
+
+def test_measures_of_uniform_sink_and_next_token_heads() -> None:
+    num = 6
+    uniform = torch.full((num, num), 1 / num)
+    sink = torch.zeros(num, num)
+    sink[:, -1] = 1.0
+    following = previous_token_matrix(num).flip(0).flip(1)  # w[i, i+1] = 1, the last on itself
+    measures = lesson_rm.head_measures(torch.stack([uniform, sink, following]))
+    assert measures.entropy[0] == pytest.approx(math.log(num))
+    assert measures.sep[1] == pytest.approx(1.0) and measures.cls[1] == pytest.approx(0.0)
+    assert measures.next[2] == pytest.approx(1.0) and measures.previous[2] == pytest.approx(0.0)
+    assert measures.distance[0] == pytest.approx(sum(abs(i - j) for i in range(num) for j in range(num)) / num**2)
+
+
+def test_find_patterns_names_the_heads_that_show_them() -> None:
+    num = 5
+    stack = torch.full((2, 3, num, num), 1 / num)  # (L, h, T, T): all broad ...
+    stack[1, 2] = previous_token_matrix(num)  # ... but one previous-token head
+    findings = {f.pattern: f for f in lesson_rm.find_patterns(lesson_rm.head_measures(stack))}
+    previous = findings[lesson_rm.Pattern.PREVIOUS]
+    assert [(s.layer, s.head) for s in previous.heads] == [(1, 2)]
+    assert previous.strongest.value == pytest.approx(1.0)
+    assert len(findings[lesson_rm.Pattern.BROAD].heads) == 5
+    assert findings[lesson_rm.Pattern.NEXT].heads == ()
+
+
+def test_measures_table_is_long_and_complete() -> None:
+    table = lesson_rm.head_measures(torch.full((2, 3, 4, 4), 0.25)).frame()
+    assert len(table) == 2 * 3 * len(lesson_rm.Measure)
+    assert set(table["measure"]) == {m.value for m in lesson_rm.Measure}
+
+
+# --- the lesson, the causal view, the recipe --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lesson(model: rm.RealModel) -> lesson_rm.RealModelLesson:
+    return lesson_rm.real_model_lesson(model, lesson_rm.EXAMPLES[0].sentence)
+
+
+@pytest.mark.parametrize("example", lesson_rm.EXAMPLES, ids=lambda e: e.key)
+def test_every_example_names_word_pieces_it_has(model: rm.RealModel, example: lesson_rm.ExampleSentence) -> None:
+    lesson = lesson_rm.real_model_lesson(model, example.sentence)
+    pair = lesson_rm.pair_finding(lesson, example.query, example.attends_to)
+    assert pair is not None, lesson.labels
+    assert pair.strongest.value == pytest.approx(float(lesson.attentions[:, :, pair.query_index, pair.key_index].max()))
+    assert lesson_rm.pair_finding(lesson, "no such piece", example.attends_to) is None
+
+
+def test_lesson_weights_are_the_forward_pass_weights(model: rm.RealModel, lesson) -> None:
+    output = rm.encode(model, [lesson.sentence])
+    assert lesson.tokens[0] == "[CLS]" and lesson.tokens[-1] == "[SEP]"
+    assert lesson.attentions.shape == (6, 12, len(lesson.tokens), len(lesson.tokens))
+    assert torch.equal(lesson.attentions, output.attentions[:, 0])
+    torch.testing.assert_close(lesson.attentions.sum(-1), torch.ones(6, 12, len(lesson.tokens)))
+    assert lesson.scale == pytest.approx(1 / math.sqrt(32))
+
+
+def test_causal_view_equals_masking_the_scores_before_softmax(model: rm.RealModel, lesson) -> None:
+    scores = rm.encode(model, [lesson.sentence]).scaled_scores[:, 0]  # (L, h, T, T)
+    for layer, head in [(0, 0), (2, 7), (5, 11)]:
+        view = lesson_rm.causal_view(lesson, layer, head)
+        expected = fn.mask_before_softmax(scores[layer, head])
+        torch.testing.assert_close(view.causal_weights, expected, atol=1e-6, rtol=0)
+        assert torch.triu(view.causal_weights, diagonal=1).abs().max() == 0
+        assert view.future_share[-1] == 0  # [SEP], the last piece, has no later piece
+        torch.testing.assert_close(view.future_share, torch.triu(lesson.head(layer, head), diagonal=1).sum(-1))
+
+
+@pytest.mark.parametrize(
+    ("sentence", "layer", "head"),
+    [(lesson_rm.EXAMPLES[0].sentence, 0, 2), (lesson_rm.EXAMPLES[1].sentence, 3, 5), ("Hello world", 5, 11)],
+)
+def test_recipe_reproduces_the_pages_head(model: rm.RealModel, sentence: str, layer: int, head: int) -> None:
+    code = recipes.fill("real_model", {"sentence": sentence, "layer": layer, "head": head})
+    result = recipes.run(code)
+    page = lesson_rm.real_model_lesson(model, sentence)
+    assert tuple(result["tokens"]) == page.tokens
+    torch.testing.assert_close(result["weights"], page.head(layer, head), atol=1e-5, rtol=0)
+
+
+def test_recipe_settings_are_the_pages_choices() -> None:
+    assert recipes.settings_of("real_model") == ["sentence", "layer", "head"]
+
+
+# --- charts -----------------------------------------------------------------------------------
+
+
+def validated(template: str, datasets: dict[str, pd.DataFrame]) -> dict:
+    """A cached chart template with its data as the page draws it, checked against the Vega-Lite schema."""
+    spec = json.loads(template)
+    spec["datasets"] = {name: frame.to_dict(orient="records") for name, frame in datasets.items()}
+    validate_jsonschema(spec, vega_lite.load_schema())
+    return spec
+
+
+def test_grid_frame_drops_faint_cells_marks_the_chosen_head_and_spec_validates(lesson) -> None:
+    frame = lesson_rm.grid_frame(lesson, 2, 7)
+    assert frame["weight"].min() >= lesson_rm.GRID_FLOOR
+    kept = int((lesson.attentions >= lesson_rm.GRID_FLOOR).sum())
+    assert len(frame) == kept < lesson.attentions.numel()
+    chosen = frame[frame["chosen"]]
+    assert set(zip(chosen["layer"], chosen["head"], strict=True)) == {(2, 7)}
+    assert len(chosen) == int((lesson.head(2, 7) >= lesson_rm.GRID_FLOOR).sum())
+    row = frame.iloc[0]
+    assert row["query"] == lesson.labels[row["query_index"]] and row["key"] == lesson.labels[row["key_index"]]
+    template = charts_rm.grid_template(len(lesson.tokens), lesson.num_layers, lesson.num_heads)
+    spec = validated(template, {charts_rm.GRID_DATA: frame})  # the page's cached template, with its data
+    assert spec["facet"]["row"]["field"] == "layer" and spec["facet"]["column"]["field"] == "head"
+    params = spec.get("params", []) + spec["spec"].get("params", [])  # Altair hoists them
+    assert [p["name"] for p in params] == [charts_rm.HEAD_SELECTION]
+    assert params[0]["select"]["fields"] == ["layer", "head"]
+
+
+def test_lines_and_measure_map_specs_validate(lesson) -> None:
+    lines = lesson_rm.lines_frame(lesson, 0, 2)
+    assert lines["weight"].min() >= 0.05
+    tokens = lesson_rm.tokens_frame(lesson)
+    spec = validated(
+        charts_rm.lines_template(len(tokens), "head"), {charts_rm.LINES_DATA: lines, charts_rm.TOKENS_DATA: tokens}
+    )
+    assert len(spec["layer"]) == 3
+    table = lesson_rm.measure_frame(lesson, lesson_rm.Measure.PREVIOUS, 0, 2)
+    assert list(table.columns) == ["layer", "head", "value", "chosen"] and len(table) == 72
+    assert table[table["chosen"]][["layer", "head"]].values.tolist() == [[0, 2]]
+    expected = lesson.measures.previous[3, 5]
+    assert table[(table["layer"] == 3) & (table["head"] == 5)]["value"].item() == pytest.approx(float(expected))
+    head = lesson_rm.head_frame(lesson, 0, 2)
+    shared = matrix_frame(lesson.head(0, 2), lesson.labels, lesson.labels)  # core.lessons' frame, the same
+    pd.testing.assert_frame_equal(head.astype({"row": object, "col": object}), shared, check_dtype=False)
+    # The chosen head is drawn by the lab's one heatmap path (core.charts), on the fixed 0-1 weight scale.
+    spec = charts.heatmap_spec(head, "head", value_title="weight")
+    assert spec["datasets"][charts.HEATMAP_DATA].num_rows == len(head)
+    spec = validated(charts_rm.measure_template("previous", "score"), {charts_rm.MEASURE_DATA: table})
+    assert spec["layer"][0]["encoding"]["x"]["field"] == "head"
+
+
+def test_head_click_callback_sets_layer_and_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ui import draw
+
+    state = {"grid": {"selection": {charts_rm.HEAD_SELECTION: [{"layer": 4, "head": 9}]}}}
+    monkeypatch.setattr(draw.st, "session_state", state)
+    draw.select_head_from_chart("grid", charts_rm.HEAD_SELECTION, "layer", "head")
+    assert (state["layer"], state["head"]) == (4, 9)
+    state["grid"] = {"selection": {charts_rm.HEAD_SELECTION: []}}  # a click on empty space: keep the choice
+    draw.select_head_from_chart("grid", charts_rm.HEAD_SELECTION, "layer", "head")
+    assert (state["layer"], state["head"]) == (4, 9)
+
+
+# --- the page ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def navigation_mode() -> Iterator[None]:
+    use_navigation_mode()
+    yield
+    restore_pages_manager()
+
+
+def page(navigation_mode) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def captions(at: AppTest) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
+def test_page_renders_the_default_example_with_core_numbers(navigation_mode, lesson) -> None:
+    at = page(navigation_mode)
+    assert at.title[0].value == "6 · Inside a real model"
+    assert not at.error
+    assert at.sidebar.slider(key="d_in").disabled  # the frame's sidebar ran, greyed out here
+    previous = next(f for f in lesson.findings if f.pattern is lesson_rm.Pattern.PREVIOUS)
+    best = previous.strongest
+    assert f"{best.layer}-{best.head} ({best.value:.2f})" in captions(at)
+    # First visit opens the head that sends most of 'it' to 'dog'.
+    pair = lesson_rm.pair_finding(lesson, "it", "dog")
+    assert pair is not None and pair.strongest.value > 2 * pair.mean_weight
+    assert f"sends {pair.strongest.value:.0%} of 'it' to 'dog'" in captions(at)
+    opened = (at.selectbox(key="real_layer").value, at.selectbox(key="real_head").value)
+    assert opened == (pair.strongest.layer, pair.strongest.head)
+    at.selectbox(key="real_layer").set_value(0).run()
+    at.button[0].click().run()
+    assert (at.selectbox(key="real_layer").value, at.selectbox(key="real_head").value) == opened
+    assert any("  ".join(lesson.tokens) in t.value for t in at.text)
+
+
+def test_page_with_own_sentence_and_a_chosen_head(navigation_mode, model: rm.RealModel) -> None:
+    at = page(navigation_mode)
+    at.selectbox(key="real_example").set_value(lesson_rm.OWN_SENTENCE).run()
+    at.text_input(key="real_sentence").input("Paris is the capital of France.").run()
+    at.selectbox(key="real_layer").set_value(4).run()
+    at.selectbox(key="real_head").set_value(9).run()
+    assert not at.exception and not at.error
+    own = lesson_rm.real_model_lesson(model, "Paris is the capital of France.")
+    view = lesson_rm.causal_view(own, 4, 9)
+    assert any(m.value == f"{view.mean_future_share:.0%}" for m in at.metric)
+    code = next(c.value for c in at.code)
+    assert 'sentence = "Paris is the capital of France."' in code and "layer = 4" in code and "head = 9" in code
+
+
+def test_over_cap_sentence_shows_the_message_not_an_exception(navigation_mode) -> None:
+    at = page(navigation_mode)
+    at.selectbox(key="real_example").set_value(lesson_rm.OWN_SENTENCE).run()
+    at.text_input(key="real_sentence").input("extraordinarily " * 20).run()
+    assert not at.exception
+    assert any("the limit is 64" in e.value and "first example" in e.value for e in at.error)
+    assert at.title  # the rest of the page still renders, with the first example
+    assert any("chased" in t.value for t in at.text)
+
+
+@pytest.mark.parametrize(
+    "typed",
+    ["**bold** <b>x</b> [link](http://example.com) `code`", "😀😀😀", "x" * 400, "{{7*7}} $x^2$", "\u202eevil"],
+)
+def test_hostile_own_sentences_are_shown_as_plain_text(navigation_mode, typed: str) -> None:
+    at = page(navigation_mode)
+    at.selectbox(key="real_example").set_value(lesson_rm.OWN_SENTENCE).run()
+    at.text_input(key="real_sentence").input(typed).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert all(not m.proto.allow_html for m in at.markdown)
+    shown = [m.value for m in at.markdown] + [c.value for c in at.caption] + [e.value for e in at.error]
+    assert not any(typed in text for text in shown)  # user text never goes through markdown
+    assert at.text, "the word pieces are listed as plain text"
+
+
+def test_the_app_path_never_imports_the_reference_libraries() -> None:
+    """transformers and sentence-transformers are test references only (memory, start-up time)."""
+    code = (
+        "import sys\n"
+        "from core import charts_real_model\n"
+        "from core.lessons import real_model\n"
+        "from core.models import minilm\n"
+        "from ui import cache, draw, frame, widgets\n"
+        "real_model.real_model_lesson(minilm.load_model(), 'A short sentence.')\n"
+        "print(sorted(m for m in ('transformers', 'sentence_transformers') if m in sys.modules))\n"
+    )
+    root = Path(APP).parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_sessions_in_threads_share_one_model_safely(model: rm.RealModel) -> None:
+    """Sessions run in threads of one process and share the cached model."""
+    sentences = [example.sentence for example in lesson_rm.EXAMPLES] * 3
+    alone = [rm.encode(model, [s]).attentions for s in sentences]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda s: rm.encode(model, [s]).attentions, sentences))
+    for a, b in zip(alone, together, strict=True):  # no cross-talk (float noise allowed: threads split GEMMs)
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+def test_page_says_so_when_the_model_files_are_broken(
+    navigation_mode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ui import cache
+
+    monkeypatch.setattr(rm, "default_folder", lambda: tmp_path)  # an empty folder: no files at all
+    cache.real_model.clear()
+    try:
+        at = page(navigation_mode)
+        assert any("could not be loaded" in e.value for e in at.error)
+        assert any("config.json is missing" in t.value for t in at.text)
+    finally:
+        cache.real_model.clear()  # the next test loads the real files again

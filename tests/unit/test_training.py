@@ -1,0 +1,292 @@
+"""The training lab: a tiny transformer learns what it should, deterministically, as the recipe says."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from core import charts_training, recipes, registry
+from core.lessons import training_lab as tt
+from core.models import tiny_transformer as model_tt
+from core.modules import MultiHeadAttention
+from tests.support import restore_pages_manager, use_navigation_mode
+
+APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+PAGE = registry.page("training_lab").file
+INDUCTION = tt.default_config(model_tt.Task.INDUCTION)  # the page's induction defaults: 2 layers, 1,000 steps
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """As the app runs (streamlit_app.py): two intra-op threads on a busy 2-core machine spin against each other."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def default_run() -> model_tt.TrainingRun:
+    return model_tt.train(model_tt.TrainingConfig())
+
+
+def test_default_run_learns_the_previous_token(default_run: model_tt.TrainingRun) -> None:
+    assert default_run.final_accuracy >= 0.95
+    assert default_run.accuracies[0] < 0.2  # it learned it: at step 0 it is near chance (1/16)
+    shares_after = tt.previous_token_share(default_run.attention_after)[0]  # (h,)
+    shares_before = tt.previous_token_share(default_run.attention_before)[0]
+    assert shares_after.max() >= 0.8, shares_after
+    assert shares_before.max() < 0.5, shares_before
+
+
+def test_induction_needs_two_layers() -> None:
+    two = model_tt.train(INDUCTION)
+    assert two.final_accuracy >= 0.85, two.accuracies
+
+
+def test_induction_with_one_layer_stays_low() -> None:
+    one = model_tt.train(replace(INDUCTION, layers=1))
+    assert one.final_accuracy < 0.40, one.accuracies
+    assert one.final_accuracy > tt.chance_accuracy(model_tt.Task.INDUCTION)  # it learns something, not the task
+
+
+def test_same_seed_same_curves_other_seed_other_curves() -> None:
+    config = model_tt.TrainingConfig(steps=40)
+    first, again, other = model_tt.train(config), model_tt.train(config), model_tt.train(replace(config, seed=124))
+    assert first.losses == again.losses and first.accuracies == again.accuracies
+    assert np.array_equal(first.attention_after, again.attention_after)
+    assert first.losses != other.losses
+
+
+def test_training_never_touches_the_global_rng() -> None:
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    model_tt.train(model_tt.TrainingConfig(task=model_tt.Task.INDUCTION, layers=2, steps=5, init=model_tt.Init.BOOK))
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+@pytest.mark.parametrize("d_k", [16, 256])
+@pytest.mark.parametrize("init", list(model_tt.Init))
+def test_unscaled_logits_are_sqrt_dk_wider_at_init(d_k: int, init: model_tt.Init) -> None:
+    config = model_tt.TrainingConfig(heads=1, d_k=d_k, init=init)
+    generator = torch.Generator().manual_seed(7)
+    model = model_tt.TinyTransformer(config, generator)
+    held_out = model_tt.draw_batch(config.task, 64, generator)
+    start = model_tt.start_statistics(model, held_out, d_k)
+    assert start.logit_std_unscaled == pytest.approx(math.sqrt(d_k) * start.logit_std_scaled, rel=0.10)
+    assert start.entropy_unscaled < start.entropy_scaled <= start.uniform_entropy + 1e-6
+
+
+def test_start_statistics_do_not_depend_on_the_runs_own_scaling() -> None:
+    scaled = model_tt.train(model_tt.TrainingConfig(steps=2))
+    unscaled = model_tt.train(model_tt.TrainingConfig(steps=2, scale=False))
+    assert scaled.start == unscaled.start  # same weights, both sides measured explicitly
+
+
+@pytest.mark.parametrize("scale", [None, 1.0])
+def test_fused_forward_equals_traced_forward(scale: float | None) -> None:
+    config = model_tt.TrainingConfig(task=model_tt.Task.INDUCTION, layers=2, heads=2, d_k=8, scale=scale is None)
+    generator = torch.Generator().manual_seed(3)
+    model = model_tt.TinyTransformer(config, generator)
+    tokens = model_tt.draw_batch(config.task, 4, generator).tokens
+    torch.testing.assert_close(model(tokens), model.trace(tokens).logits, rtol=1e-5, atol=1e-5)
+
+
+def test_multihead_scale_option_keeps_the_default_and_switches_scaling_off() -> None:
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(1))
+    plain = MultiHeadAttention(8, 8, 5, 0.0, 2, generator=torch.Generator().manual_seed(2))
+    default = MultiHeadAttention(8, 8, 5, 0.0, 2, generator=torch.Generator().manual_seed(2), scale=None)
+    torch.testing.assert_close(plain(x), default(x))
+    unscaled = MultiHeadAttention(8, 8, 5, 0.0, 2, generator=torch.Generator().manual_seed(2), scale=1.0)
+    assert unscaled.trace(x).scale == 1.0 and plain.trace(x).scale == pytest.approx(1 / 2)
+    assert not torch.allclose(unscaled(x), plain(x))
+    unscaled.fused = True
+    torch.testing.assert_close(unscaled(x), unscaled.trace(x).output, rtol=1e-5, atol=1e-6)
+
+
+def test_previous_token_batch_answers_one_step_back() -> None:
+    batch = model_tt.draw_batch(model_tt.Task.PREVIOUS_TOKEN, 8, torch.Generator().manual_seed(0))
+    assert (batch.targets[:, 0] == model_tt.IGNORE_INDEX).all()
+    assert torch.equal(batch.targets[:, 1:], batch.tokens[:, :-1])
+
+
+def test_induction_batch_repeats_after_a_random_gap() -> None:
+    batch = model_tt.draw_batch(model_tt.Task.INDUCTION, 64, torch.Generator().manual_seed(0))
+    part = model_tt.INDUCTION_PART
+    gaps = []
+    for tokens, targets in zip(batch.tokens, batch.targets, strict=True):
+        first = tokens[:part]
+        assert len(set(first.tolist())) == part  # distinct, so the answer is unique
+        gap = int((tokens[part:] == model_tt.FILLER).int().argmin())  # fillers before the repeat
+        gaps.append(gap)
+        assert 1 <= gap <= model_tt.INDUCTION_MAX_GAP
+        assert torch.equal(tokens[part + gap : 2 * part + gap], first)
+        scored = (targets != model_tt.IGNORE_INDEX).nonzero().flatten()
+        assert len(scored) == part - 1  # the repeat after its first token
+        assert torch.equal(targets[scored], tokens[scored + 1])
+        assert int(scored[0]) == part + gap  # at the repeat's first token, predict its second
+    assert len(set(gaps)) > 5  # the gap really varies
+
+
+def test_caps_bound_every_run_and_say_why() -> None:
+    limited = tt.within_caps(model_tt.TrainingConfig())
+    assert limited.config == model_tt.TrainingConfig() and not limited.reasons
+    worst = tt.within_caps(
+        model_tt.TrainingConfig(task=model_tt.Task.INDUCTION, layers=2, heads=4, d_k=256, steps=tt.MAX_STEPS)
+    )
+    assert worst.config.d_model <= tt.MAX_WIDTH
+    assert worst.config.steps < tt.MAX_STEPS
+    assert len(worst.reasons) == 2 and "heads × d_k" in worst.reasons[0]
+    assert tt.estimated_seconds(worst.config) <= tt.RUN_BUDGET_S
+    for bad in ({"layers": 3}, {"d_k": 5}, {"heads": 0}, {"steps": 0}, {"learning_rate": -1.0}):
+        with pytest.raises(ValueError):
+            tt.within_caps(replace(model_tt.TrainingConfig(), **bad))
+
+
+RECIPE_CASES = [
+    model_tt.TrainingConfig(steps=30),
+    model_tt.TrainingConfig(
+        task=model_tt.Task.INDUCTION, layers=2, heads=1, d_k=32, scale=False, init=model_tt.Init.BOOK, steps=20
+    ),
+    model_tt.TrainingConfig(heads=4, d_k=8, learning_rate=0.01, steps=25, seed=9),
+]
+
+
+@pytest.mark.parametrize("config", RECIPE_CASES, ids=["default", "induction-unscaled-book", "four-heads"])
+def test_recipe_reproduces_the_core_curve_exactly(config: model_tt.TrainingConfig) -> None:
+    run = model_tt.train(config)
+    script = recipes.run(recipes.fill("training_lab", tt.recipe_values(config)))
+    assert tuple(script["logged_steps"]) == run.steps
+    assert tuple(script["losses"]) == run.losses
+    assert tuple(script["accuracies"]) == run.accuracies
+
+
+def test_recipe_settings_are_the_config_fields() -> None:
+    assert recipes.settings_of("training_lab") == list(tt.recipe_values(model_tt.TrainingConfig()))
+
+
+def test_verdict_compares_a_scaled_and_an_unscaled_run() -> None:
+    scaled = model_tt.train(model_tt.TrainingConfig(steps=20))
+    unscaled = model_tt.train(model_tt.TrainingConfig(steps=20, scale=False))
+    other = model_tt.train(model_tt.TrainingConfig(steps=20, seed=5))
+    sentences = tt.verdict([other, unscaled, scaled])
+    assert len(sentences) == 2  # one comparison, one run on its own
+    assert f"unscaled reached {100 * unscaled.final_accuracy:.0f}%" in sentences[0]
+    assert f"scaled {100 * scaled.final_accuracy:.0f}%" in sentences[0]
+    assert "seed 5" in sentences[1]
+
+
+def test_curves_and_start_charts_validate_and_carry_the_runs() -> None:
+    runs = [
+        model_tt.train(model_tt.TrainingConfig(steps=10)),
+        model_tt.train(model_tt.TrainingConfig(steps=10, scale=False)),
+    ]
+    frame = tt.curves_frame(runs)
+    assert set(frame["scaling"]) == {"scaled", "unscaled"}
+    assert len(frame) == 2 * sum(len(r.steps) for r in runs)
+    loss, accuracy = (chart.to_dict() for chart in charts_training.curve_charts(frame))  # validated by Altair
+    assert (loss["title"], accuracy["title"]) == ("Training loss", "Held-out accuracy")
+    start = charts_training.start_chart(tt.start_frame(runs[0].start)).to_dict()
+    assert start["resolve"]["scale"]["x"] == "independent"
+    table = tt.start_table(runs[0].start)
+    assert table["unscaled / scaled"][0] == pytest.approx(math.sqrt(16))
+
+
+@pytest.fixture
+def navigation_mode() -> Iterator[None]:
+    use_navigation_mode()
+    yield
+    restore_pages_manager()
+
+
+def training_page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_page_trains_a_default_run(navigation_mode: None) -> None:
+    at = training_page()
+    assert at.title[0].value == "8 · Train it yourself"
+    assert not at.get("vega_lite_chart")  # nothing trained yet
+    at.button(key="train_button").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    run = model_tt.train(model_tt.TrainingConfig())  # what the page must show: the seed is the sidebar's 123
+    verdicts = [m.value for m in at.markdown if m.value.startswith("- ")]
+    assert verdicts == [f"- {tt.verdict([run])[0]}"]
+    assert len(at.get("vega_lite_chart")) >= 3  # curves, heatmaps before/after, start statistics
+    assert len(at.session_state["training_runs"]) == 1
+    at.button(key="train_clear").click().run()
+    assert at.session_state["training_runs"] == []
+
+
+def test_page_compares_scaled_and_unscaled_and_shows_a_cap(navigation_mode: None) -> None:
+    at = training_page()
+    at.number_input(key="train_steps").set_value(20).run()
+    at.button(key="train_compare").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    verdicts = [m.value for m in at.markdown if m.value.startswith("- ")]
+    assert len(verdicts) == 1 and "unscaled reached" in verdicts[0]
+    at.selectbox(key="train_d_k").set_value(256).run()
+    assert any("heads × d_k is at most" in i.value for i in at.info)
+    at.selectbox(key="train_task").set_value(model_tt.Task.INDUCTION).run()
+    assert at.radio(key="train_layers").value == 2 and at.number_input(key="train_steps").value == 1000
+
+
+def test_verdict_sums_up_several_comparisons_by_width() -> None:
+    runs = [
+        model_tt.train(model_tt.TrainingConfig(steps=10, d_k=d_k, scale=s)) for d_k in (32, 8) for s in (True, False)
+    ]
+    sentences = tt.verdict(runs)
+    assert len(sentences) == 3  # two comparisons and the summary
+    summary = sentences[2]
+    assert summary.index("d_k=8 ") < summary.index("d_k=32 ")  # ordered by width
+    gap = 100 * (runs[2].final_accuracy - runs[3].final_accuracy)
+    assert f"d_k=8 (linear init, previous token): {gap:+.0f} points" in summary
+
+
+def test_two_sessions_pressing_train_at_once_cost_one_training(
+    navigation_mode: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ui import cache
+
+    config = model_tt.TrainingConfig(steps=30, seed=4321)  # a run no other test caches
+    calls: list[model_tt.TrainingConfig] = []
+    real_train = model_tt.train
+
+    def counting_train(config: model_tt.TrainingConfig, on_progress=None) -> model_tt.TrainingRun:
+        calls.append(config)
+        time.sleep(2.0)  # long enough for the second session to arrive while the first trains
+        return real_train(config, on_progress)
+
+    monkeypatch.setattr(tt, "RUN", replace(tt.RUN, compute=counting_train))
+    cache.training_run.clear()
+    sessions = []
+    for _ in range(2):
+        at = training_page()
+        at.sidebar.number_input(key="seed").set_value(config.seed).run()
+        at.number_input(key="train_steps").set_value(config.steps).run()
+        sessions.append(at)
+    threads = [threading.Thread(target=at.button(key="train_button").click().run) for at in sessions]
+    for thread in threads:
+        thread.start()
+        # Staggered: two AppTests compiling their scripts at the same instant can trip CPython's
+        # "AST constructor recursion depth mismatch" (a compile() race); the server compiles once.
+        time.sleep(0.5)
+    for thread in threads:
+        thread.join()
+    assert calls == [config]
+    for at in sessions:
+        assert not at.exception, [e.value for e in at.exception]
+        assert [r.config for r in at.session_state["training_runs"]] == [config]

@@ -1,0 +1,73 @@
+"""The one cached call for every lesson (`computed`), the real model, and the training runs.
+
+Every cache is bounded by time and by bytes. Streamlit bounds a cache by entries (max_entries)
+and age (ttl), so each lesson's `LessonSpec.max_entries` (core/lessons/) is a byte budget
+divided by the largest value that cache can hold; tests/unit/test_cache_budget.py measures
+those sizes and holds the sum under CACHE_BUDGET_MIB. Results are keyed on the frozen
+`Settings` reduced to the fields the lesson reads (core.settings.cache_key): a control the page
+ignores, or a sentence on a preset that does not use it, creates no new entry. st.cache_data
+hands every caller its own copy, so sessions never share a mutable object.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import streamlit as st
+
+from core.lessons import training_lab
+from core.registry import LessonSpec
+from core.settings import Settings, cache_key
+
+if TYPE_CHECKING:  # the real model's modules are imported only by its page (memory)
+    from core.models.minilm import RealModel
+
+CACHE_BUDGET_MIB = 150
+R = TypeVar("R")
+
+
+@functools.cache
+def cached(spec: LessonSpec[R]) -> Callable[..., R]:
+    """The st.cache_data of one lesson computation, made once per process and bounded by its spec."""
+    return st.cache_data(spec.compute, show_spinner=False, max_entries=spec.max_entries, ttl=spec.ttl_s)
+
+
+def computed(spec: LessonSpec[R], *args: Any) -> R:
+    """`spec.compute(*args)`, cached; a leading `Settings` is first reduced to what the lesson reads."""
+    if spec.uses is not None:
+        settings, *rest = args
+        if not isinstance(settings, Settings):
+            raise TypeError(f"{spec.name} takes the sidebar's Settings first, got {type(settings).__name__}.")
+        args = (cache_key(settings, spec.uses), *rest)
+    return cached(spec)(*args)
+
+
+@st.cache_resource(show_spinner="Loading all-MiniLM-L6-v2 (once per server)…")
+def real_model() -> RealModel:
+    """The pretrained encoder, checked and loaded once per process; shared, never mutated."""
+    from core.models import minilm
+
+    return minilm.load_model()
+
+
+# One training per setting for the whole class: sessions asking for a run that is being computed
+# wait for it (Streamlit holds a lock per key) instead of training it again. Its own cache, not
+# `computed`'s: the run reports its progress to the session that trains it.
+@st.cache_data(
+    show_spinner="Training (another student may have started this exact run)…",
+    max_entries=training_lab.RUN.max_entries,
+    ttl=training_lab.RUN.ttl_s,
+)
+def training_run(config: training_lab.TrainingConfig) -> training_lab.TrainingRun:
+    """Train on the calling session's thread, with a progress bar (replayed, finished, on a cache hit)."""
+    bar = st.progress(0.0, text=f"Training: 0 of {config.steps:,} steps")
+
+    def report(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"Training: {done:,} of {total:,} steps")
+
+    # Same priority as every session: a lowered one could hold the GIL while descheduled.
+    run = training_lab.RUN.compute(config, on_progress=report)
+    bar.empty()
+    return run

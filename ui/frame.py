@@ -1,0 +1,92 @@
+"""The frame's hand-over: streamlit_app.py runs each page with one typed `Frame`, read by `frame()`."""
+
+from __future__ import annotations
+
+import os
+import pkgutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
+
+from core.links import LinkReading
+from core.registry import FRAME_CONTROLS, PageSpec
+from core.settings import Settings
+from ui import hardening, presentation, widgets
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What streamlit_app.py hands every page for one run: one typed object, not loose keys."""
+
+    page: PageSpec  # this page's row of core.registry
+    settings: Settings  # the sidebar's settings, already made usable (a bad sentence -> the book's)
+    input_problem: str | None  # why the student's sentence could not be used, in plain words
+    link: LinkReading  # what the link asked for, and what of it was ignored
+
+
+_FRAME_KEY = "frame"
+_RERUN_KEY = "frame_reruns"
+
+
+@contextmanager
+def hand_over(state: Frame) -> Iterator[None]:
+    """The frame runs the page inside this: the page sees `state` through `frame()`, and only then."""
+    st.session_state[_FRAME_KEY] = state
+    st.session_state[_RERUN_KEY] = 0
+    presentation.start_counting()
+    try:
+        yield
+    finally:
+        st.session_state.pop(_FRAME_KEY, None)  # a page run alone must never find an old hand-over
+
+
+def frame() -> Frame:
+    """This run's hand-over from the frame. The one workaround for Streamlit's pages/ folder lives here.
+
+    Streamlit sees the pages/ folder when the server starts and, until st.navigation has run
+    once in the process, serves a deep link such as /causal_dropout as a legacy page, without
+    the frame (PagesManager.uses_pages_directory). Every session whose first run starts in that
+    mode lands here without a hand-over: we clear the flag and rerun, and the rerun (with the
+    link's query string) goes through the frame. Moving the page scripts into a subfolder of
+    pages/ was tried: legacy mode then finds no page for the link and shows a "Page not found"
+    dialog on every early deep link, so the scripts stay at the top of pages/.
+
+    A page run alone (a test opening its file directly) gets no hand-over after that rerun
+    either, and fails loudly instead of drawing the defaults.
+    """
+    state = st.session_state.get(_FRAME_KEY)
+    if isinstance(state, Frame) and not PagesManager.uses_pages_directory:
+        return state
+    if st.session_state.get(_RERUN_KEY, 0) >= 1:
+        raise RuntimeError("This page runs only inside streamlit_app.py (the frame handed it nothing).")
+    st.session_state[_RERUN_KEY] = 1
+    PagesManager.uses_pages_directory = False
+    st.rerun()
+
+
+def page_start() -> Frame:
+    """Every page's first line: the hand-over, the title, and what of this session's input could
+    not be used (the sentence, a link's values for this page's controls, a forged control value)."""
+    state = frame()
+    with st.container(key="al-title"):  # stays in view on every step of presentation mode
+        st.title(state.page.heading)
+        if state.input_problem:
+            st.error(state.input_problem, icon=":material/error:")
+        mine = {*state.page.controls, *FRAME_CONTROLS}
+        for note in state.link.page_notes():
+            if note.parameter in mine:
+                widgets.link_warning(note.parameter, note.value, note.reason)
+        hardening.unreadable_values_note()
+    return state
+
+
+AFTER_RUN_HOOK = "ATTENTION_LAB_AFTER_RUN"  # "module:function", called after each finished run
+
+
+def after_run(page: str, shown: Settings, seconds: float) -> None:
+    """Call the hook a benchmark names in ATTENTION_LAB_AFTER_RUN (bench/run_log.py); the app sets none."""
+    if hook := os.environ.get(AFTER_RUN_HOOK):
+        pkgutil.resolve_name(hook)(page, shown, seconds)

@@ -1,0 +1,170 @@
+"""Widgets the pages share: predict-then-reveal, prose, code boxes, number tables, link-bound choices."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from types import MappingProxyType
+from typing import TypeVar
+
+import pandas as pd
+import streamlit as st
+
+from core import prose as core_prose
+from core.lessons.common import Prediction
+from core.markup import code_span, literal
+
+T = TypeVar("T")
+
+
+def predict(prediction: Prediction, key: str) -> None:
+    """Predict, then reveal: the answer and why appear only once the student has chosen."""
+    with st.container(border=True):
+        st.markdown(f"**Predict first.** {literal(prediction.question)}")
+        choice = st.radio(
+            "Your prediction",
+            range(len(prediction.options)),
+            index=None,
+            format_func=lambda i: literal(prediction.options[i]),  # radio labels are markdown
+            key=key,
+            label_visibility="collapsed",
+        )
+        if choice is None:
+            st.caption("Choose an answer to see what the numbers say.")
+        elif choice == prediction.answer:
+            st.success(f"Right. {literal(prediction.explanation)}", icon=":material/check_circle:")
+        else:
+            right = literal(prediction.options[prediction.answer])
+            st.warning(
+                f"Not quite: it is “{right}”. {literal(prediction.explanation)}",
+                icon=":material/lightbulb:",
+            )
+
+
+@functools.lru_cache(maxsize=256)
+def _section(name: str, part: str) -> str:
+    """A prose section, read once per process. Not st.cache_data: the keys are the pages' own
+    constants (about 90 sections, never user input) and the value an immutable str, so
+    st.cache_data's hashing and unpickling on every call would buy nothing."""
+    return core_prose.section(name, part)
+
+
+def prose(name: str, part: str) -> None:
+    """Render one '## part' section of pages/text/<name>.md (a missing one raises)."""
+    st.markdown(_section(name, part))
+
+
+def code_box(
+    code: str,
+    note: str = "Plain PyTorch; paste it into a notebook and compare with this page.",
+    *,
+    title: str = "reproduce exactly these numbers",
+) -> None:
+    """A recipe (core/recipes/), filled with this page's settings, under "Code: <title>".
+
+    A page with several boxes gives each its own title: two closed boxes with one label look
+    like the same code twice.
+    """
+    with st.expander(f"Code: {title}", icon=":material/code:"):
+        st.caption(note)
+        st.code(code, language="python")
+
+
+def number_table(frame: pd.DataFrame, *, decimals: int = 4, hide_index: bool = False, where=None) -> object:
+    """st.dataframe with every float column at the same decimals (never 0.15 beside 0.2264).
+
+    The browser formats the numbers (column_config): a pandas Styler, the other way, renders
+    every cell in Python on every rerun, which a class's load cannot afford (bench/NOTES.md).
+    `where` is a column or container to draw in (default: the page).
+    """
+    formats = {
+        str(name): st.column_config.NumberColumn(format=f"%.{decimals}f")
+        for name in frame.columns
+        if pd.api.types.is_float_dtype(frame[name])
+    }
+    return (where or st).dataframe(frame, column_config=formats, width="stretch", hide_index=hide_index)
+
+
+# A widget in the link and kept across page switches: the sidebar's and the pages' own controls.
+LINKED = MappingProxyType({"bind": "query-params", "persist_state": "session"})  # read-only: shared
+
+
+def linked_select(
+    label: str,
+    options: Sequence[T],
+    *,
+    key: str,
+    param: str,
+    code: Callable[[T], str],
+    name: Callable[[T], str],
+    default: T,
+    where=None,
+    **widget,
+) -> T:
+    """A selectbox that shows each option's name and keeps its short code in the link (?param=code).
+
+    Why not bind="query-params": a bound selectbox writes the *shown* name into the link
+    (?preset=Life+is+short%2C+eat+dessert+first+...), and a name that holds a token of the
+    sentence ("2: journey") stops matching as soon as the sentence changes. So this box keeps
+    its link parameter itself, through st.query_params: the session takes the link's code the
+    first time it draws the box, and the box's code is written back after every change (the
+    default leaves the link, as it does for a bound widget). A code that names no option gets
+    one warning and the default. persist_state keeps the choice across page switches.
+    """
+    by_code = {code(option): option for option in options}
+    if key not in st.session_state:  # the first time this session draws the box: the link decides
+        given = st.query_params.get_all(param)
+        if len(given) == 1 and given[0] in by_code:
+            st.session_state[key] = by_code[given[0]]
+        elif given:
+            link_warning(param, " & ".join(given), f"is not one of {', '.join(by_code)}")
+    if st.session_state.get(key) not in options:  # not drawn yet, or a value the options lost
+        st.session_state[key] = default
+    value = (where or st).selectbox(label, options, format_func=name, key=key, persist_state="session", **widget)
+    wanted = None if value == default else code(value)
+    if st.query_params.get(param) != wanted:
+        if wanted is None:
+            del st.query_params[param]
+        else:
+            st.query_params[param] = wanted
+    return value
+
+
+LINK_OFF = ":material/link_off:"
+
+
+def link_warning(parameter: str, value: str, reason: str) -> None:
+    """The one way a link's ignored value is reported: the value as inert code, and why."""
+    st.warning(f"{code_span(parameter + '=' + value)} {reason}; ignored.", icon=LINK_OFF)
+
+
+def query_picker(tokens: Sequence[str], default: int, key: str) -> int:
+    """The query token, also set by a click on a row of the weights heatmap (`draw.select_query_from_chart`).
+
+    In the link as ?query=N, counted from 1 as the box shows it. One widget key per page: two
+    pages sharing a key left the second page's picker at its first option after a switch
+    between them (the book's query 'journey' became 'Your').
+
+    The browser keeps a selectbox's value as its label ("2: journey") and sends it back on the
+    next rerun. After the input changes, that label names no option of the new token list, and
+    Streamlit then stores the label string itself as the widget's value (a str, not an index):
+    anything that is not an index into these tokens goes back to the lesson's default.
+    """
+    default = min(default, len(tokens) - 1)
+    if key in st.session_state and not is_index(st.session_state[key], len(tokens)):
+        st.session_state[key] = default
+    return linked_select(
+        "Query token",
+        list(range(len(tokens))),
+        key=key,
+        param="query",
+        code=lambda i: str(i + 1),
+        name=lambda i: f"{i + 1}: {tokens[i]}",
+        default=default,
+        help="Pick the token whose attention you follow, or click a row in the weights heatmap.",
+    )
+
+
+def is_index(value: object, length: int) -> bool:
+    """True for a plain int that indexes a list of `length` items (bool and str are not indexes)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < length
