@@ -28,7 +28,7 @@ from core.settings import (
     settings_for_preset,
     settings_implied_by_link,
 )
-from ui import frame, hardening, presentation, widgets
+from ui import class_poll, frame, hardening, presentation, widgets
 
 # Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
 # 1-2 cores of a small container when a class reruns at once (override with the variable).
@@ -330,7 +330,17 @@ started = time.perf_counter()
 chosen, link = sidebar(spec)
 shown, input_problem = usable(chosen)
 step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
+with st.sidebar:
+    class_poll.sidebar_controls(bool(st.session_state.get("present")))
+with step_bar:  # a class poll's notes stay in view in presentation mode
+    class_poll.read_room_link()
+    room_state = class_poll.follow_teacher(spec.slug)
 with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
     run_page(page, shown, step_bar)
+    if st.session_state.get("present"):
+        with step_bar:
+            class_poll.teacher_panel(spec.slug, int(st.session_state.get("step") or 1))
+    with step_bar:
+        class_poll.student_bar(room_state)
 frame.after_run(spec.slug, shown, time.perf_counter() - started)  # a benchmark's hook, if one is set
 freeze_import_time_objects()  # after the page, so that its imports are loaded too

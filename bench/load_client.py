@@ -61,6 +61,7 @@ class Action(enum.StrEnum):
     OPEN = "open"  # open the link (first arrival, or again after a lost connection)
     SEED = "seed"  # step the seed up by one
     PAGE = "page"  # open another lesson through the sidebar
+    POLL = "poll"  # start a class poll, or answer its question (bench/class_poll.py)
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,10 @@ class RunView:
     code_seeds: list[int] = field(default_factory=list)
     z: str | None = None
     problems: list[str] = field(default_factory=list)
+    widget_ids: dict[str, str] = field(default_factory=dict)  # a widget's key -> its id (every widget)
+    texts: list[str] = field(default_factory=list)  # markdown, notes and chart descriptions, in order
+    radio_options: dict[str, list[str]] = field(default_factory=dict)  # a radio's id -> its option labels
+    fragments: dict[str, str] = field(default_factory=dict)  # a widget's key -> the st.fragment it is in
 
 
 def widget_state(element_type: str, proto, previous: WidgetState | None) -> WidgetState | None:
@@ -195,7 +200,14 @@ def read_message(message: ForwardMsg, view: RunView) -> None:
         element = message.delta.new_element
         element_type = element.WhichOneof("type")
         proto = getattr(element, element_type)
+        if element_type == "vega_lite_chart" and proto.alt:
+            view.texts.append(proto.alt)
         if getattr(proto, "id", ""):
+            view.widget_ids[proto.id.rsplit("-", 1)[-1]] = proto.id  # "$$ID-<hash>-<key>"
+            if message.delta.fragment_id:
+                view.fragments[proto.id.rsplit("-", 1)[-1]] = message.delta.fragment_id
+            if element_type == "radio":
+                view.radio_options[proto.id] = list(proto.options)
             state = widget_state(element_type, proto, view.widgets.get(proto.id))
             if state is not None:
                 view.widgets[proto.id] = state
@@ -203,6 +215,9 @@ def read_message(message: ForwardMsg, view: RunView) -> None:
             view.code_seeds += [int(a or b) for a, b in CODE_SEED.findall(proto.code_text)]
         elif element_type == "markdown" and (match := Z_SHOWN.search(proto.body)):
             view.z = match.group(1)
+        elif element_type in ("markdown", "alert"):
+            view.texts.append(proto.body)
+
         elif element_type == "exception":
             view.problems.append(f"exception: {proto.type}: {proto.message[:200]}")
         elif element_type == "alert" and proto.format == Alert.ERROR:
@@ -274,13 +289,17 @@ class Student:
         )
         self.view = RunView()
 
-    async def rerun(self, action: Action, page_hash: str = "") -> tuple[float, RunView]:
-        """Send one rerun as the browser would and wait for its end; returns (seconds, what it sent)."""
+    async def rerun(self, action: Action, page_hash: str = "", fragment_id: str = "") -> tuple[float, RunView]:
+        """Send one rerun as the browser would and wait for its end; returns (seconds, what it sent).
+
+        `fragment_id`: rerun only that st.fragment (as the browser does for a widget inside one).
+        """
         message = BackMsg()
         state = message.rerun_script
         state.query_string = self.query_string
         state.page_name = "" if self.page == "overview" else self.page
-        state.page_script_hash = page_hash
+        state.page_script_hash = (page_hash or self.view.page_hash) if fragment_id else page_hash
+        state.fragment_id = fragment_id
         if action != Action.OPEN:
             state.widget_states.widgets.extend(self.view.widgets.values())
         view = RunView(
@@ -288,6 +307,10 @@ class Student:
             pages=self.view.pages,
             page_names=self.view.page_names,
             widgets=dict(self.view.widgets),
+            widget_ids=dict(self.view.widget_ids),
+            radio_options=dict(self.view.radio_options),
+            fragments=dict(self.view.fragments),
+            page_hash=self.view.page_hash if fragment_id else "",
         )
         sent = time.monotonic()
         try:
@@ -299,6 +322,7 @@ class Student:
                 if reply.WhichOneof("type") == "script_finished" and reply.script_finished in (
                     FINISHED.FINISHED_SUCCESSFULLY,
                     FINISHED.FINISHED_WITH_COMPILE_ERROR,
+                    FINISHED.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,
                 ):
                     if reply.script_finished == FINISHED.FINISHED_WITH_COMPILE_ERROR:
                         view.problems.append("script finished with a compile error")

@@ -14,6 +14,8 @@ N `streamlit run` processes on free loopback ports, each writing its own run log
   that refuses connections is skipped at once), and `option redispatch` sends its students (cookie
   and all) to another one, which sets a new cookie.
 A student who loses its replica reconnects with the settings in its link (bench/load_client.py).
+The replicas share one Debian redis-server on a loopback port (ATTENTION_LAB_REDIS_URL), the class
+poll's store, as deploy/kubernetes/redis.yaml does (where redis-server is installed).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from pathlib import Path
 
 from bench import load_client, run_log
 from bench.harness import free_port, start_server
+from core.class_poll import REDIS_URL_VARIABLE
+from tests.support import RedisServer, redis_available
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 COOKIE = "ATTENTION_LAB_REPLICA"
@@ -78,6 +82,7 @@ class Cluster:
     folder: Path  # config and run logs
     replicas: dict[str, subprocess.Popen] = field(default_factory=dict)  # cookie value -> process
     balancer: subprocess.Popen | None = None
+    redis: RedisServer | None = None  # the class poll's shared store
 
     def run_log(self, name: str) -> Path:
         return self.folder / f"runs-{name}.jsonl"
@@ -104,6 +109,8 @@ class Cluster:
                     process.wait(timeout=20)
                 except subprocess.TimeoutExpired:
                     process.kill()
+        if self.redis is not None:
+            self.redis.__exit__()
 
 
 def haproxy_config(port: int, backends: dict[str, int]) -> str:
@@ -114,16 +121,26 @@ def haproxy_config(port: int, backends: dict[str, int]) -> str:
     return HAPROXY_CONFIG.format(port=port, cookie=COOKIE, servers=servers)
 
 
-def start(replicas: int = 2, port: int | None = None, folder: Path | None = None, timeout_s: float = 120) -> Cluster:
-    """Start `replicas` app processes and HAProxy in front of them; returns once the balancer answers."""
+def start(
+    replicas: int = 2, port: int | None = None, folder: Path | None = None, timeout_s: float = 120, redis: bool = True
+) -> Cluster:
+    """Start `replicas` app processes and HAProxy in front of them; returns once the balancer answers.
+
+    `redis`: also start a redis-server the replicas share for the class poll (where it is installed).
+    """
     folder = Path(folder or tempfile.mkdtemp(prefix="attention-lab-replicas-"))
     folder.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(url="", folder=folder)
     try:
+        shared: dict[str, str] = {}
+        if redis and redis_available():
+            cluster.redis = RedisServer(folder=folder / "redis").start()
+            shared[REDIS_URL_VARIABLE] = cluster.redis.url
         backends = {}
         for index in range(replicas):
             name = f"r{index}"
-            process, url = start_server(timeout_s, env=run_log.server_env(cluster.run_log(name)))
+            env = {**shared, **run_log.server_env(cluster.run_log(name))}
+            process, url = start_server(timeout_s, env=env)
             cluster.replicas[name] = process
             # Its first run imports torch and holds the GIL for seconds: done before it takes students,
             # so that no health check times out then (a warm-up session, not in the run log's count).

@@ -28,7 +28,18 @@ import altair as alt
 import pandas as pd
 import torch
 
-from bench import capacity, core_speed, hostile_probe, latency, memory, monte_carlo, real_model, replicas, training
+from bench import (
+    capacity,
+    class_poll,
+    core_speed,
+    hostile_probe,
+    latency,
+    memory,
+    monte_carlo,
+    real_model,
+    replicas,
+    training,
+)
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
@@ -42,7 +53,10 @@ def machine() -> str:
 
 
 # latency last: it runs the app in this process. capacity pins this process to core 1 while it runs.
-PARTS = ("core", "monte_carlo", "real_model", "memory", "hostile", "training", "capacity", "replicas", "latency")
+PARTS = (
+    "core", "monte_carlo", "real_model", "memory", "hostile", "training",
+    "capacity", "replicas", "class_poll", "latency",
+)  # fmt: skip
 
 
 def run_all(quick: bool, only: set[str]) -> dict:
@@ -73,6 +87,8 @@ def run_all(quick: bool, only: set[str]) -> dict:
     if "replicas" in only:
         run = replicas.run(replicas=2, students=4 if quick else 12, seconds=25 if quick else 40)
         results["replicas"] = run.summary()
+    if "class_poll" in only:
+        results["class_poll"] = class_poll.run(students=20 if quick else 100, answer_window_s=3.0).summary()
     if "latency" in only:
         results["latency"] = latency.run(repeats=5 if quick else 15)
     return results
@@ -137,6 +153,7 @@ def table(results: dict) -> str:
         *public_link_rows(results, ok),
         *capacity_rows(results["capacity"], ok),
         *replica_rows(results["replicas"], ok),
+        *class_poll_rows(results.get("class_poll"), ok),
     ]
     if "training" in results:
         rows += training_rows(results["training"], ok)
@@ -304,6 +321,32 @@ def replica_rows(rep: dict, ok) -> list[tuple[str, str, str, str]]:
             else f"{rep['lost_students']} / {rep['recovered_students']} (on {rep['killed']}: {moved})",
             f"only {rep['killed']}'s / all of them",
             ok(only_theirs and bool(moved)),
+        ),
+    ]
+
+
+def class_poll_rows(poll: dict | None, ok) -> list[tuple[str, str, str, str]]:
+    """The class poll's load run (none until `--only class_poll` has run once)."""
+    if not poll:
+        return []
+    exact = poll["shown_answers"] == poll["students"] and poll["split_right"]
+    refresh = poll["teacher_refresh_busy_p95_s"]
+    return [
+        (
+            f"Class poll: {poll['students']} students on 2 replicas sharing Redis answer within "
+            f"{poll['answers_window_s']:.1f} s; errors / answers on the teacher's page / split per option",
+            f"{poll['errors']} / {poll['shown_answers']} / {'exact' if poll['split_right'] else 'wrong'} "
+            f"(students per replica {poll['students_per_replica']}; answer p95 {poll['answer_p95_s']} s)",
+            f"0 / {poll['students']} / exact",
+            ok(poll["errors"] == 0 and exact),
+        ),
+        (
+            "Class poll: the teacher's live counts refreshed (their fragment) while the class answers, p95 (quiet p95)",
+            f"{refresh} s ({poll['teacher_refresh_quiet_p95_s']} s: "
+            f"{refresh / poll['teacher_refresh_quiet_p95_s']:.1f}x), {poll['teacher_refreshes_busy']} refreshes; "
+            f"load average {poll.get('load_average', '?')} on {os.cpu_count()} cores",
+            "< 1 s (the capacity rule's p95)",
+            ok(refresh is not None and refresh < 1.0),
         ),
     ]
 

@@ -86,12 +86,13 @@ class Choice:
 
 
 @dataclass(frozen=True)
-class OptionOfTheSentence:
-    """A choice whose options depend on the page's sentence, such as the query token (1 to its length).
+class CheckedByItsControl:
+    """A value only its control can judge: the query token (1 to the length of the page's
+    sentence), a class poll's room code (a live room or not).
 
-    Only the page knows them, so its box applies the same rule when it draws
-    (`_ui.linked_select`): the exact code of an option, or one note listing the options, and the
-    box keeps its default. Here the value passes as it is.
+    The control applies the same rule when it reads the value (`ui.widgets.linked_select`,
+    `ui.class_poll.read_room_link`): the value as the control writes it, or one note that names
+    the parameter, and the control keeps its default. Here the value passes as it is.
     """
 
     def read(self, text: str) -> Reading:
@@ -126,7 +127,7 @@ class Text:
         return text, None
 
 
-Rule = Whole | Rate | Choice | OptionOfTheSentence | Flag | Text
+Rule = Whole | Rate | Choice | CheckedByItsControl | Flag | Text
 
 
 def _numbers(options: tuple[float, ...] | tuple[int, ...]) -> tuple[str, ...]:
@@ -178,8 +179,9 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         # the frame: presentation mode and its step (?present=1 is what the README tells a teacher to type)
         "present": Flag(also_true=("1",)),
         "step": Whole(1, MAX_PRESENTATION_STEPS, point_zero=True),
+        "room": CheckedByItsControl(),  # the class poll's room code (ui/class_poll.py)
         # lessons 1, 2: the query token, counted from 1
-        "query": OptionOfTheSentence(),
+        "query": CheckedByItsControl(),
         "logit_scale": Whole(1, 200, point_zero=True),
         # lesson 3
         "multiplier": Choice(_numbers((1.0, 2.0, 4.0, 8.0, 16.0))),

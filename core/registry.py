@@ -243,7 +243,7 @@ def page(slug: str) -> PageSpec:
 
 
 # The frame's own bound widgets outside Settings: presentation mode and its step.
-FRAME_CONTROLS = ("present", "step")
+FRAME_CONTROLS = ("present", "step", "room")  # room: the class poll (ui/class_poll.py)
 
 
 def link_keys() -> frozenset[str]:

@@ -14,7 +14,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from core.links import LinkReading
 from core.registry import FRAME_CONTROLS, PageSpec
 from core.settings import Settings
-from ui import hardening, presentation, widgets
+from ui import hardening, presentation
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,8 @@ def page_start() -> Frame:
         st.title(state.page.heading)
         if state.input_problem:
             st.error(state.input_problem, icon=":material/error:")
+        from ui import widgets  # here, not at the top: ui.widgets reads this module's frame()
+
         mine = {*state.page.controls, *FRAME_CONTROLS}
         for note in state.link.page_notes():
             if note.parameter in mine:

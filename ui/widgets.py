@@ -13,32 +13,53 @@ import streamlit as st
 from core import prose as core_prose
 from core.lessons.common import Prediction
 from core.markup import code_span, literal
+from ui import class_poll
+from ui.frame import frame
 
 T = TypeVar("T")
 
 
 def predict(prediction: Prediction, key: str) -> None:
-    """Predict, then reveal: the answer and why appear only once the student has chosen."""
+    """Predict, then reveal: the answer and why appear only once the student has chosen.
+
+    In a class poll (ui/class_poll.py) a student's answer waits for the teacher's Reveal, and
+    the teacher's box shows the class's answers live under the question.
+    """
+    page = frame().page.slug  # read here: a fragment's own reruns happen outside the frame's hand-over
     with st.container(border=True):
-        st.markdown(f"**Predict first.** {literal(prediction.question)}")
-        choice = st.radio(
-            "Your prediction",
-            range(len(prediction.options)),
-            index=None,
-            format_func=lambda i: literal(prediction.options[i]),  # radio labels are markdown
-            key=key,
-            label_visibility="collapsed",
+        _predict_box(prediction, key, page)
+        class_poll.teacher_tally(page, key, prediction)
+
+
+@st.fragment
+def _predict_box(prediction: Prediction, key: str, page: str) -> None:
+    """The question and its verdict. A fragment: choosing an answer reruns this box, not the page
+    (a class answering at once costs the server a box each, not a page each)."""
+    st.markdown(f"**Predict first.** {literal(prediction.question)}")
+    choice = st.radio(
+        "Your prediction",
+        range(len(prediction.options)),
+        index=None,
+        format_func=lambda i: literal(prediction.options[i]),  # radio labels are markdown
+        key=key,
+        label_visibility="collapsed",
+    )
+    shown = class_poll.predict_in_poll(page, key, prediction, choice)
+    if shown is False:  # in a poll, before the Reveal
+        return
+    if choice is None and shown:
+        right = literal(prediction.options[prediction.answer])
+        st.info(f"The teacher revealed: “{right}”. {literal(prediction.explanation)}", icon=":material/school:")
+    elif choice is None:
+        st.caption("Choose an answer to see what the numbers say.")
+    elif choice == prediction.answer:
+        st.success(f"Right. {literal(prediction.explanation)}", icon=":material/check_circle:")
+    else:
+        right = literal(prediction.options[prediction.answer])
+        st.warning(
+            f"Not quite: it is “{right}”. {literal(prediction.explanation)}",
+            icon=":material/lightbulb:",
         )
-        if choice is None:
-            st.caption("Choose an answer to see what the numbers say.")
-        elif choice == prediction.answer:
-            st.success(f"Right. {literal(prediction.explanation)}", icon=":material/check_circle:")
-        else:
-            right = literal(prediction.options[prediction.answer])
-            st.warning(
-                f"Not quite: it is “{right}”. {literal(prediction.explanation)}",
-                icon=":material/lightbulb:",
-            )
 
 
 @functools.lru_cache(maxsize=256)

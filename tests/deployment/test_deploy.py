@@ -17,20 +17,35 @@ KUBERNETES_VERSION = "1.33.0"  # the schemas kubernetes-validate ships; no netwo
 HEALTH = "/_stcore/health"
 
 
-def manifests() -> dict[str, dict]:
+REDIS = "attention-lab-redis"  # the class poll's store (deploy/kubernetes/redis.yaml)
+
+
+def all_manifests() -> dict[tuple[str, str], dict]:
+    """(kind, name) -> document, for every document of every manifest."""
     docs = [
         doc for path in sorted((DEPLOY / "kubernetes").glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text())
     ]
-    return {doc["kind"]: doc for doc in docs if doc}
+    return {(doc["kind"], doc["metadata"]["name"]): doc for doc in docs if doc}
+
+
+def manifests() -> dict[str, dict]:
+    """The app's own documents by kind (the Redis ones left out)."""
+    return {kind: doc for (kind, name), doc in all_manifests().items() if name != REDIS}
 
 
 def test_every_manifest_is_valid_kubernetes() -> None:
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
-    found = manifests()
-    assert set(found) == {"Deployment", "Service", "Ingress"}
+    found = all_manifests()
+    assert set(found) == {
+        ("Deployment", "attention-lab"),
+        ("Service", "attention-lab"),
+        ("Ingress", "attention-lab"),
+        ("Deployment", REDIS),
+        ("Service", REDIS),
+    }
     for doc in found.values():
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)  # raises on any error
-    broken = copy.deepcopy(found["Deployment"])
+    broken = copy.deepcopy(found[("Deployment", "attention-lab")])
     broken["spec"]["template"]["spec"]["containers"][0]["readinessProbes"] = {}  # a typo must not pass
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(broken, KUBERNETES_VERSION, strict=True)
@@ -49,6 +64,21 @@ def test_probes_ports_and_names_agree() -> None:
     assert service["spec"]["ports"][0]["targetPort"] == port["name"]
     backend = found["Ingress"]["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
     assert backend == {"name": service["metadata"]["name"], "port": {"name": service["spec"]["ports"][0]["name"]}}
+
+
+def test_the_replicas_share_one_redis_for_the_class_poll() -> None:
+    from core.class_poll import REDIS_URL_VARIABLE
+
+    found = all_manifests()
+    redis_deployment, redis_service = found[("Deployment", REDIS)], found[("Service", REDIS)]
+    assert redis_deployment["spec"]["replicas"] == 1  # one set of rooms
+    assert redis_service["spec"]["selector"] == redis_deployment["spec"]["selector"]["matchLabels"]
+    (redis_container,) = redis_deployment["spec"]["template"]["spec"]["containers"]
+    assert redis_service["spec"]["ports"][0]["targetPort"] == redis_container["ports"][0]["name"]
+    port = redis_service["spec"]["ports"][0]["port"]
+    (app,) = manifests()["Deployment"]["spec"]["template"]["spec"]["containers"]
+    env = {item["name"]: item["value"] for item in app["env"]}
+    assert env[REDIS_URL_VARIABLE] == f"redis://{REDIS}:{port}/0"
 
 
 def test_ingress_uses_cookie_affinity_and_long_websocket_timeouts() -> None:

@@ -1,0 +1,130 @@
+"""The class poll on the page (AppTest): a teacher, three students, the reveal, and bad links.
+
+All sessions run in this process and share its in-process store (st.cache_resource), as the
+sessions of one server do. AppTest runs a fragment with its page, so a `run()` of the teacher's
+session is what the teacher's live refresh does every two seconds.
+"""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from core import class_poll, registry
+from tests.app.test_app import app, assert_clean, navigation_not_pages_directory  # noqa: F401 - autouse fixture
+
+PAGE = registry.page("why_scale")
+QUESTION = "predict_why_scale"
+
+
+def start_poll() -> tuple[AppTest, class_poll.Room]:
+    teacher = app(PAGE.file, present="1")
+    (start,) = [b for b in teacher.sidebar.button if "class poll" in b.label]
+    start.click().run()
+    assert_clean(teacher)
+    room = teacher.session_state["class_poll_room"]
+    assert class_poll.parse_code(room.code) == room.code
+    return teacher, room
+
+
+def page_text(at: AppTest) -> str:
+    return "\n".join(e.value for kind in (at.markdown, at.info, at.success, at.warning, at.caption) for e in kind)
+
+
+def test_a_class_answers_the_teacher_sees_the_split_and_the_reveal_reaches_everyone() -> None:
+    teacher, room = start_poll()
+    shown = page_text(teacher)
+    assert f"Code **{class_poll.spoken(room.code)}**" in shown
+    link = next(c.value for c in teacher.code if f"room={room.code}" in c.value)
+    assert "present=true" in link and room.code in link and room.secret not in link
+    assert teacher.get("image"), "no QR code drawn"
+    assert "0 answers" in shown
+
+    students = [app(None, room=room.code, present="true") for _ in range(3)]  # they land on the overview
+    for student in students:
+        assert_clean(student)
+        assert student.title[0].value == teacher.title[0].value  # ... and follow the teacher's lesson
+        assert not [b for b in student.button if b.label == "Reveal"]
+    options = teacher.radio(key=QUESTION).options
+    for student, choice in zip(students, (0, 1, 1), strict=True):
+        student.radio(key=QUESTION).set_value(choice).run()
+        assert_clean(student)
+        assert "Your answer is in" in page_text(student)
+        assert not student.success and not any("Not quite" in w.value for w in student.warning)  # not yet
+    students[0].radio(key=QUESTION).set_value(1).run()  # a change of mind counts once
+    students[0].radio(key=QUESTION).set_value(0).run()
+
+    teacher.run()  # the live refresh
+    shown = page_text(teacher)
+    assert "3 answers" in shown
+    (chart,) = [c for c in teacher.get("vega_lite_chart") if "The class's answers" in c.proto.alt]
+    assert f"{options[0]}: 1; {options[1]}: 2" in chart.proto.alt  # the split, as the chart's text says
+
+    (reveal,) = [b for b in teacher.button if b.label == "Reveal"]
+    reveal.click().run()
+    assert_clean(teacher)
+    assert any("Revealed to the class" in s.value for s in teacher.success)
+    for student in students:
+        student.run()  # what the student's watcher triggers once the room changed
+        verdicts = [s.value for s in student.success] + [w.value for w in student.warning if "Not quite" in w.value]
+        assert len(verdicts) == 1, verdicts  # the right answer (or "Not quite: it is ...") reached them
+    late = app(None, room=room.code, present="true")  # a student who never answered sees it too
+    assert any("The teacher revealed" in i.value for i in late.info)
+
+
+def test_the_students_follow_the_teachers_step() -> None:
+    teacher, room = start_poll()
+    student = app(None, room=room.code, present="true")
+    teacher.number_input(key="step").set_value(3).run()
+    student.run()
+    assert student.number_input(key="step").value == 3
+
+
+def test_a_made_up_code_or_a_malformed_one_is_a_note_and_the_lesson_works() -> None:
+    for value, expected in (("K7QM-2HXD", "There is no class poll with this code"), ("<b>x</b>", "not a class poll")):
+        at = app(None, room=value)
+        assert_clean(at)
+        notes = [i.value for i in at.info]
+        assert any(expected in note for note in notes), notes
+        assert not any("<b>" in m.value for m in at.markdown)  # never markup from a link
+        at.switch_page(PAGE.file).run()
+        assert_clean(at)
+        at.radio(key=QUESTION).set_value(0).run()
+        assert at.success or at.warning  # the question reveals as usual: no poll
+
+
+def test_a_student_who_edits_the_link_cannot_reveal() -> None:
+    teacher, room = start_poll()
+    forged = app(None, room=room.code, present="true", secret=room.code, teacher="1", reveal="1")
+    assert_clean(forged)
+    assert not [b for b in forged.button if b.label == "Reveal"]
+    assert not [b for b in forged.sidebar.button if "End the class poll" in b.label]
+    assert "class_poll_room" not in forged.session_state
+    forged.radio(key=QUESTION).set_value(0).run()
+    teacher.run()
+    assert not class_poll_store().room(room.code).revealed
+    assert not forged.success and not any("Not quite" in w.value for w in forged.warning)
+
+
+def test_a_full_room_and_a_room_that_ends_are_plain_notes() -> None:
+    teacher, room = start_poll()
+    store = class_poll_store()
+    student = app(None, room=room.code, present="true")
+    for index in range(class_poll.DEFAULT_MAX_ANSWERS):  # the class fills the room to its bound
+        store.answer(room.code, "why_scale:filler", f"filler-{index}", 0, 2)
+    student.radio(key=QUESTION).set_value(0).run()
+    assert_clean(student)
+    assert any("This class poll is full" in i.value for i in student.info), [i.value for i in student.info]
+    assert student.success or student.warning  # the question reveals as usual: the lesson goes on
+
+    (end,) = [b for b in teacher.sidebar.button if "End the class poll" in b.label]
+    end.click().run()
+    assert "class_poll_room" not in teacher.session_state
+    student.run()
+    assert_clean(student)
+    assert any("There is no class poll with this code" in i.value for i in student.info)
+
+
+def class_poll_store() -> class_poll.PollStore:
+    from ui import class_poll as class_poll_ui
+
+    return class_poll_ui.store()

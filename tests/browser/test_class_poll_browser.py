@@ -1,0 +1,68 @@
+"""The class poll in a real browser: the teacher's projector and a student's phone, live.
+
+What only a browser shows: the QR code's size on a projector-sized screen, the teacher's counts
+updating with no click (the fragment's timer runs in the browser), and the Reveal reaching a
+student's phone with no click either. With ATTENTION_LAB_SCREENSHOTS=tests/screenshots it saves the
+README's two pictures of the poll (small JPEGs).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests import support
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(support.CHROMIUM).exists(), reason="Debian's chromium is not installed"),
+]
+SHOTS = os.environ.get("ATTENTION_LAB_SCREENSHOTS")
+LIVE_S = 20  # the refresh runs every 2 s; a loaded test machine may take a few cycles
+
+
+def settle(page) -> None:
+    page.wait_for_selector(support.IDLE, timeout=60_000)
+    page.wait_for_timeout(500)
+
+
+def test_the_teachers_screen_counts_live_and_the_reveal_reaches_a_phone(server: str, browser) -> None:
+    teacher = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    teacher.goto(f"{server}/why_scale?present=1")
+    settle(teacher)
+    teacher.locator('[data-testid="stExpandSidebarButton"]').click()
+    teacher.get_by_role("button", name=re.compile("Start a class poll")).click()
+    settle(teacher)
+    link = teacher.locator('[data-testid="stCode"]').filter(has_text="room=").first.inner_text().strip()
+    assert re.search(r"room=[0-9A-Z]{8}", link), link
+    teacher.locator('[data-testid="stSidebarCollapseButton"] button').click()
+    qr = teacher.locator('[data-testid="stImage"] img').first
+    qr.wait_for(state="visible", timeout=30_000)
+    box = qr.bounding_box()
+    assert box and box["width"] >= 300 and box["height"] >= 300, box  # a third of a 1280-px projector
+    teacher.get_by_text(re.compile(r"Class poll: 0 answers$")).first.wait_for(timeout=30_000)
+
+    student = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True).new_page()
+    student.goto(link)
+    settle(student)
+    student.get_by_text(re.compile("you follow the teacher")).first.wait_for(timeout=30_000)
+    student.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
+    student.get_by_text("Your answer is in").first.wait_for(timeout=30_000)
+
+    # No click on the teacher's screen: the live refresh brings the count.
+    teacher.get_by_text(re.compile(r"Class poll: 1 answer$")).first.wait_for(timeout=LIVE_S * 1000)
+    if SHOTS:
+        teacher.set_viewport_size({"width": 1280, "height": 1640})  # the QR code and the counts in one picture
+        teacher.wait_for_timeout(2500)
+        teacher.screenshot(path=str(Path(SHOTS) / "class_poll_teacher.jpg"), type="jpeg", quality=50)
+        student.screenshot(path=str(Path(SHOTS) / "class_poll_student.jpg"), type="jpeg", quality=55)
+
+    teacher.get_by_role("button", name=re.compile("Reveal")).click()
+    teacher.get_by_text("Revealed to the class").first.wait_for(timeout=30_000)
+    verdict = student.locator('[data-testid="stAlertContentSuccess"], [data-testid="stAlertContentWarning"]')
+    verdict.first.wait_for(timeout=LIVE_S * 1000)  # no click on the phone: its watcher saw the reveal
+    assert "Your answer is in" not in student.locator('[data-testid="stMain"]').inner_text()

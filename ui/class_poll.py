@@ -1,0 +1,292 @@
+"""The class poll in presentation mode: the teacher's room, the students who follow it, live counts.
+
+The store (rooms, answers, counts) is `core.class_poll`; this module only draws. Three roles:
+- the teacher: in presentation mode, "Start a class poll" (sidebar) makes a room; the session keeps
+  its secret (session state only, never the link); the step bar shows the students' link as text and
+  as a QR code; each predict question shows "N answers", a bar chart that refreshes itself
+  (`st.fragment(run_every=...)`, on the teacher's page only) and a Reveal button;
+- a student: a link with ?room=<code> follows the teacher's page and step; their answer to the
+  predict question is sent once (changeable until the reveal); the right answer shows when the
+  teacher reveals it;
+- anyone else: the lesson as usual.
+Every failure (a bad or expired code, a full room, Redis away) is one plain note, and the lesson
+goes on as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import secrets
+from dataclasses import dataclass
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+import segno
+import streamlit as st
+
+from core import class_poll, registry
+from core.class_poll import Answered, PollError, PollStore, Room, RoomState, Tally
+from core.lessons.common import Prediction
+from core.markup import code_span, literal
+from ui import draw
+
+PARAM = "room"  # ?room=<code>: the one link parameter of the poll, read here only
+REFRESH_S = 2.0  # the teacher's counts and the students' "where is the teacher" check
+_TEACHER = "class_poll_room"  # Room(code, secret) of the poll this session started
+_STUDENT = "class_poll_student"  # this session's anonymous id (random, never shown)
+_FOLLOWING = "class_poll_following"  # the code from the link, once read and found valid
+_LINK_NOTE = "class_poll_link_note"  # what reading ?room= found: "" or the note to show
+_SENT = "class_poll_sent"  # question id -> the option this session last sent
+POLL_ICON = ":material/how_to_vote:"
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> PollStore:
+    """One store per process: Redis when ATTENTION_LAB_REDIS_URL is set, else this process's memory."""
+    return class_poll.store_from_environment()
+
+
+@dataclass(frozen=True)
+class Role:
+    """This session's part in a poll: a teacher's room, a student's code, or neither."""
+
+    teacher: Room | None
+    following: str | None
+
+    @property
+    def code(self) -> str | None:
+        return self.teacher.code if self.teacher else self.following
+
+
+def role() -> Role:
+    return Role(st.session_state.get(_TEACHER), st.session_state.get(_FOLLOWING))
+
+
+def question_id(page: str, key: str) -> str:
+    """A question is its page and its predict box's key (both the app's own constants)."""
+    return f"{page}:{key}"
+
+
+def _student_id() -> str:
+    if _STUDENT not in st.session_state:
+        st.session_state[_STUDENT] = secrets.token_hex(16)
+    return st.session_state[_STUDENT]
+
+
+# ------------------------------------------------------------------ the teacher
+def _start() -> None:
+    try:
+        st.session_state[_TEACHER] = store().create_room()
+    except PollError as error:
+        st.session_state["class_poll_problem"] = str(error)
+
+
+def _end() -> None:
+    room: Room | None = st.session_state.pop(_TEACHER, None)
+    if room is not None:
+        with contextlib.suppress(PollError):  # gone already, or Redis away: it expires by itself
+            store().close(room.code, room.secret)
+
+
+def sidebar_controls(present: bool) -> None:
+    """The sidebar's button (in presentation mode): start a class poll, or end the one running."""
+    if not present:
+        return
+    if role().teacher is None:
+        st.button(
+            "Start a class poll",
+            icon=POLL_ICON,
+            on_click=_start,
+            key="class_poll_start",
+            help="The students open a link or scan a QR code, answer each step's question on their own "
+            "device, and you see the class's answers live before you reveal the right one.",
+        )
+    else:
+        st.button("End the class poll", icon=":material/stop_circle:", on_click=_end, key="class_poll_end")
+    problem = st.session_state.pop("class_poll_problem", None)
+    if problem:
+        st.info(problem, icon=POLL_ICON)
+
+
+def students_link(code: str) -> str:
+    """This page with this session's link parameters, presentation mode on and ?room=<code>."""
+    parts = urlsplit(st.context.url or "")
+    params = {name: st.query_params[name] for name in st.query_params if name != PARAM}
+    params.update({"present": "true", PARAM: code})
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(params), ""))
+
+
+@functools.lru_cache(maxsize=64)  # bytes (immutable); the teacher's every rerun draws the same link
+def qr_png(text: str) -> bytes:
+    """The link as a QR code: 12-pixel modules, readable across a lecture hall once projected."""
+    buffer = io.BytesIO()
+    segno.make(text, error="m").save(buffer, kind="png", scale=12, border=2)
+    return buffer.getvalue()
+
+
+def teacher_panel(page: str, step: int) -> None:
+    """In the step bar (always in view): the room's code, the link as text and as a QR code.
+
+    Also records where the teacher is, so the students follow. A room that is gone (expired,
+    Redis restarted empty) ends the poll with a note; Redis away leaves it, with a note.
+    """
+    room = role().teacher
+    if room is None:
+        return
+    try:
+        store().move(room.code, room.secret, page, step)
+    except class_poll.RoomGone as error:
+        st.session_state.pop(_TEACHER, None)
+        st.info(f"{error} Start a new one from the sidebar.", icon=POLL_ICON)
+        return
+    except PollError as error:
+        st.info(str(error), icon=POLL_ICON)
+        return
+    link = students_link(room.code)
+    with st.expander(f"Class poll {class_poll.spoken(room.code)}: the students' link and QR code", expanded=True):
+        text, code = st.columns([3, 2], vertical_alignment="center")
+        with text:
+            st.markdown(f"Code **{class_poll.spoken(room.code)}**. Students open this link or scan the code:")
+            st.code(link, language=None, wrap_lines=True)
+            st.caption("They follow your lesson and step; their answers are anonymous.")
+        code.image(qr_png(link), caption="Scan to join the class poll", width=420)
+
+
+def teacher_tally(page: str, key: str, prediction: Prediction) -> None:
+    """Under the question, on the teacher's screen only: the class's answers, live."""
+    room = role().teacher
+    if room is not None:
+        _live_tally(room, question_id(page, key), prediction)
+
+
+@st.fragment(run_every=REFRESH_S)
+def _live_tally(room: Room, question: str, prediction: Prediction) -> None:
+    """The teacher's live counts for one question: redrawn every REFRESH_S seconds, this part only."""
+    try:
+        counts = store().counts(room.code, question, len(prediction.options))
+        revealed = question in store().room(room.code).revealed
+    except PollError as error:
+        st.info(str(error), icon=POLL_ICON)
+        return
+    tally = Tally(counts, prediction.options)
+    st.markdown(f"**Class poll: {tally.headline()}**")
+    draw.draw(
+        class_poll.tally_chart(tally, prediction.answer if revealed else None),
+        f"The class's answers: {tally.headline()}; "
+        + "; ".join(f"{text}: {count}" for text, count in zip(prediction.options, counts, strict=True)),
+    )
+    if revealed:
+        right = literal(prediction.options[prediction.answer])
+        st.success(f"Revealed to the class: “{right}”. {literal(prediction.explanation)}", icon=POLL_ICON)
+    elif st.button("Reveal", icon=":material/visibility:", key=f"class_poll_reveal_{question}", type="primary"):
+        try:
+            store().reveal(room.code, room.secret, question)
+        except PollError as error:
+            st.info(str(error), icon=POLL_ICON)
+            return
+        st.rerun(scope="app")
+
+
+# ------------------------------------------------------------------ the students
+def read_room_link() -> None:
+    """Read ?room= once per session: a valid code of a live room makes this session follow it.
+
+    A value that cannot be a code, or a room that is gone, is a note (kept, and shown on every
+    run like the sidebar's link notes); the lesson goes on.
+    """
+    if _LINK_NOTE not in st.session_state:
+        st.session_state[_LINK_NOTE] = _room_from_link()
+    note = st.session_state[_LINK_NOTE]
+    if note:
+        st.info(note, icon=POLL_ICON)
+
+
+def _room_from_link() -> str:
+    """Follow the link's room if it is live; else the note that says why not ("" when no room is asked)."""
+    given = st.query_params.get_all(PARAM)
+    if not given or role().teacher is not None:
+        return ""
+    code = class_poll.parse_code(given[0]) if len(given) == 1 else None
+    if code is None:
+        return f"{code_span(PARAM + '=' + ' & '.join(given), 40)} is not a class poll code; the lesson works as usual."
+    try:
+        store().room(code)
+    except PollError as error:
+        return f"{error} The lesson works as usual."
+    st.session_state[_FOLLOWING] = code
+    return ""
+
+
+def follow_teacher(current_page: str) -> RoomState | None:
+    """Before the page runs: put this student on the teacher's page and step. Returns the room's state.
+
+    The step goes into session state before the step box is drawn; another page is opened with
+    this session's link parameters (its settings), so the student's numbers stay the teacher's.
+    """
+    code = role().following
+    if code is None:
+        return None
+    try:
+        state = store().room(code)
+    except PollError as error:
+        st.info(str(error), icon=POLL_ICON)
+        if isinstance(error, class_poll.RoomGone):
+            st.session_state.pop(_FOLLOWING, None)
+        return None
+    if state.page and state.page != current_page and state.page in {spec.slug for spec in registry.PAGES}:
+        # Only the poll's own parameter: the bound widgets' parameters may not be set here, and the
+        # frame writes them back after a page switch (streamlit_app.restore_link).
+        st.switch_page(registry.page(state.page).file, query_params={PARAM: code})
+    if state.page == current_page and st.session_state.get("step") != state.step:
+        st.session_state["step"] = state.step  # before the step box is drawn: it shows this step
+    return state
+
+
+@st.fragment(run_every=REFRESH_S)
+def _watch_room(code: str, seen: RoomState | None) -> None:
+    """A student's check, every REFRESH_S seconds: the teacher moved or revealed -> rerun the page."""
+    try:
+        now = store().room(code)
+    except PollError:
+        now = None
+    if now != seen:
+        st.rerun(scope="app")
+    st.caption(f"Class poll {class_poll.spoken(code)}: you follow the teacher's lesson and step.")
+
+
+def student_bar(state: RoomState | None) -> None:
+    """In the step bar: the line that says this session follows a poll, and the fragment that watches it."""
+    code = role().following
+    if code is not None:  # also while the store is away (state None): its return reruns the page
+        _watch_room(code, state)
+
+
+# ------------------------------------------------------------------ the predict box
+def predict_in_poll(page: str, key: str, prediction: Prediction, choice: int | None) -> bool | None:
+    """The poll's part of a predict box. Returns whether to show the right answer now:
+    True/False in a poll (after / before the reveal), None outside one (the box decides as usual).
+    """
+    current = role()
+    if current.code is None or current.teacher is not None:
+        return None  # no poll, or the teacher (whose box shows the counts: teacher_tally)
+    question = question_id(page, key)
+    try:
+        if choice is not None and st.session_state.get(_SENT, {}).get(question) != choice:
+            outcome = store().answer(current.code, question, _student_id(), choice, len(prediction.options))
+            if outcome is not Answered.CLOSED:
+                st.session_state[_SENT] = {**st.session_state.get(_SENT, {}), question: choice}
+        revealed = question in store().room(current.code).revealed
+    except PollError as error:
+        st.info(str(error), icon=POLL_ICON)
+        return None
+    if revealed:
+        return True
+    if choice is None:
+        st.caption("Class poll: choose an answer; the teacher reveals the right one when the class has voted.")
+    else:
+        st.info(
+            "Your answer is in (anonymous). You may change it until the teacher reveals the right one.",
+            icon=POLL_ICON,
+        )
+    return False
