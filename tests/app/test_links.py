@@ -63,7 +63,8 @@ def test_a_page_number_is_read_only_as_plain_digits_in_range(value: str) -> None
 def test_every_rule_reads_what_its_control_writes() -> None:
     """The spellings the widgets themselves put into a shared link are read back."""
     written = {
-        "present": "true", "step": "3", "room": "ABCD2345", "query": "2", "logit_scale": "5.0", "multiplier": "4.0", "trials": "1000",
+        "present": "true", "step": "3", "room": "ABCD2345", "query": "2", "logit_scale": "5.0", "multiplier": "4.0",
+        "trials": "1000",
         "peak_metric": "mean entropy (nats)", "perturb": "4", "training": "true", "real_example": "own",
         "real_sentence": "A cat.", "real_layer": "3", "real_head": "5", "real_measure": "entropy",
         "first_text": "Hello there", "second_text": "Bonjour", "d_in_kv": "5", "d_v": "7.0",
