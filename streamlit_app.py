@@ -23,6 +23,7 @@ from core.markup import code_span
 from core.settings import (
     LIMITS,
     PRESETS,
+    PresetKey,
     Settings,
     load_example,
     settings_for_preset,
@@ -66,16 +67,17 @@ def navigation() -> dict[str, list[st.Page]]:
 
 
 # Why the sliders stop where they do (caps chosen from bench/ measurements; README "Performance").
+_SLOWER = "slow every page for the class."
 CAPS = {
-    "d_in": "At most 64: wider embeddings stop fitting on a projector and slow every page for the class.",
-    "d_out": "At most 64: wider projections stop fitting on a projector and slow every page for the class.",
-    "num_heads": "At most 8 heads: one readable heatmap per head.",
+    registry.Control.D_IN: f"At most 64: wider embeddings stop fitting on a projector and {_SLOWER}",
+    registry.Control.D_OUT: f"At most 64: wider projections stop fitting on a projector and {_SLOWER}",
+    registry.Control.NUM_HEADS: "At most 8 heads: one readable heatmap per head.",
 }
 
 
 def apply_preset() -> None:
     """on_change of the preset box: choosing a preset sets the sidebar to its values."""
-    key = st.session_state.get("preset", "book")
+    key = st.session_state.get("preset", PresetKey.BOOK)
     chosen = settings_for_preset(key, Settings(d_in=st.session_state.get("d_in", 3)))
     for name in ("d_in", "d_out", "seed", "dropout", "num_heads", "scale"):
         st.session_state[name] = getattr(chosen, name)
@@ -98,7 +100,7 @@ def restore_link() -> None:
 
 def seed_state(spec: registry.PageSpec, preset: str, default: dict) -> dict:
     """The seed box is greyed out where it changes nothing: no random weights, inputs fixed by a source."""
-    if not spec.random_weights and PRESETS[preset].d_in is not None and preset != "blog":
+    if not spec.random_weights and PRESETS[preset].fixed_inputs:
         return {"disabled": True, "help": "Not used here: the source's inputs are fixed and this page draws nothing."}
     return default
 
@@ -148,7 +150,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
             where=box("preset"),
             **off("preset"),
         )
-        custom = preset == "custom"
+        custom = preset == PresetKey.CUSTOM
         text = box("text").text_input(
             "Your sentence",
             Settings().text,
@@ -158,7 +160,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
             disabled=not custom or "text" in unused,
             help="Choose 'Your own sentence' above to type one." if not custom else None,
         )
-        fixed_d_in = PRESETS[preset].d_in is not None and preset != "blog"
+        fixed_d_in = PRESETS[preset].fixed_inputs
         d_in = box("d_in").slider(
             "d_in (embedding width)",
             *map(int, LIMITS["d_in"]),
@@ -261,7 +263,7 @@ def usable(settings: Settings) -> tuple[Settings, str | None]:
     try:
         load_example(settings)
     except ValueError as error:
-        return replace(settings, preset="book"), f"{error} Showing the book's example instead."
+        return replace(settings, preset=PresetKey.BOOK), f"{error} Showing the book's example instead."
     return settings, None
 
 
@@ -281,7 +283,7 @@ def freeze_import_time_objects() -> bool:
 
 def back_to_the_book() -> None:
     """on_click of the error message's button: the book's example, whose numbers are tested."""
-    st.session_state["preset"] = "book"
+    st.session_state["preset"] = PresetKey.BOOK
     apply_preset()
 
 

@@ -23,7 +23,6 @@ from core.examples import (
 )
 from core.functional import (
     AttentionTrace,
-    attention_context,
     causal_mask,
     dropout_with_generator,
     mask_after_softmax,

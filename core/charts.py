@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
+from enum import StrEnum
 
 import altair as alt
 import numpy as np
@@ -486,10 +487,20 @@ def sweep_chart(frame: pd.DataFrame, highlight: float) -> alt.Chart:
 
 
 PEAKINESS_DATA = "peakiness_values"
+
+
+class PeakMetric(StrEnum):
+    """How peaked a softmax is; each value is a column of core.stats.peakiness_vs_dk's table."""
+
+    MAX_WEIGHT = "max_weight"
+    ENTROPY = "entropy"
+    EFFECTIVE_TOKENS = "effective_tokens"
+
+
 _PEAKINESS_TITLES = {
-    "max_weight": "mean max weight",
-    "entropy": "mean entropy (nats)",
-    "effective_tokens": "effective tokens",
+    PeakMetric.MAX_WEIGHT: "mean max weight",
+    PeakMetric.ENTROPY: "mean entropy (nats)",
+    PeakMetric.EFFECTIVE_TOKENS: "effective tokens",
 }
 
 

@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 
 @dataclass(frozen=True)
@@ -126,48 +125,23 @@ def scaled_dot_product_attention(
     )
 
 
-def attention_context(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    scale: float | None = None,
-    *,
-    fused: bool = True,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
-    """Only the context vectors (..., L, Ev).
+@dataclass(frozen=True)
+class AfterSoftmaxMask:
+    """The book's first causal method, step by step; every tensor (..., T, T)."""
 
-    fused=True dispatches to PyTorch's fused kernel (FlashAttention / memory-efficient
-    on CUDA, a fused C++ kernel on CPU); fused=False runs the traced reference path.
-    The fused kernel draws dropout from the global RNG, so with dropout_p > 0 and a
-    generator we take the reference path to keep the generator's promise.
-    """
-    _check_shapes(query, key, value)
-    if not fused or (dropout_p > 0.0 and generator is not None):
-        trace = scaled_dot_product_attention(
-            query, key, value, attn_mask, dropout_p, is_causal, scale, generator=generator
-        )
-        return trace.context
-    _check_dropout(dropout_p)
-    return F.scaled_dot_product_attention(
-        query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale
-    )
+    weights: torch.Tensor  # softmax of the scaled scores, future included
+    masked: torch.Tensor  # the same with every entry above the diagonal set to 0
+    renormalised: torch.Tensor  # each row of `masked` divided by its sum: the causal weights
 
 
-def mask_after_softmax(scaled_scores: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The book's first causal method: softmax, zero the future, renormalise each row.
-
-    (..., T, T) -> {"weights", "masked", "renormalised"}, all (..., T, T).
-    """
+def mask_after_softmax(scaled_scores: torch.Tensor) -> AfterSoftmaxMask:
+    """The book's first causal method: softmax, zero the future, renormalise each row. (..., T, T)."""
     num_tokens = scaled_scores.shape[-1]
     weights = torch.softmax(scaled_scores, dim=-1)
     keep = causal_mask(num_tokens, num_tokens, scaled_scores.device).to(weights.dtype)
     masked = weights * keep
     renormalised = masked / masked.sum(dim=-1, keepdim=True)
-    return {"weights": weights, "masked": masked, "renormalised": renormalised}
+    return AfterSoftmaxMask(weights=weights, masked=masked, renormalised=renormalised)
 
 
 def renormalise_rows(weights: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import pandas as pd
 import torch
 
 
-class Measure(Enum):
+class Measure(StrEnum):
     """What we measure per head, averaged over the sentence's query tokens."""
 
     ENTROPY = "entropy"
@@ -98,7 +98,7 @@ def head_measures(weights: torch.Tensor, cls_position: int = 0, sep_position: in
     )
 
 
-class Pattern(Enum):
+class Pattern(StrEnum):
     """Patterns the measures can find; each has a prose section of the same name."""
 
     PREVIOUS = "previous"

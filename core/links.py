@@ -26,7 +26,7 @@ from core import registry
 from core.examples import MAX_D_IN, MAX_TEXT_CHARS, MAX_TOKENS
 from core.lessons import training_lab
 from core.models import tiny_transformer as tt
-from core.settings import LIMITS, PRESETS, Settings
+from core.settings import LIMITS, PRESETS, PresetKey, Settings
 from core.stats import MAX_TRIALS
 
 # What a link may spell a number as: ASCII digits only, no sign, exponent or separators.
@@ -273,6 +273,8 @@ def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> Link
         else:
             accepted[name] = value
     sidebar = {name: value for name, value in accepted.items() if name in Settings.__dataclass_fields__}
+    if "preset" in sidebar:
+        sidebar["preset"] = PresetKey(sidebar["preset"])
     controls = {name: value for name, value in accepted.items() if name not in sidebar}
     return LinkReading(Settings(**sidebar), tuple(notes), tuple(unknown), controls)
 

@@ -149,19 +149,11 @@ class CausalAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_input(x, self.W_query.in_features, self.context_length)
-        if self.fused:
+        if self.fused:  # the fast path: PyTorch's fused kernel (tests/unit/test_against_pytorch.py ties the two)
             dropout_p = self.dropout.p if self.training else 0.0
-            queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+            queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)  # (b, T, d_out) each
             return F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout_p, is_causal=True)
-        num_tokens = x.shape[-2]
-        keys = self.W_key(x)  # (b, T, d_out)
-        queries = self.W_query(x)
-        values = self.W_value(x)
-        attn_scores = queries @ keys.transpose(-2, -1)  # (b, T, T)
-        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
-        attn_weights = self.dropout(attn_weights)
-        return attn_weights @ values  # (b, T, d_out)
+        return self.trace(x).context  # the readable path; the book's own listing is core/recipes/causal_dropout.py
 
     def trace(
         self, x: torch.Tensor, *, generator: torch.Generator | None = None, scale: float | None = None

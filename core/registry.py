@@ -57,6 +57,39 @@ class LessonSpec(Generic[R]):
         return self.compute.__name__
 
 
+class PageControl(StrEnum):
+    """The pages' own widgets bound to the link: each value is the widget's key and its URL parameter.
+
+    A page creates its widget with `key=PageControl.X`; its registry row lists the same names.
+    """
+
+    LOGIT_SCALE = "logit_scale"
+    QUERY = "query"
+    MULTIPLIER = "multiplier"
+    TRIALS = "trials"
+    PEAK_METRIC = "peak_metric"
+    PERTURB = "perturb"
+    TRAINING = "training"
+    REAL_EXAMPLE = "real_example"
+    REAL_SENTENCE = "real_sentence"
+    REAL_LAYER = "real_layer"
+    REAL_HEAD = "real_head"
+    REAL_MEASURE = "real_measure"
+    FIRST_TEXT = "first_text"
+    SECOND_TEXT = "second_text"
+    D_IN_KV = "d_in_kv"
+    D_V = "d_v"
+    TRAIN_TASK = "train_task"
+    TRAIN_LAYERS = "train_layers"
+    TRAIN_HEADS = "train_heads"
+    TRAIN_D_K = "train_d_k"
+    TRAIN_SCALE = "train_scale"
+    TRAIN_INIT = "train_init"
+    TRAIN_LR = "train_lr"
+    TRAIN_STEPS = "train_steps"
+    TRAIN_SHOW_LAYER = "train_show_layer"
+
+
 class Section(StrEnum):
     START = "Start"
     STEPS = "Attention step by step"
@@ -73,7 +106,7 @@ class PageSpec:
     icon: str  # a Material icon name, as st.Page takes it
     section: Section
     ignores: Mapping[Control, str] = field(default_factory=dict)  # control -> why this page ignores it
-    controls: tuple[str, ...] = ()  # the page's own widgets bound to the link (their keys = URL parameters)
+    controls: tuple[PageControl, ...] = ()  # the page's own widgets bound to the link (keys = URL parameters)
     random_weights: bool = True  # False: the seed only matters where it draws the inputs (own sentence, blog)
 
     @property
@@ -127,7 +160,7 @@ PAGES: tuple[PageSpec, ...] = (
             num_heads="one head only",
             scale="raw dot products, as in the sources' first version",
         ),
-        controls=("logit_scale",),
+        controls=(PageControl.LOGIT_SCALE,),
         random_weights=False,
     ),
     PageSpec(
@@ -137,7 +170,7 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/looks_two:",
         Section.STEPS,
         _ignores(dropout=_DROPOUT_LATER, num_heads=_NO_HEADS),
-        controls=("query",),
+        controls=(PageControl.QUERY,),
     ),
     PageSpec(
         3,
@@ -154,7 +187,7 @@ PAGES: tuple[PageSpec, ...] = (
             num_heads="no heads here",
             device="small experiments run on the CPU",
         ),
-        controls=("multiplier", "trials", "peak_metric"),
+        controls=(PageControl.MULTIPLIER, PageControl.TRIALS, PageControl.PEAK_METRIC),
     ),
     PageSpec(
         4,
@@ -163,7 +196,7 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/looks_4:",
         Section.STEPS,
         _ignores(num_heads="a single causal head on this page"),
-        controls=("perturb", "training"),
+        controls=(PageControl.PERTURB, PageControl.TRAINING),
     ),
     PageSpec(
         5,
@@ -190,7 +223,13 @@ PAGES: tuple[PageSpec, ...] = (
             scale="the model was trained with scaling by 1/√32",
             device="the model runs on the CPU",
         ),
-        controls=("real_example", "real_sentence", "real_layer", "real_head", "real_measure"),
+        controls=(
+            PageControl.REAL_EXAMPLE,
+            PageControl.REAL_SENTENCE,
+            PageControl.REAL_LAYER,
+            PageControl.REAL_HEAD,
+            PageControl.REAL_MEASURE,
+        ),
     ),
     PageSpec(
         7,
@@ -199,7 +238,7 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/compare_arrows:",
         Section.FURTHER,
         _ignores(dropout="no dropout in this example", num_heads=_NO_HEADS),
-        controls=("first_text", "second_text", "d_in_kv", "d_v"),
+        controls=(PageControl.FIRST_TEXT, PageControl.SECOND_TEXT, PageControl.D_IN_KV, PageControl.D_V),
     ),
     PageSpec(
         8,
@@ -218,15 +257,15 @@ PAGES: tuple[PageSpec, ...] = (
             device="training runs on the server's CPU",
         ),
         controls=(
-            "train_task",
-            "train_layers",
-            "train_heads",
-            "train_d_k",
-            "train_scale",
-            "train_init",
-            "train_lr",
-            "train_steps",
-            "train_show_layer",
+            PageControl.TRAIN_TASK,
+            PageControl.TRAIN_LAYERS,
+            PageControl.TRAIN_HEADS,
+            PageControl.TRAIN_D_K,
+            PageControl.TRAIN_SCALE,
+            PageControl.TRAIN_INIT,
+            PageControl.TRAIN_LR,
+            PageControl.TRAIN_STEPS,
+            PageControl.TRAIN_SHOW_LAYER,
         ),
     ),
 )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import torch
@@ -21,90 +23,113 @@ from core.examples import (
     life_example,
     random_words_example,
 )
+from core.registry import Control
 
 if TYPE_CHECKING:
     from core.links import LinkReading
 
 # Caps on what a student can ask for; see README "Scaling out" for how they were chosen.
-LIMITS: dict[str, tuple[float, float]] = {
-    "d_in": (1, MAX_D_IN),
-    "d_out": (1, 64),
-    "seed": (0, 2**31 - 1),
-    "dropout": (0.0, 0.9),
-    "num_heads": (1, 8),
-}
+LIMITS: Mapping[Control, tuple[float, float]] = MappingProxyType(
+    {
+        Control.D_IN: (1, MAX_D_IN),
+        Control.D_OUT: (1, 64),
+        Control.SEED: (0, 2**31 - 1),
+        Control.DROPOUT: (0.0, 0.9),
+        Control.NUM_HEADS: (1, 8),
+    }
+)
 
 
-@dataclass(frozen=True)
+class PresetKey(StrEnum):
+    """The sidebar's inputs: a source's worked example, or the student's own sentence."""
+
+    BOOK = "book"
+    NOTEBOOK = "notebook"
+    ARTICLE = "article"
+    BLOG = "blog"
+    CUSTOM = "custom"
+
+
+class WeightLayout(StrEnum):
+    """How a source draws W_q, W_k, W_v and applies them."""
+
+    RAND_X_AT_W = "rand_x_at_w"  # torch.rand, (d_in, d_out), x @ W: the book (SelfAttention_v1)
+    RANDN_X_AT_W = "randn"  # torch.randn, (d_in, d_out), x @ W: the attention notebook
+    RAND_W_AT_X = "rand_w_at_x"  # torch.rand, (d_out, d_in), W @ x: the self-attention article, d_v = d_k + 4
+
+
+@dataclass(frozen=True, kw_only=True)
 class Preset:
     """One source's worked example: which inputs, dimensions and seed reproduce it."""
 
-    key: str
-    label: str
-    source: str
-    d_in: int | None  # None: the student chooses (own sentence)
+    key: PresetKey
+    label: str  # what the sidebar's box shows
+    source: str  # the source's name, as the pages cite it
+    d_in: int | None  # the width of its embeddings; None: the student chooses (own sentence)
+    fixed_inputs: bool  # its tokens and embeddings are fixed data: d_in and the seed draw no input
     d_out: int
-    seed: int
-    num_heads: int
-    dropout: float
+    seed: int = 123
+    num_heads: int = 2
+    dropout: float = 0.0
     query_index: int  # the token the source focuses on
-    weights: str  # "rand_x_at_w" (book), "randn" (the attention notebook), "rand_w_at_x" (the self-attention article)
+    weights: WeightLayout = WeightLayout.RAND_X_AT_W
 
 
-PRESETS: dict[str, Preset] = {
-    p.key: p
-    for p in (
-        Preset(
-            "book",
-            "Your journey starts with one step (the book chapter)",
-            "the book chapter + the trainable-weights notebook",
-            3,
-            2,
-            123,
-            2,
-            0.0,
-            1,
-            "rand_x_at_w",
-        ),
-        Preset(
-            "notebook",
-            "These are random words and embeddings (the attention notebook)",
-            "the attention notebook",
-            3,
-            2,
-            123,
-            2,
-            0.0,
-            2,
-            "randn",
-        ),
-        Preset(
-            "article",
-            "Life is short, eat dessert first (the self-attention article)",
-            "the self-attention article",
-            16,
-            24,
-            123,
-            3,
-            0.0,
-            1,
-            "rand_w_at_x",
-        ),
-        Preset(
-            "blog",
-            "cats climb trees during storms (the decoder blog)",
-            "the decoder blog",
-            4,
-            4,
-            123,
-            2,
-            0.0,
-            2,
-            "rand_x_at_w",
-        ),
-        Preset("custom", "Your own sentence", "you", None, 4, 123, 2, 0.0, 0, "rand_x_at_w"),
-    )
-}
+PRESETS: Mapping[PresetKey, Preset] = MappingProxyType(
+    {
+        p.key: p
+        for p in (
+            Preset(
+                key=PresetKey.BOOK,
+                label="Your journey starts with one step (the book chapter)",
+                source="the book chapter + the trainable-weights notebook",
+                d_in=3,
+                fixed_inputs=True,
+                d_out=2,
+                query_index=1,
+            ),
+            Preset(
+                key=PresetKey.NOTEBOOK,
+                label="These are random words and embeddings (the attention notebook)",
+                source="the attention notebook",
+                d_in=3,
+                fixed_inputs=True,
+                d_out=2,
+                query_index=2,
+                weights=WeightLayout.RANDN_X_AT_W,
+            ),
+            Preset(
+                key=PresetKey.ARTICLE,
+                label="Life is short, eat dessert first (the self-attention article)",
+                source="the self-attention article",
+                d_in=16,
+                fixed_inputs=True,
+                d_out=24,
+                num_heads=3,
+                query_index=1,
+                weights=WeightLayout.RAND_W_AT_X,
+            ),
+            Preset(  # the blog's sentence is fixed, its embeddings are drawn from the seed at any d_in
+                key=PresetKey.BLOG,
+                label="cats climb trees during storms (the decoder blog)",
+                source="the decoder blog",
+                d_in=4,
+                fixed_inputs=False,
+                d_out=4,
+                query_index=2,
+            ),
+            Preset(
+                key=PresetKey.CUSTOM,
+                label="Your own sentence",
+                source="you",
+                d_in=None,
+                fixed_inputs=False,
+                d_out=4,
+                query_index=0,
+            ),
+        )
+    }
+)
 
 DEFAULT_TEXT = "The cat sat on the mat because it was tired"
 
@@ -113,7 +138,7 @@ DEFAULT_TEXT = "The cat sat on the mat because it was tired"
 class Settings:
     """Everything the sidebar controls. Frozen and hashable: a safe cache key."""
 
-    preset: str = "book"
+    preset: PresetKey = PresetKey.BOOK
     text: str = DEFAULT_TEXT
     d_in: int = 3  # width of each input embedding (own sentence only)
     d_out: int = 2  # width of queries, keys and values (all heads together)
@@ -125,7 +150,7 @@ class Settings:
 
     @property
     def preset_info(self) -> Preset:
-        return PRESETS.get(self.preset, PRESETS["book"])
+        return PRESETS.get(self.preset, PRESETS[PresetKey.BOOK])
 
     @property
     def scale_factor(self) -> float | None:
@@ -138,7 +163,7 @@ def settings_for_preset(key: str, base: Settings | None = None) -> Settings:
     preset = PRESETS[key]
     base = base or Settings()
     return Settings(
-        preset=key,
+        preset=preset.key,
         text=base.text,
         d_in=preset.d_in if preset.d_in is not None else base.d_in,
         d_out=preset.d_out,
@@ -151,14 +176,16 @@ def settings_for_preset(key: str, base: Settings | None = None) -> Settings:
 
 
 # The sidebar controls a preset sets, and the type each widget holds (the seed box is float-typed).
-PRESET_CONTROLS: dict[str, type] = {
-    "d_in": int,
-    "d_out": int,
-    "seed": float,
-    "dropout": float,
-    "num_heads": int,
-    "scale": bool,
-}
+PRESET_CONTROLS: Mapping[Control, type] = MappingProxyType(
+    {
+        Control.D_IN: int,
+        Control.D_OUT: int,
+        Control.SEED: float,
+        Control.DROPOUT: float,
+        Control.NUM_HEADS: int,
+        Control.SCALE: bool,
+    }
+)
 
 
 def settings_implied_by_link(params: Mapping[str, str | list[str]], devices: list[str]) -> dict[str, object]:
@@ -172,32 +199,32 @@ def settings_implied_by_link(params: Mapping[str, str | list[str]], devices: lis
     """
     raw = params.get("preset")
     key = raw[-1] if isinstance(raw, list) else raw
-    if key not in PRESETS or key == "custom":
+    if key not in PRESETS or key == PresetKey.CUSTOM:
         return {}
     ignored = {note.parameter for note in read_link(params, devices).notes}
     given = set(params) - ignored
-    chosen = settings_for_preset(key)
-    return {name: kind(getattr(chosen, name)) for name, kind in PRESET_CONTROLS.items() if name not in given}
+    chosen = settings_for_preset(PresetKey(key))
+    return {name.value: kind(getattr(chosen, name)) for name, kind in PRESET_CONTROLS.items() if name not in given}
 
 
 def load_example(settings: Settings) -> Example:
     """The input tokens and embeddings for these settings; raises ValueError on bad text."""
     key = settings.preset
-    if key == "book":
+    if key == PresetKey.BOOK:
         return journey_example()
-    if key == "notebook":
+    if key == PresetKey.NOTEBOOK:
         return random_words_example()
-    if key == "article":
+    if key == PresetKey.ARTICLE:
         return life_example(torch.Generator().manual_seed(123))
-    if key == "blog":
+    if key == PresetKey.BLOG:
         return cats_example(d_in=settings.d_in, seed=settings.seed)[0]
     return embed_text(settings.text, settings.d_in, settings.seed)
 
 
 def effective_d_in(settings: Settings) -> int:
     """The input width actually used: fixed by the source for the source presets."""
-    fixed = settings.preset_info.d_in
-    return settings.d_in if fixed is None or settings.preset == "blog" else fixed
+    preset = settings.preset_info
+    return preset.d_in if preset.fixed_inputs and preset.d_in is not None else settings.d_in
 
 
 # ------------------------------------------------------------------ links
@@ -209,12 +236,12 @@ def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> Link
 
 
 # ------------------------------------------------------------------ cache keys
-def input_fields(preset: str) -> frozenset[str]:
+def input_fields(preset: str) -> frozenset[Control]:
     """The fields that shape a preset's input tokens and embeddings (see `load_example`)."""
-    if preset == "custom":
-        return frozenset({"text", "d_in", "seed"})
-    if preset == "blog":
-        return frozenset({"d_in", "seed"})  # the blog's sentence is fixed; its embeddings are drawn
+    if preset == PresetKey.CUSTOM:
+        return frozenset({Control.TEXT, Control.D_IN, Control.SEED})
+    if preset == PresetKey.BLOG:
+        return frozenset({Control.D_IN, Control.SEED})  # the blog's sentence is fixed; its embeddings are drawn
     return frozenset()  # the book's, the notebook's and the article's inputs are fixed data
 
 

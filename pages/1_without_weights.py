@@ -4,6 +4,8 @@ import streamlit as st
 
 from core.lessons import common, without_weights
 from core.markup import literal
+from core.registry import PageControl
+from core.settings import PresetKey
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
@@ -25,7 +27,7 @@ scale = st.slider(
     200.0,
     1.0,
     step=1.0,
-    key="logit_scale",
+    key=PageControl.LOGIT_SCALE,
     bind="query-params",
     help="Large multipliers push exp() past the float32 limit (about 88.7).",
 )
@@ -78,7 +80,7 @@ st.markdown(
     f"float32 sums of the weights: divide by sum **{lesson.sums.by_sum!r}**, naive softmax "
     f"**{lesson.sums.naive_softmax!r}**, `torch.softmax` **{lesson.sums.torch_softmax!r}**"
 )
-if settings.preset == "notebook" and query == 2:
+if settings.preset == PresetKey.NOTEBOOK and query == 2:
     st.caption(
         "The attention notebook prints the same for x⁽³⁾: 28.75% and 6.05%, and the sums 0.9999998807907104, "
         "1.0 and 1.0000001192092896."

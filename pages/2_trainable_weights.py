@@ -5,6 +5,7 @@ import streamlit as st
 from core import charts
 from core.lessons import common, trainable_weights
 from core.markup import literal
+from core.settings import PresetKey
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
@@ -103,7 +104,7 @@ widgets.number_table(lesson.v1_vs_v2.set_index("token"))
 a, b = st.columns(2)
 a.metric("max |v1 − v2|, own initialisations", f"{lesson.v1_fresh_max_diff:.4f}")
 b.metric("max |v1 − v2|, v2's weights copied into v1", f"{lesson.v1_copied_max_diff:.1e}")
-if settings.preset == "book":
+if settings.preset == PresetKey.BOOK:
     st.caption("The book builds v2 with seed 789: set the seed to 789 to see its row 1, [-0.0739, 0.0713].")
 widgets.code_box(
     lesson.v1_v2_code,

@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import charts
 from core.lessons import why_scale
+from core.registry import PageControl
 from core.stats import MAX_TRIALS
 from ui import cache, draw, widgets
 from ui.frame import page_start
@@ -14,13 +15,13 @@ settings = frame.settings
 widgets.prose("why_scale", "intro")
 c1, c2 = st.columns(2)
 multiplier = c1.select_slider(
-    "Score multiplier", [1.0, 2.0, 4.0, 8.0, 16.0], value=8.0, key="multiplier", bind="query-params"
+    "Score multiplier", [1.0, 2.0, 4.0, 8.0, 16.0], value=8.0, key=PageControl.MULTIPLIER, bind="query-params"
 )
 trials = c2.select_slider(
     "Monte Carlo trials per d_k",
     [1_000, 20_000, MAX_TRIALS],
     value=20_000,
-    key="trials",
+    key=PageControl.TRIALS,
     bind="query-params",
     help=f"Capped at {MAX_TRIALS:,} so the page stays quick when a whole class uses it at once; 20,000 already "
     "lands within a few percent of the theory.",
@@ -39,13 +40,13 @@ m2.metric("effective number of tokens", f"{sweep.effective_tokens:.2f}")
 metric = (
     st.segmented_control(
         "Measure",
-        ["max_weight", "entropy", "effective_tokens"],
-        default="max_weight",
-        key="peak_metric",
+        list(charts.PeakMetric),
+        default=charts.PeakMetric.MAX_WEIGHT,
+        key=PageControl.PEAK_METRIC,
         bind="query-params",
         format_func=charts.peakiness_label,
     )
-    or "max_weight"
+    or charts.PeakMetric.MAX_WEIGHT
 )
 peaks = cache.computed(why_scale.PEAKINESS, settings.seed)
 draw.draw(

@@ -5,6 +5,7 @@ import streamlit as st
 from core.lessons import causal_dropout, common
 from core.lessons.causal_dropout import perturb_range
 from core.lessons.common import token_name
+from core.registry import PageControl
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
@@ -27,13 +28,13 @@ else:
         bounds[0],
         bounds[1],
         min(3, bounds[1]),
-        key="perturb",
+        key=PageControl.PERTURB,
         bind="query-params",
     )
 training = c2.toggle(
     "Training mode (dropout on)",
     False,
-    key="training",
+    key=PageControl.TRAINING,
     bind="query-params",
     help="Dropout only acts in training mode; the sidebar sets its rate (at 0, the book's 0.5 is shown).",
 )

@@ -6,6 +6,7 @@ from core.lessons import multi_head
 from core.lessons.common import token_name
 from core.lessons.multi_head import gpt2_parameter_counts, parameter_counts
 from core.markup import literal
+from core.settings import PresetKey
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
@@ -75,7 +76,7 @@ st.dataframe(
     hide_index=True,
     width="stretch",
 )
-if settings.preset == "article":
+if settings.preset == PresetKey.ARTICLE:
     st.caption(
         "The article prints these shapes: [3, 24], [3, 16, 6], [3, 24, 6], [3, 28, 6], [3, 6, 24], [3, 6, 28]. "
         "It prints no numbers for its heads (its draws continue from earlier cells), so the weights below "

@@ -13,12 +13,16 @@ from core import charts_real_model as charts_rm
 from core.examples import MAX_TEXT_CHARS
 from core.lessons import real_model as lesson_rm
 from core.models.minilm import MAX_WORD_PIECES, ModelFilesError, SentenceError
+from core.registry import PageControl
 from ui import cache, draw, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
 from ui.presentation import step
 
-LAYER, HEAD = "real_layer", "real_head"  # the chosen head's widget keys (clicks on charts set them too)
+LAYER, HEAD = (
+    PageControl.REAL_LAYER,
+    PageControl.REAL_HEAD,
+)  # the chosen head's widget keys (clicks on charts set them too)
 
 
 def model_or_stop() -> None:
@@ -41,8 +45,8 @@ def sentence_picker() -> tuple[lesson_rm.RealModelLesson, lesson_rm.ExampleSente
     choice = widgets.linked_select(
         "Sentence",
         list(lesson_rm.SENTENCE_LABELS),
-        key="real_example",
-        param="real_example",
+        key=PageControl.REAL_EXAMPLE,
+        param=PageControl.REAL_EXAMPLE,
         code=str,
         name=lesson_rm.SENTENCE_LABELS.get,
         default=lesson_rm.EXAMPLES[0].key,
@@ -52,7 +56,7 @@ def sentence_picker() -> tuple[lesson_rm.RealModelLesson, lesson_rm.ExampleSente
         "Your sentence",
         "Attention lets every word look at every other word.",
         max_chars=MAX_TEXT_CHARS,
-        key="real_sentence",
+        key=PageControl.REAL_SENTENCE,
         bind="query-params",
         persist_state="session",
         disabled=choice != lesson_rm.OWN_SENTENCE,
@@ -146,8 +150,8 @@ def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int) -> None:
     measure = widgets.linked_select(
         "Measure",
         list(lesson_rm.Measure),
-        key="real_measure",
-        param="real_measure",
+        key=PageControl.REAL_MEASURE,
+        param=PageControl.REAL_MEASURE,
         code=lambda m: m.value,
         name=lambda m: m.title,
         default=lesson_rm.Measure.PREVIOUS,

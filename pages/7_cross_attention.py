@@ -5,7 +5,8 @@ import streamlit as st
 from core.examples import MAX_D_IN, MAX_TEXT_CHARS
 from core.lessons import cross_attention
 from core.lessons.cross_attention import DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT
-from core.settings import effective_d_in
+from core.registry import PageControl
+from core.settings import PresetKey, effective_d_in
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
@@ -13,8 +14,8 @@ from ui.presentation import step
 frame = page_start()
 settings = frame.settings
 widgets.prose("cross_attention", "intro")
-article = settings.preset == "article"
-own_sentence = settings.preset == "custom"  # your own sentence (the sidebar's) asks the questions
+article = settings.preset == PresetKey.ARTICLE
+own_sentence = settings.preset == PresetKey.CUSTOM  # your own sentence (the sidebar's) asks the questions
 if article:
     first_help = "With the self-attention article's preset the page keeps the article's own setup."
 elif own_sentence:
@@ -25,7 +26,7 @@ first_text = st.text_input(
     "First sequence (queries): the translation being written",
     DEFAULT_FIRST_TEXT,
     max_chars=MAX_TEXT_CHARS,
-    key="first_text",
+    key=PageControl.FIRST_TEXT,
     bind="query-params",
     disabled=article or own_sentence,
     help=first_help,
@@ -35,7 +36,7 @@ second_text = c1.text_input(
     "Second sequence (keys and values): the source sentence",
     DEFAULT_SECOND_TEXT,
     max_chars=MAX_TEXT_CHARS,
-    key="second_text",
+    key=PageControl.SECOND_TEXT,
     bind="query-params",
     disabled=article,
     help="With the self-attention article preset the second sequence is torch.rand(8, 16)." if article else None,
@@ -46,12 +47,12 @@ d_in_kv = c2.number_input(
     1,
     MAX_D_IN,
     d_in,
-    key="d_in_kv",
+    key=PageControl.D_IN_KV,
     bind="query-params",
     disabled=article,
     help="The second sequence's embedding width. It may differ from the first's: only d_k must agree.",
 )
-d_v = c3.number_input("d_v (value width)", 1, 64, min(settings.d_out + 4, 64), key="d_v", bind="query-params")
+d_v = c3.number_input("d_v (value width)", 1, 64, min(settings.d_out + 4, 64), key=PageControl.D_V, bind="query-params")
 st.latex(r"Z = \text{softmax}\!\left(\frac{(X_1 W_q)(X_2 W_k)^\top}{\sqrt{d_k}}\right) X_2 W_v")
 try:
     lesson = cache.computed(

@@ -6,6 +6,7 @@ import streamlit as st
 
 from core import charts_training
 from core.lessons import training_lab as tt
+from core.registry import PageControl
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
@@ -41,8 +42,8 @@ def controls(seed: int) -> tt.TrainingConfig:
     task = widgets.linked_select(
         "Task",
         list(tt.Task),
-        key="train_task",
-        param="train_task",
+        key=PageControl.TRAIN_TASK,
+        param=PageControl.TRAIN_TASK,
         code=str,
         name=tt.TASK_LABELS.get,
         default=tt.Task.PREVIOUS_TOKEN,
@@ -50,35 +51,35 @@ def controls(seed: int) -> tt.TrainingConfig:
         on_change=task_changed,
     )
     layers = c2.radio(
-        "Layers", [1, 2], horizontal=True, key="train_layers", help="Induction needs 2.", **widgets.LINKED
+        "Layers", [1, 2], horizontal=True, key=PageControl.TRAIN_LAYERS, help="Induction needs 2.", **widgets.LINKED
     )
     # Number boxes and select boxes, not sliders: a slider's floating value fails the 4.5:1 contrast on
     # the main background (axe-core, tests/browser/test_display.py), and these values are read, not dragged.
-    heads = c3.number_input("Heads per layer", 1, tt.MAX_HEADS, 2, key="train_heads", **widgets.LINKED)
+    heads = c3.number_input("Heads per layer", 1, tt.MAX_HEADS, 2, key=PageControl.TRAIN_HEADS, **widgets.LINKED)
     d_k = c4.selectbox(
         "d_k (head width)",
         list(tt.D_K_CHOICES),
         list(tt.D_K_CHOICES).index(16),
-        key="train_d_k",
+        key=PageControl.TRAIN_D_K,
         help=f"heads × d_k is at most {tt.MAX_WIDTH}.",
         **widgets.LINKED,
     )
     c5, c6, c7, c8 = st.columns(4)
-    scale = c5.toggle("Scale q·k by 1/√d_k", True, key="train_scale", **widgets.LINKED)
+    scale = c5.toggle("Scale q·k by 1/√d_k", True, key=PageControl.TRAIN_SCALE, **widgets.LINKED)
     init = widgets.linked_select(
         "W_q, W_k, W_v start as",
         list(tt.Init),
-        key="train_init",
-        param="train_init",
+        key=PageControl.TRAIN_INIT,
+        param=PageControl.TRAIN_INIT,
         code=str,
         name=tt.INIT_LABELS.get,
         default=tt.Init.LINEAR,  # nn.Linear's
         where=c6,
     )
     learning_rate = c7.selectbox(
-        "Learning rate (Adam)", LEARNING_RATES, LEARNING_RATES.index(3e-3), key="train_lr", **widgets.LINKED
+        "Learning rate (Adam)", LEARNING_RATES, LEARNING_RATES.index(3e-3), key=PageControl.TRAIN_LR, **widgets.LINKED
     )
-    steps = c8.number_input("Steps", 10, tt.MAX_STEPS, step=50, key="train_steps", **widgets.LINKED)
+    steps = c8.number_input("Steps", 10, tt.MAX_STEPS, step=50, key=PageControl.TRAIN_STEPS, **widgets.LINKED)
     return tt.TrainingConfig(
         task=tt.Task(task),
         layers=int(layers),
@@ -95,7 +96,9 @@ def controls(seed: int) -> tt.TrainingConfig:
 def show_heads(run: tt.TrainingRun) -> None:
     layer = 0
     if run.config.layers > 1:
-        layer = st.radio("Layer", [1, 2], index=1, horizontal=True, key="train_show_layer", **widgets.LINKED) - 1
+        layer = (
+            st.radio("Layer", [1, 2], index=1, horizontal=True, key=PageControl.TRAIN_SHOW_LAYER, **widgets.LINKED) - 1
+        )
     wide = len(run.example_tokens) > 20
     for view in tt.head_views(run, layer):
         st.markdown(f"**Layer {view.layer}, head {view.head}**: weight on the previous token {view.previous_share:.2f}")

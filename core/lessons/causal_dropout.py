@@ -26,7 +26,7 @@ from core.lessons.common import (
 )
 from core.modules import CausalAttention, SimpleAverageSelfAttention, SingleSelfAttentionHead
 from core.registry import Control, LessonSpec
-from core.settings import Settings
+from core.settings import PresetKey, Settings
 
 NOISE_SIZE = 3.0  # how far the perturbed token is pushed (times a standard-normal vector)
 # The book chapter's example rate. The sources' presets set dropout to 0 (their printed weights
@@ -151,7 +151,7 @@ def decoder_blog(settings: Settings) -> DecoderBlog:
     The blog prints no embeddings: they come from `embed_text` at the blog preset's width
     (the sidebar's d_in with that preset, 4 otherwise) and the sidebar's seed.
     """
-    d_in = settings.d_in if settings.preset == "blog" else 4
+    d_in = settings.d_in if settings.preset == PresetKey.BLOG else 4
     example, _ = cats_example(d_in=d_in, seed=settings.seed)
     shift, simple_average = _decoder_blog()
     average = SimpleAverageSelfAttention(4).attention_weights(4)  # (4, 4)
@@ -208,7 +208,7 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
     with torch.no_grad():
         module.eval()
         scaled = module.trace(batch, scale=settings.scale_factor).scaled_scores[0]  # (T, T)
-        after = fn.mask_after_softmax(scaled)["renormalised"]
+        after = fn.mask_after_softmax(scaled).renormalised
         before = fn.mask_before_softmax(scaled)
         buggy = fn.mask_with_classic_bug(scaled.clone())
         changed = batch.clone()
@@ -237,7 +237,7 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
         before=matrix_frame(before, tokens, tokens),
         difference=matrix_frame(after - before, tokens, tokens),
         max_method_difference=float((after - before).abs().max()),
-        book=_book(tokens) if settings.preset == "book" else None,
+        book=_book(tokens) if settings.preset == PresetKey.BOOK else None,
         shift=shift,
         simple_average=simple_average,
         blog=decoder_blog(settings),

@@ -12,7 +12,7 @@ from core import recipes
 from core.device import resolve_device
 from core.examples import LIFE_SENTENCE, Example, life_vocabulary
 from core.registry import LessonSpec
-from core.settings import Settings, load_example
+from core.settings import PresetKey, Settings, load_example
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def tensor_literal(matrix: torch.Tensor) -> recipes.Code:
 
 def inputs_source(settings: Settings) -> recipes.Code:
     """The recipe's `inputs` setting: how the page's input embeddings are built, in plain PyTorch."""
-    if settings.preset == "article":
+    if settings.preset == PresetKey.ARTICLE:
         vocabulary = life_vocabulary()
         ids = ", ".join(str(vocabulary[word]) for word in LIFE_SENTENCE.replace(",", "").split())
         # The self-attention article: nn.Embedding(6, 16) seeded 123 draws a 6x16 standard-normal table.

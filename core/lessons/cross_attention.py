@@ -24,7 +24,7 @@ from core.lessons.common import (
 )
 from core.modules import CrossAttention
 from core.registry import Control, LessonSpec
-from core.settings import Settings, effective_d_in
+from core.settings import PresetKey, Settings, effective_d_in
 
 # The overview's (and the attention notebook's) translation pair: the English being written asks
 # (queries), the German source answers (keys and values).
@@ -81,7 +81,7 @@ def cross_lesson(
     d_in_kv None: the second sequence has the first one's width.
     Raises ValueError when a sentence or a width cannot be used.
     """
-    article = settings.preset == "article"
+    article = settings.preset == PresetKey.ARTICLE
     if article or first_text is None:
         example, x, device = inputs_on_device(settings)  # x: (T1, d_in)
         first_source = inputs_source(settings)

@@ -10,7 +10,7 @@ from core import recipes
 from core.examples import life_vocabulary
 from core.lessons.common import dims, inputs_source, matrix_frame, tokens_comment, unique_labels
 from core.registry import LessonSpec
-from core.settings import Settings, load_example
+from core.settings import PresetKey, Settings, load_example
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class OverviewLesson:
 
 def overview_lesson(settings: Settings) -> OverviewLesson:
     example = load_example(settings)
-    vocabulary = life_vocabulary() if settings.preset == "article" else {}
+    vocabulary = life_vocabulary() if settings.preset == PresetKey.ARTICLE else {}
     tokens = unique_labels(example.tokens)
     code = recipes.fill("overview", {"tokens": tokens_comment(settings), "inputs": inputs_source(settings)})
     return OverviewLesson(

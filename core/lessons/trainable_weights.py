@@ -25,7 +25,7 @@ from core.lessons.common import (
 )
 from core.modules import CrossAttention, SelfAttention_v1, SelfAttention_v2, draw_qkv_weights, v1_from_v2
 from core.registry import Control, LessonSpec
-from core.settings import Settings
+from core.settings import Settings, WeightLayout
 
 
 @dataclass(frozen=True)
@@ -61,13 +61,13 @@ def _projected(settings: Settings, x: torch.Tensor) -> tuple[fn.AttentionTrace, 
     g = generator(settings.seed, CPU)
     scheme = settings.preset_info.weights
     d_in = x.shape[-1]
-    if scheme == "randn":  # the attention notebook: torch.randn weights, x @ W
+    if scheme == WeightLayout.RANDN_X_AT_W:  # the attention notebook: torch.randn weights, x @ W
         w_q, w_k, w_v = (
             w.to(x.device) for w in draw_qkv_weights(d_in, settings.d_out, distribution="randn", generator=g)
         )
         trace = fn.scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, scale=settings.scale_factor)
         return trace, (w_q, w_k, w_v)
-    if scheme == "rand_w_at_x":  # the self-attention article: (d_out, d_in) weights, d_v = d_k + 4
+    if scheme == WeightLayout.RAND_W_AT_X:  # the self-attention article: (d_out, d_in) weights, d_v = d_k + 4
         module = CrossAttention(d_in, settings.d_out, settings.d_out + 4, generator=g).to(x.device)
         trace = module.trace(x, x, scale=settings.scale_factor)
         return trace, (module.W_query.T, module.W_key.T, module.W_value.T)
@@ -102,9 +102,9 @@ def _code(settings: Settings, query_index: int) -> str:
         "scale_scores": settings.scale,
         "query": query_index,
     }
-    if settings.preset_info.weights == "rand_w_at_x":
+    if settings.preset_info.weights == WeightLayout.RAND_W_AT_X:
         return recipes.fill("trainable_weights_article", values)
-    draw = "torch.randn" if settings.preset_info.weights == "randn" else "torch.rand"
+    draw = "torch.randn" if settings.preset_info.weights == WeightLayout.RANDN_X_AT_W else "torch.rand"
     return recipes.fill("trainable_weights", {**values, "draw": recipes.Code(draw)})
 
 

@@ -57,11 +57,18 @@ def test_sdpa_float_mask_is_additive(device: torch.device) -> None:
 
 
 def test_fast_path_equals_traced_path(device: torch.device) -> None:
+    """The two attention paths: the traced reference and PyTorch's fused kernel, as `fused=` chooses."""
     q, k, v = qkv((2, 2, 7, 4), (2, 2, 7, 4), 4, device, seed=6)
     for is_causal in (False, True):
-        fast = core.attention_context(q, k, v, is_causal=is_causal, fused=True)
+        fast = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
         slow = core.scaled_dot_product_attention(q, k, v, is_causal=is_causal).context
         assert torch.allclose(fast, slow, atol=1e-5)
+    x = torch.randn(2, 7, 8, generator=gen(7)).to(device)
+    for scaled in (True, False):
+        traced = core.MultiHeadAttention(8, 8, 7, 0.0, 2, generator=gen(8), scale=None if scaled else 1.0)
+        fused = core.MultiHeadAttention(8, 8, 7, 0.0, 2, generator=gen(8), fused=True, scale=None if scaled else 1.0)
+        traced, fused = traced.to(device).eval(), fused.to(device).eval()
+        assert torch.allclose(traced(x), fused(x), atol=1e-5)
 
 
 @pytest.mark.parametrize("num_heads", [1, 2, 4])

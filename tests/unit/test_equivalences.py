@@ -40,7 +40,7 @@ def test_module_forward_equals_trace_output(journey: torch.Tensor) -> None:
 @given(num_tokens=st.integers(1, 9), seed=st.integers(0, 10_000))
 def test_two_causal_methods_agree(num_tokens: int, seed: int) -> None:
     scores = torch.randn(num_tokens, num_tokens, generator=gen(seed))
-    after = core.mask_after_softmax(scores)["renormalised"]
+    after = core.mask_after_softmax(scores).renormalised
     before = core.mask_before_softmax(scores)
     assert torch.allclose(after, before, atol=1e-6)
 
