@@ -4,6 +4,7 @@
     python -m bench.run --quick            # fewer repeats, small classes (a smoke run)
     python -m bench.run --only capacity    # one part again; the rest is kept from bench/results.json
     python -m bench.run --only replicas
+    python -m bench.run --only scale       # lesson 9: plain vs tiled memory, the KV cache, the page's rerun
     python -m bench.run --only none        # re-render the table and plots from bench/results.json
 
 Writes bench/results.json, bench/results.md, bench/results.png (latency) and bench/capacity.png
@@ -29,6 +30,7 @@ import pandas as pd
 import torch
 
 from bench import (
+    attention_at_scale,
     capacity,
     class_poll,
     core_speed,
@@ -54,7 +56,7 @@ def machine() -> str:
 
 # latency last: it runs the app in this process. capacity pins this process to core 1 while it runs.
 PARTS = (
-    "core", "monte_carlo", "real_model", "memory", "hostile", "training",
+    "core", "monte_carlo", "real_model", "memory", "hostile", "training", "scale",
     "capacity", "replicas", "class_poll", "latency",
 )  # fmt: skip
 
@@ -78,6 +80,8 @@ def run_all(quick: bool, only: set[str]) -> dict:
         results["hostile"] = hostile_probe.run(connections=8 if quick else 32)
     if "training" in only:
         results["training"] = training.run(quick)
+    if "scale" in only:
+        results["scale"] = attention_at_scale.run(quick)
     if "capacity" in only:
         all_cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
         steps = (10, 25) if quick else capacity.STEPS
@@ -157,6 +161,8 @@ def table(results: dict) -> str:
     ]
     if "training" in results:
         rows += training_rows(results["training"], ok)
+    if "scale" in results:
+        rows += attention_at_scale.rows(results["scale"], ok)
     lines = [
         f"Measured {results['date']} on {results['machine']} (`python -m bench.run`).",
         "",

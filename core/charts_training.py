@@ -58,12 +58,16 @@ def _curve(frame: pd.DataFrame, metric: str, title: str, y: alt.Y) -> alt.Chart:
     )
 
 
-def curve_charts(frame: pd.DataFrame) -> tuple[alt.Chart, alt.Chart]:
+def curve_charts(
+    frame: pd.DataFrame, chance: pd.DataFrame | None = None
+) -> tuple[alt.Chart, alt.LayerChart | alt.Chart]:
     """Training loss (log scale) and held-out accuracy against the step, one line per run.
 
     Two charts, not one concatenation: each fills its own column, and a phone stacks the columns
     (two fixed 340 px panels side by side reached 986 px on a 390 px phone).
     frame: long, with columns run, scaling ("scaled"/"unscaled"), step, metric ("loss"/"accuracy"), value.
+    chance: optional, columns label, accuracy: a grey dotted rule on the accuracy panel for each row
+    (what a model without the task's lookup scores), labelled at its right end.
     """
     loss = _curve(frame, "loss", "Training loss", alt.Y("value:Q", title="cross-entropy", scale=alt.Scale(type="log")))
     accuracy = _curve(
@@ -72,6 +76,13 @@ def curve_charts(frame: pd.DataFrame) -> tuple[alt.Chart, alt.Chart]:
         "Held-out accuracy",
         alt.Y("value:Q", title="accuracy", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
     )
+    if chance is not None and len(chance):
+        base = alt.Chart(chance).encode(y="accuracy:Q")
+        rule = base.mark_rule(color="#595959", strokeDash=[2, 2]).encode(tooltip=[alt.Tooltip("label:N")])
+        label = base.mark_text(align="right", baseline="bottom", dx=-2, color="#595959", x="width").encode(
+            text="label:N"
+        )
+        accuracy = alt.layer(accuracy, rule, label)
     return loss, accuracy
 
 

@@ -141,6 +141,17 @@ def _real_model_examples() -> tuple[str, ...]:
     return (*(example.key for example in real_model.EXAMPLES), real_model.OWN_SENTENCE)
 
 
+def _scale_choices(name: str) -> Callable[[], tuple[str, ...]]:
+    """Lesson 9's choices of one of its select boxes, read when a link carries the parameter."""
+
+    def codes() -> tuple[str, ...]:
+        from core.lessons import attention_at_scale
+
+        return _numbers(getattr(attention_at_scale, name))
+
+    return codes
+
+
 def _real_model_measures() -> tuple[str, ...]:
     from core.head_measures import Measure
 
@@ -211,6 +222,14 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "train_lr": Choice(_numbers(training_lab.LEARNING_RATES)),
         "train_steps": Whole(10, training_lab.MAX_STEPS, point_zero=True),
         "train_show_layer": Choice(("1", "2")),
+        # lesson 9: the longest sequence's choices depend on the device, so its box checks it
+        "scale_longest": CheckedByItsControl(),
+        "scale_keys": Whole(2, 16, point_zero=True),
+        "scale_block": Whole(1, 16, point_zero=True),
+        "scale_block_q": Choice(_scale_choices("BLOCK_CHOICES")),
+        "scale_block_k": Choice(_scale_choices("BLOCK_CHOICES")),
+        "scale_causal": Flag(),
+        "scale_generated": Choice(_scale_choices("TIMING_CHOICES")),
     }
 )
 

@@ -268,6 +268,31 @@ PAGES: tuple[PageSpec, ...] = (
             PageControl.TRAIN_SHOW_LAYER,
         ),
     ),
+    PageSpec(
+        9,
+        "attention_at_scale",
+        "Attention at scale",
+        ":material/speed:",
+        Section.FURTHER,
+        _ignores(
+            preset="random queries, keys and values of many tokens",
+            text="random queries, keys and values of many tokens",
+            d_in="one head of width 64 is timed; the examples have their own widths",
+            d_out="one head of width 64 is timed; the examples have their own widths",
+            dropout="no dropout at inference",
+            num_heads="one head is timed; the real models' heads are in the table",
+            scale="every path scales by 1/√d_k, as real models do",
+        ),
+        controls=(
+            "scale_longest",
+            "scale_keys",
+            "scale_block",
+            "scale_block_q",
+            "scale_block_k",
+            "scale_causal",
+            "scale_generated",
+        ),
+    ),
 )
 
 HOME = PAGES[0]

@@ -14,6 +14,7 @@ with left:
     widgets.prose("overview", "model")
     st.markdown("Where the steps lead: the scaled dot-product attention of every transformer layer.")
     st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V")
+    st.caption("M is the mask: 0 where a query may look, −∞ where it may not (the future, in a causal model).")
 with right:
     st.subheader("How to use it")
     widgets.prose("overview", "sidebar")

@@ -19,7 +19,10 @@ st.latex(
 )
 
 query = widgets.query_picker(
-    cache.computed(common.TOKEN_LABELS, settings), settings.preset_info.query_index, key="query_without_weights"
+    cache.computed(common.TOKEN_LABELS, settings),
+    settings.preset_info.query_index,
+    key="query_without_weights",
+    example=settings.preset,
 )
 scale = st.slider(
     "Multiply the scores by",
@@ -77,7 +80,8 @@ st.markdown(
     f"and only **{least_share:.2%}** on “{literal(least)}”."
 )
 st.markdown(
-    f"float32 sums of the weights: divide by sum **{lesson.sums.by_sum!r}**, naive softmax "
+    f"float32 sums of the weights at ×1 (whatever the multiplier above): divide by sum **{lesson.sums.by_sum!r}**, "
+    f"naive softmax "
     f"**{lesson.sums.naive_softmax!r}**, `torch.softmax` **{lesson.sums.torch_softmax!r}**"
 )
 if settings.preset == PresetKey.NOTEBOOK and query == 2:

@@ -14,7 +14,10 @@ frame = page_start()
 settings = frame.settings
 widgets.prose("trainable_weights", "intro")
 query = widgets.query_picker(
-    cache.computed(common.TOKEN_LABELS, settings), settings.preset_info.query_index, key="query_trainable_weights"
+    cache.computed(common.TOKEN_LABELS, settings),
+    settings.preset_info.query_index,
+    key="query_trainable_weights",
+    example=settings.preset,
 )
 lesson = cache.computed(trainable_weights.LESSON, settings, query)
 widgets.predict(lesson.prediction, key="predict_trainable_weights")

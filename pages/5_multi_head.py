@@ -18,6 +18,7 @@ st.latex(
     r"\text{MultiHead}(X) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)\,W_o,\quad"
     r"\text{head}_i = \text{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{d_{head}}} + M\right) V_i"
 )
+st.caption("M is the causal mask: 0 where a query may look, −∞ on the future tokens it may not see.")
 lesson = cache.computed(multi_head.LESSON, settings)
 if lesson.heads_note:
     st.info(lesson.heads_note, icon=":material/call_split:")

@@ -28,16 +28,17 @@ def task_changed() -> None:
         st.session_state["train_steps"] = tt.DEFAULT_STEPS[task]
 
 
-# Initial values of the two boxes a new task resets (task_changed), set once per session unless the
-# link gives them; these widgets take no default argument, since a callback may set them.
-DEFAULTS = {"train_layers": 1, "train_steps": tt.DEFAULT_STEPS[tt.Task.PREVIOUS_TOKEN]}
+def task_defaults(task: tt.Task) -> dict[str, int]:
+    """Initial values of the two boxes a task brings (task_changed), whichever way the task was chosen.
+
+    Set once per session unless the link gives them; these widgets take no default argument,
+    since a callback may set them.
+    """
+    return {"train_layers": tt.DEFAULT_LAYERS[task], "train_steps": tt.DEFAULT_STEPS[task]}
 
 
 def controls(seed: int) -> tt.TrainingConfig:
     """The page's own controls; returns the run they ask for (before the caps)."""
-    for key, value in DEFAULTS.items():
-        if key not in st.query_params:
-            st.session_state.setdefault(key, value)
     c1, c2, c3, c4 = st.columns(4)
     task = widgets.linked_select(
         "Task",
@@ -50,6 +51,11 @@ def controls(seed: int) -> tt.TrainingConfig:
         where=c1,
         on_change=task_changed,
     )
+    # After the task box, so that a link naming only the task (?train_task=induction) starts from that task's
+    # defaults, as choosing it in the box does.
+    for key, value in task_defaults(tt.Task(task)).items():
+        if key not in st.query_params:
+            st.session_state.setdefault(key, value)
     layers = c2.radio(
         "Layers", [1, 2], horizontal=True, key=PageControl.TRAIN_LAYERS, help="Induction needs 2.", **widgets.LINKED
     )
@@ -100,9 +106,13 @@ def show_heads(run: tt.TrainingRun) -> None:
             st.radio("Layer", [1, 2], index=1, horizontal=True, key=PageControl.TRAIN_SHOW_LAYER, **widgets.LINKED) - 1
         )
     wide = len(run.example_tokens) > 20
+    where = "on the first copy" if run.config.task is tt.Task.INDUCTION else "per row"
     for view in tt.head_views(run, layer):
-        st.markdown(f"**Layer {view.layer}, head {view.head}**: weight on the previous token {view.previous_share:.2f}")
-        # Side by side while a heatmap fits half the page (16 tokens); the 36-token induction maps stack.
+        st.markdown(
+            f"**Layer {view.layer}, head {view.head}**: mean weight on the previous token {where} "
+            f"{view.previous_share:.2f}"
+        )
+        # Side by side while a heatmap fits half the page (16 tokens); the 48-token induction maps stack.
         before, after = (st.container(), st.container()) if wide else st.columns(2)
         for column, when, weights in ((before, "before", view.before), (after, "after", view.after)):
             with column:
@@ -139,12 +149,16 @@ widgets.predict(tt.spread_question(config.d_k), key="predict_training_lab")
 step("Loss and held-out accuracy")
 widgets.prose("training_lab", "curves")
 if runs:
-    loss_chart, accuracy_chart = charts_training.curve_charts(tt.curves_frame(runs))
+    loss_chart, accuracy_chart = charts_training.curve_charts(tt.curves_frame(runs), tt.chance_frame(runs))
     left, right = st.columns(2)  # side by side on a laptop, one under the other on a phone
     with left:
         draw.draw(loss_chart, "Line chart against the step: training loss, one line per run; unscaled runs dashed.")
     with right:
-        draw.draw(accuracy_chart, "Line chart against the step: held-out accuracy, one line per run.")
+        draw.draw(
+            accuracy_chart,
+            "Line chart against the step: held-out accuracy, one line per run; a grey rule marks what a model "
+            "without the task's lookup scores.",
+        )
     st.dataframe(
         [{"run": f"run {number}", "setup": tt.run_label(run.config)} for number, run in enumerate(runs, start=1)],
         hide_index=True,

@@ -24,6 +24,10 @@ def predict(prediction: Prediction, key: str) -> None:
 
     In a class poll (ui/class_poll.py) a student's answer waits for the teacher's Reveal, and
     the teacher's box shows the class's answers live under the question.
+
+    The options appear in `prediction.display_order()`, so the answer's place gives nothing away. The
+    widget key carries the prediction's fingerprint: when a setting changes the question, its answer or
+    its numbers, the radio starts unanswered again instead of revealing the new answer at once.
     """
     page = frame().page.slug  # read here: a fragment's own reruns happen outside the frame's hand-over
     with st.container(border=True):
@@ -36,14 +40,16 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
     """The question and its verdict. A fragment: choosing an answer reruns this box, not the page
     (a class answering at once costs the server a box each, not a page each)."""
     st.markdown(f"**Predict first.** {literal(prediction.question)}")
-    choice = st.radio(
+    order = prediction.display_order()
+    shown_option = st.radio(
         "Your prediction",
-        range(len(prediction.options)),
+        range(len(order)),
         index=None,
-        format_func=lambda i: literal(prediction.options[i]),  # radio labels are markdown
-        key=key,
+        format_func=lambda i: literal(prediction.options[order[i]]),  # radio labels are markdown
+        key=f"{key}_{prediction.fingerprint()}",
         label_visibility="collapsed",
     )
+    choice = None if shown_option is None else order[shown_option]  # an index into prediction.options
     shown = class_poll.predict_in_poll(page, key, prediction, choice)
     if shown is False:  # in a poll, before the Reveal
         return
@@ -159,7 +165,7 @@ def link_warning(parameter: str, value: str, reason: str) -> None:
     st.warning(f"{code_span(parameter + '=' + value)} {reason}; ignored.", icon=LINK_OFF)
 
 
-def query_picker(tokens: Sequence[str], default: int, key: str) -> int:
+def query_picker(tokens: Sequence[str], default: int, key: str, example: str | None = None) -> int:
     """The query token, also set by a click on a row of the weights heatmap (`draw.select_query_from_chart`).
 
     In the link as ?query=N, counted from 1 as the box shows it. One widget key per page: two
@@ -170,10 +176,19 @@ def query_picker(tokens: Sequence[str], default: int, key: str) -> int:
     next rerun. After the input changes, that label names no option of the new token list, and
     Streamlit then stores the label string itself as the widget's value (a str, not an index):
     anything that is not an index into these tokens goes back to the lesson's default.
+
+    `example` (the preset's key) ties the choice to the example it was made on: a newly chosen
+    example brings its own focus token (the attention notebook's x³, whose z³ it works out), while a
+    token the student picks afterwards stays theirs until the example changes again.
     """
     default = min(default, len(tokens) - 1)
     if key in st.session_state and not is_index(st.session_state[key], len(tokens)):
         st.session_state[key] = default
+    if example is not None:
+        owner = f"{key}__example"  # the example the current choice belongs to
+        if key in st.session_state and st.session_state.get(owner, example) != example:
+            st.session_state[key] = default
+        st.session_state[owner] = example
     return linked_select(
         "Query token",
         list(range(len(tokens))),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,25 @@ class Prediction:
     options: tuple[str, ...]
     answer: int  # index into options
     explanation: str  # shown after a choice
+    shuffle: bool = True  # show the options in display_order; False where their order means something (tokens)
+
+    def display_order(self) -> tuple[int, ...]:
+        """The options' order on screen, as indices into `options`.
+
+        A fixed shuffle, drawn from a private generator seeded by the question, its options and its
+        explanation (so by the numbers behind the answer): the same question with the same numbers always
+        shows the same order (every rerun, every session, the tests), while the answer, which the lessons
+        list first or last by habit, lands in varying places as the examples and settings change.
+        """
+        if not self.shuffle:
+            return tuple(range(len(self.options)))
+        seed = zlib.crc32("\x1f".join((self.question, *self.options, self.explanation)).encode())
+        order = torch.randperm(len(self.options), generator=torch.Generator().manual_seed(seed))
+        return tuple(int(i) for i in order)
+
+    def fingerprint(self) -> str:
+        """Changes whenever what the question shows or reveals changes (a new setting, new numbers)."""
+        return f"{zlib.crc32(repr((self.question, self.options, self.answer, self.explanation)).encode()):08x}"
 
 
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -44,8 +64,13 @@ def strongest_key_question(tokens: tuple[str, ...], query_index: int, weights_ro
         explanation=(
             f"The largest weight, {float(weights_row[answer]):.4f}, goes to {own}: the key with the largest "
             "score against this query wins the softmax. A dot product grows with both length and agreement "
-            "of direction, so a long vector can outscore the token itself."
+            + (
+                "of direction, and here no other key beats the query's own."
+                if answer == query_index
+                else "of direction, so a longer vector can outscore the token itself, as it does here."
+            )
         ),
+        shuffle=False,  # the tokens in sentence order; where the answer sits says nothing
     )
 
 

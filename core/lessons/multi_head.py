@@ -96,21 +96,44 @@ def gpt2_parameter_counts() -> ParameterCounts:
     )
 
 
-def _heads_question(weights: torch.Tensor) -> Prediction:
-    """weights: (h, T, T) of untrained heads."""
-    heads, num_tokens = weights.shape[0], weights.shape[-1]
+HEADS_DIFFER = 0.03  # mean |difference| per weight between the two most different heads: "clearly different"
+HEADS_ALIKE = 0.01  # below this they look the same on the heatmaps
+HEAD_OPTIONS = (
+    "Yes: the heads already differ clearly",
+    "A little: they differ slightly",
+    "No: they look almost the same",
+)
+
+
+def heads_apart(weights: torch.Tensor) -> float:
+    """weights (h, T, T) -> the mean |difference| per weight of the most different pair of heads."""
+    heads = weights.shape[0]
     pairs = [(i, j) for i in range(heads) for j in range(i + 1, heads)]
-    apart = max((float((weights[i] - weights[j]).abs().mean()) for i, j in pairs), default=0.0)
+    return max((float((weights[i] - weights[j]).abs().mean()) for i, j in pairs), default=0.0)
+
+
+def _heads_question(weights: torch.Tensor) -> Prediction:
+    """weights: (h, T, T) of untrained heads; the answer is read off these heads, not assumed."""
+    num_tokens = weights.shape[-1]
+    apart = heads_apart(weights)
     peak = float(weights[:, -1].max(dim=-1).values.mean())  # the last row sees every token
+    answer = 0 if apart >= HEADS_DIFFER else (1 if apart >= HEADS_ALIKE else 2)
+    why = (
+        "Nothing has told any head what to look for: where they differ, they differ by chance, because random "
+        "projections of these embeddings give scores far enough apart."
+        if answer < 2
+        else "Random projections of these small embeddings give small, similar scores, so every softmax stays "
+        "near the plain causal average."
+    )
     return Prediction(
-        question="These heads start from random weights. Will each one already look for something different?",
-        options=("Yes: each head has its own clear pattern", "No: they look alike and fairly flat until training"),
-        answer=1,
+        question="These heads start from random weights. Will they already look different from one another?",
+        options=HEAD_OPTIONS,
+        answer=answer,
         explanation=(
-            f"The most different pair of heads differs by {apart:.4f} per weight on average, and the last row's "
-            f"largest weight is {peak:.4f} where spreading evenly would give {1 / num_tokens:.4f}. Random "
-            "projections of a few small embeddings give small, similar scores; heads specialise only by training "
-            "(lesson 8) — see what trained heads do in lesson 6."
+            f"The most different pair of heads differs by {apart:.4f} per weight on average (we call at least "
+            f"{HEADS_DIFFER} clear, below {HEADS_ALIKE} the same), and the last row's largest weight is {peak:.4f} "
+            f"where spreading evenly would give {1 / num_tokens:.4f}. {why} Heads specialise only by training "
+            "(lesson 8); see what trained heads do in lesson 6."
         ),
     )
 

@@ -280,7 +280,8 @@ def previous_token_question(lesson: RealModelLesson) -> Prediction:
     """'Which of these heads looks at the previous word piece?', answered by the measures.
 
     Three heads: the one with the highest previous-token score, the one with the lowest, and
-    the median, listed in (layer, head) order so the answer's place says nothing.
+    the median, listed in (layer, head) order; the page shows them in `Prediction.display_order()`,
+    shuffled, since the best head often has the lowest index.
     """
     scores = lesson.measures.previous  # (L, h)
     num_heads = scores.shape[1]

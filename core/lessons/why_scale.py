@@ -27,7 +27,7 @@ class VarianceResult:
 
     table: pd.DataFrame  # d_k, unscaled_var, scaled_var, theory_unscaled, theory_scaled
     trials: int
-    code: str  # the filled recipe core/recipes/why_scale.py (draws the vectors, as the sources do)
+    code: str  # the filled recipe core/recipes/why_scale.py (the page's sampler: the same digits)
     notebook: NotebookVariance  # the trainable-weights notebook's own widths, 5 and 100
 
 
@@ -106,8 +106,7 @@ def peakiness_table(peaks: pd.DataFrame, measure: str) -> pd.DataFrame:
 
 
 def peakiness_code(seed: int) -> str:
-    """The filled recipe core/recipes/why_scale_peakiness.py: it draws the vectors themselves, so its
-    digits differ from the page's faster sampler within Monte Carlo error."""
+    """The filled recipe core/recipes/why_scale_peakiness.py: the page's sampler in plain PyTorch, same digits."""
     return recipes.fill("why_scale_peakiness", {"seed": int(seed) + 1, "trials": PEAKINESS_TRIALS})
 
 

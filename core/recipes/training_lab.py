@@ -24,11 +24,12 @@ seed = 123
 batch_size = 32
 # --- end of settings ---
 
-NUM_SYMBOLS = 16  # content tokens 0..15; token 16 is the induction task's filler
-FILLER = NUM_SYMBOLS
-PART, MAX_GAP = 10, 16  # induction: 10 distinct tokens, 1..16 fillers, the 10 tokens again
-LENGTH = 16 if task == "previous_token" else 2 * PART + MAX_GAP
-VOCAB = NUM_SYMBOLS if task == "previous_token" else NUM_SYMBOLS + 1
+NUM_SYMBOLS = 16  # previous token: tokens 0..15
+# induction: every token random from 64 symbols; a stretch of 8 (which may repeat tokens) appears
+# twice: first after 0..16 random tokens, again after a gap of 1..16 random tokens
+INDUCTION_SYMBOLS, PART, MAX_PREFIX, MAX_GAP = 64, 8, 16, 16
+LENGTH = 16 if task == "previous_token" else MAX_PREFIX + 2 * PART + MAX_GAP
+VOCAB = NUM_SYMBOLS if task == "previous_token" else INDUCTION_SYMBOLS
 IGNORE = -100  # cross_entropy's ignore_index: positions with nothing to predict
 HELD_OUT, LOG_POINTS = 128, 25
 d_model = heads * d_k
@@ -43,14 +44,16 @@ def draw_batch(size: int) -> tuple[torch.Tensor, torch.Tensor]:
         targets = torch.full_like(tokens, IGNORE)
         targets[:, 1:] = tokens[:, :-1]  # answer: the token one step back
         return tokens, targets
-    part = torch.rand(size, NUM_SYMBOLS, generator=generator).argsort(dim=1)[:, :PART]  # distinct tokens
-    gaps = torch.randint(1, MAX_GAP + 1, (size,), generator=generator)
-    offset = torch.arange(LENGTH)[None, :] - (PART + gaps[:, None])  # (B, T): place inside the repeat
-    in_repeat = (offset >= 0) & (offset < PART)
-    tokens = torch.full((size, LENGTH), FILLER, dtype=torch.long)
-    tokens[:, :PART] = part
-    tokens[in_repeat] = part.gather(1, offset.clamp(0, PART - 1))[in_repeat]
-    next_offset = offset + 1  # position t predicts t + 1: scored inside the repeat, after its first token
+    tokens = torch.randint(0, INDUCTION_SYMBOLS, (size, LENGTH), generator=generator)  # random everywhere
+    part = torch.randint(0, INDUCTION_SYMBOLS, (size, PART), generator=generator)  # the stretch that repeats
+    first = torch.randint(0, MAX_PREFIX + 1, (size, 1), generator=generator)  # where the first copy starts
+    second = first + PART + torch.randint(1, MAX_GAP + 1, (size, 1), generator=generator)  # and the repeat
+    positions = torch.arange(LENGTH)[None, :]
+    for start in (first, second):
+        offset = positions - start  # (B, T): place inside this copy
+        inside = (offset >= 0) & (offset < PART)
+        tokens[inside] = part.gather(1, offset.clamp(0, PART - 1))[inside]
+    next_offset = positions + 1 - second  # position t predicts t + 1: scored inside the repeat, after its first token
     scored = (next_offset >= 1) & (next_offset < PART)
     targets = torch.full_like(tokens, IGNORE)
     targets[scored] = part.gather(1, next_offset.clamp(0, PART - 1))[scored]

@@ -70,6 +70,8 @@ def test_every_rule_reads_what_its_control_writes() -> None:
         "first_text": "Hello there", "second_text": "Bonjour", "d_in_kv": "5", "d_v": "7.0",
         "train_task": "induction", "train_layers": "2", "train_heads": "3", "train_d_k": "32", "train_scale": "false",
         "train_init": "book", "train_lr": "0.0003", "train_steps": "400", "train_show_layer": "1",
+        "scale_longest": "2,048", "scale_keys": "12", "scale_block": "4", "scale_block_q": "8", "scale_block_k": "4",
+        "scale_causal": "false", "scale_generated": "256",
     }  # fmt: skip
     assert set(written) == set(PAGE_PARAMETERS)
     reading = read_link(written, DEVICES)

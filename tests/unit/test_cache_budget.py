@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from core.examples import MAX_D_IN, MAX_TOKENS
 from core.lessons import (
+    attention_at_scale,
     causal_dropout,
     common,
     cross_attention,
@@ -39,6 +40,7 @@ LESSON_MODULES = (
     real_model,
     cross_attention,
     training_lab,
+    attention_at_scale,
 )
 SPECS = {spec.name: spec for module in LESSON_MODULES for spec in vars(module).values() if isinstance(spec, LessonSpec)}
 LARGEST = Settings(
@@ -69,6 +71,12 @@ def largest_values() -> dict[str, object]:
         "variance": why_scale.variance(5, 100_000),
         "peakiness": why_scale.peakiness(5),
         "sweep_view": why_scale.sweep_view(16.0),
+        # Lesson 9: the most tiles (blocks of 2), the longest key row, the longest generation timed; the
+        # measurement at 1,024 tokens (its table grows by one row per doubling: 4,096 adds two).
+        "online_lesson": attention_at_scale.online_lesson(5, 16, 1),
+        "tiling_lesson": attention_at_scale.tiling_lesson(5, 2, 2, True),
+        "kv_lesson": attention_at_scale.kv_lesson("cpu", max(attention_at_scale.TIMING_CHOICES)),
+        "cost_view": attention_at_scale.cost_view("cpu", 1024),
     }
 
 

@@ -1,0 +1,169 @@
+"""Chart builders for lesson 9 (attention at scale): DataFrame in, `alt.Chart` out. No streamlit here.
+
+Colours are Tableau 10 (colour-blind safe in its first colours); lines that must be told apart
+without colour also differ in their dash or their point shape.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from core.long_context import TileKind
+
+HEIGHT = 260
+# Fit the column's width only: the height stays HEIGHT for the marks (a plain "fit" would squeeze the
+# plot to make room for the legend below it).
+FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
+
+
+def cost_chart(table: pd.DataFrame) -> alt.LayerChart:
+    """Measured time of plain and fused attention against T (log-log), with the T² line through the longest point.
+
+    table: tokens, milliseconds, fused_milliseconds, t2_milliseconds (core.lessons.attention_at_scale.CostResult).
+    """
+    long = table.melt(
+        id_vars="tokens",
+        value_vars=["milliseconds", "fused_milliseconds", "t2_milliseconds"],
+        var_name="series",
+        value_name="ms",
+    )
+    names = {
+        "milliseconds": "plain (measured)",
+        "fused_milliseconds": "fused kernel (measured)",
+        "t2_milliseconds": "T² line",
+    }
+    long["series"] = long["series"].map(names)
+    order = list(names.values())
+    return (
+        alt.Chart(long, title="Time of one causal attention call (one head, width 64)")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), title="tokens T (log scale)"),
+            y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title="milliseconds (log scale)"),
+            color=alt.Color(
+                "series:N",
+                sort=order,
+                scale=alt.Scale(scheme="tableau10"),
+                title=None,
+                legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0),
+            ),
+            strokeDash=alt.StrokeDash(
+                "series:N", sort=order, scale=alt.Scale(domain=order, range=[[1, 0], [4, 2], [6, 4]]), title=None
+            ),
+            shape=alt.Shape("series:N", sort=order, title=None),
+            tooltip=["series:N", alt.Tooltip("tokens:Q", format=","), alt.Tooltip("ms:Q", format=",.3f")],
+        )
+        .properties(height=HEIGHT, autosize=FIT_WIDTH)
+    )
+
+
+def memory_chart(table: pd.DataFrame) -> alt.Chart:
+    """Peak memory of plain and fused attention, and the bytes of one T × T float32 matrix, against T (log-log)."""
+    long = table.melt(
+        id_vars="tokens",
+        value_vars=["peak_bytes", "fused_peak_bytes", "scores_bytes"],
+        var_name="series",
+        value_name="bytes",
+    )
+    names = {
+        "peak_bytes": "plain: peak (measured)",
+        "fused_peak_bytes": "fused kernel: peak (measured)",
+        "scores_bytes": "one T×T float32 matrix",
+    }
+    long["series"] = long["series"].map(names)
+    long["MiB"] = long["bytes"] / 2**20
+    order = list(names.values())
+    return (
+        alt.Chart(long, title="Memory held at once")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), title="tokens T (log scale)"),
+            y=alt.Y("MiB:Q", scale=alt.Scale(type="log"), title="MiB (log scale)"),
+            color=alt.Color(
+                "series:N",
+                sort=order,
+                scale=alt.Scale(scheme="tableau10"),
+                title=None,
+                legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0),
+            ),
+            strokeDash=alt.StrokeDash(
+                "series:N", sort=order, scale=alt.Scale(domain=order, range=[[1, 0], [4, 2], [6, 4]]), title=None
+            ),
+            shape=alt.Shape("series:N", sort=order, title=None),
+            tooltip=["series:N", alt.Tooltip("tokens:Q", format=","), alt.Tooltip("MiB:Q", format=",.3f")],
+        )
+        .properties(height=HEIGHT, autosize=FIT_WIDTH)
+    )
+
+
+TILE_COLOURS = {TileKind.FULL.value: "#4e79a7", TileKind.DIAGONAL.value: "#f28e2b", TileKind.SKIPPED.value: "#e8e8e8"}
+
+
+def tiles_chart(tiles: pd.DataFrame) -> alt.Chart:
+    """The grid of tiles: query blocks down, key blocks across, coloured by computed / masked inside / skipped.
+
+    tiles: query_block, key_block, kind, queries, keys (core.lessons.attention_at_scale.TilingLesson.tiles).
+    Each tile spans [block, block + 1) on both axes (quantitative), so the grid fills the chart at any size.
+    """
+    kinds = list(TILE_COLOURS)
+    rows, cols = int(tiles.query_block.max()) + 1, int(tiles.key_block.max()) + 1
+    return (
+        alt.Chart(tiles, title="Tiles of the scores matrix: which ones the loop computes")
+        .transform_calculate(key_end="datum.key_block + 1", query_end="datum.query_block + 1")
+        .mark_rect(stroke="#888888", strokeWidth=1)
+        .encode(
+            x=alt.X(
+                "key_block:Q",
+                title="key block",
+                scale=alt.Scale(domain=[0, cols], nice=False),
+                axis=alt.Axis(orient="top", tickMinStep=1, format="d"),
+            ),
+            x2="key_end:Q",
+            y=alt.Y(
+                "query_block:Q",
+                title="query block",
+                scale=alt.Scale(domain=[0, rows], nice=False, reverse=True),
+                axis=alt.Axis(tickMinStep=1, format="d"),
+            ),
+            y2="query_end:Q",
+            color=alt.Color(
+                "kind:N",
+                scale=alt.Scale(domain=kinds, range=[TILE_COLOURS[k] for k in kinds]),
+                legend=alt.Legend(orient="bottom", title=None),
+            ),
+            tooltip=["queries:N", "keys:N", "kind:N"],
+        )
+        .properties(height=HEIGHT, autosize=FIT_WIDTH)
+    )
+
+
+def generation_chart(timing: pd.DataFrame) -> alt.LayerChart:
+    """Milliseconds per generated token against the tokens so far, with and without the KV cache.
+
+    timing: tokens so far, way, milliseconds, median of 9 steps (core.lessons.attention_at_scale.CacheLesson.timing):
+    every step as a faint point, the running median as a line.
+    """
+    ways = list(dict.fromkeys(timing["way"]))
+    colour = alt.Color(
+        "way:N",
+        sort=ways,
+        scale=alt.Scale(scheme="tableau10"),
+        title=None,
+        legend=alt.Legend(orient="bottom", labelLimit=0),
+    )
+    base = alt.Chart(timing, title="Time per generated token").encode(
+        x=alt.X("tokens so far:Q", title="tokens so far"), color=colour
+    )
+    points = base.mark_point(size=14, filled=True, opacity=0.35).encode(
+        y=alt.Y("milliseconds:Q", scale=alt.Scale(type="log"), title="milliseconds (log scale)"),
+        shape=alt.Shape("way:N", sort=ways, title=None, legend=None),
+        tooltip=["way:N", "tokens so far:Q", alt.Tooltip("milliseconds:Q", format=".3f")],
+    )
+    medians = base.mark_line(strokeWidth=2.5).encode(
+        y="median of 9 steps:Q",
+        strokeDash=alt.StrokeDash(
+            "way:N", sort=ways, scale=alt.Scale(domain=ways, range=[[1, 0], [6, 3]]), legend=None
+        ),
+    )
+    return alt.layer(points, medians).properties(height=HEIGHT, autosize=FIT_WIDTH)

@@ -1,0 +1,117 @@
+"""Lesson 9: attention at scale: the cost of T×T, the online softmax, tiling and the KV cache, measured live."""
+
+import streamlit as st
+
+from core.lessons import attention_at_scale as lesson
+from ui import cache, draw, widgets
+from ui.frame import page_start
+from ui.presentation import step
+
+frame = page_start()
+settings = frame.settings
+device = settings.device
+widgets.prose("attention_at_scale", "intro")
+
+step("(a) The cost of T×T")
+widgets.prose("attention_at_scale", "cost")
+choices = list(lesson.token_choices(device))
+longest = st.selectbox(
+    "Longest sequence measured (tokens)",
+    choices,
+    index=choices.index(min(2048, max(choices))),
+    format_func=lambda t: f"{t:,}",
+    key="scale_longest",
+    help=f"Capped at {max(choices):,} tokens on this device ({device.upper()}) so that a measurement stays "
+    "interactive. Each setting is measured once per server and device, then every student sees the same numbers.",
+    **widgets.LINKED,
+)
+with st.spinner(f"Measuring attention on the {device.upper()} (once per setting for the whole class)…"):
+    view = cache.computed(lesson.COST, device, int(longest))
+cost = view.cost
+widgets.predict(view.prediction, key="predict_scale_doubling")
+left, right = st.columns(2)
+with left:
+    draw.draw(
+        view.time_spec,
+        "Log-log chart of the measured time of plain and fused attention against the number of tokens, "
+        "with a T squared line.",
+    )
+with right:
+    draw.draw(
+        view.memory_spec,
+        "Log-log chart of the measured peak memory of plain and fused attention and the size of one T by T matrix.",
+    )
+m1, m2, m3 = st.columns(3)
+m1.metric("slope of log(time), plain", f"{cost.time_slope:.2f}", help="2 = grows like T²; fitted from 512 tokens on")
+m2.metric("slope of log(peak memory), plain", f"{cost.memory_slope:.2f}")
+m3.metric(f"memory ×, {cost.longest // 2:,} → {cost.longest:,} tokens", f"{cost.last_doubling_memory:.2f}")
+with st.expander("Exact values of these charts"):
+    widgets.number_table(view.table, decimals=3, hide_index=True)
+widgets.prose("attention_at_scale", "long_context")
+l1, l2 = st.columns(2)
+l1.metric(f"scores of {lesson.LONG_CONTEXT:,} tokens, one head", lesson.bytes_text(cost.long_scores_bytes))
+l2.metric(f"time on the T² line, this {device.upper()}", lesson.duration_text(cost.long_milliseconds))
+widgets.code_box(lesson.cost_code(int(longest)), "Plain PyTorch: the same measurement, timed with perf_counter.")
+
+step("(b) The online softmax, step by step")
+widgets.prose("attention_at_scale", "online")
+st.latex(
+    r"m_{\text{new}} = \max(m_{\text{old}}, \max_j s_j), \quad "
+    r"\ell \leftarrow \ell\, e^{m_{\text{old}} - m_{\text{new}}} + \sum_j e^{s_j - m_{\text{new}}}, \quad "
+    r"o \leftarrow o\, e^{m_{\text{old}} - m_{\text{new}}} + \sum_j e^{s_j - m_{\text{new}}} v_j"
+)
+k1, k2 = st.columns(2)
+num_keys = k1.number_input("Keys in the row", 2, 16, 12, key="scale_keys", **widgets.LINKED)
+block_size = k2.number_input("Keys per block", 1, 16, 4, key="scale_block", **widgets.LINKED)
+online = cache.computed(lesson.ONLINE, settings.seed, int(num_keys), int(block_size))
+widgets.predict(online.prediction, key="predict_scale_online")
+widgets.number_table(online.table, hide_index=True)
+o1, o2 = st.columns(2)
+o1.metric("online result", lesson.vector_text(online.output))
+o2.metric("softmax · V in one go", lesson.vector_text(online.reference))
+st.caption(lesson.online_caption(online))
+widgets.code_box(online.code, "The online softmax in plain PyTorch, with the page's query, keys, values and blocks.")
+
+step("(c) FlashAttention's tiling")
+widgets.prose("attention_at_scale", "tiling")
+t1, t2, t3 = st.columns(3)
+blocks = list(lesson.BLOCK_CHOICES)
+block_q = t1.selectbox("Query block (rows)", blocks, index=blocks.index(8), key="scale_block_q", **widgets.LINKED)
+block_k = t2.selectbox("Key block (columns)", blocks, index=blocks.index(8), key="scale_block_k", **widgets.LINKED)
+causal = t3.toggle("Causal mask", value=True, key="scale_causal", **widgets.LINKED)
+tiling = cache.computed(lesson.TILING, settings.seed, int(block_q), int(block_k), bool(causal))
+widgets.predict(tiling.prediction, key="predict_scale_tiles")
+draw.draw(
+    tiling.chart,
+    f"Grid of {len(tiling.tiles)} tiles: {tiling.computed} computed and {tiling.skipped} skipped.",
+)
+st.caption(lesson.tiling_caption(tiling))
+widgets.prose("attention_at_scale", "fused")
+st.info(view.verdict, icon=":material/speed:")
+widgets.code_box(tiling.code, "Tiled attention in plain PyTorch, checked against PyTorch's own kernel.")
+
+step("(d) The KV cache")
+widgets.prose("attention_at_scale", "kv_cache")
+generated = st.selectbox(
+    "Generated tokens to time",
+    list(lesson.TIMING_CHOICES),
+    index=list(lesson.TIMING_CHOICES).index(256),
+    key="scale_generated",
+    **widgets.LINKED,
+)
+with st.spinner("Training the lab's model once, then generating with and without the cache…"):
+    kv = cache.computed(lesson.KV, device, int(generated))
+st.caption(lesson.generation_caption(kv))
+widgets.number_table(kv.growth, hide_index=True)
+widgets.predict(kv.prediction, key="predict_scale_cache")
+widgets.prose("attention_at_scale", "cache_timing")
+draw.draw(
+    kv.chart,
+    "Scatter chart of the milliseconds per generated token against the tokens so far, with and without the cache.",
+)
+st.metric(f"speed-up over {kv.timed_tokens} generated tokens", f"{kv.speedup:.1f}×")
+widgets.code_box(kv.code, "A one-layer model with a KV cache in plain PyTorch: identical logits both ways.")
+widgets.prose("attention_at_scale", "real_models")
+widgets.predict(lesson.grouping_question(), key="predict_scale_grouping")
+widgets.number_table(lesson.real_cache_table(8192), hide_index=True)
+st.caption(lesson.REAL_MODEL_SOURCES)

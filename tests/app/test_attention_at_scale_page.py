@@ -1,0 +1,117 @@
+"""AppTest for lesson 9 (attention at scale): the page, each of its controls, its predictions and its numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import registry
+from core.lessons import attention_at_scale as lesson
+from tests.support import restore_pages_manager, use_navigation_mode
+
+APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+PAGE = registry.page("attention_at_scale").file
+
+
+@pytest.fixture(autouse=True)
+def navigation_not_pages_directory() -> Iterator[None]:
+    use_navigation_mode()
+    yield
+    restore_pages_manager()
+
+
+def opened(**params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture(scope="module")
+def page() -> AppTest:
+    use_navigation_mode()
+    try:
+        return opened(scale_longest="1024", scale_generated="64")
+    finally:
+        restore_pages_manager()
+
+
+def metric(at: AppTest, label_start: str) -> str:
+    return next(m.value for m in at.metric if m.label.startswith(label_start))
+
+
+def test_page_renders_its_sections_and_numbers(page: AppTest) -> None:
+    assert not page.error, [e.value for e in page.error]
+    assert page.title[0].value.startswith("9 ·")
+    headings = "\n".join(m.value for m in page.markdown)
+    for title in ("The cost of T×T", "online softmax", "tiling", "KV cache"):
+        assert title in headings
+    cost = lesson.COST.compute("cpu", 1024).cost  # the same measurement the page shows is cached per process
+    assert metric(page, "scores of 131,072 tokens") == lesson.bytes_text(cost.long_scores_bytes) == "64.0 GiB"
+    assert float(metric(page, "slope of log(peak memory)")) == pytest.approx(2.0, abs=0.3)
+    assert len(page.code) >= 4  # a Code box per section
+
+
+def test_online_controls_change_the_table(page: AppTest) -> None:
+    page.number_input(key="scale_keys").set_value(7).run()
+    page.number_input(key="scale_block").set_value(3).run()
+    assert not page.exception
+    table = next(df.value for df in page.dataframe if "m (running max)" in df.value.columns)
+    assert len(table) == 3  # 7 keys in blocks of 3: 3 + 3 + 1
+    expected = lesson.online_lesson(123, 7, 3)
+    assert list(table["ℓ (running sum)"]) == pytest.approx(list(expected.table["ℓ (running sum)"]))
+
+
+def test_tiling_controls_change_the_tile_counts(page: AppTest) -> None:
+    page.selectbox(key="scale_block_q").set_value(4).run()
+    page.selectbox(key="scale_block_k").set_value(16).run()
+    assert not page.exception
+    expected = lesson.tiling_lesson(123, 4, 16, True)
+    caption = "\n".join(c.value for c in page.caption)
+    assert f"{expected.computed} of {len(expected.tiles)} tiles computed, {expected.skipped} skipped" in caption
+    page.toggle(key="scale_causal").set_value(False).run()
+    caption = "\n".join(c.value for c in page.caption)
+    assert f"{len(expected.tiles)} of {len(expected.tiles)} tiles computed, 0 skipped" in caption
+
+
+def test_predictions_reveal_answers_computed_from_the_page(page: AppTest) -> None:
+    radio = page.radio(key="predict_scale_grouping")
+    question = lesson.grouping_question()
+    radio.set_value(question.answer).run()
+    assert any(s.value.startswith("Right.") for s in page.success)
+    doubling = page.radio(key="predict_scale_doubling")
+    doubling.set_value(1).run()  # "4 times": the measured peak memory at 1,024 over 512 tokens
+    assert any(s.value.startswith("Right.") and "Measured on this CPU" in s.value for s in page.success)
+
+
+def test_the_cache_section_shows_identical_choices(page: AppTest) -> None:
+    caption = "\n".join(c.value for c in page.caption)
+    assert "Both ways chose the same tokens" in caption
+    speedup = metric(page, "speed-up over 64 generated tokens")
+    assert speedup.endswith("×") and float(speedup[:-1]) > 0
+    growth = next(df.value for df in page.dataframe if "cache rows (tokens)" in df.value.columns)
+    assert list(growth["cache rows (tokens)"]) == list(range(len(lesson.PROMPT), len(lesson.PROMPT) + lesson.GENERATED))
+
+
+def test_a_longest_length_beyond_the_devices_cap_in_the_link_is_not_measured() -> None:
+    at = opened(scale_longest="16384", scale_generated="64")  # a GPU's choice, on the CPU
+    assert not at.exception
+    assert at.selectbox(key="scale_longest").value in lesson.token_choices("cpu")
+
+
+@pytest.mark.parametrize("value", ["", "-1", "1e308", "nan", "3.5", "<script>alert(1)</script>", "x" * 10_000])
+def test_nasty_values_for_every_page_control_in_the_link(value: str) -> None:
+    """Every one of the page's own link parameters at once: the page still draws, with valid values."""
+    at = opened(**{name: value for name in registry.page("attention_at_scale").controls})
+    assert not at.error, [e.value for e in at.error]
+    assert all(not m.proto.allow_html for m in at.markdown)
+    assert at.selectbox(key="scale_longest").value in lesson.token_choices("cpu")
+    assert at.selectbox(key="scale_generated").value in lesson.TIMING_CHOICES
+    assert 2 <= at.number_input(key="scale_keys").value <= 16
+    assert at.selectbox(key="scale_block_q").value in lesson.BLOCK_CHOICES

@@ -1,0 +1,345 @@
+"""Lesson 9's core: the online softmax, tiled attention and the KV cache against the plain path; its recipes."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import charts_scale, kv_cache, recipes
+from core.functional import scaled_dot_product_attention
+from core.lessons import attention_at_scale as lesson
+from core.long_context import (
+    AttentionPath,
+    Measurement,
+    TileKind,
+    attention_call,
+    online_softmax_row,
+    peak_bytes,
+    plain_attention,
+    random_qkv,
+    tile_kind,
+    tiled_attention,
+)
+from core.models import tiny_transformer as tt
+
+CPU = torch.device("cpu")
+
+
+@st.composite
+def attention_inputs(draw: st.DrawFn) -> tuple[torch.Tensor, ...]:
+    """Q (b, h, L, E), K (b, h, S, E), V (b, h, S, Ev) and a boolean mask (L, S) with some rows fully masked."""
+    batch, heads = draw(st.integers(1, 2)), draw(st.integers(1, 3))
+    num_queries, num_keys = draw(st.integers(1, 20)), draw(st.integers(1, 20))
+    width, value_width = draw(st.integers(1, 8)), draw(st.integers(1, 6))
+    seed = draw(st.integers(0, 2**16))
+    draws = torch.Generator().manual_seed(seed)
+    spread = draw(st.sampled_from([0.1, 1.0, 10.0]))  # large scores test the rescaling's stability
+    query = torch.randn(batch, heads, num_queries, width, generator=draws) * spread
+    key = torch.randn(batch, heads, num_keys, width, generator=draws)
+    value = torch.randn(batch, heads, num_keys, value_width, generator=draws)
+    mask = torch.rand(num_queries, num_keys, generator=draws) > draw(st.sampled_from([0.0, 0.5, 0.9]))
+    for row in draw(st.lists(st.integers(0, num_queries - 1), max_size=3)):
+        mask[row] = False  # a fully masked row: zeros, as the reference path gives
+    return query, key, value, mask
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    inputs=attention_inputs(),
+    block_q=st.integers(1, 9),
+    block_k=st.integers(1, 9),
+    causal=st.booleans(),
+    use_mask=st.booleans(),
+)
+def test_tiled_attention_equals_the_reference_path(
+    inputs: tuple[torch.Tensor, ...], block_q: int, block_k: int, causal: bool, use_mask: bool
+) -> None:
+    query, key, value, mask = inputs
+    attn_mask = mask if use_mask else None
+    tiled = tiled_attention(query, key, value, block_q, block_k, attn_mask=attn_mask, is_causal=causal)
+    reference = scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, is_causal=causal).context
+    assert tiled.output.shape == reference.shape
+    assert torch.allclose(tiled.output, reference, atol=1e-5), float((tiled.output - reference).abs().max())
+    assert len(tiled.tiles) == math.ceil(query.shape[-2] / block_q) * math.ceil(key.shape[-2] / block_k)
+    if not causal:
+        assert tiled.skipped == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(inputs=attention_inputs(), block_size=st.integers(1, 12), row=st.integers(0, 19), use_mask=st.booleans())
+def test_online_softmax_equals_softmax_times_v(
+    inputs: tuple[torch.Tensor, ...], block_size: int, row: int, use_mask: bool
+) -> None:
+    query, key, value, mask = inputs
+    row = row % query.shape[-2]
+    allowed = mask[row] if use_mask else None
+    result = online_softmax_row(query[0, 0, row], key[0, 0], value[0, 0], block_size, allowed=allowed)
+    assert result.max_difference <= 1e-5
+    assert len(result.steps) == math.ceil(key.shape[-2] / block_size)
+    if allowed is not None and not bool(allowed.any()):
+        assert torch.equal(result.output, torch.zeros_like(result.output))  # a fully masked row
+    # m only grows, and ℓ is the softmax's denominator relative to the final m
+    maxima = [s.running_max for s in result.steps]
+    assert maxima == sorted(maxima)
+    scores = key[0, 0] @ query[0, 0, row] / math.sqrt(query.shape[-1])
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, -math.inf)
+    if bool(torch.isfinite(scores).any()):
+        assert result.steps[-1].running_sum == pytest.approx(float(torch.exp(scores - scores.max()).sum()), rel=1e-5)
+
+
+def test_online_softmax_in_float32_is_within_1e_minus_6_on_the_page() -> None:
+    for seed in range(5):
+        for block in (1, 3, 4, 12):
+            assert lesson.online_lesson(seed, 12, block).max_difference <= 1e-6
+
+
+def test_a_new_maximum_rescales_the_earlier_sum_by_the_correction_factor() -> None:
+    query = torch.tensor([1.0])
+    key = torch.tensor([[0.0], [2.0]])  # scores 0 then 2: the second block raises the maximum
+    value = torch.tensor([[1.0], [3.0]])
+    steps = online_softmax_row(query, key, value, block_size=1, scale=1.0).steps
+    assert steps[1].correction == pytest.approx(math.exp(0.0 - 2.0))
+    assert steps[1].running_sum == pytest.approx(math.exp(-2.0) + 1.0)
+    assert steps[1].partial_output[0].item() == pytest.approx((math.exp(-2.0) * 1 + 3) / (math.exp(-2.0) + 1))
+
+
+@pytest.mark.parametrize(
+    ("q", "k", "kind"),
+    [((0, 4), (0, 4), TileKind.DIAGONAL), ((4, 8), (0, 4), TileKind.FULL), ((0, 4), (4, 8), TileKind.SKIPPED)],
+)
+def test_tile_kinds(q: tuple[int, int], k: tuple[int, int], kind: TileKind) -> None:
+    assert tile_kind(*q, *k, is_causal=True) is kind
+    assert tile_kind(*q, *k, is_causal=False) is TileKind.FULL
+
+
+def test_causal_tiling_skips_the_upper_triangle_of_tiles() -> None:
+    query, key, value = random_qkv(32, 8, CPU)
+    result = tiled_attention(query, key, value, 8, 8, is_causal=True)
+    assert (result.computed, result.skipped) == (10, 6)  # 4 x 4 tiles: 4 on the diagonal, 6 above, 6 below
+
+
+def test_plain_and_fused_paths_agree_with_the_reference() -> None:
+    query, key, value = random_qkv(100, 16, CPU, seed=3)
+    reference = scaled_dot_product_attention(query, key, value, is_causal=True).context
+    assert torch.allclose(plain_attention(query, key, value), reference, atol=1e-5)
+    for path in AttentionPath:
+        assert torch.allclose(attention_call(path, query, key, value, block=32)(), reference, atol=1e-5), path
+
+
+def test_peak_memory_on_the_cpu_sees_the_scores_matrix_and_tiling_avoids_it() -> None:
+    query, key, value = random_qkv(1024, 64, CPU)
+    plain = peak_bytes(attention_call(AttentionPath.PLAIN, query, key, value), CPU)
+    tiled = peak_bytes(attention_call(AttentionPath.TILED, query, key, value, block=128), CPU)
+    scores = 1024 * 1024 * 4
+    assert plain >= scores  # at least one full float32 T x T matrix existed
+    assert tiled < scores / 4  # never more than a few 128 x 128 tiles and the output
+
+
+def test_cost_sweep_on_a_short_range() -> None:
+    cost = lesson.cost_of_attention(CPU, 1024, repeats=1)
+    assert list(cost.table.tokens) == [64, 128, 256, 512, 1024]
+    assert list(cost.table.scores_bytes) == [t * t * 4 for t in cost.table.tokens]
+    assert cost.memory_slope == pytest.approx(2.0, abs=0.3)  # the peak grows like T^2
+    assert cost.last_doubling_memory == pytest.approx(4.0, rel=0.2)
+    assert lesson.doubling_question(cost).answer == 1  # "4 times", from the measured peaks
+    assert cost.long_scores_bytes == 64 * 2**30  # 131,072^2 float32 = 64 GiB
+    assert cost.tiled.peak_bytes < float(cost.table.peak_bytes.iloc[-1]) / 4
+    verdict = lesson.tiled_verdict(cost)
+    assert f"{cost.longest:,} tokens" in verdict and lesson.duration_text(cost.tiled.milliseconds) in verdict
+
+
+def _cost(plain_ms: float, tiled_ms: float, small_ms: float) -> lesson.CostResult:
+    table = pd.DataFrame(
+        {"tokens": [1024, 2048], "scores_bytes": [0, 0], "peak_bytes": [4, 16], "milliseconds": [1.0, plain_ms],
+         "fused_milliseconds": [1.0, 50.0], "fused_peak_bytes": [1, 2], "t2_milliseconds": [1.0, plain_ms]}
+    )  # fmt: skip
+    return lesson.CostResult("cpu", table, 2.0, 2.0, 0, 0.0, Measurement(tiled_ms, 1), small_ms, 2048)
+
+
+@pytest.mark.parametrize(
+    ("tiled", "small", "words"),
+    [
+        (300.0, 900.0, "so the loop is not faster here"),
+        (50.0, 900.0, "with blocks of 32 the calls from Python cost more"),
+        (50.0, 60.0, "kept up with or beat the plain path"),
+    ],
+)
+def test_the_tiled_verdict_follows_the_measurement(tiled: float, small: float, words: str) -> None:
+    verdict = lesson.tiled_verdict(_cost(100.0, tiled, small))
+    assert words in verdict
+    assert ("slower than the plain path's" in verdict) == (tiled > 110)
+
+
+def test_token_choices_are_capped_per_device() -> None:
+    assert max(lesson.token_choices("cpu")) == 4096
+    assert max(lesson.token_choices("cuda")) == 16_384
+    assert lesson.lengths_up_to(512) == (64, 128, 256, 512)
+
+
+# ----------------------------------------------------------------------------------------- the KV cache
+
+
+@pytest.fixture(scope="module")
+def model() -> tt.TinyTransformer:
+    return lesson.trained_model()
+
+
+def test_the_trained_model_is_the_training_labs_run(model: tt.TinyTransformer) -> None:
+    run = tt.train(lesson.LAB_CONFIG)
+    held_out = tt.draw_batch(lesson.LAB_CONFIG.task, tt.HELD_OUT, _after_weights(lesson.LAB_CONFIG))
+    with torch.no_grad():
+        accuracy = tt.accuracy_of(model(held_out.tokens), held_out.targets)
+    assert accuracy == pytest.approx(run.final_accuracy, abs=1e-9)
+    assert accuracy > 0.9  # it learned the task: its generations copy the previous token
+
+
+def _after_weights(config: tt.TrainingConfig) -> torch.Generator:
+    draws = torch.Generator().manual_seed(config.seed)
+    tt.TinyTransformer(config, draws)  # the weights come first
+    return draws
+
+
+def test_no_cache_path_is_the_models_own_forward(model: tt.TinyTransformer) -> None:
+    tokens = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]])
+    with torch.no_grad():
+        assert torch.allclose(kv_cache.logits_without_cache(model, tokens), model(tokens), atol=1e-6)
+
+
+@pytest.mark.parametrize("prompt", [[3], [3, 1, 4, 1, 5], [7, 7, 7, 2]])
+def test_identical_logits_with_and_without_the_cache(model: tt.TinyTransformer, prompt: list[int]) -> None:
+    new = 16 - len(prompt)
+    with_cache = kv_cache.generate(model, prompt, new, use_cache=True)
+    without = kv_cache.generate(model, prompt, new, use_cache=False)
+    assert with_cache.tokens == without.tokens
+    assert torch.allclose(with_cache.logits, without.logits, atol=1e-5)
+    assert with_cache.cache_lengths == tuple(range(len(prompt), 16))  # one row per step
+    width = model.unembedding.in_features
+    assert with_cache.cache_bytes[-1] == 2 * len(model.layers) * 15 * width * 4
+
+
+def test_a_two_layer_induction_model_too() -> None:
+    config = tt.TrainingConfig(task=tt.Task.INDUCTION, layers=2, steps=1, heads=2, d_k=8)
+    trained = lesson.trained_model(config)
+    with_cache = kv_cache.generate(trained, [1, 2, 3], 20, use_cache=True)
+    without = kv_cache.generate(trained, [1, 2, 3], 20, use_cache=False)
+    assert torch.allclose(with_cache.logits, without.logits, atol=1e-5)
+
+
+def test_longer_context_keeps_the_trained_rows_and_leaves_the_model_alone(model: tt.TinyTransformer) -> None:
+    before = model.position_embedding.weight.clone()
+    longer = kv_cache.with_longer_context(model, 100, torch.Generator().manual_seed(0))
+    assert longer.position_embedding.weight.shape[0] == 100
+    assert torch.equal(longer.position_embedding.weight[:16], before)
+    assert torch.equal(model.position_embedding.weight, before) and model.position_embedding.weight.shape[0] == 16
+
+
+def test_cache_lesson(model: tt.TinyTransformer) -> None:
+    result = lesson.cache_lesson(model, 32, CPU)
+    assert result.same_tokens and result.max_logit_difference <= 1e-5
+    assert len(result.timing) == 2 * 32 and result.speedup > 0
+    assert result.prediction.options[result.prediction.answer] == lesson.bytes_text(2 * 1 * 32 * 4)
+
+
+def test_real_model_cache_sizes() -> None:
+    transformers = pytest.importorskip("transformers")
+    gpt2 = transformers.GPT2Config()
+    assert (kv_cache.GPT2_SMALL.layers, kv_cache.GPT2_SMALL.kv_heads) == (gpt2.n_layer, gpt2.n_head)
+    assert kv_cache.GPT2_SMALL.head_dim * kv_cache.GPT2_SMALL.query_heads == gpt2.n_embd
+    assert kv_cache.GPT2_SMALL.bytes_per_token(2) == 2 * 12 * 768 * 2  # 36 KiB
+    assert kv_cache.LLAMA3_8B.bytes_per_token(2) == 128 * 1024
+    plain = kv_cache.without_grouping(kv_cache.LLAMA3_8B)
+    assert plain.bytes_per_token() == 4 * kv_cache.LLAMA3_8B.bytes_per_token()
+    question = lesson.grouping_question()
+    assert question.options[question.answer] == "4 times smaller"
+    table = lesson.real_cache_table(8192)
+    assert list(table["at 8,192 tokens"]) == ["288.0 MiB", "1.0 GiB", "4.0 GiB"]
+
+
+# ----------------------------------------------------------------------------------------- recipes
+
+
+@pytest.mark.parametrize(("num_keys", "block_size"), [(12, 4), (7, 3), (5, 1)])
+def test_online_recipe_prints_the_pages_table(num_keys: int, block_size: int) -> None:
+    result = lesson.online_lesson(7, num_keys, block_size)
+    namespace = recipes.run(result.code)
+    assert torch.allclose(namespace["online"], torch.tensor(result.output), atol=1e-6)
+    assert float(namespace["m"]) == pytest.approx(result.table["m (running max)"].iloc[-1], abs=1e-6)
+    assert float(namespace["l"]) == pytest.approx(result.table["ℓ (running sum)"].iloc[-1], rel=1e-6)
+
+
+@pytest.mark.parametrize(("block_q", "block_k", "causal"), [(8, 8, True), (4, 16, True), (16, 2, False)])
+def test_tiled_recipe_skips_what_the_page_skips(block_q: int, block_k: int, causal: bool) -> None:
+    result = lesson.tiling_lesson(5, block_q, block_k, causal)
+    namespace = recipes.run(result.code)
+    assert namespace["skipped"] == result.skipped
+    assert (namespace["out"] - namespace["reference"]).abs().max() < 1e-5
+
+
+def test_cost_recipe_measures_the_same_scores_sizes() -> None:
+    namespace = recipes.run(lesson.cost_code(256))
+    assert sorted(namespace["times"]) == [64, 128, 256]
+    assert namespace["scores"].numel() * 4 == 256 * 256 * 4
+
+
+def test_kv_cache_recipe_gives_identical_logits() -> None:
+    namespace = recipes.run(recipes.fill("attention_at_scale_kv_cache", {"new_tokens": 10}))
+    assert namespace["largest"] < 1e-4
+    assert namespace["cache"]["k"].shape[0] == 4 + 10  # the prompt's first 4 rows, then one per step
+
+
+def test_online_and_tiled_recipes_are_short() -> None:
+    for name in ("attention_at_scale_online", "attention_at_scale_tiled"):
+        code = [line for line in recipes.source(name).splitlines() if line.strip() and not line.startswith("#")]
+        assert len(code) < 40, (name, len(code))
+
+
+def test_chart_builders_make_valid_specs(model: tt.TinyTransformer) -> None:
+    cost = _cost(100.0, 50.0, 200.0)
+    cost.table["scores_bytes"] = [1024**2 * 4, 2048**2 * 4]
+    tiling = lesson.tiling_lesson(1, 8, 4, True)
+    kv = lesson.cache_lesson(model, 8, CPU)
+    for chart in (
+        charts_scale.cost_chart(cost.table),
+        charts_scale.memory_chart(cost.table),
+        charts_scale.tiles_chart(tiling.tiles),
+        charts_scale.generation_chart(kv.timing),
+    ):
+        spec = chart.to_dict()  # validates against Vega-Lite's schema
+        assert spec["data"] or spec.get("datasets")
+    kinds = {tile.kind for tile in tiling.tiles.itertuples()}
+    assert kinds == {kind.value for kind in TileKind}  # the picture shows all three kinds
+
+
+# ----------------------------------------------------------------------------------------- CUDA (skips without a GPU)
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@requires_cuda
+def test_on_cuda_the_measurements_use_cuda_events_and_the_allocators_peak() -> None:
+    cuda = torch.device("cuda")
+    query, key, value = random_qkv(2048, 64, cuda)
+    assert query.device.type == "cuda"
+    reference = scaled_dot_product_attention(query, key, value, is_causal=True).context
+    tiled = tiled_attention(query, key, value, 128, 128, is_causal=True).output
+    assert torch.allclose(tiled, reference, atol=1e-4)
+    plain = peak_bytes(attention_call(AttentionPath.PLAIN, query, key, value), cuda)
+    fused = peak_bytes(attention_call(AttentionPath.FUSED, query, key, value), cuda)
+    assert plain >= 2048 * 2048 * 4 > fused  # the flash / memory-efficient kernels never hold T x T
+    assert lesson.token_choices("cuda")[-1] == 16_384
+    cost = lesson.cost_lesson("cuda", 1024)
+    assert cost.device == "cuda" and cost.memory_slope == pytest.approx(2.0, abs=0.4)
+
+
+@requires_cuda
+def test_the_kv_cache_on_cuda_gives_the_cpus_logits(model: tt.TinyTransformer) -> None:
+    on_gpu = kv_cache.with_longer_context(model, 16, torch.Generator().manual_seed(0)).to("cuda")
+    cpu = kv_cache.generate(model, [3, 1, 4], 10, use_cache=True)
+    gpu = kv_cache.generate(on_gpu, [3, 1, 4], 10, use_cache=True)
+    assert cpu.tokens == gpu.tokens and torch.allclose(cpu.logits, gpu.logits, atol=1e-4)
+    assert lesson.kv_lesson("cuda", 64).same_tokens
