@@ -13,20 +13,20 @@ from dataclasses import asdict, replace
 
 import streamlit as st
 import torch
+from streamlit.delta_generator import DeltaGenerator
 
 from core import registry
 from core.device import available_devices
 from core.examples import MAX_TEXT_CHARS
+from core.links import PAGE_PARAMETERS, LinkReading, read_link
 from core.markup import code_span
 from core.settings import (
     LIMITS,
     PRESETS,
-    LinkReading,
     PresetKey,
     Settings,
     WeightsSource,
     load_example,
-    read_link,
     settings_for_preset,
     settings_implied_by_link,
 )
@@ -36,8 +36,9 @@ from ui import class_poll, frame, hardening, presentation, widgets
 # 1-2 cores of a small container when a class reruns at once (override with the variable).
 torch.set_num_threads(int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", "1")))
 
-PRESENT_VALUES = ("1", "true")  # ?present=1 (what a teacher types) or ?present=true (what the toggle writes)
-if "present" not in st.session_state and st.query_params.get("present", "").lower() in PRESENT_VALUES:
+# ?present=1 (what the README tells a teacher to type) or ?present=true (what the toggle writes).
+PRESENT = PAGE_PARAMETERS["present"]
+if "present" not in st.session_state and PRESENT.read(st.query_params.get("present", ""))[0] is True:
     st.session_state["present"] = True  # before the bound toggle exists, so "1" counts too
 st.set_page_config(
     page_title="Attention Lab",
@@ -237,27 +238,38 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
 
 
 def read_link_once(devices: list[str]) -> LinkReading:
-    """The session's link, read once by core.settings' rule; what it ignores leaves the link.
+    """The session's link, read once by core.links' rule; what it ignores leaves the link.
 
     Streamlit's bound widgets read a link more loosely than our rule (they take "１２", "1e1",
-    "1_000", the start of an over-long text), so a value the rule ignores must not reach them:
-    it is deleted from the query parameters (before any widget binds it) and the script reruns
-    on the cleaned link, where each widget starts from its default, as the note says.
+    "1_000", the start of an over-long text) and crash on some values (an integer box on
+    "1e999"), so a value the rule ignores must not reach them: it is deleted from the query
+    parameters (before any widget binds it) and the script reruns on the cleaned link, where
+    each widget starts from its default, as the note says. This covers the sidebar and every
+    page's own controls (the page shows their notes).
+
+    ?present=1 is rewritten as the toggle's own present=true: the bound toggle would drop a
+    spelling it does not write, and the next step's link would then open the whole lesson.
     """
     if "link_reading" not in st.session_state:
         params = {name: st.query_params.get_all(name) for name in st.query_params}
         reading = read_link(params, devices)
         st.session_state["link_reading"] = reading
-        if reading.notes:
-            for note in reading.notes:
-                del st.query_params[note.parameter]  # also sets the rerun's query string
+        for note in reading.notes:
+            del st.query_params[note.parameter]  # also sets the rerun's query string
+        respelled = reading.controls.get("present") is True and st.query_params.get("present") != "true"
+        if respelled:
+            st.query_params["present"] = "true"
+        if reading.notes or respelled:
             st.rerun()
     return st.session_state["link_reading"]
 
 
 def link_notes(reading: LinkReading) -> None:
-    """One warning per ignored parameter, one line for all unknown ones; values as inert code."""
-    for note in reading.notes:
+    """One warning per ignored sidebar parameter, one line for all unknown ones; values as inert code.
+
+    Notes on the frame's and pages' own controls appear on the page (`ui.frame.page_start`).
+    """
+    for note in reading.sidebar_notes():
         widgets.link_warning(note.parameter, note.value, note.reason)
     if reading.unknown:
         count = len(reading.unknown)
@@ -296,14 +308,17 @@ def back_to_the_book() -> None:
     apply_preset()
 
 
-def run_page(page: st.Page, spec: registry.PageSpec, settings: Settings) -> None:
-    """Run one lesson; an unexpected error becomes a short message, and its traceback a log line.
+def run_page(page: st.Page, spec: registry.PageSpec, settings: Settings, step_bar: DeltaGenerator) -> None:
+    """Run one lesson and, in presentation mode, its step bar (drawn into `step_bar`, above the
+    page, once the page has counted its steps); an unexpected error in either becomes a short
+    message, and its traceback a log line.
 
     Streamlit's own error box says nothing a student can act on (details are hidden from them
     by client.showErrorDetails). What the page drew before the error stays on screen, and the
     sidebar and every other page keep working. st.rerun and st.stop are not Exceptions
     (Streamlit's control flow derives from BaseException), so they pass through.
     """
+    failed = False
     try:
         if settings.weights is WeightsSource.PRETRAINED and spec.pretrained is not None:
             from ui import pretrained  # the real model's modules load only where they are used (memory)
@@ -312,17 +327,31 @@ def run_page(page: st.Page, spec: registry.PageSpec, settings: Settings) -> None
         else:
             page.run()
     except Exception:
-        hardening.LOGGER.exception("page %r failed with %r", page.url_path or "overview", settings)
-        st.error(
-            "This part of the lesson hit a problem with these settings, so it stops here. "
-            "Everything else still works: the sidebar, the other lessons, and this one with other "
-            "settings. The button below goes back to the book's example.",
-            icon=":material/sentiment_dissatisfied:",
-        )
+        failed = lesson_failed(page, settings, offer_the_book=True)
+    if st.session_state.get("present"):
+        try:
+            with step_bar:
+                presentation.presentation_bar(presentation.steps_drawn())
+        except Exception:
+            lesson_failed(page, settings, offer_the_book=not failed)
+
+
+def lesson_failed(page: st.Page, settings: Settings, *, offer_the_book: bool) -> bool:
+    """The friendly message for an unexpected error, with (once a run) the way back to the book's example."""
+    hardening.LOGGER.exception("page %r failed with %r", page.url_path or "overview", settings)
+    st.error(
+        "This part of the lesson hit a problem with these settings, so it stops here. "
+        "Everything else still works: the sidebar, the other lessons, and this one with other "
+        "settings. The button below goes back to the book's example.",
+        icon=":material/sentiment_dissatisfied:",
+    )
+    if offer_the_book:
         st.button("Back to the book's example", on_click=back_to_the_book, key="error_back_to_book")
+    return True
 
 
 hardening.keep_shared_caches()
+hardening.drop_unreadable_widget_values()
 page = st.navigation(navigation())
 spec = registry.page(page.url_path or registry.HOME.slug)  # the default page's url_path is ""
 started = time.perf_counter()
@@ -335,10 +364,9 @@ with step_bar:  # a class poll's notes stay in view in presentation mode
     class_poll.read_room_link()
     room_state = class_poll.follow_teacher(spec.slug)
 with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
-    run_page(page, spec, shown)
+    run_page(page, spec, shown, step_bar)
     if st.session_state.get("present"):
         with step_bar:
-            presentation.presentation_bar(presentation.steps_drawn())
             class_poll.teacher_panel(spec.slug, int(st.session_state.get("step") or 1))
     with step_bar:
         class_poll.student_bar(room_state)

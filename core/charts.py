@@ -133,6 +133,7 @@ class HeatmapLook:
     select_rows: bool = False
     x_title: str = "key"
     y_title: str = "query"
+    marked: str | None = None  # what the frame's `marked` cells are (e.g. "dropped"): dashed outline and ✕
 
     @property
     def stops(self) -> tuple[str, ...]:
@@ -172,10 +173,12 @@ def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[He
         "text_color": text_colours(values, lo_hi, look.stops),
         "is_query": row_index == (-1 if highlight_row is None else highlight_row),
     }
+    if look.marked:
+        columns["marked"] = frame["marked"].to_numpy(dtype=bool)
     return look, HeatmapValues(lo_hi, widest), columns
 
 
-def _cell_font_expr(label_chars: int) -> str:
+def cell_font_expr(label_chars: int) -> str:
     """Vega expression: the cell-number font size that fits the rendered cell, or 0 (hidden).
 
     Cells grow with the chart's width (Streamlit sets it to the column's), so the numbers
@@ -222,10 +225,19 @@ def _heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
             alt.selection_point(name=QUERY_SELECTION, fields=["row_index"], on="click")
         )
     layers = [rect]
+    if look.marked:
+        # Marked cells (dropout's zeros) must not pass for small kept weights: a dashed outline in
+        # the cell-text colour (white on viridis' dark end, where a zero sits) and a ✕ for the number.
+        layers.append(
+            base.transform_filter("datum.marked")
+            .mark_rect(filled=False, strokeDash=[4, 3], strokeWidth=2, aria=False)
+            .encode(stroke=alt.Stroke("text_color:N", scale=alt.Scale(domain=["black", "white"]), legend=None))
+        )
+    number = alt.Text("value:Q", format=f".{look.decimals}f")
     if look.show_values:
-        font = _cell_font_expr(values.label_chars)
+        font = cell_font_expr(values.label_chars)
         text = base.mark_text(fontSize=alt.ExprRef(font), opacity=alt.ExprRef(f"({font}) > 0 ? 1 : 0")).encode(
-            text=alt.Text("value:Q", format=f".{look.decimals}f"),
+            text=alt.condition("datum.marked", alt.value("✕"), number) if look.marked else number,
             color=alt.Color(
                 # an explicit identity scale: `scale=None` ("scale": null) breaks Streamlit's chart theming
                 "text_color:N",
@@ -271,8 +283,10 @@ def _heatmap_template(look: HeatmapLook) -> str:
 
 def _set_cell_font(spec: dict, label_chars: int) -> None:
     """Write the cell-number size for labels of `label_chars` characters into the text layer."""
-    for layer in spec["layer"][1:]:  # the rect layer has no text
-        font = _cell_font_expr(label_chars)
+    for layer in spec["layer"]:
+        if layer["mark"]["type"] != "text":  # the cells and the marked cells' outlines
+            continue
+        font = cell_font_expr(label_chars)
         layer["mark"]["fontSize"] = {"expr": font}
         layer["mark"]["opacity"] = {"expr": f"({font}) > 0 ? 1 : 0"}
 
@@ -543,7 +557,11 @@ def saturation_chart(frame: pd.DataFrame) -> alt.Chart:
             x=alt.X("multiplier:Q", scale=alt.Scale(type="log", base=2), title="score multiplier m (log scale)"),
             y=alt.Y("value:Q", title=None),
             color=alt.Color(
-                "quantity:N", scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
+                "quantity:N",
+                scale=alt.Scale(scheme="tableau10"),
+                title=None,
+                # One name a line, never cut: the default 160 px limit cut "gradient size (Jacobian n…".
+                legend=alt.Legend(orient="bottom", columns=1, labelLimit=0),
             ),
             tooltip=[
                 alt.Tooltip("multiplier:Q", title="multiplier m", format=".4f"),

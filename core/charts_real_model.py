@@ -15,6 +15,8 @@ import json
 
 import altair as alt
 
+from core.charts import cell_font_expr
+
 GRID_DATA = "real_model_grid"  # layer, head, query_index, key_index, query, key, weight, chosen
 LINES_DATA = "real_model_lines"  # query_index, key_index, query, key, weight
 TOKENS_DATA = "real_model_tokens"  # query_index, token
@@ -23,6 +25,7 @@ HEAD_SELECTION = "head_pick"  # click selection (fields layer, head) on the grid
 QUERY_HIGHLIGHT = "query_pick"  # click on a query token in the line view (drawn in the browser only)
 ZERO_COLOUR = "#440154"  # viridis at 0: the grid's panel background where cells were dropped
 CHOSEN_COLOUR = "#e45756"  # the outline of the chosen head
+MEASURE_LABEL_CHARS = 5  # the widest number a measure map prints: "12.34" (format .2f)
 _WEIGHT_SCALE = alt.Scale(scheme="viridis", domain=[0, 1])
 _NO_AXIS = alt.Axis(labels=False, ticks=False, grid=False, title=None, domain=False)
 
@@ -85,11 +88,19 @@ def head_grid(num_tokens: int, num_layers: int, num_heads: int, panel: int = 54)
     )
 
 
-def head_lines(num_tokens: int, title: str) -> alt.LayerChart:
+def label_padding(label_chars: int) -> int:
+    """Room beside the lines for word pieces of `label_chars` characters at 14 px (~8.5 px a character)."""
+    return int(8.5 * max(label_chars, 3)) + 12
+
+
+def head_lines(num_tokens: int, title: str, label_chars: int = 10) -> alt.LayerChart:
     """One head as lines from each query (left) to the keys it attends to (right).
 
     Data: LINES_DATA (one row per line) and TOKENS_DATA (the labels down both sides).
     Thicker, darker lines carry more weight; a click on a token on the left shows only its lines.
+    The labels leave exactly the room the longest piece needs (`label_chars`): a fixed 90 px each
+    side left the lines about 30 px wide in a narrow column. Labels and title are drawn in the
+    page's text colour (currentColor), so they stay readable in dark mode.
     """
     num_tokens = max(num_tokens, 1)
     y_scale = alt.Scale(domain=[-0.5, num_tokens - 0.5], reverse=True, nice=False, zero=False)
@@ -117,16 +128,22 @@ def head_lines(num_tokens: int, title: str) -> alt.LayerChart:
         y=alt.Y("query_index:Q", scale=y_scale, axis=_NO_AXIS), text="token:N"
     )
     left = (
-        labels.mark_text(align="right", dx=-6, fontSize=14)
+        labels.mark_text(align="right", dx=-6, fontSize=14, color="currentColor")
         .encode(
             x=alt.datum(0.0, scale=x_scale, axis=_NO_AXIS),
             opacity=alt.condition(pick, alt.value(1), alt.value(0.4)),
         )
         .add_params(pick)
     )
-    right = labels.mark_text(align="left", dx=6, fontSize=14).encode(x=alt.datum(1.0, scale=x_scale, axis=_NO_AXIS))
+    right = labels.mark_text(align="left", dx=6, fontSize=14, color="currentColor").encode(
+        x=alt.datum(1.0, scale=x_scale, axis=_NO_AXIS)
+    )
+    pad = label_padding(label_chars)
     return alt.layer(strokes, left, right).properties(
-        title=title, width=260, height=max(120, 20 * num_tokens), padding={"left": 90, "right": 90}
+        title=alt.TitleParams(title, color="currentColor"),
+        width=260,
+        height=max(120, 20 * num_tokens),
+        padding={"left": pad, "right": pad},
     )
 
 
@@ -151,9 +168,12 @@ def measure_map(title: str, value_title: str) -> alt.LayerChart:
     )
     # Dark text on light cells. On viridis, black and white text contrast equally (about 4.6:1) at
     # 45% of the scale; the range comes from the data, so the spec stays the same.
+    # The numbers fit their cells or are hidden (as the heatmaps' do): at a fixed 14 px they
+    # overlapped on a phone, where twelve heads share 350 px.
+    font = cell_font_expr(MEASURE_LABEL_CHARS)
     text = (
         base.transform_joinaggregate(low="min(value)", high="max(value)")
-        .mark_text(fontSize=14)
+        .mark_text(fontSize=alt.ExprRef(font), opacity=alt.ExprRef(f"({font}) > 0 ? 1 : 0"))
         .encode(
             text=alt.Text("value:Q", format=".2f"),
             color=alt.condition(
@@ -161,7 +181,7 @@ def measure_map(title: str, value_title: str) -> alt.LayerChart:
             ),
         )
     )
-    return alt.layer(rect, text).properties(title=title, width=alt.Step(46), height=alt.Step(30))
+    return alt.layer(rect, text).properties(title=title, width="container", height=alt.Step(30))
 
 
 @functools.lru_cache(maxsize=128)
@@ -171,8 +191,8 @@ def grid_template(num_tokens: int, num_layers: int, num_heads: int) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def lines_template(num_tokens: int, title: str) -> str:
-    return json.dumps(head_lines(num_tokens, title).to_dict(validate=False))
+def lines_template(num_tokens: int, title: str, label_chars: int = 10) -> str:
+    return json.dumps(head_lines(num_tokens, title, label_chars).to_dict(validate=False))
 
 
 @functools.lru_cache(maxsize=32)

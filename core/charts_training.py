@@ -10,29 +10,43 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-CURVE_WIDTH = 340
 CURVE_HEIGHT = 240
 
 
+def run_names(frame: pd.DataFrame) -> list[str]:
+    """The legend's name of each run, in order: "run 1 · scaled", "run 2 · unscaled", ...
+
+    The run's full label ("1. prev · 1L×2h · ...", ~70 characters) is wider than a phone; the
+    page lists each run's setup under the charts.
+    """
+    runs = frame.drop_duplicates("run")
+    return [
+        f"run {label.split('.', 1)[0]} · {scaling}" for label, scaling in zip(runs["run"], runs["scaling"], strict=True)
+    ]
+
+
 def _curve(frame: pd.DataFrame, metric: str, title: str, y: alt.Y) -> alt.Chart:
-    runs = list(dict.fromkeys(frame["run"]))
+    """One metric against the step, one line per run, as wide as its column.
+
+    Colour and dash share one field, so Vega-Lite draws one legend whose swatches are the
+    lines themselves (unscaled runs dashed) with whole labels, below the chart. A separate dash
+    legend had transparent swatches, and on the right it was clipped to "sc" at 1280 px.
+    """
+    names = run_names(frame)
+    dashes = [[6, 4] if name.endswith("unscaled") else [1, 0] for name in names]
+    legend = alt.Legend(
+        orient="bottom", columns=2, symbolType="stroke", symbolStrokeWidth=2, symbolSize=400, labelLimit=0, title=None
+    )
     return (
         alt.Chart(frame[frame["metric"] == metric], title=title)
+        .transform_calculate(legend_name="'run ' + split(datum.run, '.')[0] + ' · ' + datum.scaling")
         .mark_line(point=alt.OverlayMarkDef(size=18))
         .encode(
             x=alt.X("step:Q", title="step"),
             y=y,
-            color=alt.Color(
-                "run:N",
-                sort=runs,
-                scale=alt.Scale(scheme="tableau10"),
-                legend=alt.Legend(orient="bottom", columns=1, labelLimit=0),  # the whole label: runs differ at its end
-            ),
+            color=alt.Color("legend_name:N", sort=names, scale=alt.Scale(scheme="tableau10"), legend=legend),
             strokeDash=alt.StrokeDash(
-                "scaling:N",
-                scale=alt.Scale(domain=["scaled", "unscaled"], range=[[1, 0], [6, 4]]),
-                title="scores",
-                legend=alt.Legend(symbolType="stroke"),
+                "legend_name:N", sort=names, scale=alt.Scale(domain=names, range=dashes), legend=legend
             ),
             tooltip=[
                 alt.Tooltip("run:N"),
@@ -40,13 +54,17 @@ def _curve(frame: pd.DataFrame, metric: str, title: str, y: alt.Y) -> alt.Chart:
                 alt.Tooltip("value:Q", title=metric, format=".4f"),
             ],
         )
-        .properties(width=CURVE_WIDTH, height=CURVE_HEIGHT)
+        .properties(width="container", height=CURVE_HEIGHT)
     )
 
 
-def curves_chart(frame: pd.DataFrame, chance: pd.DataFrame | None = None) -> alt.HConcatChart:
+def curve_charts(
+    frame: pd.DataFrame, chance: pd.DataFrame | None = None
+) -> tuple[alt.Chart, alt.LayerChart | alt.Chart]:
     """Training loss (log scale) and held-out accuracy against the step, one line per run.
 
+    Two charts, not one concatenation: each fills its own column, and a phone stacks the columns
+    (two fixed 340 px panels side by side reached 986 px on a 390 px phone).
     frame: long, with columns run, scaling ("scaled"/"unscaled"), step, metric ("loss"/"accuracy"), value.
     chance: optional, columns label, accuracy: a grey dotted rule on the accuracy panel for each row
     (what a model without the task's lookup scores), labelled at its right end.
@@ -65,26 +83,35 @@ def curves_chart(frame: pd.DataFrame, chance: pd.DataFrame | None = None) -> alt
             text="label:N"
         )
         accuracy = alt.layer(accuracy, rule, label)
-    return alt.hconcat(loss, accuracy).resolve_scale(color="shared", strokeDash="shared")
+    return loss, accuracy
 
 
 def start_chart(frame: pd.DataFrame) -> alt.FacetChart:
-    """At initialisation, scaled vs unscaled, one panel per quantity (each its own y axis).
+    """At initialisation, scaled vs unscaled, one panel per quantity (each its own x axis).
 
+    One panel under another, bars across, each quantity's name above its panel: three panels
+    side by side were 620 px wide, off a 390 px phone.
     frame: long, with columns quantity, scores ("scaled"/"unscaled"), value.
     """
     return (
         alt.Chart(frame)
         .mark_bar()
         .encode(
-            x=alt.X("scores:N", title=None, sort=["scaled", "unscaled"]),
-            y=alt.Y("value:Q", title=None),
+            y=alt.Y("scores:N", title=None, sort=["scaled", "unscaled"]),
+            x=alt.X("value:Q", title=None),
             color=alt.Color(
                 "scores:N", scale=alt.Scale(domain=["scaled", "unscaled"], range=["#4c78a8", "#f58518"]), legend=None
             ),
             tooltip=[alt.Tooltip("quantity:N"), alt.Tooltip("scores:N"), alt.Tooltip("value:Q", format=".4g")],
         )
-        .properties(width=150, height=180)
-        .facet(column=alt.Column("quantity:N", title=None, sort=list(dict.fromkeys(frame["quantity"]))))
-        .resolve_scale(y="independent")
+        .properties(width=240, height=70)
+        .facet(
+            row=alt.Row(
+                "quantity:N",
+                title=None,
+                sort=list(dict.fromkeys(frame["quantity"])),
+                header=alt.Header(labelOrient="top", labelAnchor="start", labelAngle=0, labelLimit=0),
+            )
+        )
+        .resolve_scale(x="independent")
     )

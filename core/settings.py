@@ -1,23 +1,21 @@
 """The dashboard's shared settings, their limits, the presets, and link validation.
 
 Pure Python: the sidebar builds its widgets from these ranges, and tests check
-them without a server.
+them without a server. The rule every link value passes lives in core.links.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import torch
 
-from core import registry
 from core.examples import (
     MAX_D_IN,
-    MAX_TEXT_CHARS,
     Example,
     cats_example,
     embed_text,
@@ -26,6 +24,9 @@ from core.examples import (
     random_words_example,
 )
 from core.registry import Control
+
+if TYPE_CHECKING:
+    from core.links import LinkReading
 
 # Caps on what a student can ask for; see README "Scaling out" for how they were chosen.
 LIMITS: Mapping[Control, tuple[float, float]] = MappingProxyType(
@@ -235,92 +236,12 @@ def effective_d_in(settings: Settings) -> int:
     return preset.d_in if preset.fixed_inputs and preset.d_in is not None else settings.d_in
 
 
-# ------------------------------------------------------------------ link (query-param) checks
-# One rule for every link: each of our parameters is either used exactly as `read_link` reads
-# it, or ignored with one note, and then the sidebar shows its default. Streamlit's bound
-# widgets parse a URL more loosely than this (int("１２"), int("1_000"), float("1e3"), the
-# start of an over-long text, a repeated parameter dropped), so the frame makes the widgets
-# show `LinkReading.settings` rather than trusting their own parse (streamlit_app.py).
-
-# What a link may spell a number as: ASCII digits only, no exponent, no separators.
-_INTEGER = re.compile(r"[0-9]{1,10}")
-_WHOLE_DECIMAL = re.compile(r"[0-9]{1,10}(\.0*)?")  # the seed box is float-typed: "7.0" is 7
-_DECIMAL = re.compile(r"[0-9]{0,3}(\.[0-9]{1,6})?")
-
-
-@dataclass(frozen=True)
-class LinkNote:
-    """One link value the app ignores: the parameter, the value as given, and why."""
-
-    parameter: str
-    value: str
-    reason: str  # plain words that complete "'name=value' ..."
-
-
-@dataclass(frozen=True)
-class LinkReading:
-    """What a link asks for, after the rule: the settings to show, and what was ignored."""
-
-    settings: Settings  # the link's accepted values over the defaults
-    notes: tuple[LinkNote, ...]  # at most one per known parameter
-    unknown: tuple[str, ...]  # names of parameters the app does not know, in link order
-
-
+# ------------------------------------------------------------------ links
 def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> LinkReading:
-    """Read a link's query parameters by the one rule (see the comment above).
+    """A link's query parameters read by the one rule (core.links.read_link)."""
+    from core import links  # not at the top: core.links reads the training lab's caps, whose module imports this one
 
-    `params` maps each name to its value, or to all its values when it was repeated.
-    """
-    accepted: dict[str, object] = {}
-    notes: list[LinkNote] = []
-    unknown: list[str] = []
-    fields = Settings.__dataclass_fields__
-    for name, raw in params.items():
-        values = raw if isinstance(raw, list) else [raw]
-        if name not in fields:  # a page's own control or the frame's is read by its bound widget
-            if name not in registry.link_keys():
-                unknown.append(name)
-            continue
-        if len(values) != 1:
-            notes.append(LinkNote(name, " & ".join(map(str, values)), f"is given {len(values)} times"))
-            continue
-        value, problem = _read_value(name, str(values[0]), devices)
-        if problem:
-            notes.append(LinkNote(name, str(values[0]), problem))
-        else:
-            accepted[name] = value
-    return LinkReading(Settings(**accepted), tuple(notes), tuple(unknown))
-
-
-def _read_value(name: str, text: str, devices: list[str]) -> tuple[object, str | None]:
-    """(the value, None) when the rule accepts `text` for parameter `name`, else (None, why not)."""
-    if name in ("d_in", "d_out", "num_heads", "seed"):
-        low, high = (int(bound) for bound in LIMITS[name])
-        pattern = _WHOLE_DECIMAL if name == "seed" else _INTEGER
-        number = int(float(text)) if pattern.fullmatch(text) else None
-        if number is None or not low <= number <= high:
-            return None, f"is not a whole number from {low} to {high} (digits 0-9 only)"
-        return number, None
-    if name == "dropout":
-        low, high = LIMITS["dropout"]
-        number = float(text) if text and text != "." and _DECIMAL.fullmatch(text) else None
-        if number is None or not low <= number <= high:
-            return None, f"is not a rate from {low} to {high} (such as 0.25)"
-        return number, None
-    if name == "preset":
-        return (PresetKey(text), None) if text in PRESETS else (None, f"is not one of {', '.join(PRESETS)}")
-    if name == "scale":
-        return (text == "true", None) if text in ("true", "false") else (None, "is not true or false")
-    if name == "device":
-        return (text, None) if text in devices else (None, f"is not available here ({', '.join(devices)})")
-    if name == "weights":
-        choices = [source.value for source in WeightsSource]
-        return (WeightsSource(text), None) if text in choices else (None, f"is not one of {', '.join(choices)}")
-    if not text.strip():
-        return None, "is empty"
-    if len(text) > MAX_TEXT_CHARS:
-        return None, f"is longer than {MAX_TEXT_CHARS} characters"
-    return text, None
+    return links.read_link(params, devices)
 
 
 # ------------------------------------------------------------------ cache keys

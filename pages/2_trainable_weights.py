@@ -52,10 +52,9 @@ for col, (name, label, matrix) in zip(cols, projections, strict=True):
 step(f"One query: “{literal(token)}”")
 widgets.prose("trainable_weights", "steps")
 scale_text = r"\frac{1}{\sqrt{d_k}}" if settings.scale else "1"
-st.latex(
-    rf"\text{{Attention}}(Q, K, V) = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V"
-    rf"\qquad d_k = {lesson.d_k},\ \text{{scale}} = {lesson.scale:.4f}"
-)
+# Short lines: "Attention(Q, K, V) = ...", d_k and the scale on one line were cut on a 390 px phone.
+st.latex(rf"Z = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V")
+st.latex(rf"d_k = {lesson.d_k},\quad \text{{scale}} = {lesson.scale:.4f}")
 q = ", ".join(f"{v:.4f}" for v in lesson.query_vector)
 st.markdown(f"q = **[{q}]**")
 widgets.number_table(lesson.one_query.set_index("token").T)
@@ -110,7 +109,11 @@ a.metric("max |v1 − v2|, own initialisations", f"{lesson.v1_fresh_max_diff:.4f
 b.metric("max |v1 − v2|, v2's weights copied into v1", f"{lesson.v1_copied_max_diff:.1e}")
 if settings.preset == PresetKey.BOOK:
     st.caption("The book builds v2 with seed 789: set the seed to 789 to see its row 1, [-0.0739, 0.0713].")
-widgets.code_box(lesson.v1_v2_code, "SelfAttention_v1 and _v2 in plain PyTorch: the three rows of the table above.")
+widgets.code_box(
+    lesson.v1_v2_code,
+    "SelfAttention_v1 and _v2 in plain PyTorch: the three rows of the table above.",
+    title="SelfAttention_v1 and _v2",
+)
 
 step("d_v may differ from d_k")
 widgets.prose("trainable_weights", "dv")

@@ -60,6 +60,7 @@ widgets.code_box(
     why_scale.peakiness_code(settings.seed),
     "Plain PyTorch that draws the queries and keys themselves; the page samples the same scores faster, "
     "so the digits differ within Monte Carlo error.",
+    title="peakiness against d_k",
 )
 if not settings.scale:
     st.warning("Scaling is switched off in the sidebar: the red (unscaled) lines are what your model sees.")
@@ -75,7 +76,11 @@ draw.draw(
 widgets.number_table(charts.variance_table(variance.table), hide_index=True)
 st.markdown("**The trainable-weights notebook's experiment** (1,000 draws at d = 5 and d = 100, this seed):")
 widgets.number_table(variance.notebook.labelled, hide_index=True)
-widgets.code_box(variance.notebook.code, "The notebook's experiment at d = 5 and 100, drawn from the sidebar's seed.")
+widgets.code_box(
+    variance.notebook.code,
+    "The notebook's experiment at d = 5 and 100, drawn from the sidebar's seed.",
+    title="the attention notebook's variance experiment",
+)
 
 step("(c) Saturated softmax, vanishing gradients")
 widgets.prose("why_scale", "saturation")
@@ -102,10 +107,13 @@ st.caption(
     "0.2119 cut off after three digits, not rounded."
 )
 widgets.code_box(
-    sweep.code, "The softmax examples of this page: the ×m sweep and the d_k = 64 example, with gradients."
+    sweep.code,
+    "The softmax examples of this page: the ×m sweep and the d_k = 64 example, with gradients.",
+    title="the softmax sweep and the d_k = 64 example",
 )
 widgets.code_box(
     variance.code,
     "Plain PyTorch that draws the vectors themselves, as the sources' loop does. The page uses a faster sampler "
     "of the same distribution, so the digits differ within Monte Carlo error while the law (≈ d_k and ≈ 1) holds.",
+    title="the variance of q·k, drawn vector by vector",
 )

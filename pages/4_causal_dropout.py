@@ -36,7 +36,7 @@ training = c2.toggle(
     False,
     key=PageControl.TRAINING,
     bind="query-params",
-    help="Dropout only acts in training mode; the sidebar sets its rate.",
+    help="Dropout only acts in training mode; the sidebar sets its rate (at 0, the book's 0.5 is shown).",
 )
 lesson = cache.computed(causal_dropout.LESSON, settings, perturbed, training)
 if lesson.perturbed > 1:
@@ -99,8 +99,10 @@ if lesson.book is not None:
                 value_title="weight",
             )
         st.markdown("**The printed scores with −∞ above the diagonal**, and the softmax of them divided by √2:")
-        m1, m2 = st.columns(2)
-        widgets.number_table(lesson.book.masked_scores, where=m1)
+        # The table gets the full width: in half a column its six columns of 20 px numbers were cut
+        # on a 1280 px projector in presentation mode.
+        widgets.number_table(lesson.book.masked_scores)
+        m2, _ = st.columns(2)
         with m2:
             draw.heatmap(
                 lesson.book.minus_inf_weights,
@@ -134,7 +136,11 @@ with b1:
 b2.markdown("**Step 1 and step 2, exact weights** (average above, head below):")
 widgets.number_table(lesson.blog.simple_average_table, where=b2)
 widgets.number_table(lesson.blog.head_table, where=b2)
-widgets.code_box(lesson.blog.code, "The decoder blog's two steps in plain PyTorch, on this page's cats embeddings.")
+widgets.code_box(
+    lesson.blog.code,
+    "The decoder blog's two steps in plain PyTorch, on this page's cats embeddings.",
+    title="the decoder blog's two steps",
+)
 
 step("Does anything leak from the future?")
 widgets.prose("causal_dropout", "leak")
@@ -168,31 +174,34 @@ with l2:
         wrap_lines=True,  # no sideways scrolling box (a keyboard cannot reach it)
     )
     st.metric("average weight on future tokens, buggy", f"{lesson.bug_future_mass:.4f}")
-widgets.code_box(lesson.leakage_code, "The leakage check and the masked_fill bug in plain PyTorch.")
+widgets.code_box(
+    lesson.leakage_code,
+    "The leakage check and the masked_fill bug in plain PyTorch.",
+    title="the leakage check and the masked_fill bug",
+)
 
 step("Dropout on the attention weights")
 widgets.prose("causal_dropout", "dropout")
 st.latex(
     rf"\tilde\alpha_{{ij}} = \frac{{m_{{ij}}\,\alpha_{{ij}}}}{{1-p}},\quad m_{{ij}}\sim\text{{Bernoulli}}(1-p),"
-    rf"\quad p = {settings.dropout:g}"
+    rf"\quad p = {lesson.dropout:g}"
 )
+if lesson.dropout_note:
+    st.info(lesson.dropout_note, icon=":material/info:")
 d1, d2 = st.columns(2)
 with d1:
     draw.heatmap(
         lesson.dropped,
-        "Weights after dropout" + (" (training)" if training else " (evaluation: unchanged)"),
-        "Heatmap of the attention weights after dropout.",
+        "Weights after dropout" + (" (training; ✕ = dropped)" if training else " (evaluation: unchanged)"),
+        "Heatmap of the attention weights after dropout; dropped weights are outlined and marked with a cross.",
         value_title="weight",
+        marked="dropped",
     )
 with d2:
     if not training:
         st.info("Evaluation mode: dropout is the identity. Switch on training mode above.")
-    elif settings.dropout == 0:
-        st.info("The dropout rate is 0: raise it in the sidebar.")
     else:
-        st.metric(
-            "fraction of weights kept", f"{lesson.kept_fraction:.2f}", help=f"expected {1 - settings.dropout:.2f}"
-        )
+        st.metric("fraction of weights kept", f"{lesson.kept_fraction:.2f}", help=f"expected {1 - lesson.dropout:.2f}")
         st.metric("survivors are multiplied by", f"{lesson.rescale:.4f}")
     st.markdown("**Batched shapes**")
     st.dataframe(
@@ -200,4 +209,4 @@ with d2:
         hide_index=True,
         width="stretch",
     )
-widgets.code_box(lesson.code)
+widgets.code_box(lesson.code, title="causal attention and dropout with these numbers")

@@ -19,97 +19,94 @@ st.latex(
     r"\text{head}_i = \text{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{d_{head}}} + M\right) V_i"
 )
 st.caption("M is the causal mask: 0 where a query may look, −∞ on the future tokens it may not see.")
-try:
-    lesson = cache.computed(multi_head.LESSON, settings)
-except ValueError as error:
-    st.error(
-        f"{error} The rest of this page needs a valid split; the parameter count below still works.",
-        icon=":material/error:",
+lesson = cache.computed(multi_head.LESSON, settings)
+if lesson.heads_note:
+    st.info(lesson.heads_note, icon=":material/call_split:")
+
+widgets.predict(lesson.prediction, key="predict_multi_head")
+step(f"{lesson.num_heads} heads of width {lesson.head_dim}")
+per_row = min(lesson.num_heads, 2)  # two per row: four leave no room for the numbers
+heads = list(dict.fromkeys(lesson.head_weights["head"]))
+for start in range(0, len(heads), per_row):
+    cols = st.columns(per_row)
+    for col, head in zip(cols, heads[start : start + per_row], strict=False):
+        with col:
+            draw.heatmap(
+                lesson.head_weights[lesson.head_weights["head"] == head],
+                head,
+                f"Heatmap of the causal attention weights of {head}.",
+                value_title="weight",
+                show_values=len(lesson.tokens) <= 8,
+            )
+
+widgets.prose("multi_head", "random")
+
+step("Wrapper vs one split matrix")
+widgets.prose("multi_head", "two")
+a, b, c = st.columns(3)
+a.metric("wrapper output width", lesson.wrapper_width, help="d_out per head × heads")
+b.metric("max |wrapper − MultiHeadAttention|", f"{lesson.wrapper_max_diff:.1e}")
+c.metric("parameters (this layer)", f"{lesson.params:,}")
+st.markdown("**Shapes step by step** (batch of one sentence)")
+st.dataframe(
+    [{"code": step.code, "what happens": step.what, "shape": str(step.shape)} for step in lesson.shape_steps],
+    hide_index=True,
+    width="stretch",
+)
+draw.heatmap(
+    lesson.output,
+    "Output after out_proj",
+    "Heatmap of the multi-head attention output.",
+    signed=True,
+    x_title="dimension",
+    y_title="token",
+    show_values=settings.d_out <= 8,
+)
+
+article = lesson.article
+step(f"The self-attention article's design: {article.num_heads} full-width heads")
+widgets.prose("multi_head", "article")
+st.markdown(
+    f"Here h = **{article.num_heads}**, d_q = d_k = **{article.d_k}** and d_v = **{article.d_v}** for every head "
+    f"(d_v = d_k + 4, as the article's 24 and 28), following the query token "
+    f"{token_name(article.query_index + 1)} “{literal(lesson.tokens[article.query_index])}”. "
+    f"Weights: **{article.params:,}** numbers, against **{lesson.params:,}** for the split layer above."
+)
+st.dataframe(
+    [{"code": s.code, "what happens": s.what, "shape": str(list(s.shape))} for s in article.shape_steps],
+    hide_index=True,
+    width="stretch",
+)
+if settings.preset == PresetKey.ARTICLE:
+    st.caption(
+        "The article prints these shapes: [3, 24], [3, 16, 6], [3, 24, 6], [3, 28, 6], [3, 6, 24], [3, 6, 28]. "
+        "It prints no numbers for its heads (its draws continue from earlier cells), so the weights below "
+        "are drawn from the sidebar's seed."
     )
-    lesson = None
-
-if lesson is not None:
-    widgets.predict(lesson.prediction, key="predict_multi_head")
-    step(f"{settings.num_heads} heads of width {lesson.head_dim}")
-    per_row = min(settings.num_heads, 2)  # two per row: four leave no room for the numbers
-    heads = list(dict.fromkeys(lesson.head_weights["head"]))
-    for start in range(0, len(heads), per_row):
-        cols = st.columns(per_row)
-        for col, head in zip(cols, heads[start : start + per_row], strict=False):
-            with col:
-                draw.heatmap(
-                    lesson.head_weights[lesson.head_weights["head"] == head],
-                    head,
-                    f"Heatmap of the causal attention weights of {head}.",
-                    value_title="weight",
-                    show_values=len(lesson.tokens) <= 8,
-                )
-
-    widgets.prose("multi_head", "random")
-
-    step("Wrapper vs one split matrix")
-    widgets.prose("multi_head", "two")
-    a, b, c = st.columns(3)
-    a.metric("wrapper output width", lesson.wrapper_width, help="d_out per head × heads")
-    b.metric("max |wrapper − MultiHeadAttention|", f"{lesson.wrapper_max_diff:.1e}")
-    c.metric("parameters (this layer)", f"{lesson.params:,}")
-    st.markdown("**Shapes step by step** (batch of one sentence)")
-    st.dataframe(
-        [{"code": step.code, "what happens": step.what, "shape": str(step.shape)} for step in lesson.shape_steps],
-        hide_index=True,
-        width="stretch",
-    )
+a1, a2 = st.columns(2)
+with a1:
     draw.heatmap(
-        lesson.output,
-        "Output after out_proj",
-        "Heatmap of the multi-head attention output.",
+        article.weights,
+        "Each head's weights for the query token",
+        "Heatmap: one row per full-width head, one column per token.",
+        value_title="weight",
+        x_title="key token",
+        y_title="head",
+    )
+with a2:
+    draw.heatmap(
+        article.context,
+        f"Context vectors: h × d_v = {article.num_heads} × {article.d_v}",
+        "Heatmap of each head's context vector for the query token.",
         signed=True,
         x_title="dimension",
-        y_title="token",
-        show_values=settings.d_out <= 8,
+        y_title="head",
     )
-
-if lesson is not None:
-    article = lesson.article
-    step(f"The self-attention article's design: {article.num_heads} full-width heads")
-    widgets.prose("multi_head", "article")
-    st.markdown(
-        f"Here h = **{article.num_heads}**, d_q = d_k = **{article.d_k}** and d_v = **{article.d_v}** for every head "
-        f"(d_v = d_k + 4, as the article's 24 and 28), following the query token "
-        f"{token_name(article.query_index + 1)} “{literal(lesson.tokens[article.query_index])}”. "
-        f"Weights: **{article.params:,}** numbers, against **{lesson.params:,}** for the split layer above."
-    )
-    st.dataframe(
-        [{"code": s.code, "what happens": s.what, "shape": str(list(s.shape))} for s in article.shape_steps],
-        hide_index=True,
-        width="stretch",
-    )
-    if settings.preset == PresetKey.ARTICLE:
-        st.caption(
-            "The article prints these shapes: [3, 24], [3, 16, 6], [3, 24, 6], [3, 28, 6], [3, 6, 24], [3, 6, 28]. "
-            "It prints no numbers for its heads (its draws continue from earlier cells), so the weights below "
-            "are drawn from the sidebar's seed."
-        )
-    a1, a2 = st.columns(2)
-    with a1:
-        draw.heatmap(
-            article.weights,
-            "Each head's weights for the query token",
-            "Heatmap: one row per full-width head, one column per token.",
-            value_title="weight",
-            x_title="key token",
-            y_title="head",
-        )
-    with a2:
-        draw.heatmap(
-            article.context,
-            f"Context vectors: h × d_v = {article.num_heads} × {article.d_v}",
-            "Heatmap of each head's context vector for the query token.",
-            signed=True,
-            x_title="dimension",
-            y_title="head",
-        )
-    widgets.code_box(article.code, "The article's way in plain PyTorch: torch.rand(h, d_q, d), repeat, bmm, permute.")
+widgets.code_box(
+    article.code,
+    "The article's way in plain PyTorch: torch.rand(h, d_q, d), repeat, bmm, permute.",
+    title="the self-attention article's full-width heads",
+)
 
 step("Parameter count")
 widgets.prose("multi_head", "params")
@@ -119,6 +116,7 @@ p1.metric("GPT-2-sized layer (768 → 768, 12 heads), no q/k/v bias (the book's)
 p2.metric("the same with q/k/v biases (GPT-2 itself)", f"{counts.with_qkv_bias:,}")
 layer_counts = parameter_counts(settings)
 st.markdown(f"This page's layer (sidebar d_in and d_out, no q/k/v bias): **{layer_counts.this_layer:,}** parameters")
-widgets.code_box(layer_counts.code, "Counting real nn.Linear layers instead of using the formula.")
-if lesson is not None:
-    widgets.code_box(lesson.code)
+widgets.code_box(
+    layer_counts.code, "Counting real nn.Linear layers instead of using the formula.", title="count the parameters"
+)
+widgets.code_box(lesson.code, title="the book's multi-head attention with these numbers")

@@ -15,6 +15,7 @@ from core.lessons import real_model as lesson_rm
 from core.models.minilm import MAX_WORD_PIECES, ModelFilesError, SentenceError
 from core.registry import PageControl
 from ui import cache, draw, widgets
+from ui.frame import frame as page_frame
 from ui.frame import page_start
 from ui.presentation import step
 
@@ -77,9 +78,12 @@ def open_head(layer: int, head: int) -> None:
 def word_pieces(lesson: lesson_rm.RealModelLesson, example: lesson_rm.ExampleSentence | None) -> None:
     """The pieces as plain text; for an example, the head that links its two words, with a button."""
     st.text(f"{len(lesson.tokens)} word pieces:  " + "  ".join(lesson.tokens))  # st.text: never markdown
-    if LAYER not in st.session_state:  # first visit: the example's head, or the clearest previous-token head
+    if LAYER not in st.session_state:  # first visit: the link's head, the example's, or the clearest previous-token one
         opening = lesson_rm.opening_head(lesson, example)
-        open_head(opening.layer, opening.head)
+        # The layer and head boxes are drawn below the grid and take the link's values only then:
+        # the grid (drawn first) must outline the same head. The link's values have passed the rule.
+        linked = page_frame().link.controls
+        open_head(int(linked.get(LAYER, opening.layer)), int(linked.get(HEAD, opening.head)))
     pair = lesson_rm.pair_finding(lesson, example.query, example.attends_to) if example else None
     if example and pair:
         best = pair.strongest
@@ -117,19 +121,20 @@ def chosen_head(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame:
     st.markdown(f"**Layer {layer}, head {head}**")
     widgets.prose("real_model", "head")
     num_tokens = len(lesson.tokens)
-    big, lines = st.columns([3, 2])
-    with big:
-        draw.heatmap(  # the lab's one heatmap path (core.charts): readable cells, contrast, both themes
-            frame,
-            "Weights: queries down, keys across",
-            f"Heatmap of the attention weights of layer {layer}, head {head}, queries down, keys across.",
-            value_title="weight",
-            show_values=num_tokens <= 12,
-        )
-    with lines:
-        widgets.prose("real_model", "lines")
+    draw.heatmap(  # the lab's one heatmap path (core.charts): readable cells, contrast, both themes
+        frame,
+        "Weights: queries down, keys across",
+        f"Heatmap of the attention weights of layer {layer}, head {head}, queries down, keys across.",
+        value_title="weight",
+        show_values=num_tokens <= 12,
+    )
+    widgets.prose("real_model", "lines")
+    # Below the heatmap, in the middle three fifths: beside it, a 2/5 column left the lines about
+    # 30 px between the two label columns on a 1280 px projector (a phone stacks the columns).
+    _, middle, _ = st.columns([1, 3, 1])
+    with middle:
         draw.draw(
-            charts_rm.lines_template(num_tokens, "Who attends to whom"),
+            charts_rm.lines_template(num_tokens, "Who attends to whom", max(map(len, lesson.tokens))),
             f"Lines from each word piece to the pieces it attends to (layer {layer}, head {head}).",
             data={
                 charts_rm.LINES_DATA: lesson_rm.lines_frame(lesson, layer, head),

@@ -12,14 +12,20 @@ from ui.frame import page_start
 from ui.presentation import step
 
 frame = page_start()
+
 LEARNING_RATES = list(tt.LEARNING_RATES)
 
 
 def task_changed() -> None:
-    """A new task brings the depth and length that solve it (the student can still change them)."""
-    task = st.session_state["train_task"]
-    st.session_state["train_layers"] = tt.DEFAULT_LAYERS[task]
-    st.session_state["train_steps"] = tt.DEFAULT_STEPS[task]
+    """A new task brings the depth and length that solve it (the student can still change them).
+
+    A callback runs before the page's error handler: a value no option has (a forged message)
+    changes nothing here, and the task box puts back its default.
+    """
+    task = st.session_state.get("train_task")
+    if task in tt.DEFAULT_LAYERS:
+        st.session_state["train_layers"] = tt.DEFAULT_LAYERS[task]
+        st.session_state["train_steps"] = tt.DEFAULT_STEPS[task]
 
 
 def task_defaults(task: tt.Task) -> dict[str, int]:
@@ -148,10 +154,20 @@ widgets.predict(tt.spread_question(config.d_k), key="predict_training_lab")
 step("Loss and held-out accuracy")
 widgets.prose("training_lab", "curves")
 if runs:
-    draw.draw(
-        charts_training.curves_chart(tt.curves_frame(runs), tt.chance_frame(runs)),
-        "Two line charts against the step: training loss and held-out accuracy, one line per run; "
-        "a grey rule marks what a model without the task's lookup scores.",
+    loss_chart, accuracy_chart = charts_training.curve_charts(tt.curves_frame(runs), tt.chance_frame(runs))
+    left, right = st.columns(2)  # side by side on a laptop, one under the other on a phone
+    with left:
+        draw.draw(loss_chart, "Line chart against the step: training loss, one line per run; unscaled runs dashed.")
+    with right:
+        draw.draw(
+            accuracy_chart,
+            "Line chart against the step: held-out accuracy, one line per run; a grey rule marks what a model "
+            "without the task's lookup scores.",
+        )
+    st.dataframe(
+        [{"run": f"run {number}", "setup": tt.run_label(run.config)} for number, run in enumerate(runs, start=1)],
+        hide_index=True,
+        width="stretch",
     )
 else:
     st.info("No run yet: press Train.", icon=":material/school:")

@@ -75,20 +75,30 @@ def heatmap(frame, title: str, description: str, *, key: str | None = None, on_s
 
 
 def select_query_from_chart(chart_key: str, target: str) -> None:
-    """on_select callback: a click on a heatmap row makes that row the query."""
-    state = st.session_state.get(chart_key)
-    picked = (state or {}).get("selection", {}).get(QUERY_SELECTION) if state else None
-    if picked:
-        st.session_state[target] = int(picked[0]["row_index"])
+    """on_select callback: a click on a heatmap row makes that row the query.
+
+    Runs before the page (outside its error handler), so a selection the chart could not have
+    sent (forged: a missing field, a row that is not a number) is ignored, not raised.
+    """
+    row = _picked(chart_key, QUERY_SELECTION, "row_index")
+    if row is not None:
+        st.session_state[target] = row["row_index"]
 
 
 def select_head_from_chart(chart_key: str, selection: str, layer_key: str, head_key: str) -> None:
     """on_select callback: a click on a head's cell or panel makes it the chosen (layer, head)."""
-    state = st.session_state.get(chart_key)
-    picked = (state or {}).get("selection", {}).get(selection) if state else None
-    if picked and "layer" in picked[0] and "head" in picked[0]:
-        st.session_state[layer_key] = int(picked[0]["layer"])
-        st.session_state[head_key] = int(picked[0]["head"])
+    picked = _picked(chart_key, selection, "layer", "head")
+    if picked is not None:
+        st.session_state[layer_key], st.session_state[head_key] = picked["layer"], picked["head"]
+
+
+def _picked(chart_key: str, selection: str, *fields: str) -> dict[str, int] | None:
+    """The first point of a chart's selection as whole numbers, or None if it has no such point."""
+    try:
+        point = st.session_state[chart_key]["selection"][selection][0]
+        return {name: int(point[name]) for name in fields}
+    except (KeyError, IndexError, TypeError, ValueError, OverflowError):
+        return None
 
 
 def query_weights_heatmap(

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from core.registry import PageSpec
-from core.settings import LinkReading, Settings
-from ui import presentation
+from core.links import LinkReading
+from core.registry import FRAME_CONTROLS, PageSpec
+from core.settings import Settings
+from ui import hardening, presentation
 
 
 @dataclass(frozen=True)
@@ -67,12 +68,20 @@ def frame() -> Frame:
 
 
 def page_start() -> Frame:
-    """Every page's first line: the hand-over, the title, and the input problem if there is one."""
+    """Every page's first line: the hand-over, the title, and what of this session's input could
+    not be used (the sentence, a link's values for this page's controls, a forged control value)."""
     state = frame()
     with st.container(key="al-title"):  # stays in view on every step of presentation mode
         st.title(state.page.heading)
         if state.input_problem:
             st.error(state.input_problem, icon=":material/error:")
+        from ui import widgets  # here, not at the top: ui.widgets reads this module's frame()
+
+        mine = {*state.page.controls, *FRAME_CONTROLS}
+        for note in state.link.page_notes():
+            if note.parameter in mine:
+                widgets.link_warning(note.parameter, note.value, note.reason)
+        hardening.unreadable_values_note()
     return state
 
 

@@ -81,9 +81,18 @@ def prose(name: str, part: str) -> None:
     st.markdown(_section(name, part))
 
 
-def code_box(code: str, note: str = "Plain PyTorch; paste it into a notebook and compare with this page.") -> None:
-    """The lesson's recipe (core/recipes/), filled with this page's settings."""
-    with st.expander("Code: reproduce exactly these numbers", icon=":material/code:"):
+def code_box(
+    code: str,
+    note: str = "Plain PyTorch; paste it into a notebook and compare with this page.",
+    *,
+    title: str = "reproduce exactly these numbers",
+) -> None:
+    """A recipe (core/recipes/), filled with this page's settings, under "Code: <title>".
+
+    A page with several boxes gives each its own title: two closed boxes with one label look
+    like the same code twice.
+    """
+    with st.expander(f"Code: {title}", icon=":material/code:"):
         st.caption(note)
         st.code(code, language="python")
 

@@ -19,7 +19,7 @@ import torch
 from core import charts_scale, kv_cache, recipes
 from core.device import resolve_device
 from core.functional import scaled_dot_product_attention
-from core.lessons.common import Prediction, generator
+from core.lessons.common import CPU, Prediction, generator
 from core.long_context import (
     AttentionPath,
     Measurement,
@@ -278,7 +278,7 @@ def online_lesson(seed: int, num_keys: int, block_size: int) -> OnlineLesson:
     """One random query against `num_keys` keys, read `block_size` keys at a time."""
     if num_keys not in KEY_CHOICES or not (1 <= block_size <= num_keys):
         raise ValueError(f"Choose {min(KEY_CHOICES)} to {max(KEY_CHOICES)} keys and a block of 1 to that many keys.")
-    draws = generator(seed)
+    draws = generator(seed, CPU)  # drawn on the CPU, then moved
     query = torch.randn(ROW_WIDTH, generator=draws)  # (E,)
     keys = torch.randn(num_keys, ROW_WIDTH, generator=draws) * 2  # (S, E): spread so the max moves
     values = torch.randn(num_keys, VALUE_WIDTH, generator=draws)  # (S, Ev)
@@ -375,7 +375,7 @@ def tiling_lesson(seed: int, block_q: int, block_k: int, causal: bool) -> Tiling
     """Tiled attention over PICTURE_TOKENS tokens (one head of width 8) against the reference path."""
     if block_q not in BLOCK_CHOICES or block_k not in BLOCK_CHOICES:
         raise ValueError(f"Block sizes must be one of {', '.join(map(str, BLOCK_CHOICES))}.")
-    draws = generator(seed)
+    draws = generator(seed, CPU)  # drawn on the CPU, then moved
     query, key, value = (torch.randn(1, PICTURE_TOKENS, 8, generator=draws) for _ in range(3))  # (1, T, E)
     result: TiledResult = tiled_attention(query, key, value, block_q, block_k, is_causal=causal)
     reference = scaled_dot_product_attention(query, key, value, is_causal=causal).context
@@ -551,7 +551,7 @@ def generation_caption(kv: CacheLesson) -> str:
 
 
 def generation_timing(model: tt.TinyTransformer, timed_tokens: int, device: torch.device) -> tuple[pd.DataFrame, float]:
-    longer = kv_cache.with_longer_context(model, len(PROMPT) + timed_tokens, generator(0)).to(device)
+    longer = kv_cache.with_longer_context(model, len(PROMPT) + timed_tokens, generator(0, CPU)).to(device)
     # Each step's fastest of TIMING_REPEATS generations: on a shared machine other work only ever adds time.
     # What is left of the spikes (the garbage collector) the chart's line smooths: the median of 9 steps.
     steps = {

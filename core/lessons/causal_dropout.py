@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -12,6 +13,7 @@ from core import functional as fn
 from core import recipes
 from core.examples import BOOK_CAUSAL_MASKED_SCORES, BOOK_CAUSAL_WEIGHTS, cats_example
 from core.lessons.common import (
+    CPU,
     Prediction,
     generator,
     inputs_on_device,
@@ -27,6 +29,9 @@ from core.registry import Control, LessonSpec
 from core.settings import PresetKey, Settings
 
 NOISE_SIZE = 3.0  # how far the perturbed token is pushed (times a standard-normal vector)
+# The book chapter's example rate. The sources' presets set dropout to 0 (their printed weights
+# have none), so training mode at the sidebar's 0 would change nothing visible: it shows this rate.
+TEACHING_DROPOUT = 0.5
 
 
 @dataclass(frozen=True)
@@ -72,8 +77,10 @@ class CausalLesson:
     buggy: pd.DataFrame  # weights when masked_fill's result is thrown away: the future leaks
     bug_future_mass: float  # mean weight on future tokens with that bug
     leakage_code: str  # the filled recipe core/recipes/causal_leakage.py (leakage check and the bug)
-    dropped: pd.DataFrame  # the weights after dropout (unchanged in evaluation mode)
+    dropped: pd.DataFrame  # the weights after dropout (unchanged in evaluation mode), `marked` = dropped
     training: bool
+    dropout: float  # the rate applied in training mode: the sidebar's, or TEACHING_DROPOUT when that is 0
+    dropout_note: str | None  # why the rate differs from the sidebar's (None when it does not)
     kept_fraction: float | None  # share of weights dropout kept (None in evaluation mode)
     rescale: float  # survivors are multiplied by 1 / (1 - p)
     batch_shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (step, shape) for a batch of two
@@ -148,7 +155,7 @@ def decoder_blog(settings: Settings) -> DecoderBlog:
     example, _ = cats_example(d_in=d_in, seed=settings.seed)
     shift, simple_average = _decoder_blog()
     average = SimpleAverageSelfAttention(4).attention_weights(4)  # (4, 4)
-    head = SingleSelfAttentionHead(4, d_in, settings.d_out, generator=generator(settings.seed))
+    head = SingleSelfAttentionHead(4, d_in, settings.d_out, generator=generator(settings.seed, CPU))
     with torch.no_grad():
         trace = head.trace(example.embeddings, scale=settings.scale_factor)
     code = recipes.fill(
@@ -177,14 +184,25 @@ def perturb_range(num_tokens: int) -> tuple[int, int] | None:
     return (2, num_tokens) if num_tokens >= 2 else None
 
 
+def _dropped_cells(keep: torch.Tensor, weights: torch.Tensor) -> np.ndarray:
+    """(T*T,) row by row: the weights dropout zeroed (a future cell, already 0, is not counted as one)."""
+    return (~keep & (weights > 0)).flatten().cpu().numpy()
+
+
+def dropout_rate(settings: Settings, training: bool) -> float:
+    """The rate the page applies: the sidebar's, or the book's 0.5 when training is on at a rate of 0."""
+    return TEACHING_DROPOUT if training and settings.dropout == 0 else settings.dropout
+
+
 def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalLesson:
     example, x, device = inputs_on_device(settings)  # x: (T, d_in)
     tokens = unique_labels(example.tokens)
     num_tokens = len(tokens)
     batch = x.unsqueeze(0)  # (1, T, d_in)
-    module = CausalAttention(
-        x.shape[-1], settings.d_out, num_tokens, settings.dropout, generator=generator(settings.seed)
-    ).to(device)
+    rate = dropout_rate(settings, training)
+    module = CausalAttention(x.shape[-1], settings.d_out, num_tokens, rate, generator=generator(settings.seed, CPU)).to(
+        device
+    )
     bounds = perturb_range(num_tokens)
     perturbed = min(max(bounds[0], int(perturbed)), bounds[1]) if bounds else 1
     with torch.no_grad():
@@ -194,11 +212,11 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
         before = fn.mask_before_softmax(scaled)
         buggy = fn.mask_with_classic_bug(scaled.clone())
         changed = batch.clone()
-        noise = torch.randn(x.shape[-1], generator=generator(settings.seed + 7)).to(device)
+        noise = torch.randn(x.shape[-1], generator=generator(settings.seed + 7, CPU)).to(device)
         changed[0, perturbed - 1] += NOISE_SIZE * noise
         row_change = (module(changed)[0] - module(batch)[0]).abs().amax(dim=-1)  # (T,)
         module.train(training)
-        dropped = module.trace(batch, generator=generator(settings.seed + 1), scale=settings.scale_factor)
+        dropped = module.trace(batch, generator=generator(settings.seed + 1, device), scale=settings.scale_factor)
     shift, simple_average = _decoder_blog()
     keep = dropped.dropout_mask
     code = recipes.fill(
@@ -209,7 +227,7 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
             "seed": settings.seed,
             "d_out": settings.d_out,
             "scale_scores": settings.scale,
-            "dropout": settings.dropout,
+            "dropout": rate,
             "training": training,
         },
     )
@@ -242,10 +260,19 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
                 "scale_scores": settings.scale,
             },
         ),
-        dropped=matrix_frame(dropped.dropped_weights[0], tokens, tokens),
+        dropped=matrix_frame(dropped.dropped_weights[0], tokens, tokens).assign(
+            marked=False if keep is None else _dropped_cells(keep[0], dropped.weights[0])
+        ),
         training=training,
+        dropout=rate,
+        dropout_note=(
+            f"The sidebar's dropout rate is 0, so training mode uses the book's {TEACHING_DROPOUT:g} here "
+            "to show dropout at work; set another rate in the sidebar."
+            if rate != settings.dropout
+            else None
+        ),
         kept_fraction=None if keep is None else float(keep.float().mean()),
-        rescale=1.0 / (1.0 - settings.dropout),
+        rescale=1.0 / (1.0 - rate),
         batch_shapes=(
             ("inputs, one sentence", (num_tokens, x.shape[-1])),
             ("batch = torch.stack((inputs, inputs))", (2, num_tokens, x.shape[-1])),

@@ -74,9 +74,20 @@ def strongest_key_question(tokens: tuple[str, ...], query_index: int, weights_ro
     )
 
 
-def generator(seed: int) -> torch.Generator:
-    """A private CPU generator: never the global RNG (sessions share one process)."""
-    return torch.Generator().manual_seed(int(seed))
+# Where a lesson draws its weights: on the CPU, whatever device it runs on, so that every device
+# shows the sources' numbers (a CUDA generator draws a different stream from the same seed).
+CPU = torch.device("cpu")
+
+
+def generator(seed: int, device: torch.device | str) -> torch.Generator:
+    """A private generator on `device`: never the global RNG (sessions share one process).
+
+    `device` is the device of the tensors it draws for, and must be said: a CPU generator
+    cannot draw for a CUDA tensor ("Expected a 'cuda' device type for generator"). Weights
+    drawn on the CPU and moved afterwards pass `CPU`; a draw made on the inputs' own device
+    (dropout on the attention weights) passes that device.
+    """
+    return torch.Generator(device=device).manual_seed(int(seed))
 
 
 def matrix_frame(

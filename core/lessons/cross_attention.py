@@ -11,6 +11,7 @@ from core import recipes
 from core.device import resolve_device
 from core.examples import Example, embed_text, random_second_sequence
 from core.lessons.common import (
+    CPU,
     Prediction,
     dims,
     generator,
@@ -93,7 +94,7 @@ def cross_lesson(
     tokens = unique_labels(example.tokens)
     d_in = x.shape[-1]
     width_kv = d_in if article or d_in_kv is None else int(d_in_kv)
-    g = generator(settings.seed)
+    g = generator(settings.seed, CPU)
     module = CrossAttention(d_in, settings.d_out, int(d_v), d_in_kv=width_kv, generator=g).to(device)
     if article:  # drawn from the same generator, after the weights
         second = random_second_sequence(ARTICLE_SECOND_LENGTH, d_in, generator=g).to(device)  # (8, 16)

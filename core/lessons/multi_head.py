@@ -9,6 +9,7 @@ import torch
 
 from core import recipes
 from core.lessons.common import (
+    CPU,
     Prediction,
     dims,
     generator,
@@ -39,6 +40,8 @@ class ShapeStep:
 @dataclass(frozen=True)
 class MultiHeadLesson:
     tokens: tuple[str, ...]
+    num_heads: int  # the heads shown: the sidebar's count, or the most heads below it that split d_out
+    heads_note: str | None  # why the heads shown differ from the sidebar's count (None when they do not)
     head_dim: int  # d_out / num_heads: the book's heads split one projection
     head_weights: pd.DataFrame  # matrix_frame rows of every head, with a "head" column ("head 1", ...)
     output: pd.DataFrame  # after out_proj, (T, d_out)
@@ -142,7 +145,8 @@ def parameter_counts(settings: Settings) -> LayerParameters:
         this_layer=multihead_parameter_count(d_in, settings.d_out),
         gpt2=gpt2_parameter_counts(),
         code=recipes.fill(
-            "multi_head_params", {"d_in": d_in, "d_out": settings.d_out, "num_heads": settings.num_heads}
+            "multi_head_params",
+            {"d_in": d_in, "d_out": settings.d_out, "num_heads": heads_that_split(settings.d_out, settings.num_heads)},
         ),
     )
 
@@ -168,7 +172,7 @@ def article_heads(settings: Settings, x: torch.Tensor, tokens: tuple[str, ...]) 
     d_v = d_k + 4
     num_tokens, d = x.shape
     query_index = min(settings.preset_info.query_index, num_tokens - 1)
-    g = generator(settings.seed)
+    g = generator(settings.seed, CPU)
     w_query = torch.rand(heads, d_k, d, generator=g).to(x.device)  # (h, d_q, d)
     w_key = torch.rand(heads, d_k, d, generator=g).to(x.device)  # (h, d_k, d)
     w_value = torch.rand(heads, d_v, d, generator=g).to(x.device)  # (h, d_v, d)
@@ -218,18 +222,36 @@ def article_heads(settings: Settings, x: torch.Tensor, tokens: tuple[str, ...]) 
     )
 
 
+def heads_that_split(d_out: int, wanted: int) -> int:
+    """The most heads, at most `wanted`, that split d_out into equal widths (1 always does)."""
+    return max(h for h in range(1, max(1, min(wanted, d_out)) + 1) if d_out % h == 0)
+
+
+def heads_note(d_out: int, wanted: int) -> str | None:
+    """Why the lesson shows fewer heads than the sidebar asks for, in plain words; None when it does not."""
+    heads = heads_that_split(d_out, wanted)
+    if heads == wanted:
+        return None
+    fits = ", ".join(str(h) for h in range(1, min(d_out, 8) + 1) if d_out % h == 0)
+    return (
+        f"d_out = {d_out} does not split into {wanted} heads of equal width, so this page shows {heads} "
+        f"head{'s' if heads > 1 else ''} of width {d_out // heads}. Head counts that split d_out = {d_out}: {fits}."
+    )
+
+
 def multihead_lesson(settings: Settings) -> MultiHeadLesson:
-    """Raises ValueError when d_out is not divisible by the number of heads."""
+    """The book's heads at the sidebar's count, or at the most heads below it that split d_out (with a note)."""
     example, x, device = inputs_on_device(settings)  # x: (T, d_in)
     tokens = unique_labels(example.tokens)
     num_tokens, d_in = x.shape
     batch = x.unsqueeze(0)  # (1, T, d_in)
-    heads, d_out = settings.num_heads, settings.d_out
-    g = generator(settings.seed)
+    d_out = settings.d_out
+    heads = heads_that_split(d_out, settings.num_heads)
+    g = generator(settings.seed, CPU)
     mha = MultiHeadAttention(d_in, d_out, num_tokens, settings.dropout, heads, generator=g).to(device).eval()
     head_dim = d_out // heads
     wrapper = MultiHeadAttentionWrapper(
-        d_in, head_dim, num_tokens, settings.dropout, heads, generator=generator(settings.seed)
+        d_in, head_dim, num_tokens, settings.dropout, heads, generator=generator(settings.seed, CPU)
     )
     wrapper = wrapper.to(device).eval()
     with torch.no_grad():
@@ -250,6 +272,8 @@ def multihead_lesson(settings: Settings) -> MultiHeadLesson:
     )
     return MultiHeadLesson(
         tokens=tokens,
+        num_heads=heads,
+        heads_note=heads_note(d_out, settings.num_heads),
         head_dim=head_dim,
         head_weights=pd.concat(frames, ignore_index=True),
         output=matrix_frame(trace.output[0], tokens, dims("z", d_out)),

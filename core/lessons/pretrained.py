@@ -303,7 +303,7 @@ def pretrained_causal_lesson(
         masked = fn.mask_before_softmax(scaled)
         renormalised = fn.mask_after_softmax(scaled).renormalised
         if training and dropout > 0:
-            dropped, keep = fn.dropout_with_generator(masked, dropout, generator(seed))
+            dropped, keep = fn.dropout_with_generator(masked, dropout, generator(seed, masked.device))
         else:
             dropped, keep = masked, None
     future = unmasked.triu(diagonal=1).sum(dim=-1)  # (T,): weight each row had on later pieces

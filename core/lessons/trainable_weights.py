@@ -10,6 +10,7 @@ import torch
 from core import functional as fn
 from core import recipes
 from core.lessons.common import (
+    CPU,
     Prediction,
     clamp_index,
     dims,
@@ -57,7 +58,7 @@ class TrainableLesson:
 
 def _projected(settings: Settings, x: torch.Tensor) -> tuple[fn.AttentionTrace, tuple[torch.Tensor, ...]]:
     """Queries/keys/values with the preset's weight layout, traced; W_q, W_k, W_v as (d_in, d_out)."""
-    g = generator(settings.seed)
+    g = generator(settings.seed, CPU)
     scheme = settings.preset_info.weights
     d_in = x.shape[-1]
     if scheme == WeightLayout.RANDN_X_AT_W:  # the attention notebook: torch.randn weights, x @ W
@@ -76,8 +77,8 @@ def _projected(settings: Settings, x: torch.Tensor) -> tuple[fn.AttentionTrace, 
 
 
 def _v1_vs_v2(settings: Settings, x: torch.Tensor, tokens: tuple[str, ...]) -> tuple[pd.DataFrame, float, float]:
-    v2 = SelfAttention_v2(x.shape[-1], settings.d_out, generator=generator(settings.seed)).to(x.device)
-    v1_fresh = SelfAttention_v1(x.shape[-1], settings.d_out, generator=generator(settings.seed)).to(x.device)
+    v2 = SelfAttention_v2(x.shape[-1], settings.d_out, generator=generator(settings.seed, CPU)).to(x.device)
+    v1_fresh = SelfAttention_v1(x.shape[-1], settings.d_out, generator=generator(settings.seed, CPU)).to(x.device)
     v1_copied = v1_from_v2(v2).to(x.device)
     v2_out, v1_out, copied_out = v2(x).cpu(), v1_fresh(x).cpu(), v1_copied(x).cpu()  # each (T, d_out)
     width = v2_out.shape[1]

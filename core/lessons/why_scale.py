@@ -8,7 +8,7 @@ import pandas as pd
 import torch
 
 from core import charts, recipes, stats
-from core.lessons.common import Prediction, generator
+from core.lessons.common import CPU, Prediction, generator
 from core.registry import LessonSpec
 
 # The trainable-weights notebook's five scores, multiplied by 8 to show a peaky softmax.
@@ -84,8 +84,8 @@ class SweepResult:
 
 
 def variance(seed: int, trials: int) -> VarianceResult:
-    """The variance table, drawn from `generator(seed)` with the fast sampler."""
-    table = stats.dot_product_variance(stats.DEFAULT_DIMS, trials, generator(seed))
+    """The variance table, drawn from `generator(seed, CPU)` with the fast sampler."""
+    table = stats.dot_product_variance(stats.DEFAULT_DIMS, trials, generator(seed, CPU))
     code = recipes.fill("why_scale", {"seed": int(seed), "trials": int(trials)})
     return VarianceResult(table=table, trials=int(trials), code=code, notebook=notebook_variance(seed))
 
@@ -95,7 +95,9 @@ PEAKINESS_TRIALS = 1_000
 
 def peakiness(seed: int) -> pd.DataFrame:
     """Peakiness vs d_k, scaling on and off, for random queries against 8 keys."""
-    return stats.peakiness_vs_dk(stats.DEFAULT_DIMS, num_keys=8, trials=PEAKINESS_TRIALS, generator=generator(seed + 1))
+    return stats.peakiness_vs_dk(
+        stats.DEFAULT_DIMS, num_keys=8, trials=PEAKINESS_TRIALS, generator=generator(seed + 1, CPU)
+    )
 
 
 def peakiness_table(peaks: pd.DataFrame, measure: str) -> pd.DataFrame:
@@ -161,7 +163,7 @@ def dk64_example(d_k: int = 64) -> Dk64Example:
 
 def notebook_variance(seed: int) -> NotebookVariance:
     """The notebook's two widths, 1,000 draws each, q and k drawn as vectors (as its loop does)."""
-    drawn = stats.dot_product_variance(NOTEBOOK_DIMS, NOTEBOOK_TRIALS, generator(seed), method="direct")
+    drawn = stats.dot_product_variance(NOTEBOOK_DIMS, NOTEBOOK_TRIALS, generator(seed, CPU), method="direct")
     table = pd.DataFrame(  # one construction, not rename + select + assignments (bench/NOTES.md)
         {
             "d": list(NOTEBOOK_DIMS),

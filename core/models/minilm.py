@@ -251,6 +251,20 @@ def load_model(folder: Path | None = None, *, sha256: str = WEIGHTS_SHA256, size
     return RealModel(config=config, weights=weights, tokenizer=tokenizer, folder=folder)
 
 
+def typed_as_text(model: RealModel, sentence: str) -> str:
+    """The sentence with any special piece a student typed ("[PAD]", "[CLS]", "[SEP]", ...) made plain text.
+
+    The tokenizer matches its special pieces in the raw text, before lower-casing: a typed [PAD]
+    became piece 0, which the model is not meant to see inside a sentence (and our mask, built
+    from the pieces' count, let every token attend to it). Lower-cased, it is read as the text
+    it is, "[", "pad", "]", exactly as the uncased model reads any other word.
+    """
+    for token in model.tokenizer.get_added_tokens_decoder().values():
+        if token.special:
+            sentence = sentence.replace(token.content, token.content.lower())
+    return sentence
+
+
 def tokenize(model: RealModel, sentences: list[str] | tuple[str, ...], max_pieces: int = MAX_WORD_PIECES) -> Batch:
     """Word pieces of each sentence ([CLS] ... [SEP]), padded to the longest with [PAD] (id 0).
 
@@ -259,7 +273,7 @@ def tokenize(model: RealModel, sentences: list[str] | tuple[str, ...], max_piece
     if not sentences:
         raise SentenceError("Give at least one sentence.")
     # One at a time: encode_batch would start a thread pool per process for a sentence or two.
-    encodings = [model.tokenizer.encode(sentence) for sentence in sentences]
+    encodings = [model.tokenizer.encode(typed_as_text(model, sentence)) for sentence in sentences]
     for encoding in encodings:
         if len(encoding.ids) <= 2:  # only [CLS] and [SEP]
             raise SentenceError("The sentence has no words the model can read. Type a sentence.")

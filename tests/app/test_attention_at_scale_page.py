@@ -12,6 +12,12 @@ from core import registry
 from core.lessons import attention_at_scale as lesson
 from tests.support import restore_pages_manager, use_navigation_mode
 
+
+def prediction_radio(at, key: str):
+    """The predict-then-reveal radio whose key starts with `key` (the key ends in the question's fingerprint)."""
+    return next(radio for radio in at.radio if radio.key and radio.key.startswith(key))
+
+
 APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
 PAGE = registry.page("attention_at_scale").file
 
@@ -81,11 +87,11 @@ def test_tiling_controls_change_the_tile_counts(page: AppTest) -> None:
 
 
 def test_predictions_reveal_answers_computed_from_the_page(page: AppTest) -> None:
-    radio = page.radio(key="predict_scale_grouping")
+    radio = prediction_radio(page, "predict_scale_grouping")
     question = lesson.grouping_question()
     radio.set_value(question.answer).run()
     assert any(s.value.startswith("Right.") for s in page.success)
-    doubling = page.radio(key="predict_scale_doubling")
+    doubling = prediction_radio(page, "predict_scale_doubling")
     doubling.set_value(1).run()  # "4 times": the measured peak memory at 1,024 over 512 tokens
     assert any(s.value.startswith("Right.") and "Measured on this CPU" in s.value for s in page.success)
 

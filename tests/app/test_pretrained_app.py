@@ -15,6 +15,12 @@ from core.models import minilm as real_model
 from core.settings import settings_for_preset
 from tests.support import restore_pages_manager, use_navigation_mode
 
+
+def prediction_radio(at, key: str):
+    """The predict-then-reveal radio whose key starts with `key` (the key ends in the question's fingerprint)."""
+    return next(radio for radio in at.radio if radio.key and radio.key.startswith(key))
+
+
 APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
 PRETRAINED = [spec for spec in registry.PAGES if spec.pretrained is not None]
 OTHERS = [spec for spec in registry.PAGES if spec.pretrained is None]
@@ -112,7 +118,7 @@ def test_lesson_2_layer_and_head_come_from_the_link(model: real_model.RealModel)
 
 def test_lesson_2_prediction_reveals_the_real_heads_answer() -> None:
     at = app(registry.page("trainable_weights"), weights="pretrained")
-    radio = at.radio(key="predict_trainable_weights_pretrained")
+    radio = prediction_radio(at, "predict_trainable_weights_pretrained")
     radio.set_value(0).run()  # [CLS]
     revealed = " ".join(s.value for s in at.success) + " ".join(w.value for w in at.warning)
     assert "of the weight" in revealed

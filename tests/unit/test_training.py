@@ -223,10 +223,10 @@ def test_curves_and_start_charts_validate_and_carry_the_runs() -> None:
     frame = tt.curves_frame(runs)
     assert set(frame["scaling"]) == {"scaled", "unscaled"}
     assert len(frame) == 2 * sum(len(r.steps) for r in runs)
-    spec = charts_training.curves_chart(frame).to_dict()  # validates against the Vega-Lite schema
-    assert spec["hconcat"][0]["title"] == "Training loss"
+    loss, accuracy = (chart.to_dict() for chart in charts_training.curve_charts(frame))  # validated by Altair
+    assert (loss["title"], accuracy["title"]) == ("Training loss", "Held-out accuracy")
     start = charts_training.start_chart(tt.start_frame(runs[0].start)).to_dict()
-    assert start["resolve"]["scale"]["y"] == "independent"
+    assert start["resolve"]["scale"]["x"] == "independent"
     table = tt.start_table(runs[0].start)
     assert table["unscaled / scaled"][0] == pytest.approx(math.sqrt(16))
 

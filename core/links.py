@@ -1,0 +1,316 @@
+"""Every URL parameter the app reads, and the one rule a link's value must pass.
+
+A link carries the sidebar's settings, the frame's presentation mode and step, and each page's
+own controls. Each parameter has one entry in `PARAMETERS`: what spellings it takes and the range
+or choices it allows. `read` applies the rule: a value is used exactly as written, or it is
+ignored with one note that names the parameter, and the control then keeps its default.
+
+Streamlit's bound widgets parse a link more loosely than this (int("１２"), int("1_000"),
+float("1e3"), float(" 500 "), the start of an over-long text) and crash on some values
+(int("1e999") raises OverflowError inside the number box), so the frame reads the link with this
+rule first and removes what it ignores before any widget binds it (streamlit_app.py).
+
+To give a new control a link: add its key here with its rule, and to its page's
+`core.registry.PageSpec.controls`; tests/test_links.py checks that every control has an entry.
+Pure Python (no streamlit).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from core import registry
+from core.examples import MAX_D_IN, MAX_TEXT_CHARS, MAX_TOKENS
+from core.lessons import training_lab
+from core.models import tiny_transformer as tt
+from core.settings import LIMITS, PRESETS, PresetKey, Settings, WeightsSource
+from core.stats import MAX_TRIALS
+
+# What a link may spell a number as: ASCII digits only, no sign, exponent or separators.
+_DIGITS = re.compile(r"[0-9]{1,10}")
+_DIGITS_POINT_ZERO = re.compile(r"[0-9]{1,10}(\.0*)?")  # a float-typed box writes 7 as "7.0"
+_DECIMAL = re.compile(r"[0-9]{0,3}(\.[0-9]{1,6})?")
+
+Reading = tuple[object, str | None]  # (the value, None) or (None, why it is ignored)
+
+
+@dataclass(frozen=True)
+class Whole:
+    """A whole number from `low` to `high`, in ASCII digits ("7"; "7.0" too for a float-typed box)."""
+
+    low: int
+    high: int
+    point_zero: bool = False  # the widget holds a float and writes whole values as "7.0"
+
+    def read(self, text: str) -> Reading:
+        pattern = _DIGITS_POINT_ZERO if self.point_zero else _DIGITS
+        number = int(float(text)) if pattern.fullmatch(text) else None
+        if number is None or not self.low <= number <= self.high:
+            return None, f"is not a whole number from {self.low} to {self.high} (digits 0-9 only)"
+        return number, None
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A decimal from `low` to `high` written with digits and a point ("0.25", ".25")."""
+
+    low: float
+    high: float
+
+    def read(self, text: str) -> Reading:
+        number = float(text) if text and text != "." and _DECIMAL.fullmatch(text) else None
+        if number is None or not self.low <= number <= self.high:
+            return None, f"is not a rate from {self.low} to {self.high} (such as 0.25)"
+        return number, None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a fixed list of codes, spelled exactly as the control writes it into the link.
+
+    `codes` may be a function, for choices whose module only the page loads (the real model's):
+    it runs only when a link carries the parameter.
+    """
+
+    codes: tuple[str, ...] | Callable[[], tuple[str, ...]]
+
+    def options(self) -> tuple[str, ...]:
+        return self.codes() if callable(self.codes) else self.codes
+
+    def read(self, text: str) -> Reading:
+        options = self.options()
+        return (text, None) if text in options else (None, f"is not one of {', '.join(options)}")
+
+
+@dataclass(frozen=True)
+class CheckedByItsControl:
+    """A value only its control can judge: the query token (1 to the length of the page's
+    sentence), a class poll's room code (a live room or not).
+
+    The control applies the same rule when it reads the value (`ui.widgets.linked_select`,
+    `ui.class_poll.read_room_link`): the value as the control writes it, or one note that names
+    the parameter, and the control keeps its default. Here the value passes as it is.
+    """
+
+    def read(self, text: str) -> Reading:
+        return text, None
+
+
+@dataclass(frozen=True)
+class Flag:
+    """On or off: "true" or "false" (what a bound toggle writes), plus any extra spellings of on."""
+
+    also_true: tuple[str, ...] = ()
+
+    def read(self, text: str) -> Reading:
+        if text in ("true", "false"):
+            return text == "true", None
+        if text in self.also_true:
+            return True, None
+        return None, "is not " + ", ".join(("true", *self.also_true)) + " or false"
+
+
+@dataclass(frozen=True)
+class Text:
+    """Any text that is not blank, up to `max_chars` characters (never cut to fit)."""
+
+    max_chars: int = MAX_TEXT_CHARS
+
+    def read(self, text: str) -> Reading:
+        if not text.strip():
+            return None, "is empty"
+        if len(text) > self.max_chars:
+            return None, f"is longer than {self.max_chars} characters"
+        return text, None
+
+
+Rule = Whole | Rate | Choice | CheckedByItsControl | Flag | Text
+
+
+def _numbers(options: tuple[float, ...] | tuple[int, ...]) -> tuple[str, ...]:
+    """How a bound select box writes its numeric options into the link: str() of each."""
+    return tuple(str(option) for option in options)
+
+
+def _real_model_examples() -> tuple[str, ...]:
+    from core.lessons import real_model  # the page's own lesson: loaded only when a link names it
+
+    return (*(example.key for example in real_model.EXAMPLES), real_model.OWN_SENTENCE)
+
+
+def _scale_choices(name: str) -> Callable[[], tuple[str, ...]]:
+    """Lesson 9's choices of one of its select boxes, read when a link carries the parameter."""
+
+    def codes() -> tuple[str, ...]:
+        from core.lessons import attention_at_scale
+
+        return _numbers(getattr(attention_at_scale, name))
+
+    return codes
+
+
+def _pretrained_pairs() -> tuple[str, ...]:
+    from core.lessons import pretrained  # only when a link names a pair: it imports the real model's modules
+
+    return tuple(pair.key for pair in pretrained.PAIRS)
+
+
+def _real_model_measures() -> tuple[str, ...]:
+    from core.head_measures import Measure
+
+    return tuple(measure.value for measure in Measure)
+
+
+# The real model's shape (all-MiniLM-L6-v2); tests/test_links.py checks it against the model's config.
+REAL_MODEL_LAYERS = 6
+REAL_MODEL_HEADS = 12
+MAX_PRESENTATION_STEPS = 30  # more than any page has; the presentation bar checks the page's own count
+
+
+def _whole(name: str, **options: bool) -> Whole:
+    low, high = LIMITS[name]
+    return Whole(int(low), int(high), **options)
+
+
+# The sidebar's settings (the fields of core.settings.Settings); the device's choices are the
+# machine's, so read_link adds that rule when it reads a link.
+SIDEBAR_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
+    {
+        "preset": Choice(tuple(PRESETS)),
+        "text": Text(),
+        "d_in": _whole("d_in"),
+        "d_out": _whole("d_out"),
+        "seed": _whole("seed", point_zero=True),  # the seed box is float-typed: "7.0" is 7
+        "dropout": Rate(*LIMITS["dropout"]),
+        "num_heads": _whole("num_heads"),
+        "scale": Flag(),
+        "weights": Choice(tuple(source.value for source in WeightsSource)),
+    }
+)
+
+# Every other parameter a link can carry: the frame's and each page's own controls.
+PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
+    {
+        # the frame: presentation mode and its step (?present=1 is what the README tells a teacher to type)
+        "present": Flag(also_true=("1",)),
+        "step": Whole(1, MAX_PRESENTATION_STEPS, point_zero=True),
+        "room": CheckedByItsControl(),  # the class poll's room code (ui/class_poll.py)
+        # lessons 1, 2: the query token, counted from 1
+        "query": CheckedByItsControl(),
+        "logit_scale": Whole(1, 200, point_zero=True),
+        # lesson 3
+        "multiplier": Choice(_numbers((1.0, 2.0, 4.0, 8.0, 16.0))),
+        "trials": Choice(_numbers((1_000, 20_000, MAX_TRIALS))),
+        "peak_metric": Choice(("mean max weight", "mean entropy (nats)", "effective tokens")),
+        # lesson 4: the token pushed, from 2; the page checks it against its sentence
+        "perturb": Whole(2, MAX_TOKENS),
+        "training": Flag(),
+        # lesson 6
+        "real_example": Choice(_real_model_examples),
+        "real_sentence": Text(),
+        "real_layer": Whole(0, REAL_MODEL_LAYERS - 1),
+        "real_head": Whole(0, REAL_MODEL_HEADS - 1),
+        "real_measure": Choice(_real_model_measures),
+        # lesson 7
+        "first_text": Text(),
+        "second_text": Text(),
+        "d_in_kv": Whole(1, MAX_D_IN, point_zero=True),
+        "d_v": Whole(1, 64, point_zero=True),
+        # lessons 2, 4, 5, 7 with pretrained weights: the real head, and lesson 7's pair of sentences
+        "layer": Whole(0, REAL_MODEL_LAYERS - 1),
+        "head": Whole(0, REAL_MODEL_HEADS - 1),
+        "pair": Choice(_pretrained_pairs),
+        # lesson 8
+        "train_task": Choice(tuple(task.value for task in tt.Task)),
+        "train_layers": Choice(("1", "2")),
+        "train_heads": Whole(1, tt.MAX_HEADS, point_zero=True),
+        "train_d_k": Choice(_numbers(tt.D_K_CHOICES)),
+        "train_scale": Flag(),
+        "train_init": Choice(tuple(init.value for init in tt.Init)),
+        "train_lr": Choice(_numbers(training_lab.LEARNING_RATES)),
+        "train_steps": Whole(10, training_lab.MAX_STEPS, point_zero=True),
+        "train_show_layer": Choice(("1", "2")),
+        # lesson 9: the longest sequence's choices depend on the device, so its box checks it
+        "scale_longest": CheckedByItsControl(),
+        "scale_keys": Whole(2, 16, point_zero=True),
+        "scale_block": Whole(1, 16, point_zero=True),
+        "scale_block_q": Choice(_scale_choices("BLOCK_CHOICES")),
+        "scale_block_k": Choice(_scale_choices("BLOCK_CHOICES")),
+        "scale_causal": Flag(),
+        "scale_generated": Choice(_scale_choices("TIMING_CHOICES")),
+    }
+)
+
+
+@dataclass(frozen=True)
+class LinkNote:
+    """One link value the app ignores: the parameter, the value as given, and why."""
+
+    parameter: str
+    value: str
+    reason: str  # plain words that complete "'name=value' ..."
+
+
+def read(rule: Rule, name: str, values: list[str]) -> tuple[object, LinkNote | None]:
+    """One parameter by the rule: (its value, None), or (None, the note that says why it is ignored)."""
+    if len(values) != 1:
+        return None, LinkNote(name, " & ".join(map(str, values)), f"is given {len(values)} times")
+    value, problem = rule.read(str(values[0]))
+    return (None, LinkNote(name, str(values[0]), problem)) if problem else (value, None)
+
+
+@dataclass(frozen=True)
+class LinkReading:
+    """What a link asks for, after the rule: the settings to show, the page controls' values, what was ignored."""
+
+    settings: Settings  # the link's accepted sidebar values over the defaults
+    notes: tuple[LinkNote, ...]  # at most one per known parameter
+    unknown: tuple[str, ...]  # names of parameters the app does not know, in link order
+    controls: Mapping[str, object] = field(default_factory=dict)  # accepted values of the frame's and pages' controls
+
+    def sidebar_notes(self) -> tuple[LinkNote, ...]:
+        return tuple(note for note in self.notes if note.parameter in Settings.__dataclass_fields__)
+
+    def page_notes(self) -> tuple[LinkNote, ...]:
+        return tuple(note for note in self.notes if note.parameter not in Settings.__dataclass_fields__)
+
+
+def rules(devices: list[str]) -> Mapping[str, Rule]:
+    """The rule of every parameter a link can carry, on a machine with these devices."""
+    return {**SIDEBAR_PARAMETERS, "device": Choice(tuple(devices)), **PAGE_PARAMETERS}
+
+
+def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> LinkReading:
+    """Read a link's query parameters by the one rule (see the module docstring).
+
+    `params` maps each name to its value, or to all its values when it was repeated.
+    """
+    by_name = rules(devices)
+    accepted: dict[str, object] = {}
+    notes: list[LinkNote] = []
+    unknown: list[str] = []
+    for name, raw in params.items():
+        rule = by_name.get(name)
+        if rule is None:
+            unknown.append(name)
+            continue
+        value, note = read(rule, name, raw if isinstance(raw, list) else [raw])
+        if note:
+            notes.append(note)
+        else:
+            accepted[name] = value
+    sidebar = {name: value for name, value in accepted.items() if name in Settings.__dataclass_fields__}
+    if "preset" in sidebar:
+        sidebar["preset"] = PresetKey(sidebar["preset"])
+    if "weights" in sidebar:
+        sidebar["weights"] = WeightsSource(sidebar["weights"])
+    controls = {name: value for name, value in accepted.items() if name not in sidebar}
+    return LinkReading(Settings(**sidebar), tuple(notes), tuple(unknown), controls)
+
+
+def controls_without_a_rule() -> frozenset[str]:
+    """Link keys some widget binds that have no rule here (tests/test_links.py keeps this empty)."""
+    return registry.link_keys() - set(rules(["cpu"]))

@@ -1,0 +1,27 @@
+"""Every Code box on a page has its own title (issue 19, item 11).
+
+/why_scale and /multi_head ended with two closed boxes both labelled "Code: reproduce exactly
+these numbers": a student could not tell them apart and took them for the same code twice.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from core import registry
+from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
+from tests.app.test_page_links import open_page
+
+
+@pytest.mark.parametrize("slug", [spec.slug for spec in registry.PAGES])
+def test_the_code_boxes_of_a_page_have_distinct_titles(slug: str) -> None:
+    at = open_page(slug)
+    titles = [expander.label for expander in at.expander if expander.label.startswith("Code")]
+    assert titles, f"{slug} shows no Code box"
+    assert len(titles) == len(set(titles)), titles
+    for expander in at.expander:
+        if expander.label.startswith("Code"):
+            (code,) = expander.code
+            assert code.value.strip(), expander.label
+    codes = [e.code[0].value for e in at.expander if e.label.startswith("Code")]
+    assert len(codes) == len(set(codes)), f"{slug} shows the same code twice"

@@ -1,0 +1,80 @@
+"""Values forged into a widget message (not a link) get a note on the page, never Streamlit's error box.
+
+A browser sends each control's value; a script can send anything. Streamlit reads every changed
+value before the page runs, so inf in an integer box, an option no box has, or a chart selection
+that is not JSON stopped the run with Streamlit's raw error box (issue 19, item 3). AppTest
+cannot set such values through its widgets, so `forge` puts the raw message in its place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import ElementTree
+
+from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
+from tests.app.test_page_links import open_page
+
+
+@pytest.fixture
+def forge(monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    """forge(at, widget_id, **field): the next run sends this raw value for that widget."""
+    forged: dict[str, WidgetState] = {}
+    original = ElementTree.get_widget_states
+
+    def with_forged(self: ElementTree):
+        states = original(self)
+        kept = [state for state in states.widgets if state.id not in forged]
+        del states.widgets[:]
+        states.widgets.extend([*kept, *forged.values()])
+        return states
+
+    monkeypatch.setattr(ElementTree, "get_widget_states", with_forged)
+
+    def send(at: AppTest, widget_id: str, **field: object) -> AppTest:
+        forged.clear()
+        forged[widget_id] = WidgetState(id=widget_id, **field)
+        return at.run()
+
+    yield send
+
+
+def assert_noted_not_crashed(at: AppTest, name: str) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title, "the page drew nothing"
+    notes = [w.value for w in at.warning if "cannot read" in w.value]
+    assert notes and name in notes[0], [w.value for w in at.warning]
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), 1e300])
+def test_a_non_finite_number_in_an_integer_box(forge, value: float) -> None:
+    at = open_page("training_lab")
+    at = forge(at, at.number_input(key="train_heads").id, double_value=value)
+    if value == 1e300:  # finite: Streamlit reads it; the box's own bounds put it back
+        assert not at.exception
+        return
+    assert_noted_not_crashed(at, "train_heads")
+    assert at.number_input(key="train_heads").value == 2
+
+
+def test_an_option_no_box_has(forge) -> None:
+    """The task box's callback runs before the page: an unknown task must not raise there."""
+    at = open_page("training_lab")
+    at = forge(at, at.selectbox(key="train_task").id, string_value="rm -rf")
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="train_task").value == "previous_token"
+    assert at.number_input(key="train_steps").value == 300
+
+
+@pytest.mark.parametrize("payload", ["{not json", '{"selection": {"query": [{"row_index": "x"}]}}', "[]"])
+def test_a_chart_selection_that_is_not_what_the_chart_sends(forge, payload: str) -> None:
+    at = open_page("trainable_weights")
+    chart = next(node for node in at._tree if getattr(getattr(node, "proto", None), "selection_mode", None))
+    at = forge(at, chart.proto.id, json_value=payload)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title and not at.error, [e.value for e in at.error]
+    if payload == "{not json":
+        assert any("cannot read" in w.value for w in at.warning)

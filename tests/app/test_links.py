@@ -1,0 +1,181 @@
+"""One rule for every link parameter, the sidebar's and the pages' own controls (issue 19, item 3).
+
+A page's own controls used to be read by Streamlit's bound widgets alone: `train_steps=1e999`
+raised OverflowError inside the number box, `１２００`, `1_000`, `1e3` and `" 500 "` were taken
+silently, and an out-of-range value was dropped without a word while the box showed its minimum.
+Now each parameter has one entry in `core.links`: plain digits in range (or one of the choices),
+or one note that names it, and the control keeps its default.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core import charts, links
+from core.links import PAGE_PARAMETERS, Choice, Flag, Text, Whole, read_link
+from core.models.minilm import EncoderConfig, default_folder
+from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
+from tests.app.test_page_links import open_page
+
+DEVICES = ["cpu"]
+ODD_SPELLINGS = ["１２００", "٣٠٠", "1_000", "1e3", " 500 ", "500 ", "+500", "0x1f4", "500.5", "inf", "-1", "nan"]
+NON_FINITE = ["1e999", "inf", "-inf", "-1e9999", "9" * 10_240, "NaN"]
+
+
+# ------------------------------------------------------------------ the registry
+def test_every_control_a_widget_binds_has_a_rule() -> None:
+    assert links.controls_without_a_rule() == frozenset()
+
+
+def test_the_peak_measure_choices_are_the_labels_the_box_writes() -> None:
+    assert PAGE_PARAMETERS["peak_metric"].options() == tuple(
+        charts.peakiness_label(metric) for metric in ("max_weight", "entropy", "effective_tokens")
+    )
+
+
+def test_the_real_models_layer_and_head_ranges_are_the_models() -> None:
+    config = EncoderConfig.from_json(default_folder() / "config.json")
+    assert PAGE_PARAMETERS["real_layer"] == Whole(0, config.num_layers - 1)
+    assert PAGE_PARAMETERS["real_head"] == Whole(0, config.num_heads - 1)
+
+
+@pytest.mark.parametrize("value", ODD_SPELLINGS + NON_FINITE)
+@pytest.mark.parametrize("name", [n for n, rule in PAGE_PARAMETERS.items() if isinstance(rule, Whole)])
+def test_a_page_number_in_an_odd_spelling_gets_one_note(name: str, value: str) -> None:
+    reading = read_link({name: value}, DEVICES)
+    assert [note.parameter for note in reading.notes] == [name]
+    assert name not in reading.controls
+
+
+@given(value=st.text(max_size=12))
+def test_a_page_number_is_read_only_as_plain_digits_in_range(value: str) -> None:
+    reading = read_link({"train_steps": value}, DEVICES)
+    rule = PAGE_PARAMETERS["train_steps"]
+    if reading.notes:
+        assert "train_steps" not in reading.controls
+    else:
+        assert value.replace(".", "").isascii() and value.split(".")[0].isdigit()
+        assert rule.low <= reading.controls["train_steps"] <= rule.high
+
+
+def test_every_rule_reads_what_its_control_writes() -> None:
+    """The spellings the widgets themselves put into a shared link are read back."""
+    written = {
+        "present": "true", "step": "3", "room": "ABCD2345", "query": "2", "logit_scale": "5.0", "multiplier": "4.0",
+        "trials": "1000",
+        "peak_metric": "mean entropy (nats)", "perturb": "4", "training": "true", "real_example": "own",
+        "real_sentence": "A cat.", "real_layer": "3", "real_head": "5", "real_measure": "entropy",
+        "first_text": "Hello there", "second_text": "Bonjour", "d_in_kv": "5", "d_v": "7.0",
+        "train_task": "induction", "train_layers": "2", "train_heads": "3", "train_d_k": "32", "train_scale": "false",
+        "train_init": "book", "train_lr": "0.0003", "train_steps": "400", "train_show_layer": "1",
+        "scale_longest": "2,048", "scale_keys": "12", "scale_block": "4", "scale_block_q": "8", "scale_block_k": "4",
+        "scale_causal": "false", "scale_generated": "256", "layer": "1", "head": "8", "pair": "question",
+    }  # fmt: skip
+    assert set(written) == set(PAGE_PARAMETERS)
+    reading = read_link(written, DEVICES)
+    assert not reading.notes and set(reading.controls) == set(written)
+    assert reading.controls["d_v"] == 7 and reading.controls["present"] is True
+    assert reading.controls["layer"] == 1 and reading.controls["head"] == 8
+
+
+def test_the_weights_source_is_read_as_its_enum_and_a_bad_one_gets_a_note() -> None:
+    from core.settings import WeightsSource
+
+    assert read_link({"weights": "pretrained"}, DEVICES).settings.weights is WeightsSource.PRETRAINED
+    reading = read_link({"weights": "<b>trained</b>", "layer": "6", "head": "-1", "pair": "nope"}, DEVICES)
+    assert {note.parameter for note in reading.notes} == {"weights", "layer", "head", "pair"}
+    assert reading.settings.weights is WeightsSource.RANDOM and not reading.controls
+
+
+def test_present_also_takes_the_readmes_1() -> None:
+    assert Flag(also_true=("1",)).read("1") == (True, None)
+    assert read_link({"present": "TRUE"}, DEVICES).notes
+
+
+def test_a_text_is_never_cut_to_fit() -> None:
+    assert Text(400).read("x" * 401)[0] is None
+    reading = read_link({"real_sentence": "y" * 401}, DEVICES)
+    assert [note.parameter for note in reading.notes] == ["real_sentence"]
+
+
+def test_a_choice_is_spelled_exactly() -> None:
+    assert Choice(("1000", "20000")).read("1e3")[1]
+    assert read_link({"train_lr": "3e-4"}, DEVICES).notes  # the box writes 0.0003
+
+
+# ------------------------------------------------------------------ in the app
+def page_notes(at) -> list[str]:
+    return [w.value for w in at.main.warning]
+
+
+@pytest.mark.parametrize(
+    ("slug", "params", "widget", "key", "default"),
+    [
+        ("training_lab", {"train_steps": "1e999"}, "number_input", "train_steps", 300),
+        ("training_lab", {"train_heads": "inf"}, "number_input", "train_heads", 2),
+        ("training_lab", {"train_heads": "-1e9999"}, "number_input", "train_heads", 2),
+        ("training_lab", {"train_steps": "9" * 10_240}, "number_input", "train_steps", 300),
+        ("training_lab", {"train_steps": "１２００"}, "number_input", "train_steps", 300),
+        ("training_lab", {"train_steps": "٣٠٠"}, "number_input", "train_steps", 300),
+        ("training_lab", {"train_steps": "1_000"}, "number_input", "train_steps", 300),
+        ("training_lab", {"train_steps": "1e3"}, "number_input", "train_steps", 300),
+        ("training_lab", {"train_steps": " 500 "}, "number_input", "train_steps", 300),
+        ("training_lab", {"train_steps": "5000"}, "number_input", "train_steps", 300),
+        ("training_lab", {"train_heads": "8"}, "number_input", "train_heads", 2),
+        ("cross_attention", {"d_v": "inf"}, "number_input", "d_v", 6),
+        ("cross_attention", {"d_in_kv": "1e999"}, "number_input", "d_in_kv", 3),
+        ("cross_attention", {"d_v": "1_0"}, "number_input", "d_v", 6),
+        ("real_model", {"real_layer": "9"}, "selectbox", "real_layer", None),
+        ("real_model", {"real_head": "20"}, "selectbox", "real_head", None),
+    ],
+)
+def test_a_bad_page_control_value_gets_one_note_and_the_default(
+    slug: str, params: dict[str, str], widget: str, key: str, default: int | None
+) -> None:
+    at = open_page(slug, **params)
+    (name,) = params
+    notes = page_notes(at)
+    assert len(notes) == 1 and f"`{name}=" in notes[0], notes
+    assert not at.error, [e.value for e in at.error]
+    assert name not in at.query_params  # "Back to the book's example" is not needed: the link is clean
+    shown = getattr(at, widget)(key=key).value
+    if default is not None:
+        assert shown == default
+    else:  # the real model opens the example's own head (its default), not layer or head 0
+        assert open_page(slug).__getattribute__(widget)(key=key).value == shown
+
+
+def test_the_real_model_keeps_its_opening_head_when_both_are_out_of_range() -> None:
+    at = open_page("real_model", real_layer="9", real_head="20")
+    default = open_page("real_model")
+    assert len(page_notes(at)) == 2
+    for key in ("real_layer", "real_head"):
+        assert at.selectbox(key=key).value == default.selectbox(key=key).value
+
+
+def test_out_of_range_training_values_name_each_parameter() -> None:
+    at = open_page("training_lab", train_heads="8", train_d_k="64", train_steps="5000")
+    notes = " ".join(page_notes(at))
+    assert "`train_heads=8`" in notes and "`train_steps=5000`" in notes
+    assert at.number_input(key="train_steps").value == 300 and at.number_input(key="train_heads").value == 2
+    assert at.selectbox(key="train_d_k").value == 64  # a valid choice is kept
+
+
+def test_a_bad_step_in_presentation_mode_is_a_note_not_an_error_box() -> None:
+    at = open_page("trainable_weights", present="1", step="inf")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("`step=inf`" in note for note in page_notes(at))
+    assert at.number_input(key="step").value == 1
+
+
+def test_page_notes_stay_on_their_page() -> None:
+    at = open_page("overview", train_steps="1e999")
+    assert not page_notes(at)
+
+
+def test_the_sidebar_rule_is_unchanged() -> None:
+    reading = read_link({"d_out": "06", "seed": "7.0", "dropout": ".25", "device": "cuda"}, DEVICES)
+    assert (reading.settings.d_out, reading.settings.seed, reading.settings.dropout) == (6, 7, 0.25)
+    assert [note.parameter for note in reading.notes] == ["device"]
