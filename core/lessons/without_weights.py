@@ -73,6 +73,24 @@ class WithoutWeightsLesson:
     code: str  # the filled recipe core/recipes/without_weights.py
 
 
+OVERFLOW_CELL = "NaN (overflow)"  # what a naive-softmax weight of inf/inf reads as in the table
+
+
+def norms_table(normalised: tuple[torch.Tensor, ...], tokens: tuple[str, ...]) -> pd.DataFrame:
+    """One row per normalisation, one column per token; NaN cells spelt out when exp() overflowed.
+
+    A float NaN in st.dataframe reads "None", which says nothing about what went wrong. When a row
+    holds a NaN, every cell becomes text at four decimals (the table still lines up) and the NaN
+    cells read OVERFLOW_CELL.
+    """
+    table = pd.DataFrame(
+        [w.cpu().double().numpy() for w in normalised], index=list(NORMALISATIONS), columns=list(tokens)
+    )
+    if not table.isna().to_numpy().any():
+        return table
+    return table.map(lambda value: OVERFLOW_CELL if pd.isna(value) else f"{value:.4f}")
+
+
 def without_weights_lesson(settings: Settings, query_index: int, multiplier: float = 1.0) -> WithoutWeightsLesson:
     example, x, _ = inputs_on_device(settings)  # x: (T, d_in)
     tokens = unique_labels(example.tokens)
@@ -131,9 +149,7 @@ def without_weights_lesson(settings: Settings, query_index: int, multiplier: flo
         context_table=pd.DataFrame(
             context.cpu().double().numpy(), index=list(tokens), columns=list(dims("z", x.shape[1]))
         ),
-        norms_table=pd.DataFrame(
-            [w.cpu().double().numpy() for w in normalised], index=list(NORMALISATIONS), columns=list(tokens)
-        ),
+        norms_table=norms_table(normalised, tokens),
         weights=matrix_frame(weights, tokens, tokens),
         context=matrix_frame(context, tokens, dims("z", x.shape[1])),
         naive_overflows=bool(torch.isnan(normalised[1]).any()),

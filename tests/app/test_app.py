@@ -209,6 +209,12 @@ def test_naive_softmax_overflow_is_explained() -> None:
     at.slider(key="logit_scale").set_value(200.0).run()
     assert_clean(at)
     assert any("overflowed" in e.value for e in at.error)
+    # The NaN weights read as what they are, not as st.dataframe's "None" for a float NaN.
+    norms = next(d.value for d in at.dataframe if "naive softmax" in d.value.index)
+    naive = list(norms.loc["naive softmax"])
+    assert without_weights.OVERFLOW_CELL in naive, naive
+    assert all(isinstance(cell, str) and cell != "None" for cell in naive), naive
+    assert norms.loc["stable softmax"].map(float).sum() == pytest.approx(1.0, abs=1e-3)
 
 
 def test_causal_page_training_toggle_and_leakage() -> None:
