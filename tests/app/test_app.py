@@ -217,6 +217,12 @@ def test_naive_softmax_overflow_is_explained() -> None:
     assert norms.loc["stable softmax"].map(float).sum() == pytest.approx(1.0, abs=1e-3)
 
 
+def test_causal_page_notes_where_the_book_table_differs() -> None:
+    at = app(registry.page("causal_dropout").file, preset="book")
+    assert_clean(at)
+    assert any("6 cells" in c.value and "misprint" in c.value for c in at.caption)
+
+
 def test_causal_page_training_toggle_and_leakage() -> None:
     at = app(registry.page("causal_dropout").file, dropout="0.5")
     assert any("no leakage" in s.value for s in at.success)
