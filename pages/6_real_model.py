@@ -158,6 +158,8 @@ def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int) -> None:
         key="real_measures",
         on_select=lambda: draw.select_head_from_chart("real_measures", charts_rm.HEAD_SELECTION, LAYER, HEAD),
     )
+    if measure in (lesson_rm.Measure.DISTANCE, lesson_rm.Measure.WORD_DISTANCE):
+        st.caption(lesson_rm.distance_caption(lesson))
     for finding in lesson.findings:
         widgets.prose("real_model", finding.pattern.value)
         st.caption(lesson_rm.finding_caption(finding))

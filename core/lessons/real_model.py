@@ -17,7 +17,17 @@ import torch
 
 from core import functional as fn
 from core import recipes
-from core.head_measures import Finding, HeadMeasures, HeadScore, Measure, Pattern, find_patterns, head_measures
+from core.head_measures import (
+    THRESHOLDS,
+    Finding,
+    HeadMeasures,
+    HeadScore,
+    Measure,
+    Pattern,
+    find_patterns,
+    head_measures,
+    pattern_scores,
+)
 from core.lessons import unique_labels
 from core.lessons.common import Prediction
 from core.models import minilm
@@ -344,6 +354,47 @@ def described(finding: Finding) -> str:
 def finding_caption(finding: Finding) -> str:
     """The caption under a pattern's prose: how it is measured, and which heads show it here."""
     return f"Measured by the {SCORE_NAMES[finding.pattern]}. {described(finding)}"
+
+
+FARTHEST = 6  # how many of the farthest-looking heads the distance caption checks for parking
+
+
+@dataclass(frozen=True)
+class DistanceReading:
+    """The two mean attention distances on one sentence, and how many far heads are parking heads."""
+
+    parking_all_keys: int  # of the FARTHEST heads by distance over all keys, those at the sink threshold
+    parking_words_only: int  # the same for the distance over the words only
+    farthest_words_only: HeadScore  # the head that looks farthest over the words only
+
+
+def distance_reading(lesson: RealModelLesson) -> DistanceReading:
+    """Rank heads by both distances; count parking heads ([CLS] + [SEP] weight at the sink threshold)."""
+    parking = pattern_scores(lesson.measures)[Pattern.SINK] >= THRESHOLDS[Pattern.SINK]  # (L, h)
+
+    def parking_among_farthest(distance: torch.Tensor) -> int:  # distance: (L, h)
+        farthest = distance.flatten().argsort(descending=True)[:FARTHEST]
+        return int(parking.flatten()[farthest].sum())
+
+    words = lesson.measures.word_distance  # (L, h)
+    best = int(words.flatten().argmax())
+    return DistanceReading(
+        parking_all_keys=parking_among_farthest(lesson.measures.distance),
+        parking_words_only=parking_among_farthest(words),
+        farthest_words_only=HeadScore(best // lesson.num_heads, best % lesson.num_heads, float(words.flatten()[best])),
+    )
+
+
+def distance_caption(lesson: RealModelLesson) -> str:
+    """What the two distances show on this sentence, from the numbers."""
+    reading = distance_reading(lesson)
+    far = reading.farthest_words_only
+    return (
+        f"Over all keys, {reading.parking_all_keys} of the {FARTHEST} farthest-looking heads park at least "
+        f"{THRESHOLDS[Pattern.SINK]:.0%} of their weight on [CLS] and [SEP], which sit at the two ends of the "
+        f"sentence; over the words only, {reading.parking_words_only} of {FARTHEST} do. Over the words only, "
+        f"layer {far.layer}, head {far.head} looks farthest: {far.value:.2f} pieces on average."
+    )
 
 
 def code(lesson: RealModelLesson, layer: int, head: int) -> str:

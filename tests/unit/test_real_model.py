@@ -459,3 +459,45 @@ def test_page_says_so_when_the_model_files_are_broken(
         assert any("config.json is missing" in t.value for t in at.text)
     finally:
         cache.real_model.clear()  # the next test loads the real files again
+
+
+def test_word_distance_ignores_weight_parked_on_cls_and_sep() -> None:
+    # Issue 18: the farthest heads by mean attention distance were the heads parking on [CLS]/[SEP]. A head
+    # that parks 0.9 on [CLS] and reads the previous word with the rest looks one piece away among the words.
+    num_tokens = 8
+    parked = torch.zeros(num_tokens, num_tokens)
+    parked[:, 0] = 0.9
+    for i in range(1, num_tokens):
+        parked[i, i - 1] += 0.1
+    parked[0, 0] = 1.0
+    measures = lesson_rm.head_measures(parked)
+    assert float(measures.distance) > 2.5  # all keys: the parked weight counts as far
+    # Word queries 2..6 put all their word weight on word i-1 (distance 1); query 1's previous piece is
+    # [CLS], so it has no weight on any word and adds 0. Six word queries: 5 / 6.
+    assert float(measures.word_distance) == pytest.approx(5 / 6, abs=1e-6)
+
+
+@pytest.mark.parametrize("example", lesson_rm.EXAMPLES, ids=lambda e: e.key)
+def test_distance_caption_holds_on_the_page_numbers(model: rm.RealModel, example: lesson_rm.ExampleSentence) -> None:
+    lesson = lesson_rm.real_model_lesson(model, example.sentence)
+    measures = lesson.measures
+    parking = (measures.cls + measures.sep) >= 0.5  # (L, h)
+    by_all = measures.distance.flatten().argsort(descending=True)[:6]
+    by_words = measures.word_distance.flatten().argsort(descending=True)[:6]
+    reading = lesson_rm.distance_reading(lesson)
+    # The issue's finding, on each example: the six farthest heads over all keys are all parking heads.
+    assert reading.parking_all_keys == int(parking.flatten()[by_all].sum()) == 6
+    assert reading.parking_words_only == int(parking.flatten()[by_words].sum()) < 6
+    caption = lesson_rm.distance_caption(lesson)
+    assert f"{reading.parking_all_keys} of the 6" in caption and f"{reading.parking_words_only} of 6" in caption
+    far = reading.farthest_words_only
+    assert float(measures.word_distance[far.layer, far.head]) == pytest.approx(float(measures.word_distance.max()))
+
+
+def test_page_explains_the_two_distances_with_the_sentences_numbers(navigation_mode, lesson) -> None:
+    at = page(navigation_mode)
+    assert lesson_rm.distance_caption(lesson) not in captions(at)  # only beside a distance map
+    at.selectbox(key="real_measure").set_value(lesson_rm.Measure.WORD_DISTANCE).run()
+    assert not at.exception and not at.error
+    assert lesson_rm.distance_caption(lesson) in captions(at)
+    assert "Words only" in "\n".join(m.value for m in at.markdown)
