@@ -38,6 +38,14 @@ __all__ = ["Finding", "HeadMeasures", "HeadScore", "Measure", "Pattern", "find_p
 
 
 @dataclass(frozen=True)
+class Contrast:
+    """A second sentence where the example's query word means another word: a test of the pair's head."""
+
+    sentence: str
+    means: str  # the word piece the query stands for in this sentence, as labelled on the axes
+
+
+@dataclass(frozen=True)
 class ExampleSentence:
     key: str
     label: str  # what the selector shows
@@ -45,6 +53,7 @@ class ExampleSentence:
     look_for: str  # one line: what to look for in this example
     query: str  # the pair of word pieces the example is about, as labelled on the axes
     attends_to: str
+    contrast: Contrast | None = None  # the same sentence with the query meaning the other word
 
 
 EXAMPLES: tuple[ExampleSentence, ...] = (
@@ -52,9 +61,11 @@ EXAMPLES: tuple[ExampleSentence, ...] = (
         "pronoun",
         "A pronoun and its noun",
         "The dog chased the ball because it was bored.",
-        "Which heads send 'it' to 'dog', the noun it stands for?",
+        "Which heads send 'it' to 'dog'? A head that did so because 'it' means the dog would move its "
+        "weight to 'ball' when 'it' is the ball.",
         "it",
         "dog",
+        Contrast("The dog chased the ball because it was round.", "ball"),
     ),
     ExampleSentence(
         "repeat",
@@ -150,6 +161,88 @@ def pair_finding(lesson: RealModelLesson, query: str, attends_to: str) -> PairFi
         key_index=key_index,
         strongest=HeadScore(layer, head, float(weights[layer, head])),
         mean_weight=float(weights.mean()),
+    )
+
+
+@dataclass(frozen=True)
+class ContrastReading:
+    """One head's weight from the query to the two nouns, in the example and in its contrast sentence."""
+
+    head: HeadScore  # the example's pair head (value: its weight query -> attends_to in the example)
+    first_noun: str  # the example's attends_to ('dog')
+    second_noun: str  # what the query means in the contrast sentence ('ball')
+    contrast_first: float  # the head's weight query -> first_noun in the contrast sentence
+    contrast_second: float  # query -> second_noun in the contrast sentence
+    follows_meaning: bool  # in the contrast sentence the head favours the noun the query now means
+    best_follower: HeadScore  # of all heads, the one whose weight moves most with the meaning (value: margin)
+    best_follower_weights: tuple[float, float]  # its weight to first_noun in the example, second in the contrast
+
+
+def contrast_reading(
+    lesson: RealModelLesson, contrast_lesson: RealModelLesson, example: ExampleSentence
+) -> ContrastReading | None:
+    """Does the example's pair head follow the meaning when the contrast sentence changes it? From the weights.
+
+    None when the example has no contrast or a sentence lacks the pieces."""
+    contrast = example.contrast
+    if contrast is None:
+        return None
+    pair = pair_finding(lesson, example.query, example.attends_to)
+    needed = (example.query, example.attends_to, contrast.means)
+    if pair is None or contrast.means not in lesson.labels or any(p not in contrast_lesson.labels for p in needed):
+        return None
+
+    def weights(of: RealModelLesson, key: str) -> torch.Tensor:  # (L, h): query -> key in every head
+        return of.attentions[:, :, of.labels.index(example.query), of.labels.index(key)]
+
+    example_first, example_second = weights(lesson, example.attends_to), weights(lesson, contrast.means)
+    contrast_first, contrast_second = (
+        weights(contrast_lesson, example.attends_to),
+        weights(contrast_lesson, contrast.means),
+    )
+    # A head follows the meaning by as much as the smaller of its two right-noun margins.
+    margin = torch.minimum(example_first - example_second, contrast_second - contrast_first)  # (L, h)
+    best = int(margin.argmax())
+    best_layer, best_head = divmod(best, lesson.num_heads)
+    layer, head = pair.strongest.layer, pair.strongest.head
+    return ContrastReading(
+        head=pair.strongest,
+        first_noun=example.attends_to,
+        second_noun=contrast.means,
+        contrast_first=float(contrast_first[layer, head]),
+        contrast_second=float(contrast_second[layer, head]),
+        follows_meaning=bool(contrast_second[layer, head] > contrast_first[layer, head]),
+        best_follower=HeadScore(best_layer, best_head, float(margin[best_layer, best_head])),
+        best_follower_weights=(
+            float(example_first[best_layer, best_head]),
+            float(contrast_second[best_layer, best_head]),
+        ),
+    )
+
+
+def contrast_caption(reading: ContrastReading, example: ExampleSentence) -> str:
+    """What the pair head does when the meaning changes, and the head that follows it best: from the numbers."""
+    assert example.contrast is not None  # contrast_reading returns None otherwise
+    head, first, second = reading.head, reading.first_noun, reading.second_noun
+    query = example.query
+    verdict = (
+        f"its weight moves to '{second}'."
+        if reading.follows_meaning
+        else f"it still favours '{first}'. Its weight follows the word, not what '{query}' means here, so it does "
+        f"not show which noun '{query}' stands for."
+    )
+    best = reading.best_follower
+    to_first, to_second = reading.best_follower_weights
+    follower = (
+        f"Of the 72 heads, layer {best.layer}, head {best.head} follows the meaning best: {to_first:.0%} to "
+        f"'{first}' in the first sentence, {to_second:.0%} to '{second}' in the second."
+        if best.value > 0
+        else "None of the 72 heads favours the right noun in both sentences."
+    )
+    return (
+        f"In “{example.contrast.sentence}”, where '{query}' is the {second}, layer {head.layer}, head {head.head} "
+        f"sends {reading.contrast_first:.0%} of '{query}' to '{first}' and {reading.contrast_second:.0%} to "
+        f"'{second}': {verdict} {follower}"
     )
 
 
