@@ -128,3 +128,34 @@ def test_the_book_table_note_counts_the_differences_from_the_numbers() -> None:
     assert [(row, column) for row, column, *_ in difference.misprints] == [(6, 3)]
     note = difference.note()
     assert "6 cells" in note and "1.0e-04" in note and "0.1555" in note and "0.1565" in note
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_shuffled_tokens_shuffle_the_weights_with_them(preset: str) -> None:
+    # Missing concept "position": attention alone ignores word order. On the page's own inputs, the weights of
+    # the shuffled sentence are the original weights with rows and columns reordered.
+    from core.lessons import without_weights
+    from core.lessons.common import inputs_on_device
+
+    settings = settings_for_preset(preset)
+    lesson = without_weights.without_weights_lesson(settings, 0, 1.0)
+    shuffled = lesson.shuffled
+    num_tokens = len(lesson.tokens)
+    assert sorted(shuffled.order) == list(range(num_tokens)) and list(shuffled.order) != list(range(num_tokens))
+    assert shuffled.tokens == tuple(lesson.tokens[i] for i in shuffled.order)
+    _, x, _ = inputs_on_device(settings)  # (T, d_in)
+    order = torch.tensor(shuffled.order)
+    expected = torch.softmax(x @ x.T, dim=-1)[order][:, order]  # (T, T): P W P^T
+    drawn = torch.tensor(shuffled.weights["value"].to_numpy()).reshape(num_tokens, num_tokens)  # (T, T)
+    torch.testing.assert_close(drawn.float(), expected.float(), atol=1e-6, rtol=0)
+    assert shuffled.agrees and shuffled.max_difference < 1e-5 and shuffled.max_context_difference < 1e-5
+
+
+def test_position_text_names_the_embeddings_the_models_really_add() -> None:
+    from core.models import minilm
+
+    text = prose.section("without_weights", "position")
+    assert "position embedding" in text and "lesson 6" in text and "training lab" in text
+    model = tt.TinyTransformer(tt.TrainingConfig(), torch.Generator().manual_seed(0))
+    assert isinstance(model.position_embedding, torch.nn.Module)  # the training lab's model adds positions
+    assert "position_embeddings" in minilm.EncoderWeights.__dataclass_fields__  # so does the real model
