@@ -209,6 +209,30 @@ def test_naive_softmax_overflow_is_explained() -> None:
     at.slider(key="logit_scale").set_value(200.0).run()
     assert_clean(at)
     assert any("overflowed" in e.value for e in at.error)
+    # The NaN weights read as what they are, not as st.dataframe's "None" for a float NaN.
+    norms = next(d.value for d in at.dataframe if "naive softmax" in d.value.index)
+    naive = list(norms.loc["naive softmax"])
+    assert without_weights.OVERFLOW_CELL in naive, naive
+    assert all(isinstance(cell, str) and cell != "None" for cell in naive), naive
+    assert norms.loc["stable softmax"].map(float).sum() == pytest.approx(1.0, abs=1e-3)
+
+
+def test_lesson_one_shuffles_the_tokens_and_the_weights_follow() -> None:
+    at = app(registry.page("without_weights").file)
+    assert_clean(at)
+    lesson = without_weights.without_weights_lesson(Settings(), 0, 1.0)
+    shown = "\n".join(m.value for m in at.markdown)
+    assert "Shuffled sentence: " + " · ".join(f"“{t}”" for t in lesson.shuffled.tokens) in shown
+    assert any(
+        "agree to float rounding" in s.value and f"{lesson.shuffled.max_difference:.1e}" in s.value for s in at.success
+    )
+    assert "position embedding" in shown
+
+
+def test_causal_page_notes_where_the_book_table_differs() -> None:
+    at = app(registry.page("causal_dropout").file, preset="book")
+    assert_clean(at)
+    assert any("6 cells" in c.value and "misprint" in c.value for c in at.caption)
 
 
 def test_causal_page_training_toggle_and_leakage() -> None:
