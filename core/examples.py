@@ -180,6 +180,21 @@ BOOK_CAUSAL_WEIGHTS = torch.tensor(
     ]
 )  # (6, 6) softmax(scores / sqrt(2)) as printed in the book chapter
 
+# The chapter's renormalised table (masked_simple / row sums) as printed, padded to (6, 6): its first
+# three rows print five columns. The chapter divided unrounded weights, so a few cells differ from
+# BOOK_CAUSAL_WEIGHTS renormalised by one unit in the 4th decimal; row 6 column 3 is a misprint
+# (0.1555 for 0.1565: nothing in row 6 is masked). The lesson counts both from the numbers.
+BOOK_CAUSAL_RENORMALISED = torch.tensor(
+    [
+        [1.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],
+        [0.5096, 0.4904, 0.0000, 0.0000, 0.0000, 0.0000],
+        [0.3406, 0.3289, 0.3305, 0.0000, 0.0000, 0.0000],
+        [0.2494, 0.2433, 0.2441, 0.2633, 0.0000, 0.0000],
+        [0.1919, 0.1978, 0.1982, 0.2028, 0.2093, 0.0000],
+        [0.1649, 0.1559, 0.1555, 0.1752, 0.1805, 0.1670],
+    ]
+)  # (6, 6) the chapter's rows renormalised, as printed
+
 _NEG_INF = float("-inf")
 BOOK_CAUSAL_MASKED_SCORES = torch.tensor(
     [

@@ -21,6 +21,7 @@ class Measure(StrEnum):
 
     ENTROPY = "entropy"
     DISTANCE = "distance"
+    WORD_DISTANCE = "word_distance"
     CLS = "cls"
     SEP = "sep"
     PREVIOUS = "previous"
@@ -33,7 +34,8 @@ class Measure(StrEnum):
 
 _MEASURE_TITLES = {
     Measure.ENTROPY: "entropy (nats)",
-    Measure.DISTANCE: "mean attention distance (tokens)",
+    Measure.DISTANCE: "mean attention distance, all keys (tokens)",
+    Measure.WORD_DISTANCE: "mean attention distance, words only (tokens)",
     Measure.CLS: "weight on [CLS]",
     Measure.SEP: "weight on [SEP]",
     Measure.PREVIOUS: "previous-token score",
@@ -47,6 +49,9 @@ class HeadMeasures:
 
     entropy    -sum_j w_ij log w_ij: 0 = all weight on one key, log(T) = spread evenly
     distance   sum_j w_ij |i - j|: how far (in word pieces) a query looks on average
+    word_distance  the same over the word pieces only: [CLS] and [SEP] left out as queries and as keys,
+               each row's remaining weight renormalised to 1. [CLS] and [SEP] sit at the two ends, so a
+               head parking its weight there looks "far" by `distance` whatever it does with the rest.
     cls, sep   weight on the [CLS] / [SEP] key (attention "sinks": a place to park weight)
     previous   w_{i, i-1} averaged over queries 1..T-1 (1.0 = always exactly the previous piece)
     next       w_{i, i+1} averaged over queries 0..T-2
@@ -54,6 +59,7 @@ class HeadMeasures:
 
     entropy: torch.Tensor
     distance: torch.Tensor
+    word_distance: torch.Tensor
     cls: torch.Tensor
     sep: torch.Tensor
     previous: torch.Tensor
@@ -92,12 +98,26 @@ def head_measures(weights: torch.Tensor, cls_position: int = 0, sep_position: in
     return HeadMeasures(
         entropy=(-plogp.sum(-1)).mean(-1),
         distance=(weights * distance).sum(-1).mean(-1),
+        word_distance=_word_distance(weights, distance, cls_position, sep_position),
         cls=weights[..., :, cls_position].mean(-1),
         sep=weights[..., :, sep_position].mean(-1),
         previous=previous.mean(-1) if num_tokens > 1 else empty,
         next=following.mean(-1) if num_tokens > 1 else empty,
         num_tokens=num_tokens,
     )
+
+
+def _word_distance(weights: torch.Tensor, distance: torch.Tensor, cls_position: int, sep_position: int) -> torch.Tensor:
+    """Mean |i - j| over word-piece queries, each row renormalised over word-piece keys: (..., T, T) -> (...)."""
+    num_tokens = weights.shape[-1]
+    words = torch.ones(num_tokens, dtype=torch.bool)
+    words[[cls_position, sep_position]] = False
+    if not words.any():  # no word piece between [CLS] and [SEP]: nothing to measure
+        return torch.zeros(weights.shape[:-2], dtype=weights.dtype)
+    on_words = weights[..., words, :][..., :, words]  # (..., W, W): word queries, word keys
+    # A softmax row never puts exactly zero on every word; the clamp only guards the division.
+    renormalised = on_words / on_words.sum(-1, keepdim=True).clamp(min=1e-30)  # (..., W, W)
+    return (renormalised * distance[words][:, words]).sum(-1).mean(-1)
 
 
 class Pattern(StrEnum):

@@ -124,3 +124,31 @@ if lesson.loop_matches_matrix:
 else:
     st.error("Loop and matrix forms differ!")
 widgets.code_box(lesson.code)
+
+step("Word order: shuffle the tokens")
+widgets.prose("without_weights", "position")
+shuffled = lesson.shuffled
+st.markdown("Shuffled sentence: " + " · ".join(f"“{literal(t)}”" for t in shuffled.tokens))
+s1, s2 = st.columns(2)
+with s1:
+    draw.heatmap(
+        shuffled.weights,
+        "Weights computed on the shuffled sentence",
+        "Heatmap of the attention weights computed from the shuffled tokens.",
+        value_title="weight",
+    )
+with s2:
+    draw.heatmap(
+        shuffled.reordered,
+        "The original weights, rows and columns reordered",
+        "Heatmap of the original attention weights with rows and columns put in the shuffled order.",
+        value_title="weight",
+    )
+differences = (
+    f"the largest difference is {shuffled.max_difference:.1e} for the weights "
+    f"and {shuffled.max_context_difference:.1e} for the context vectors."
+)
+if shuffled.agrees:
+    st.success(f"The two agree to float rounding: {differences}")
+else:
+    st.error(f"The two differ: {differences}")

@@ -75,8 +75,7 @@ if lesson.book is not None:
     with st.expander("The book chapter's printed causal example", expanded=True):
         st.caption(
             "The chapter prints these matrices from a v2 module that no seed reproduces today, so the lab "
-            "replays its steps on the printed numbers. Its renormalised table has one misprint: row 6 "
-            "column 3 reads 0.1555; nothing in row 6 is masked, so it is 0.1565."
+            "replays its steps on the printed numbers. " + lesson.book.printed_difference.note()
         )
         b1, b2 = st.columns(2)
         b3, _ = st.columns(2)

@@ -90,6 +90,10 @@ def word_pieces(lesson: lesson_rm.RealModelLesson, example: lesson_rm.ExampleSen
         ask, answer = st.columns([3, 1], vertical_alignment="center")
         ask.caption(lesson_rm.pair_sentence(example, pair))
         answer.button(f"Open layer {best.layer}, head {best.head}", on_click=open_head, args=(best.layer, best.head))
+        if example.contrast is not None:  # the same head on a sentence where the query means the other noun
+            reading = lesson_rm.contrast_reading(lesson, lesson_for(example.contrast.sentence), example)
+            if reading is not None:
+                st.caption(lesson_rm.contrast_caption(reading, example))
 
 
 def head_grid(lesson: lesson_rm.RealModelLesson) -> None:
@@ -163,6 +167,8 @@ def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int) -> None:
         key="real_measures",
         on_select=lambda: draw.select_head_from_chart("real_measures", charts_rm.HEAD_SELECTION, LAYER, HEAD),
     )
+    if measure in (lesson_rm.Measure.DISTANCE, lesson_rm.Measure.WORD_DISTANCE):
+        st.caption(lesson_rm.distance_caption(lesson))
     for finding in lesson.findings:
         widgets.prose("real_model", finding.pattern.value)
         st.caption(lesson_rm.finding_caption(finding))

@@ -53,7 +53,11 @@ widgets.prose("attention_at_scale", "long_context")
 l1, l2 = st.columns(2)
 l1.metric(f"scores of {lesson.LONG_CONTEXT:,} tokens, one head", lesson.bytes_text(cost.long_scores_bytes))
 l2.metric(f"time on the T² line, this {device.upper()}", lesson.duration_text(cost.long_milliseconds))
-widgets.code_box(lesson.cost_code(int(longest)), "Plain PyTorch: the same measurement, timed with perf_counter.")
+widgets.code_box(
+    lesson.cost_code(int(longest)),
+    "Plain PyTorch: the same measurement, timed with perf_counter.",
+    title="time and memory of plain attention",
+)
 
 step("(b) The online softmax, step by step")
 widgets.prose("attention_at_scale", "online")
@@ -72,7 +76,11 @@ o1, o2 = st.columns(2)
 o1.metric("online result", scale_online.vector_text(online.output))
 o2.metric("softmax · V in one go", scale_online.vector_text(online.reference))
 st.caption(scale_online.online_caption(online))
-widgets.code_box(online.code, "The online softmax in plain PyTorch, with the page's query, keys, values and blocks.")
+widgets.code_box(
+    online.code,
+    "The online softmax in plain PyTorch, with the page's query, keys, values and blocks.",
+    title="the online softmax, block by block",
+)
 
 step("(c) FlashAttention's tiling")
 widgets.prose("attention_at_scale", "tiling")
@@ -90,7 +98,11 @@ draw.draw(
 st.caption(lesson.tiling_caption(tiling))
 widgets.prose("attention_at_scale", "fused")
 st.info(view.verdict, icon=":material/speed:")
-widgets.code_box(tiling.code, "Tiled attention in plain PyTorch, checked against PyTorch's own kernel.")
+widgets.code_box(
+    tiling.code,
+    "Tiled attention in plain PyTorch, checked against PyTorch's own kernel.",
+    title="tiled attention",
+)
 
 step("(d) The KV cache")
 widgets.prose("attention_at_scale", "kv_cache")
@@ -112,7 +124,11 @@ draw.draw(
     "Scatter chart of the milliseconds per generated token against the tokens so far, with and without the cache.",
 )
 st.metric(f"speed-up over {kv.timed_tokens} generated tokens", f"{kv.speedup:.1f}×")
-widgets.code_box(kv.code, "A one-layer model with a KV cache in plain PyTorch: identical logits both ways.")
+widgets.code_box(
+    kv.code,
+    "A one-layer model with a KV cache in plain PyTorch: identical logits both ways.",
+    title="generation with and without a KV cache",
+)
 widgets.prose("attention_at_scale", "real_models")
 widgets.predict(scale_kv.grouping_question(), key="predict_scale_grouping")
 widgets.number_table(scale_kv.real_cache_table(8192), hide_index=True)

@@ -11,7 +11,7 @@ import torch
 
 from core import functional as fn
 from core import recipes
-from core.examples import BOOK_CAUSAL_MASKED_SCORES, BOOK_CAUSAL_WEIGHTS, cats_example
+from core.examples import BOOK_CAUSAL_MASKED_SCORES, BOOK_CAUSAL_RENORMALISED, BOOK_CAUSAL_WEIGHTS, cats_example
 from core.lessons.common import (
     CPU,
     Prediction,
@@ -33,6 +33,54 @@ NOISE_SIZE = 3.0  # how far the perturbed token is pushed (times a standard-norm
 # have none), so training mode at the sidebar's 0 would change nothing visible: it shows this rate.
 TEACHING_DROPOUT = 0.5
 
+# A cell of the book's printed renormalised table within this of ours differs by rounding (the chapter
+# divided unrounded weights; we have them to 4 decimals): one unit in the 4th decimal plus float error.
+# A larger difference is a misprint.
+ROUNDING_TOLERANCE = 1.5e-4
+
+
+@dataclass(frozen=True)
+class PrintedDifference:
+    """How the book's printed renormalised table differs from the same steps on its printed weights."""
+
+    rounding_cells: int  # cells that differ by rounding (0 < |difference| <= ROUNDING_TOLERANCE)
+    rounding_max: float  # the largest of those differences
+    misprints: tuple[tuple[int, int, float, float], ...]  # (row, column) from 1, printed, recomputed
+
+    def note(self) -> str:
+        """The caption's sentence about the differences, from the numbers."""
+        parts = []
+        if self.rounding_cells:
+            parts.append(
+                f"Recomputed from the printed weights, {self.rounding_cells} cells of its renormalised table "
+                f"differ from the book's by at most {self.rounding_max:.1e} (the chapter divided unrounded "
+                "weights; we have them to 4 decimals)."
+            )
+        for row, column, printed, ours in self.misprints:
+            parts.append(
+                f"Row {row} column {column} is a misprint: it reads {printed:.4f} where the steps give {ours:.4f}."
+            )
+        return " ".join(parts) or "The recomputed table matches the book's digit for digit."
+
+
+def printed_difference(printed: torch.Tensor, recomputed: torch.Tensor) -> PrintedDifference:
+    """Compare a printed (T, T) table with ours cell by cell: rounding differences and misprints."""
+    # Compare at the printed precision (4 decimals), in whole units of the 4th decimal: float error in
+    # the 8th decimal is no difference on the page.
+    units = (printed.double() * 1e4).round() - (recomputed.double() * 1e4).round()  # (T, T)
+    gap = units.abs() / 1e4  # (T, T)
+    rounding = (gap > 0) & (gap <= ROUNDING_TOLERANCE)
+    rounding_gaps = gap[rounding]
+    misprints = tuple(
+        (row + 1, column + 1, float(printed[row, column]), float(recomputed[row, column]))
+        for row, column in (gap > ROUNDING_TOLERANCE).nonzero().tolist()
+    )
+    return PrintedDifference(
+        rounding_cells=int(rounding.sum()),
+        rounding_max=float(rounding_gaps.max()) if rounding.any() else 0.0,
+        misprints=misprints,
+    )
+
 
 @dataclass(frozen=True)
 class BookCausal:
@@ -43,6 +91,7 @@ class BookCausal:
     renormalised: pd.DataFrame  # each row divided by its sum
     masked_scores: pd.DataFrame  # the chapter's printed scores with -inf above the diagonal (a table)
     minus_inf_weights: pd.DataFrame  # softmax(masked scores / sqrt(2)): the efficient method
+    printed_difference: PrintedDifference  # the recomputed renormalised table against the printed one
     code: str  # the filled recipe core/recipes/causal_book.py
 
 
@@ -94,10 +143,12 @@ class CausalLesson:
 def _book(tokens: tuple[str, ...]) -> BookCausal:
     keep = fn.causal_mask(6, 6)  # (6, 6), True on and below the diagonal
     masked = BOOK_CAUSAL_WEIGHTS * keep
+    renormalised = fn.renormalise_rows(BOOK_CAUSAL_WEIGHTS, keep)  # (6, 6)
     return BookCausal(
         printed_weights=matrix_frame(BOOK_CAUSAL_WEIGHTS, tokens, tokens),
         masked_simple=matrix_frame(masked, tokens, tokens),
-        renormalised=matrix_frame(fn.renormalise_rows(BOOK_CAUSAL_WEIGHTS, keep), tokens, tokens),
+        renormalised=matrix_frame(renormalised, tokens, tokens),
+        printed_difference=printed_difference(BOOK_CAUSAL_RENORMALISED, renormalised),
         masked_scores=pd.DataFrame(BOOK_CAUSAL_MASKED_SCORES.numpy(), index=list(tokens), columns=list(tokens)),
         minus_inf_weights=matrix_frame(torch.softmax(BOOK_CAUSAL_MASKED_SCORES / 2**0.5, dim=-1), tokens, tokens),
         code=recipes.fill(

@@ -17,7 +17,17 @@ import torch
 
 from core import functional as fn
 from core import recipes
-from core.head_measures import Finding, HeadMeasures, HeadScore, Measure, Pattern, find_patterns, head_measures
+from core.head_measures import (
+    THRESHOLDS,
+    Finding,
+    HeadMeasures,
+    HeadScore,
+    Measure,
+    Pattern,
+    find_patterns,
+    head_measures,
+    pattern_scores,
+)
 from core.lessons import unique_labels
 from core.lessons.common import Prediction
 from core.models import minilm
@@ -28,6 +38,14 @@ __all__ = ["Finding", "HeadMeasures", "HeadScore", "Measure", "Pattern", "find_p
 
 
 @dataclass(frozen=True)
+class Contrast:
+    """A second sentence where the example's query word means another word: a test of the pair's head."""
+
+    sentence: str
+    means: str  # the word piece the query stands for in this sentence, as labelled on the axes
+
+
+@dataclass(frozen=True)
 class ExampleSentence:
     key: str
     label: str  # what the selector shows
@@ -35,6 +53,7 @@ class ExampleSentence:
     look_for: str  # one line: what to look for in this example
     query: str  # the pair of word pieces the example is about, as labelled on the axes
     attends_to: str
+    contrast: Contrast | None = None  # the same sentence with the query meaning the other word
 
 
 EXAMPLES: tuple[ExampleSentence, ...] = (
@@ -42,9 +61,11 @@ EXAMPLES: tuple[ExampleSentence, ...] = (
         "pronoun",
         "A pronoun and its noun",
         "The dog chased the ball because it was bored.",
-        "Which heads send 'it' to 'dog', the noun it stands for?",
+        "Which heads send 'it' to 'dog'? A head that did so because 'it' means the dog would move its "
+        "weight to 'ball' when 'it' is the ball.",
         "it",
         "dog",
+        Contrast("The dog chased the ball because it was round.", "ball"),
     ),
     ExampleSentence(
         "repeat",
@@ -140,6 +161,88 @@ def pair_finding(lesson: RealModelLesson, query: str, attends_to: str) -> PairFi
         key_index=key_index,
         strongest=HeadScore(layer, head, float(weights[layer, head])),
         mean_weight=float(weights.mean()),
+    )
+
+
+@dataclass(frozen=True)
+class ContrastReading:
+    """One head's weight from the query to the two nouns, in the example and in its contrast sentence."""
+
+    head: HeadScore  # the example's pair head (value: its weight query -> attends_to in the example)
+    first_noun: str  # the example's attends_to ('dog')
+    second_noun: str  # what the query means in the contrast sentence ('ball')
+    contrast_first: float  # the head's weight query -> first_noun in the contrast sentence
+    contrast_second: float  # query -> second_noun in the contrast sentence
+    follows_meaning: bool  # in the contrast sentence the head favours the noun the query now means
+    best_follower: HeadScore  # of all heads, the one whose weight moves most with the meaning (value: margin)
+    best_follower_weights: tuple[float, float]  # its weight to first_noun in the example, second in the contrast
+
+
+def contrast_reading(
+    lesson: RealModelLesson, contrast_lesson: RealModelLesson, example: ExampleSentence
+) -> ContrastReading | None:
+    """Does the example's pair head follow the meaning when the contrast sentence changes it? From the weights.
+
+    None when the example has no contrast or a sentence lacks the pieces."""
+    contrast = example.contrast
+    if contrast is None:
+        return None
+    pair = pair_finding(lesson, example.query, example.attends_to)
+    needed = (example.query, example.attends_to, contrast.means)
+    if pair is None or contrast.means not in lesson.labels or any(p not in contrast_lesson.labels for p in needed):
+        return None
+
+    def weights(of: RealModelLesson, key: str) -> torch.Tensor:  # (L, h): query -> key in every head
+        return of.attentions[:, :, of.labels.index(example.query), of.labels.index(key)]
+
+    example_first, example_second = weights(lesson, example.attends_to), weights(lesson, contrast.means)
+    contrast_first, contrast_second = (
+        weights(contrast_lesson, example.attends_to),
+        weights(contrast_lesson, contrast.means),
+    )
+    # A head follows the meaning by as much as the smaller of its two right-noun margins.
+    margin = torch.minimum(example_first - example_second, contrast_second - contrast_first)  # (L, h)
+    best = int(margin.argmax())
+    best_layer, best_head = divmod(best, lesson.num_heads)
+    layer, head = pair.strongest.layer, pair.strongest.head
+    return ContrastReading(
+        head=pair.strongest,
+        first_noun=example.attends_to,
+        second_noun=contrast.means,
+        contrast_first=float(contrast_first[layer, head]),
+        contrast_second=float(contrast_second[layer, head]),
+        follows_meaning=bool(contrast_second[layer, head] > contrast_first[layer, head]),
+        best_follower=HeadScore(best_layer, best_head, float(margin[best_layer, best_head])),
+        best_follower_weights=(
+            float(example_first[best_layer, best_head]),
+            float(contrast_second[best_layer, best_head]),
+        ),
+    )
+
+
+def contrast_caption(reading: ContrastReading, example: ExampleSentence) -> str:
+    """What the pair head does when the meaning changes, and the head that follows it best: from the numbers."""
+    assert example.contrast is not None  # contrast_reading returns None otherwise
+    head, first, second = reading.head, reading.first_noun, reading.second_noun
+    query = example.query
+    verdict = (
+        f"its weight moves to '{second}'."
+        if reading.follows_meaning
+        else f"it still favours '{first}'. Its weight follows the word, not what '{query}' means here, so it does "
+        f"not show which noun '{query}' stands for."
+    )
+    best = reading.best_follower
+    to_first, to_second = reading.best_follower_weights
+    follower = (
+        f"Of the 72 heads, layer {best.layer}, head {best.head} follows the meaning best: {to_first:.0%} to "
+        f"'{first}' in the first sentence, {to_second:.0%} to '{second}' in the second."
+        if best.value > 0
+        else "None of the 72 heads favours the right noun in both sentences."
+    )
+    return (
+        f"In “{example.contrast.sentence}”, where '{query}' is the {second}, layer {head.layer}, head {head.head} "
+        f"sends {reading.contrast_first:.0%} of '{query}' to '{first}' and {reading.contrast_second:.0%} to "
+        f"'{second}': {verdict} {follower}"
     )
 
 
@@ -344,6 +447,47 @@ def described(finding: Finding) -> str:
 def finding_caption(finding: Finding) -> str:
     """The caption under a pattern's prose: how it is measured, and which heads show it here."""
     return f"Measured by the {SCORE_NAMES[finding.pattern]}. {described(finding)}"
+
+
+FARTHEST = 6  # how many of the farthest-looking heads the distance caption checks for parking
+
+
+@dataclass(frozen=True)
+class DistanceReading:
+    """The two mean attention distances on one sentence, and how many far heads are parking heads."""
+
+    parking_all_keys: int  # of the FARTHEST heads by distance over all keys, those at the sink threshold
+    parking_words_only: int  # the same for the distance over the words only
+    farthest_words_only: HeadScore  # the head that looks farthest over the words only
+
+
+def distance_reading(lesson: RealModelLesson) -> DistanceReading:
+    """Rank heads by both distances; count parking heads ([CLS] + [SEP] weight at the sink threshold)."""
+    parking = pattern_scores(lesson.measures)[Pattern.SINK] >= THRESHOLDS[Pattern.SINK]  # (L, h)
+
+    def parking_among_farthest(distance: torch.Tensor) -> int:  # distance: (L, h)
+        farthest = distance.flatten().argsort(descending=True)[:FARTHEST]
+        return int(parking.flatten()[farthest].sum())
+
+    words = lesson.measures.word_distance  # (L, h)
+    best = int(words.flatten().argmax())
+    return DistanceReading(
+        parking_all_keys=parking_among_farthest(lesson.measures.distance),
+        parking_words_only=parking_among_farthest(words),
+        farthest_words_only=HeadScore(best // lesson.num_heads, best % lesson.num_heads, float(words.flatten()[best])),
+    )
+
+
+def distance_caption(lesson: RealModelLesson) -> str:
+    """What the two distances show on this sentence, from the numbers."""
+    reading = distance_reading(lesson)
+    far = reading.farthest_words_only
+    return (
+        f"Over all keys, {reading.parking_all_keys} of the {FARTHEST} farthest-looking heads park at least "
+        f"{THRESHOLDS[Pattern.SINK]:.0%} of their weight on [CLS] and [SEP], which sit at the two ends of the "
+        f"sentence; over the words only, {reading.parking_words_only} of {FARTHEST} do. Over the words only, "
+        f"layer {far.layer}, head {far.head} looks farthest: {far.value:.2f} pieces on average."
+    )
 
 
 def code(lesson: RealModelLesson, layer: int, head: int) -> str:

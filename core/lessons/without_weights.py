@@ -70,7 +70,82 @@ class WithoutWeightsLesson:
     largest_share: tuple[str, float]  # (token, weight) with the most of it: the notebook's x(2), 28.75%
     smallest_share: tuple[str, float]  # (token, weight) with the least: the notebook's x(6), 6.05%
     sums: FloatSums
+    shuffled: ShuffledTokens  # the same tokens in a fixed shuffled order: the weights shuffle with them
     code: str  # the filled recipe core/recipes/without_weights.py
+
+
+FLOAT_AGREEMENT = 1e-5  # float32 sums of a few terms in another order differ far less than this
+SHUFFLE_SEED = 2024  # the one fixed shuffle the page shows (same for every student, so a class compares)
+
+
+@dataclass(frozen=True)
+class ShuffledTokens:
+    """The same tokens in another order: attention alone has no idea of order, so the weights move with them.
+
+    order[p] is the original position of the token now at position p.
+    """
+
+    order: tuple[int, ...]
+    tokens: tuple[str, ...]  # the tokens in the shuffled order (labels as on the other charts)
+    weights: pd.DataFrame  # softmax(x' x'^T) for the shuffled inputs x', (T, T) long frame
+    reordered: pd.DataFrame  # the original weights with rows and columns put in the shuffled order
+    max_difference: float  # largest |shuffled weight - reordered original weight|
+    max_context_difference: float  # largest |z' - z reordered|: each token's context vector is unchanged
+
+    @property
+    def agrees(self) -> bool:
+        """Shuffled and reordered agree to float32 rounding (sums taken in another order differ in the last bits)."""
+        return self.max_difference < FLOAT_AGREEMENT and self.max_context_difference < FLOAT_AGREEMENT
+
+
+def shuffle_order(num_tokens: int) -> torch.Tensor:
+    """A fixed shuffle of 0..T-1 that moves at least one token (for T >= 2): (T,) int64 on the CPU.
+
+    Its own generator: no global RNG on the app path.
+    """
+    order = torch.randperm(num_tokens, generator=torch.Generator().manual_seed(SHUFFLE_SEED))  # (T,)
+    if num_tokens > 1 and torch.equal(order, torch.arange(num_tokens)):
+        order = order.roll(1)  # the draw left every token in place: move them all one step instead
+    return order
+
+
+def shuffled_tokens(x: torch.Tensor, tokens: tuple[str, ...]) -> ShuffledTokens:
+    """Attention weights and context vectors of the inputs x (T, d_in) read in a shuffled order."""
+    order = shuffle_order(x.shape[0])
+    on_device = order.to(x.device)
+    weights = torch.softmax(simple.dot_scores(x), dim=-1)  # (T, T)
+    shuffled_x = x[on_device]  # (T, d_in): row p is the token that was at order[p]
+    shuffled_weights = torch.softmax(simple.dot_scores(shuffled_x), dim=-1)  # (T, T)
+    reordered = weights[on_device][:, on_device]  # (T, T): P W P^T
+    context = simple.context_vectors(x, weights)  # (T, d_in)
+    shuffled_context = simple.context_vectors(shuffled_x, shuffled_weights)  # (T, d_in)
+    labels = tuple(tokens[i] for i in order.tolist())
+    return ShuffledTokens(
+        order=tuple(order.tolist()),
+        tokens=labels,
+        weights=matrix_frame(shuffled_weights, labels, labels),
+        reordered=matrix_frame(reordered, labels, labels),
+        max_difference=float((shuffled_weights - reordered).abs().max()),
+        max_context_difference=float((shuffled_context - context[on_device]).abs().max()),
+    )
+
+
+OVERFLOW_CELL = "NaN (overflow)"  # what a naive-softmax weight of inf/inf reads as in the table
+
+
+def norms_table(normalised: tuple[torch.Tensor, ...], tokens: tuple[str, ...]) -> pd.DataFrame:
+    """One row per normalisation, one column per token; NaN cells spelt out when exp() overflowed.
+
+    A float NaN in st.dataframe reads "None", which says nothing about what went wrong. When a row
+    holds a NaN, every cell becomes text at four decimals (the table still lines up) and the NaN
+    cells read OVERFLOW_CELL.
+    """
+    table = pd.DataFrame(
+        [w.cpu().double().numpy() for w in normalised], index=list(NORMALISATIONS), columns=list(tokens)
+    )
+    if not table.isna().to_numpy().any():
+        return table
+    return table.map(lambda value: OVERFLOW_CELL if pd.isna(value) else f"{value:.4f}")
 
 
 def without_weights_lesson(settings: Settings, query_index: int, multiplier: float = 1.0) -> WithoutWeightsLesson:
@@ -131,9 +206,7 @@ def without_weights_lesson(settings: Settings, query_index: int, multiplier: flo
         context_table=pd.DataFrame(
             context.cpu().double().numpy(), index=list(tokens), columns=list(dims("z", x.shape[1]))
         ),
-        norms_table=pd.DataFrame(
-            [w.cpu().double().numpy() for w in normalised], index=list(NORMALISATIONS), columns=list(tokens)
-        ),
+        norms_table=norms_table(normalised, tokens),
         weights=matrix_frame(weights, tokens, tokens),
         context=matrix_frame(context, tokens, dims("z", x.shape[1])),
         naive_overflows=bool(torch.isnan(normalised[1]).any()),
@@ -146,6 +219,7 @@ def without_weights_lesson(settings: Settings, query_index: int, multiplier: flo
         largest_share=(tokens[int(by_sum.argmax())], float(by_sum.max())),
         smallest_share=(tokens[int(by_sum.argmin())], float(by_sum.min())),
         sums=sums,
+        shuffled=shuffled_tokens(x, tokens),
         code=code,
     )
 

@@ -199,8 +199,8 @@ def test_unusable_sentence_shows_message_and_page_still_renders() -> None:
 
 def test_heads_not_dividing_d_out_shows_message_and_page_still_renders() -> None:
     at = app(registry.page("multi_head").file, d_out="5", num_heads="2")
-    assert_clean(at)
-    assert any("divisible" in e.value for e in at.error)
+    assert_clean(at)  # no error box: the page shows the most heads that split d_out, and says so
+    assert any("does not split into 2 heads" in i.value for i in at.info)
     assert any("GPT-2" in m.label for m in at.metric)
 
 
@@ -209,6 +209,30 @@ def test_naive_softmax_overflow_is_explained() -> None:
     at.slider(key="logit_scale").set_value(200.0).run()
     assert_clean(at)
     assert any("overflowed" in e.value for e in at.error)
+    # The NaN weights read as what they are, not as st.dataframe's "None" for a float NaN.
+    norms = next(d.value for d in at.dataframe if "naive softmax" in d.value.index)
+    naive = list(norms.loc["naive softmax"])
+    assert without_weights.OVERFLOW_CELL in naive, naive
+    assert all(isinstance(cell, str) and cell != "None" for cell in naive), naive
+    assert norms.loc["stable softmax"].map(float).sum() == pytest.approx(1.0, abs=1e-3)
+
+
+def test_lesson_one_shuffles_the_tokens_and_the_weights_follow() -> None:
+    at = app(registry.page("without_weights").file)
+    assert_clean(at)
+    lesson = without_weights.without_weights_lesson(Settings(), 0, 1.0)
+    shown = "\n".join(m.value for m in at.markdown)
+    assert "Shuffled sentence: " + " · ".join(f"“{t}”" for t in lesson.shuffled.tokens) in shown
+    assert any(
+        "agree to float rounding" in s.value and f"{lesson.shuffled.max_difference:.1e}" in s.value for s in at.success
+    )
+    assert "position embedding" in shown
+
+
+def test_causal_page_notes_where_the_book_table_differs() -> None:
+    at = app(registry.page("causal_dropout").file, preset="book")
+    assert_clean(at)
+    assert any("6 cells" in c.value and "misprint" in c.value for c in at.caption)
 
 
 def test_causal_page_training_toggle_and_leakage() -> None:
