@@ -24,6 +24,7 @@ from bench import latency
 from bench.harness import use_navigation_mode
 from core import registry
 from core.lessons import attention_at_scale as lesson
+from core.lessons import attention_at_scale_kv as scale_kv
 from core.long_context import AttentionPath, measure
 
 TOKENS = 4096
@@ -44,7 +45,7 @@ def memory_and_time(device: torch.device, repeats: int) -> dict:
 
 def cache_speedup(device: torch.device) -> dict:
     """The page's own timing (each step's fastest of three generations), at 256 generated tokens."""
-    timing, speedup = lesson.generation_timing(lesson.trained_model(), GENERATED, device)
+    timing, speedup = scale_kv.generation_timing(scale_kv.trained_model(), GENERATED, device)
     totals = timing.groupby("way").milliseconds.sum()
     return {
         "generated": GENERATED,

@@ -141,7 +141,7 @@ def tiles_chart(tiles: pd.DataFrame) -> alt.Chart:
 def generation_chart(timing: pd.DataFrame) -> alt.LayerChart:
     """Milliseconds per generated token against the tokens so far, with and without the KV cache.
 
-    timing: tokens so far, way, milliseconds, median of 9 steps (core.lessons.attention_at_scale.CacheLesson.timing):
+    timing: tokens so far, way, milliseconds, median of 9 steps (core.lessons.attention_at_scale_kv.CacheLesson.timing):
     every step as a faint point, the running median as a line.
     """
     ways = list(dict.fromkeys(timing["way"]))

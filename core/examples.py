@@ -206,3 +206,13 @@ BOOK_CAUSAL_MASKED_SCORES = torch.tensor(
         [-0.2850, -0.3639, -0.3583, -0.1993, -0.1564, -0.2669],
     ]
 )  # (6, 6) raw scores with -inf above the diagonal, as printed in the book chapter
+
+
+def unique_labels(tokens: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Token labels made unique for chart axes: 'the', 'cat', 'the (2)'."""
+    seen: dict[str, int] = {}
+    labels = []
+    for token in tokens:
+        seen[token] = seen.get(token, 0) + 1
+        labels.append(token if seen[token] == 1 else f"{token} ({seen[token]})")
+    return tuple(labels)

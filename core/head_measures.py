@@ -7,9 +7,11 @@ Shape legend: L = layers, h = heads per layer, T = tokens (queries along rows, k
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -171,3 +173,11 @@ def find_patterns(measures: HeadMeasures) -> tuple[Finding, ...]:
         passing = tuple(s for s in ranked if s.value >= threshold)
         findings.append(Finding(pattern=pattern, threshold=threshold, heads=passing, strongest=ranked[0]))
     return tuple(findings)
+
+
+def previous_token_share(attention: np.ndarray, lookback: Sequence[bool]) -> np.ndarray:
+    """(L, h, T, T) -> (L, h): mean weight a query puts on the token just before it, over the rows
+    where that matters (`lookback` (T,), never row 0): on the induction task, the first copy."""
+    rows = np.flatnonzero(np.asarray(lookback, dtype=bool))
+    rows = rows[rows >= 1]
+    return attention[..., rows, rows - 1].mean(axis=-1)

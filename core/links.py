@@ -17,6 +17,7 @@ Pure Python (no streamlit).
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -141,21 +142,20 @@ def _real_model_examples() -> tuple[str, ...]:
     return (*(example.key for example in real_model.EXAMPLES), real_model.OWN_SENTENCE)
 
 
-def _scale_choices(name: str) -> Callable[[], tuple[str, ...]]:
-    """Lesson 9's choices of one of its select boxes, read when a link carries the parameter."""
+def _scale_choices(module: str, name: str) -> Callable[[], tuple[str, ...]]:
+    """Lesson 9's choices of one of its select boxes (`name` in `core.lessons.<module>`), read when a link
+    carries the parameter."""
 
     def codes() -> tuple[str, ...]:
-        from core.lessons import attention_at_scale
-
-        return _numbers(getattr(attention_at_scale, name))
+        return _numbers(getattr(importlib.import_module(f"core.lessons.{module}"), name))
 
     return codes
 
 
 def _pretrained_pairs() -> tuple[str, ...]:
-    from core.lessons import pretrained  # only when a link names a pair: it imports the real model's modules
+    from core.lessons import pretrained_cross  # only when a link names a pair: it imports the real model's modules
 
-    return tuple(pair.key for pair in pretrained.PAIRS)
+    return tuple(pair.key for pair in pretrained_cross.PAIRS)
 
 
 def _real_model_measures() -> tuple[str, ...]:
@@ -237,10 +237,10 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "scale_longest": CheckedByItsControl(),
         "scale_keys": Whole(2, 16, point_zero=True),
         "scale_block": Whole(1, 16, point_zero=True),
-        "scale_block_q": Choice(_scale_choices("BLOCK_CHOICES")),
-        "scale_block_k": Choice(_scale_choices("BLOCK_CHOICES")),
+        "scale_block_q": Choice(_scale_choices("attention_at_scale", "BLOCK_CHOICES")),
+        "scale_block_k": Choice(_scale_choices("attention_at_scale", "BLOCK_CHOICES")),
         "scale_causal": Flag(),
-        "scale_generated": Choice(_scale_choices("TIMING_CHOICES")),
+        "scale_generated": Choice(_scale_choices("attention_at_scale_kv", "TIMING_CHOICES")),
     }
 )
 

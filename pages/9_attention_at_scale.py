@@ -3,6 +3,8 @@
 import streamlit as st
 
 from core.lessons import attention_at_scale as lesson
+from core.lessons import attention_at_scale_kv as scale_kv
+from core.lessons import attention_at_scale_online as scale_online
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
@@ -67,13 +69,13 @@ st.latex(
 k1, k2 = st.columns(2)
 num_keys = k1.number_input("Keys in the row", 2, 16, 12, key="scale_keys", **widgets.LINKED)
 block_size = k2.number_input("Keys per block", 1, 16, 4, key="scale_block", **widgets.LINKED)
-online = cache.computed(lesson.ONLINE, settings.seed, int(num_keys), int(block_size))
+online = cache.computed(scale_online.ONLINE, settings.seed, int(num_keys), int(block_size))
 widgets.predict(online.prediction, key="predict_scale_online")
 widgets.number_table(online.table, hide_index=True)
 o1, o2 = st.columns(2)
-o1.metric("online result", lesson.vector_text(online.output))
-o2.metric("softmax · V in one go", lesson.vector_text(online.reference))
-st.caption(lesson.online_caption(online))
+o1.metric("online result", scale_online.vector_text(online.output))
+o2.metric("softmax · V in one go", scale_online.vector_text(online.reference))
+st.caption(scale_online.online_caption(online))
 widgets.code_box(
     online.code,
     "The online softmax in plain PyTorch, with the page's query, keys, values and blocks.",
@@ -106,14 +108,14 @@ step("(d) The KV cache")
 widgets.prose("attention_at_scale", "kv_cache")
 generated = st.selectbox(
     "Generated tokens to time",
-    list(lesson.TIMING_CHOICES),
-    index=list(lesson.TIMING_CHOICES).index(256),
+    list(scale_kv.TIMING_CHOICES),
+    index=list(scale_kv.TIMING_CHOICES).index(256),
     key="scale_generated",
     **widgets.LINKED,
 )
 with st.spinner("Training the lab's model once, then generating with and without the cache…"):
-    kv = cache.computed(lesson.KV, device, int(generated))
-st.caption(lesson.generation_caption(kv))
+    kv = cache.computed(scale_kv.KV, device, int(generated))
+st.caption(scale_kv.generation_caption(kv))
 widgets.number_table(kv.growth, hide_index=True)
 widgets.predict(kv.prediction, key="predict_scale_cache")
 widgets.prose("attention_at_scale", "cache_timing")
@@ -128,6 +130,6 @@ widgets.code_box(
     title="generation with and without a KV cache",
 )
 widgets.prose("attention_at_scale", "real_models")
-widgets.predict(lesson.grouping_question(), key="predict_scale_grouping")
-widgets.number_table(lesson.real_cache_table(8192), hide_index=True)
-st.caption(lesson.REAL_MODEL_SOURCES)
+widgets.predict(scale_kv.grouping_question(), key="predict_scale_grouping")
+widgets.number_table(scale_kv.real_cache_table(8192), hide_index=True)
+st.caption(scale_kv.REAL_MODEL_SOURCES)

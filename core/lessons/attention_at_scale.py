@@ -4,19 +4,21 @@ Every number the page shows is computed here: the timings by `core.long_context.
 chosen device, the online softmax and tiles by the reference functions, generation by
 `core.kv_cache` with the training lab's tiny transformer. Sentences that depend on a measurement
 are chosen from the measurement, since on a shared CPU the order of two timings can change.
+
+This module holds sections (a) and (c); (b) is in `attention_at_scale_online.py`, (d) in
+`attention_at_scale_kv.py`.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import torch
 
-from core import charts_scale, kv_cache, recipes
+from core import charts_scale, recipes
 from core.device import resolve_device
 from core.functional import scaled_dot_product_attention
 from core.lessons.common import CPU, Prediction, generator
@@ -25,10 +27,8 @@ from core.long_context import (
     Measurement,
     TiledResult,
     measure,
-    online_softmax_row,
     tiled_attention,
 )
-from core.models import tiny_transformer as tt
 from core.registry import LessonSpec
 
 # ----------------------------------------------------------------------------------------
@@ -255,101 +255,6 @@ def cost_code(longest: int) -> str:
 
 
 # ----------------------------------------------------------------------------------------
-# (b) The online softmax, one query row
-# ----------------------------------------------------------------------------------------
-
-ROW_WIDTH = 4  # q and k width in the online-softmax example
-VALUE_WIDTH = 3  # value width: three columns of output fit the table
-KEY_CHOICES = range(2, 17)  # keys in the online-softmax example: few enough to read every row
-
-
-@dataclass(frozen=True)
-class OnlineLesson:
-    table: pd.DataFrame  # one row per block: keys, block max, m, e^(m_old - m_new), ℓ, output so far
-    output: tuple[float, ...]
-    reference: tuple[float, ...]
-    max_difference: float
-    largest_rescale: float  # the smallest e^(m_old - m_new) after the first block: how much a new max shrank the past
-    code: str
-    prediction: Prediction
-
-
-def online_lesson(seed: int, num_keys: int, block_size: int) -> OnlineLesson:
-    """One random query against `num_keys` keys, read `block_size` keys at a time."""
-    if num_keys not in KEY_CHOICES or not (1 <= block_size <= num_keys):
-        raise ValueError(f"Choose {min(KEY_CHOICES)} to {max(KEY_CHOICES)} keys and a block of 1 to that many keys.")
-    draws = generator(seed, CPU)  # drawn on the CPU, then moved
-    query = torch.randn(ROW_WIDTH, generator=draws)  # (E,)
-    keys = torch.randn(num_keys, ROW_WIDTH, generator=draws) * 2  # (S, E): spread so the max moves
-    values = torch.randn(num_keys, VALUE_WIDTH, generator=draws)  # (S, Ev)
-    result = online_softmax_row(query, keys, values, block_size)
-    table = pd.DataFrame(
-        {
-            "block": [s.block for s in result.steps],
-            "keys": [f"{s.first_key}–{s.last_key}" for s in result.steps],
-            "block max": [s.block_max for s in result.steps],
-            "m (running max)": [s.running_max for s in result.steps],
-            "e^(m_old − m_new)": [s.correction for s in result.steps],
-            "ℓ (running sum)": [s.running_sum for s in result.steps],
-            "output so far": [
-                "[" + ", ".join(f"{v:.4f}" for v in s.partial_output.tolist()) + "]" for s in result.steps
-            ],
-        }
-    )
-    later = [s.correction for s in result.steps[1:]]
-    smallest = min(later) if later else 1.0
-    return OnlineLesson(
-        table=table,
-        output=tuple(result.output.tolist()),
-        reference=tuple(result.reference.tolist()),
-        max_difference=result.max_difference,
-        largest_rescale=smallest,
-        code=recipes.fill(
-            "attention_at_scale_online", {"seed": int(seed), "num_keys": num_keys, "block_size": block_size}
-        ),
-        prediction=_online_question(result.max_difference, len(result.steps)),
-    )
-
-
-def vector_text(values: tuple[float, ...]) -> str:
-    return "[" + ", ".join(f"{v:.4f}" for v in values) + "]"
-
-
-def online_caption(online: OnlineLesson) -> str:
-    """What the table shows about the rescaling, chosen from its numbers."""
-    head = f"Largest |online − ordinary| in float32: {online.max_difference:.1e}. "
-    if len(online.table) == 1:
-        return head + "One block holds every key: the online softmax is then the stable softmax itself."
-    if online.largest_rescale >= 1.0:
-        return head + (
-            "The first block held the largest score, so every later factor e^(m_old − m_new) is 1: "
-            "try smaller blocks or another seed to see a rescaling."
-        )
-    return head + (
-        f"The smallest factor after the first block, {online.largest_rescale:.4f}, is where a block raised the "
-        "maximum: everything summed before it was multiplied by that factor."
-    )
-
-
-def _online_question(max_difference: float, blocks: int) -> Prediction:
-    options = (
-        "Exactly the ordinary softmax · V, up to float rounding",
-        "An approximation that improves with more blocks",
-    )
-    return Prediction(
-        question=f"The online softmax reads the keys in {blocks} block{'s' if blocks != 1 else ''} and never sees all "
-        "scores at once. Its result is…",
-        options=options,
-        answer=0 if max_difference <= 1e-6 else 1,
-        explanation=(
-            f"The largest difference from softmax · V computed in one go is {max_difference:.1e}. Each time a block "
-            "raises the maximum, every earlier term is multiplied by e^(m_old − m_new), which turns e^(s − m_old) "
-            "into e^(s − m_new) exactly: nothing is approximated."
-        ),
-    )
-
-
-# ----------------------------------------------------------------------------------------
 # (c) Tiling
 # ----------------------------------------------------------------------------------------
 
@@ -441,213 +346,7 @@ def _tiles_question(result: TiledResult, causal: bool) -> Prediction:
     )
 
 
-# ----------------------------------------------------------------------------------------
-# (d) The KV cache
-# ----------------------------------------------------------------------------------------
-
-LAB_CONFIG = tt.TrainingConfig()  # the training lab's default run: previous token, 1 layer, 300 steps
-PROMPT = (3, 1, 4, 1, 5)  # any tokens of the task's 16 symbols
-GENERATED = 10  # new tokens for the logits comparison: prompt + generated fit the lab's 16 positions
-TIMING_CHOICES = (64, 128, 256, 512)  # generated tokens for the timing chart
-TIMING_REPEATS = 3  # generations per way; each step's fastest is kept
-
-
-def trained_model(config: tt.TrainingConfig = LAB_CONFIG) -> tt.TinyTransformer:
-    """The training lab's model trained on `config`, with the lab's draws in the lab's order (weights, held-out
-    set, one batch per step), so that it is the lab's run. Shared through a cache: never changed after this."""
-    draws = torch.Generator().manual_seed(int(config.seed))
-    model = tt.TinyTransformer(config, draws)
-    tt.draw_batch(config.task, tt.HELD_OUT, draws)  # the lab's held-out set: drawn so the batches match
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, fused=True)  # as the lab
-    for _ in range(config.steps):
-        batch = tt.draw_batch(config.task, config.batch_size, draws)
-        loss = tt.loss_of(model(batch.tokens), batch.targets)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return model.eval().requires_grad_(False)
-
-
-_TRAINING = threading.Lock()
-_TRAINED: dict[tt.TrainingConfig, tt.TinyTransformer] = {}
-
-
-def lab_model() -> tt.TinyTransformer:
-    """The training lab's default model, trained once per process (a lock: sessions run in threads).
-
-    Shared by every session and never changed: generation only reads it, and the timing copies it.
-    """
-    with _TRAINING:
-        if LAB_CONFIG not in _TRAINED:
-            _TRAINED[LAB_CONFIG] = trained_model(LAB_CONFIG)
-        return _TRAINED[LAB_CONFIG]
-
-
-def kv_lesson(device_name: str, timed_tokens: int) -> CacheLesson:
-    """Section (d) on the named device; `timed_tokens` must be one of TIMING_CHOICES (ValueError otherwise)."""
-    if timed_tokens not in TIMING_CHOICES:
-        raise ValueError(
-            f"Generated tokens must be one of {', '.join(map(str, TIMING_CHOICES))}, got {timed_tokens!r}."
-        )
-    return cache_lesson(lab_model(), timed_tokens, resolve_device(device_name))
-
-
-@dataclass(frozen=True)
-class CacheLesson:
-    """Generation with and without the cache: identical choices, the cache's growth, the time per token."""
-
-    tokens: tuple[int, ...]
-    max_logit_difference: float
-    same_tokens: bool
-    growth: pd.DataFrame  # step, position, cache rows, cache bytes
-    timing: pd.DataFrame  # tokens so far, way (with / without the cache), milliseconds, median of 9 steps
-    speedup: float  # total time without / with, over `timed_tokens`
-    timed_tokens: int
-    code: str
-    prediction: Prediction
-    chart: dict  # the time-per-token chart's Vega-Lite spec
-
-
-def cache_lesson(model: tt.TinyTransformer, timed_tokens: int, device: torch.device) -> CacheLesson:
-    """Generate from PROMPT both ways; time `timed_tokens` tokens both ways on `device`."""
-    with_cache = kv_cache.generate(model, list(PROMPT), GENERATED, use_cache=True)
-    without = kv_cache.generate(model, list(PROMPT), GENERATED, use_cache=False)
-    growth = pd.DataFrame(
-        {
-            "step": range(1, GENERATED + 1),
-            "new token": with_cache.tokens[len(PROMPT) :],
-            "cache rows (tokens)": with_cache.cache_lengths,
-            "cache size": [bytes_text(b) for b in with_cache.cache_bytes],
-        }
-    )
-    timing, speedup = generation_timing(model, timed_tokens, device)
-    return CacheLesson(
-        tokens=with_cache.tokens,
-        max_logit_difference=float((with_cache.logits - without.logits).abs().max()),
-        same_tokens=with_cache.tokens == without.tokens,
-        growth=growth,
-        timing=timing,
-        speedup=speedup,
-        timed_tokens=timed_tokens,
-        code=recipes.fill("attention_at_scale_kv_cache", {"new_tokens": GENERATED}),
-        prediction=_cache_question(model),
-        chart=charts_scale.generation_chart(timing).to_dict(validate=False),
-    )
-
-
-def generation_caption(kv: CacheLesson) -> str:
-    prompt = ", ".join(map(str, PROMPT))
-    new = ", ".join(map(str, kv.tokens[len(PROMPT) :]))
-    same = (
-        "Both ways chose the same tokens"
-        if kv.same_tokens
-        else "The two ways chose different tokens (a tie broken differently by rounding)"
-    )
-    return (
-        f"Prompt {prompt}; then {GENERATED} tokens, each the most likely next one: {new}. The previous-token model "
-        f"copies the token before the current one, so it repeats. {same}; their logits differ by at most "
-        f"{kv.max_logit_difference:.1e}, float rounding from adding in a different order."
-    )
-
-
-def generation_timing(model: tt.TinyTransformer, timed_tokens: int, device: torch.device) -> tuple[pd.DataFrame, float]:
-    longer = kv_cache.with_longer_context(model, len(PROMPT) + timed_tokens, generator(0, CPU)).to(device)
-    # Each step's fastest of TIMING_REPEATS generations: on a shared machine other work only ever adds time.
-    # What is left of the spikes (the garbage collector) the chart's line smooths: the median of 9 steps.
-    steps = {
-        way: np.min(
-            [
-                kv_cache.generate(longer, list(PROMPT), timed_tokens, use_cache).milliseconds
-                for _ in range(TIMING_REPEATS)
-            ],
-            axis=0,
-        )
-        for way, use_cache in (("with the cache", True), ("without (whole prefix again)", False))
-    }
-    frame = pd.concat(
-        [
-            pd.DataFrame(
-                {"tokens so far": range(len(PROMPT), len(PROMPT) + timed_tokens), "way": way, "milliseconds": times}
-            )
-            for way, times in steps.items()
-        ],
-        ignore_index=True,
-    )
-    frame["median of 9 steps"] = frame.groupby("way").milliseconds.transform(
-        lambda times: times.rolling(9, center=True, min_periods=1).median()
-    )
-    totals = [float(times.sum()) for times in steps.values()]
-    return frame, totals[1] / totals[0]
-
-
-def _cache_question(model: tt.TinyTransformer) -> Prediction:
-    width = model.unembedding.in_features
-    layers = len(model.layers)
-    per_token = 2 * layers * width * BYTES_FLOAT32
-    return Prediction(
-        question=f"The tiny model has {layers} layer{'s' if layers > 1 else ''} of width {width}. How much does its "
-        "KV cache grow per generated token (float32)?",
-        options=(bytes_text(width * BYTES_FLOAT32), bytes_text(per_token), bytes_text(per_token * width)),
-        answer=1,
-        explanation=(
-            f"2 (a key and a value) × {layers} layer{'s' if layers > 1 else ''} × {width} numbers × 4 bytes = "
-            f"{bytes_text(per_token)}: the table of the cache's growth above shows exactly this step."
-        ),
-    )
-
-
-REAL_MODEL_SOURCES = (
-    "Shapes from the models' published configurations: GPT-2 small (12 layers, 12 heads, width 768) and "
-    "Meta's Llama 3 8B config.json (32 layers, 32 query heads, 8 key/value heads, width 4,096); 2 bytes a value."
-)
-
-
-def real_cache_table(tokens: int) -> pd.DataFrame:
-    """KV cache per token and for `tokens` tokens, for GPT-2 small and Llama 3 8B with and without sharing."""
-    shapes = (kv_cache.GPT2_SMALL, kv_cache.LLAMA3_8B, kv_cache.without_grouping(kv_cache.LLAMA3_8B))
-    size = kv_cache.BYTES_PER_VALUE
-    return pd.DataFrame(
-        {
-            "model": [s.name for s in shapes],
-            "layers": [s.layers for s in shapes],
-            "query heads": [s.query_heads for s in shapes],
-            "K/V heads": [s.kv_heads for s in shapes],
-            "head width": [s.head_dim for s in shapes],
-            "per token": [bytes_text(s.bytes_per_token(size)) for s in shapes],
-            f"at {tokens:,} tokens": [bytes_text(s.cache_bytes(tokens, size)) for s in shapes],
-            "at its released context": [
-                f"{bytes_text(s.cache_bytes(s.context, size))} ({s.context:,})" for s in shapes
-            ],
-        }
-    )
-
-
-def grouping_question() -> Prediction:
-    """'Llama 3 8B shares each K/V head among 4 query heads: its cache is ...', answered by the configs."""
-    grouped, plain = kv_cache.LLAMA3_8B, kv_cache.without_grouping(kv_cache.LLAMA3_8B)
-    ratio = plain.bytes_per_token() / grouped.bytes_per_token()
-    share = grouped.query_heads // grouped.kv_heads
-    options = (
-        "The same size: every query head still needs keys",
-        f"{ratio:g} times smaller",
-        f"{ratio**2:g} times smaller",
-    )
-    return Prediction(
-        question=f"Llama 3 8B has {grouped.query_heads} query heads but only {grouped.kv_heads} key/value heads per "
-        f"layer: {share} query heads read the same keys and values. Against one K/V head per query head, its cache is…",
-        options=options,
-        answer=1,
-        explanation=(
-            f"{bytes_text(grouped.bytes_per_token())} per token instead of {bytes_text(plain.bytes_per_token())}: "
-            f"{ratio:g} times smaller. The cache stores keys and values only, so it shrinks with the number of "
-            "K/V heads; the queries are computed fresh for each new token and never cached."
-        ),
-    )
-
-
 # The cached computations the page calls (ui/cache.py `computed`): none reads the sidebar's Settings.
 # The measurements are keyed by device and setting, so a class opening the page costs one measurement.
 COST = LessonSpec(cost_view, uses=None, max_entries=2 * len(TOKEN_CHOICES))
-ONLINE = LessonSpec(online_lesson, uses=None, max_entries=256)
 TILING = LessonSpec(tiling_lesson, uses=None, max_entries=256)
-KV = LessonSpec(kv_lesson, uses=None, max_entries=2 * len(TIMING_CHOICES))

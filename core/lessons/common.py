@@ -11,7 +11,7 @@ import torch
 
 from core import recipes
 from core.device import resolve_device
-from core.examples import LIFE_SENTENCE, Example, life_vocabulary
+from core.examples import LIFE_SENTENCE, Example, life_vocabulary, unique_labels
 from core.registry import LessonSpec
 from core.settings import PresetKey, Settings, load_example
 
@@ -114,16 +114,6 @@ def frame_matrix(frame: pd.DataFrame) -> torch.Tensor:
     values = torch.tensor(frame.value.to_numpy(), dtype=torch.float64)
     matrix[frame.row_index.to_numpy(copy=True), frame.col_index.to_numpy(copy=True)] = values
     return matrix
-
-
-def unique_labels(tokens: tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    """Token labels made unique for chart axes: 'the', 'cat', 'the (2)'."""
-    seen: dict[str, int] = {}
-    labels = []
-    for token in tokens:
-        seen[token] = seen.get(token, 0) + 1
-        labels.append(token if seen[token] == 1 else f"{token} ({seen[token]})")
-    return tuple(labels)
 
 
 def token_labels(settings: Settings) -> tuple[str, ...]:

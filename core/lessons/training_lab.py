@@ -12,11 +12,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import numpy as np
 import pandas as pd
 import torch
 
 from core import recipes
+from core.head_measures import previous_token_share
 from core.lessons.common import Prediction, matrix_frame
 from core.models.tiny_transformer import (
     D_K_CHOICES,
@@ -100,14 +100,6 @@ def step_milliseconds(config: TrainingConfig) -> float:
 
 def estimated_seconds(config: TrainingConfig) -> float:
     return config.steps * step_milliseconds(config) / 1000
-
-
-def previous_token_share(attention: np.ndarray, lookback: Sequence[bool]) -> np.ndarray:
-    """(L, h, T, T) -> (L, h): mean weight a query puts on the token just before it, over the rows
-    where that matters (`lookback` (T,), never row 0): on the induction task, the first copy."""
-    rows = np.flatnonzero(np.asarray(lookback, dtype=bool))
-    rows = rows[rows >= 1]
-    return attention[..., rows, rows - 1].mean(axis=-1)
 
 
 def chance_accuracy(task: Task) -> float:

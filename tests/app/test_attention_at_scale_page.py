@@ -10,6 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from core import registry
 from core.lessons import attention_at_scale as lesson
+from core.lessons import attention_at_scale_kv as scale_kv
+from core.lessons import attention_at_scale_online as scale_online
 from tests.support import restore_pages_manager, use_navigation_mode
 
 
@@ -70,7 +72,7 @@ def test_online_controls_change_the_table(page: AppTest) -> None:
     assert not page.exception
     table = next(df.value for df in page.dataframe if "m (running max)" in df.value.columns)
     assert len(table) == 3  # 7 keys in blocks of 3: 3 + 3 + 1
-    expected = lesson.online_lesson(123, 7, 3)
+    expected = scale_online.online_lesson(123, 7, 3)
     assert list(table["ℓ (running sum)"]) == pytest.approx(list(expected.table["ℓ (running sum)"]))
 
 
@@ -88,7 +90,7 @@ def test_tiling_controls_change_the_tile_counts(page: AppTest) -> None:
 
 def test_predictions_reveal_answers_computed_from_the_page(page: AppTest) -> None:
     radio = prediction_radio(page, "predict_scale_grouping")
-    question = lesson.grouping_question()
+    question = scale_kv.grouping_question()
     radio.set_value(question.answer).run()
     assert any(s.value.startswith("Right.") for s in page.success)
     doubling = prediction_radio(page, "predict_scale_doubling")
@@ -102,7 +104,9 @@ def test_the_cache_section_shows_identical_choices(page: AppTest) -> None:
     speedup = metric(page, "speed-up over 64 generated tokens")
     assert speedup.endswith("×") and float(speedup[:-1]) > 0
     growth = next(df.value for df in page.dataframe if "cache rows (tokens)" in df.value.columns)
-    assert list(growth["cache rows (tokens)"]) == list(range(len(lesson.PROMPT), len(lesson.PROMPT) + lesson.GENERATED))
+    assert list(growth["cache rows (tokens)"]) == list(
+        range(len(scale_kv.PROMPT), len(scale_kv.PROMPT) + scale_kv.GENERATED)
+    )
 
 
 def test_a_longest_length_beyond_the_devices_cap_in_the_link_is_not_measured() -> None:
@@ -118,6 +122,6 @@ def test_nasty_values_for_every_page_control_in_the_link(value: str) -> None:
     assert not at.error, [e.value for e in at.error]
     assert all(not m.proto.allow_html for m in at.markdown)
     assert at.selectbox(key="scale_longest").value in lesson.token_choices("cpu")
-    assert at.selectbox(key="scale_generated").value in lesson.TIMING_CHOICES
+    assert at.selectbox(key="scale_generated").value in scale_kv.TIMING_CHOICES
     assert 2 <= at.number_input(key="scale_keys").value <= 16
     assert at.selectbox(key="scale_block_q").value in lesson.BLOCK_CHOICES

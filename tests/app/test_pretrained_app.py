@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from core import prose, registry
 from core.lessons import pretrained as pt
+from core.lessons import pretrained_cross as ptc
 from core.models import minilm as real_model
 from core.settings import settings_for_preset
 from tests.support import restore_pages_manager, use_navigation_mode
@@ -150,8 +151,8 @@ def test_lesson_7_pairs_and_honesty() -> None:
     text = " ".join(text_of(at).split())  # prose lines joined
     assert "was trained on one sentence at a time (self-attention)" in text
     assert "where  did  the  cat  sleep" in text_of(at)  # the question's word pieces, as st.text shows them
-    pair = pt.PAIRS[1]
-    lesson = pt.pretrained_cross_lesson(real_model.load_model(), pair.first, pair.second, 1, 1)
+    pair = ptc.PAIRS[1]
+    lesson = ptc.pretrained_cross_lesson(real_model.load_model(), pair.first, pair.second, 1, 1)
     assert f"[CLS] and [SEP] take **{lesson.special_share:.2f}** of an average row" in text
 
 
@@ -177,8 +178,8 @@ def test_the_pretrained_caches_stay_within_their_byte_budget(model: real_model.R
         "trainable": pt.pretrained_trainable_lesson(model, longest, 3, 3, 5),
         "causal": pt.pretrained_causal_lesson(model, longest, 3, 3, True, 0.5, 1),
         "multihead": pt.pretrained_multihead_lesson(model, longest, 3),
-        "cross": pt.pretrained_cross_lesson(model, longest, longest, 3, 3),  # larger than any pair offered
+        "cross": ptc.pretrained_cross_lesson(model, longest, longest, 3, 3),  # larger than any pair offered
     }
-    specs = {"trainable": pt.TRAINABLE, "causal": pt.CAUSAL, "multihead": pt.MULTIHEAD, "cross": pt.CROSS}
+    specs = {"trainable": pt.TRAINABLE, "causal": pt.CAUSAL, "multihead": pt.MULTIHEAD, "cross": ptc.CROSS}
     total = sum(len(pickle.dumps(lesson)) * specs[name].max_entries for name, lesson in largest.items())
     assert total <= pt.PRETRAINED_BUDGET_MIB * 2**20, total / 2**20

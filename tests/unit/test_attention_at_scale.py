@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from core import charts_scale, kv_cache, recipes
 from core.functional import scaled_dot_product_attention
 from core.lessons import attention_at_scale as lesson
+from core.lessons import attention_at_scale_kv as scale_kv
+from core.lessons import attention_at_scale_online as scale_online
 from core.long_context import (
     AttentionPath,
     Measurement,
@@ -96,7 +98,7 @@ def test_online_softmax_equals_softmax_times_v(
 def test_online_softmax_in_float32_is_within_1e_minus_6_on_the_page() -> None:
     for seed in range(5):
         for block in (1, 3, 4, 12):
-            assert lesson.online_lesson(seed, 12, block).max_difference <= 1e-6
+            assert scale_online.online_lesson(seed, 12, block).max_difference <= 1e-6
 
 
 def test_a_new_maximum_rescales_the_earlier_sum_by_the_correction_factor() -> None:
@@ -187,12 +189,12 @@ def test_token_choices_are_capped_per_device() -> None:
 
 @pytest.fixture(scope="module")
 def model() -> tt.TinyTransformer:
-    return lesson.trained_model()
+    return scale_kv.trained_model()
 
 
 def test_the_trained_model_is_the_training_labs_run(model: tt.TinyTransformer) -> None:
-    run = tt.train(lesson.LAB_CONFIG)
-    held_out = tt.draw_batch(lesson.LAB_CONFIG.task, tt.HELD_OUT, _after_weights(lesson.LAB_CONFIG))
+    run = tt.train(scale_kv.LAB_CONFIG)
+    held_out = tt.draw_batch(scale_kv.LAB_CONFIG.task, tt.HELD_OUT, _after_weights(scale_kv.LAB_CONFIG))
     with torch.no_grad():
         accuracy = tt.accuracy_of(model(held_out.tokens), held_out.targets)
     assert accuracy == pytest.approx(run.final_accuracy, abs=1e-9)
@@ -225,7 +227,7 @@ def test_identical_logits_with_and_without_the_cache(model: tt.TinyTransformer, 
 
 def test_a_two_layer_induction_model_too() -> None:
     config = tt.TrainingConfig(task=tt.Task.INDUCTION, layers=2, steps=1, heads=2, d_k=8)
-    trained = lesson.trained_model(config)
+    trained = scale_kv.trained_model(config)
     with_cache = kv_cache.generate(trained, [1, 2, 3], 20, use_cache=True)
     without = kv_cache.generate(trained, [1, 2, 3], 20, use_cache=False)
     assert torch.allclose(with_cache.logits, without.logits, atol=1e-5)
@@ -240,7 +242,7 @@ def test_longer_context_keeps_the_trained_rows_and_leaves_the_model_alone(model:
 
 
 def test_cache_lesson(model: tt.TinyTransformer) -> None:
-    result = lesson.cache_lesson(model, 32, CPU)
+    result = scale_kv.cache_lesson(model, 32, CPU)
     assert result.same_tokens and result.max_logit_difference <= 1e-5
     assert len(result.timing) == 2 * 32 and result.speedup > 0
     assert result.prediction.options[result.prediction.answer] == lesson.bytes_text(2 * 1 * 32 * 4)
@@ -255,9 +257,9 @@ def test_real_model_cache_sizes() -> None:
     assert kv_cache.LLAMA3_8B.bytes_per_token(2) == 128 * 1024
     plain = kv_cache.without_grouping(kv_cache.LLAMA3_8B)
     assert plain.bytes_per_token() == 4 * kv_cache.LLAMA3_8B.bytes_per_token()
-    question = lesson.grouping_question()
+    question = scale_kv.grouping_question()
     assert question.options[question.answer] == "4 times smaller"
-    table = lesson.real_cache_table(8192)
+    table = scale_kv.real_cache_table(8192)
     assert list(table["at 8,192 tokens"]) == ["288.0 MiB", "1.0 GiB", "4.0 GiB"]
 
 
@@ -266,7 +268,7 @@ def test_real_model_cache_sizes() -> None:
 
 @pytest.mark.parametrize(("num_keys", "block_size"), [(12, 4), (7, 3), (5, 1)])
 def test_online_recipe_prints_the_pages_table(num_keys: int, block_size: int) -> None:
-    result = lesson.online_lesson(7, num_keys, block_size)
+    result = scale_online.online_lesson(7, num_keys, block_size)
     namespace = recipes.run(result.code)
     assert torch.allclose(namespace["online"], torch.tensor(result.output), atol=1e-6)
     assert float(namespace["m"]) == pytest.approx(result.table["m (running max)"].iloc[-1], abs=1e-6)
@@ -303,7 +305,7 @@ def test_chart_builders_make_valid_specs(model: tt.TinyTransformer) -> None:
     cost = _cost(100.0, 50.0, 200.0)
     cost.table["scores_bytes"] = [1024**2 * 4, 2048**2 * 4]
     tiling = lesson.tiling_lesson(1, 8, 4, True)
-    kv = lesson.cache_lesson(model, 8, CPU)
+    kv = scale_kv.cache_lesson(model, 8, CPU)
     for chart in (
         charts_scale.cost_chart(cost.table),
         charts_scale.memory_chart(cost.table),
@@ -342,4 +344,4 @@ def test_the_kv_cache_on_cuda_gives_the_cpus_logits(model: tt.TinyTransformer) -
     cpu = kv_cache.generate(model, [3, 1, 4], 10, use_cache=True)
     gpu = kv_cache.generate(on_gpu, [3, 1, 4], 10, use_cache=True)
     assert cpu.tokens == gpu.tokens and torch.allclose(cpu.logits, gpu.logits, atol=1e-4)
-    assert lesson.kv_lesson("cuda", 64).same_tokens
+    assert scale_kv.kv_lesson("cuda", 64).same_tokens

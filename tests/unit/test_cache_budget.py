@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from core.examples import MAX_D_IN, MAX_TOKENS
 from core.lessons import (
     attention_at_scale,
+    attention_at_scale_kv,
+    attention_at_scale_online,
     causal_dropout,
     common,
     cross_attention,
@@ -41,6 +43,8 @@ LESSON_MODULES = (
     cross_attention,
     training_lab,
     attention_at_scale,
+    attention_at_scale_online,
+    attention_at_scale_kv,
 )
 SPECS = {spec.name: spec for module in LESSON_MODULES for spec in vars(module).values() if isinstance(spec, LessonSpec)}
 LARGEST = Settings(
@@ -73,9 +77,9 @@ def largest_values() -> dict[str, object]:
         "sweep_view": why_scale.sweep_view(16.0),
         # Lesson 9: the most tiles (blocks of 2), the longest key row, the longest generation timed; the
         # measurement at 1,024 tokens (its table grows by one row per doubling: 4,096 adds two).
-        "online_lesson": attention_at_scale.online_lesson(5, 16, 1),
+        "online_lesson": attention_at_scale_online.online_lesson(5, 16, 1),
         "tiling_lesson": attention_at_scale.tiling_lesson(5, 2, 2, True),
-        "kv_lesson": attention_at_scale.kv_lesson("cpu", max(attention_at_scale.TIMING_CHOICES)),
+        "kv_lesson": attention_at_scale_kv.kv_lesson("cpu", max(attention_at_scale_kv.TIMING_CHOICES)),
         "cost_view": attention_at_scale.cost_view("cpu", 1024),
     }
 

@@ -10,7 +10,9 @@ import torch
 from core import recipes
 from core.lessons import frame_matrix, unique_labels
 from core.lessons import pretrained as pt
+from core.lessons import pretrained_cross as ptc
 from core.models import minilm as rm
+from core.pretrained_heads import head_slice, real_head, split_form, wrapper_form
 
 SENTENCES = ("Your journey starts with one step", "The cat sat on the mat because it was tired")
 HEADS = [(0, 2), (1, 8), (3, 5), (5, 11)]
@@ -70,7 +72,7 @@ def test_lesson_2_weights_equal_transformers_attention(
     assert close(frame_matrix(lesson.weights), out.attentions[layer][0, head])
     assert lesson.d_in == 384 and lesson.d_k == 32 and math.isclose(lesson.scale, 1 / math.sqrt(32))
     # x is the hidden state entering the layer, as transformers reports it.
-    real = pt.real_head(model, sentence, layer, head)
+    real = real_head(model, sentence, layer, head)
     assert close(real.x, out.hidden_states[layer][0])
     assert real.tokens[0] == "[CLS]" and real.tokens[-1] == "[SEP]"
 
@@ -85,9 +87,9 @@ def test_lesson_2_prediction_is_the_rows_strongest_key(model: rm.RealModel) -> N
 
 def test_a_head_the_model_lacks_is_a_plain_error(model: rm.RealModel) -> None:
     with pytest.raises(ValueError, match="layers 0 to 5 and heads 0 to 11"):
-        pt.real_head(model, SENTENCES[0], 6, 0)
+        real_head(model, SENTENCES[0], 6, 0)
     with pytest.raises(ValueError, match="does not exist"):
-        pt.head_slice(model, 0, 12)
+        head_slice(model, 0, 12)
 
 
 # ------------------------------------------------------------------ lesson 4
@@ -143,16 +145,16 @@ def test_lesson_5_twelve_heads_equal_transformers_and_the_forms_agree(
     assert lesson.wrapper_vs_split <= 1e-5
     assert lesson.split_vs_model <= 1e-5
     x = out.hidden_states[layer][0]
-    _, split_weights = pt.split_form(model, x, layer)
-    assert close(pt.wrapper_form(model, x, layer), dense[layer])  # equals transformers' attention.output.dense
+    _, split_weights = split_form(model, x, layer)
+    assert close(wrapper_form(model, x, layer), dense[layer])  # equals transformers' attention.output.dense
     assert close(split_weights, out.attentions[layer][0])
     assert lesson.num_heads * lesson.head_dim == lesson.d_model == 384
 
 
 # ------------------------------------------------------------------ lesson 7
 def test_lesson_7_cross_weights_come_from_two_separate_runs(model: rm.RealModel, reference) -> None:
-    pair = pt.PAIRS[0]
-    lesson = pt.pretrained_cross_lesson(model, pair.first, pair.second, 1, 1)
+    pair = ptc.PAIRS[0]
+    lesson = ptc.pretrained_cross_lesson(model, pair.first, pair.second, 1, 1)
     first, _ = reference_run(model, reference, pair.first)
     second, _ = reference_run(model, reference, pair.second)
     attention = reference.encoder.layer[1].attention.self
@@ -181,8 +183,8 @@ def test_default_heads_show_the_patterns_their_lessons_are_about(model: rm.RealM
     five = pt.pretrained_multihead_lesson(model, sentence, layer)
     assert five.distinct_patterns >= 3 and five.prediction.answer == 1
     layer, head = pt.DEFAULT_HEADS["cross_attention"]
-    pair = pt.PAIRS[0]
-    seven = pt.pretrained_cross_lesson(model, pair.first, pair.second, layer, head)
+    pair = ptc.PAIRS[0]
+    seven = ptc.pretrained_cross_lesson(model, pair.first, pair.second, layer, head)
     assert seven.shared_words >= 3 and seven.copies_found == seven.shared_words and seven.copy_share > 0.6
 
 
@@ -216,8 +218,8 @@ def test_recipe_multi_head(model: rm.RealModel) -> None:
 
 
 def test_recipe_cross(model: rm.RealModel) -> None:
-    pair = pt.PAIRS[1]
-    lesson = pt.pretrained_cross_lesson(model, pair.first, pair.second, 2, 9)
+    pair = ptc.PAIRS[1]
+    lesson = ptc.pretrained_cross_lesson(model, pair.first, pair.second, 2, 9)
     namespace = recipes.run(lesson.code)
     assert close(namespace["weights"], frame_matrix(lesson.weights))
     assert close(namespace["context"], frame_matrix(lesson.output))

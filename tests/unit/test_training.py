@@ -15,6 +15,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from core import charts_training, recipes, registry
+from core.head_measures import previous_token_share
 from core.lessons import training_lab as tt
 from core.models import tiny_transformer as model_tt
 from core.modules import MultiHeadAttention
@@ -51,8 +52,8 @@ def induction_run() -> model_tt.TrainingRun:
 def test_default_run_learns_the_previous_token(default_run: model_tt.TrainingRun) -> None:
     assert default_run.final_accuracy >= 0.95
     assert default_run.accuracies[0] < 0.2  # it learned it: at step 0 it is near chance (1/16)
-    shares_after = tt.previous_token_share(default_run.attention_after, default_run.example_lookback)[0]  # (h,)
-    shares_before = tt.previous_token_share(default_run.attention_before, default_run.example_lookback)[0]
+    shares_after = previous_token_share(default_run.attention_after, default_run.example_lookback)[0]  # (h,)
+    shares_before = previous_token_share(default_run.attention_before, default_run.example_lookback)[0]
     assert shares_after.max() >= 0.8, shares_after
     assert shares_before.max() < 0.5, shares_before
 
@@ -74,8 +75,8 @@ def test_induction_one_layer_at_the_strongest_settings_stays_low() -> None:
 
 def test_layer_one_reads_the_previous_token_on_the_first_copy(induction_run: model_tt.TrainingRun) -> None:
     run = induction_run
-    first_copy = tt.previous_token_share(run.attention_after, run.example_lookback)[0]  # layer 1, (h,)
-    every_row = tt.previous_token_share(run.attention_after, [True] * len(run.example_tokens))[0]
+    first_copy = previous_token_share(run.attention_after, run.example_lookback)[0]  # layer 1, (h,)
+    every_row = previous_token_share(run.attention_after, [True] * len(run.example_tokens))[0]
     assert first_copy.max() >= 0.5, first_copy  # where the lookup needs it, one head looks one step back
     assert first_copy.max() > every_row.max() + 0.1, (first_copy, every_row)  # averaging every row hides it
     rows = [t for t, inside in enumerate(run.example_lookback) if inside]

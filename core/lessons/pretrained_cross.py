@@ -1,0 +1,175 @@
+"""Lesson 7 on learned weights: cross-attention through one real head of all-MiniLM-L6-v2.
+
+Queries come from one sentence, keys and values from another; each sentence runs through the model alone
+up to the chosen layer (core/pretrained_heads.py). The rest of the pretrained mode is core/lessons/pretrained.py.
+
+Shape legend: T1 = word pieces of the first sentence, T2 = of the second, D = hidden width (384),
+d_k = head width (32).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+
+from core import recipes
+from core.lessons.common import Prediction, dims, matrix_frame
+from core.models import minilm as real_model
+from core.pretrained_heads import RealHead, head_slice, head_trace, hidden_entering
+from core.registry import LessonSpec
+
+
+# ------------------------------------------------------------------ lesson 7
+@dataclass(frozen=True)
+class SentencePair:
+    key: str
+    label: str
+    first: str  # the queries' sentence
+    second: str  # the keys' and values' sentence
+
+
+PAIRS: tuple[SentencePair, ...] = (
+    SentencePair(
+        "paraphrase",
+        "A sentence and its paraphrase",
+        "The young boy kicked the red ball across the park.",
+        "In the park, a child kicked a ball that was red.",
+    ),
+    SentencePair(
+        "question",
+        "A question and the sentence that answers it",
+        "Where did the cat sleep last night?",
+        "Last night the cat slept on the warm kitchen floor.",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class PretrainedCrossLesson:
+    """Lesson 7 through a real head: queries from one sentence, keys and values from another."""
+
+    tokens: tuple[str, ...]  # the first sentence's pieces (queries)
+    second_tokens: tuple[str, ...]  # the second's (keys, values)
+    layer: int
+    head: int
+    weights: pd.DataFrame  # (T1, T2)
+    output: pd.DataFrame  # (T1, d_k)
+    strongest: pd.DataFrame  # per query piece: the key piece it weights most, and that weight
+    special_share: float  # mean weight of a row on the second sentence's [CLS] and [SEP]
+    copy_share: float  # mean share of a shared word's weight on words (not [CLS]/[SEP]) that goes to its copy
+    copies_found: int  # shared words whose strongest word key is their copy
+    shared_words: int  # content word pieces that occur in both sentences
+    shapes: tuple[tuple[str, tuple[int, ...]], ...]
+    prediction: Prediction
+    code: str  # the filled recipe core/recipes/pretrained_cross.py
+
+
+SPECIAL_PIECES = ("[CLS]", "[SEP]")
+_FUNCTION_PIECES = frozenset({"the", "a", "an", ".", ",", "?", "!"})  # too common to call a match meaningful
+
+
+def _raw(label: str) -> str:
+    """The word piece behind a unique chart label ('the (2)' -> 'the')."""
+    return label.split(" (")[0]
+
+
+def shared_word_pairs(tokens: tuple[str, ...], second: tuple[str, ...]) -> list[tuple[int, list[int]]]:
+    """(query position, the positions of its copies in the second sentence) for each content piece in both."""
+    pairs = []
+    for i, token in enumerate(tokens):
+        word = _raw(token)
+        if word in SPECIAL_PIECES or word in _FUNCTION_PIECES:
+            continue
+        copies = [j for j, other in enumerate(second) if _raw(other) == word]
+        if copies:
+            pairs.append((i, copies))
+    return pairs
+
+
+def _cross_question(
+    tokens: tuple[str, ...], second: tuple[str, ...], weights: torch.Tensor, pairs: list[tuple[int, list[int]]]
+) -> Prediction:
+    """Apart from [CLS] and [SEP], which piece of the second sentence does one word of the first read most?
+
+    The word asked about is the first content piece that also occurs in the second sentence (else the
+    first word); the options are the second sentence's word pieces, the answer the largest of its weights.
+    """
+    query = pairs[0][0] if pairs else 1
+    words = tuple(range(1, len(second) - 1))  # the second sentence's pieces without [CLS] and [SEP]
+    row = weights[query]
+    best = max(words, key=lambda j: float(row[j]))
+    special = float(row[0] + row[-1])
+    return Prediction(
+        question=(f"Apart from [CLS] and [SEP], which piece of the second sentence will “{tokens[query]}” read most?"),
+        options=tuple(second[j] for j in words),
+        answer=words.index(best),
+        explanation=(
+            f"“{second[best]}” gets {float(row[best]):.4f} of the weight, the most of any word; [CLS] and [SEP] "
+            f"together take {special:.4f}, as they do in this head's self-attention. The query comes from the "
+            "first sentence and the keys from the second, though the head was trained on one sentence at a time."
+        ),
+    )
+
+
+def pretrained_cross_lesson(
+    model: real_model.RealModel, first: str, second: str, layer: int, head: int
+) -> PretrainedCrossLesson:
+    """Cross-attention through (layer, head): each sentence runs through the model alone up to `layer`."""
+    w_q, w_k, w_v, b_q, b_k, b_v = head_slice(model, layer, head)
+    tokens, x_first = hidden_entering(model, first, layer)  # (T1, D)
+    second_tokens, x_second = hidden_entering(model, second, layer)  # (T2, D)
+    kv_head = RealHead(
+        second_tokens, layer, head, x_second, w_q, w_k, w_v, b_q, b_k, b_v, real_model.scale_factor(model.config)
+    )
+    trace = head_trace(kv_head, x_query=x_first)  # weights (T1, T2)
+    weights = trace.weights
+    best = weights.argmax(dim=-1)
+    on_words = weights[:, 1:-1]  # (T1, T2 - 2): the second sentence's word pieces only
+    best_word = on_words.argmax(dim=-1) + 1
+    pairs = shared_word_pairs(tokens, second_tokens)
+    shares = [float(weights[i, copies].sum() / on_words[i].sum()) for i, copies in pairs]
+    found = sum(int(best_word[i]) in copies for i, copies in pairs)
+    d_k = w_q.shape[1]
+    return PretrainedCrossLesson(
+        tokens=tokens,
+        second_tokens=second_tokens,
+        layer=layer,
+        head=head,
+        weights=matrix_frame(weights, tokens, second_tokens),
+        output=matrix_frame(trace.context, tokens, dims("z", d_k)),
+        strongest=pd.DataFrame(
+            {
+                "query": tokens,
+                "reads most": [second_tokens[j] for j in best.tolist()],
+                "weight": weights.max(dim=-1).values.double().numpy(),
+                "reads most among words": [second_tokens[j] for j in best_word.tolist()],
+                "its weight": weights.gather(1, best_word[:, None])[:, 0].double().numpy(),
+            }
+        ),
+        special_share=float((weights[:, 0] + weights[:, -1]).mean()),
+        copy_share=sum(shares) / len(shares) if shares else 0.0,
+        copies_found=found,
+        shared_words=len(pairs),
+        shapes=(
+            ("x₁ (first sentence, entering the layer)", tuple(x_first.shape)),
+            ("x₂ (second sentence, entering the layer)", tuple(x_second.shape)),
+            ("queries = x₁ W_q + b_q", (len(tokens), d_k)),
+            ("keys = x₂ W_k + b_k, values = x₂ W_v + b_v", (len(second_tokens), d_k)),
+            ("weights", (len(tokens), len(second_tokens))),
+            ("context", (len(tokens), d_k)),
+        ),
+        prediction=_cross_question(tokens, second_tokens, weights, pairs),
+        code=recipes.fill(
+            "pretrained_cross", {"first_sentence": first, "second_sentence": second, "layer": layer, "head": head}
+        ),
+    )
+
+
+# What the page caches (ui/cache.py `computed`); the model is kept out of the key by its leading underscore.
+def _cross(_model: real_model.RealModel, first: str, second: str, layer: int, head: int):
+    return pretrained_cross_lesson(_model, first, second, layer, head)
+
+
+CROSS = LessonSpec(_cross, uses=None, max_entries=32)

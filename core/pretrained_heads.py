@@ -1,0 +1,159 @@
+"""One real head of all-MiniLM-L6-v2 taken apart: its x, W_q, W_k, W_v, biases and scale, and its measured pattern.
+
+The computation behind the pretrained mode of lessons 2, 4, 5 and 7 (core/lessons/pretrained.py,
+core/lessons/pretrained_cross.py): the hidden state entering a layer, one head's slice of the layer's
+projections, that head's attention, and the layer's twelve heads run both ways (separate heads, one split
+projection).
+
+Shape legend: T = word pieces of the sentence, D = hidden width (384), h = heads (12),
+d_k = head width (32). Matrices are drawn as (D, d_k), the x @ W layout of lesson 2.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from core import functional as fn
+from core.examples import unique_labels
+from core.head_measures import head_measures
+from core.models import minilm as real_model
+
+
+@dataclass(frozen=True)
+class RealHead:
+    """One head of one layer, as lesson 2 draws its ingredients (all float32 on the CPU).
+
+    x (T, D); w_query, w_key, w_value (D, d_k); b_query, b_key, b_value (d_k,).
+    """
+
+    tokens: tuple[str, ...]  # the word pieces, [CLS] and [SEP] included (unique labels for charts)
+    layer: int
+    head: int
+    x: torch.Tensor
+    w_query: torch.Tensor
+    w_key: torch.Tensor
+    w_value: torch.Tensor
+    b_query: torch.Tensor
+    b_key: torch.Tensor
+    b_value: torch.Tensor
+    scale: float  # the model's 1/sqrt(d_k)
+
+
+def check_head(model: real_model.RealModel, layer: int, head: int) -> None:
+    """ValueError in plain words for a layer or head the model does not have."""
+    config = model.config
+    if not 0 <= layer < config.num_layers or not 0 <= head < config.num_heads:
+        raise ValueError(
+            f"The model has layers 0 to {config.num_layers - 1} and heads 0 to {config.num_heads - 1}; "
+            f"layer {layer}, head {head} does not exist."
+        )
+
+
+def hidden_entering(model: real_model.RealModel, sentence: str, layer: int) -> tuple[tuple[str, ...], torch.Tensor]:
+    """The word pieces and the hidden states (T, D) entering `layer` (layer 0: the embeddings' output).
+
+    Runs only the layers before `layer` (the later ones cannot change what enters it).
+    """
+    batch = real_model.tokenize(model, [sentence])
+    attn_mask = batch.attention_mask[:, None, None, :]  # (1, 1, 1, T): one sentence, no padding
+    with torch.inference_mode():
+        x = real_model.embed(model, batch)  # (1, T, D)
+        for weights in model.weights.layers[:layer]:
+            x, _ = real_model.encoder_layer(model, weights, x, attn_mask)
+    return unique_labels(batch.tokens[0]), x[0].clone()  # (T, D)
+
+
+def head_slice(model: real_model.RealModel, layer: int, head: int) -> tuple[torch.Tensor, ...]:
+    """W_q, W_k, W_v (D, d_k) and b_q, b_k, b_v (d_k,) of one head: rows head*d_k .. of each (out, in) matrix."""
+    check_head(model, layer, head)
+    weights = model.weights.layers[layer]
+    d_k = model.config.head_dim
+    rows = slice(head * d_k, (head + 1) * d_k)
+    matrices = tuple(w[rows].T.clone() for w in (weights.query_weight, weights.key_weight, weights.value_weight))
+    biases = tuple(b[rows].clone() for b in (weights.query_bias, weights.key_bias, weights.value_bias))
+    return (*matrices, *biases)
+
+
+def real_head(model: real_model.RealModel, sentence: str, layer: int, head: int) -> RealHead:
+    """x, W_q, W_k, W_v, their biases and the scale of (layer, head) for `sentence`."""
+    w_q, w_k, w_v, b_q, b_k, b_v = head_slice(model, layer, head)
+    tokens, x = hidden_entering(model, sentence, layer)
+    return RealHead(tokens, layer, head, x, w_q, w_k, w_v, b_q, b_k, b_v, real_model.scale_factor(model.config))
+
+
+def head_trace(head: RealHead, x_query: torch.Tensor | None = None) -> fn.AttentionTrace:
+    """q = x W_q + b_q (and k, v likewise), then softmax(q kᵀ · scale) v; queries from `x_query` if given."""
+    x_q = head.x if x_query is None else x_query
+    with torch.no_grad():
+        queries = x_q @ head.w_query + head.b_query  # (T_q, d_k)
+        keys = head.x @ head.w_key + head.b_key  # (T, d_k)
+        values = head.x @ head.w_value + head.b_value  # (T, d_k)
+        return fn.scaled_dot_product_attention(queries, keys, values, scale=head.scale)
+
+
+# ------------------------------------------------------------------ what a head's pattern is
+@dataclass(frozen=True)
+class HeadPattern:
+    """One head's measured pattern on this sentence (real_model_lesson's measures, in words)."""
+
+    layer: int
+    head: int
+    entropy: float  # nats, averaged over queries
+    previous: float  # mean weight on the previous piece
+    next: float  # mean weight on the next piece
+    sinks: float  # mean weight on [CLS] + [SEP]
+    self_weight: float  # mean weight on the query's own piece
+    summary: str  # the strongest of those, in words
+
+    @staticmethod
+    def of(layer: int, head: int, weights: torch.Tensor) -> HeadPattern:
+        """Measure a (T, T) weights matrix (rows sum to 1)."""
+        m = head_measures(weights)
+        self_weight = float(weights.double().diagonal().mean())
+        candidates = {
+            "looks at the next piece": float(m.next),
+            "looks at the previous piece": float(m.previous),
+            "parks its weight on [CLS] and [SEP]": float(m.cls + m.sep),
+            "looks at itself": self_weight,
+        }
+        label, value = max(candidates.items(), key=lambda item: item[1])
+        broad = float(m.entropy) / math.log(max(m.num_tokens, 2))
+        if value >= 0.3:
+            summary = f"{label} ({value:.2f} of each row on average)"
+        else:
+            summary = f"spreads out (entropy {broad:.2f} of its maximum)"
+        return HeadPattern(
+            layer, head, float(m.entropy), float(m.previous), float(m.next), float(m.cls + m.sep), self_weight, summary
+        )
+
+
+def wrapper_form(model: real_model.RealModel, x: torch.Tensor, layer: int) -> torch.Tensor:
+    """Twelve separate heads, each its own 384 -> 32 projections, contexts concatenated, then the output
+    projection: (T, D) -> (T, D)."""
+    weights = model.weights.layers[layer]
+    contexts = []
+    for head in range(model.config.num_heads):
+        w_q, w_k, w_v, b_q, b_k, b_v = head_slice(model, layer, head)
+        one = RealHead((), layer, head, x, w_q, w_k, w_v, b_q, b_k, b_v, real_model.scale_factor(model.config))
+        contexts.append(head_trace(one).context)  # (T, d_k)
+    concatenated = torch.cat(contexts, dim=-1)  # (T, h * d_k) = (T, D)
+    return F.linear(concatenated, weights.out_proj_weight, weights.out_proj_bias)
+
+
+def split_form(model: real_model.RealModel, x: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One 384 -> 384 projection each for q, k, v, split into 12 heads of 32: (output (T, D), weights (h, T, T))."""
+    weights = model.weights.layers[layer]
+    num_tokens, d_model = x.shape
+    heads, d_k = model.config.num_heads, model.config.head_dim
+    with torch.no_grad():
+        q = F.linear(x, weights.query_weight, weights.query_bias).view(num_tokens, heads, d_k).transpose(0, 1)
+        k = F.linear(x, weights.key_weight, weights.key_bias).view(num_tokens, heads, d_k).transpose(0, 1)
+        v = F.linear(x, weights.value_weight, weights.value_bias).view(num_tokens, heads, d_k).transpose(0, 1)
+        # q, k, v: (T, D) -> (T, h, d_k) -> (h, T, d_k)
+        trace = fn.scaled_dot_product_attention(q, k, v)  # scale None -> 1/sqrt(d_k), the model's own
+        context = trace.context.transpose(0, 1).reshape(num_tokens, d_model)  # (h, T, d_k) -> (T, h * d_k)
+        return F.linear(context, weights.out_proj_weight, weights.out_proj_bias), trace.weights
