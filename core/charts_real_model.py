@@ -33,7 +33,7 @@ _NO_AXIS = alt.Axis(labels=False, ticks=False, grid=False, title=None, domain=Fa
 def head_grid(num_tokens: int, num_layers: int, num_heads: int, panel: int = 54) -> alt.FacetChart:
     """All heads as small heatmaps: one row of panels per layer, one column per head.
 
-    Data: GRID_DATA (see core.real_model_lesson.grid_frame; cells under the floor dropped).
+    Data: GRID_DATA (see core.lessons.real_model_frames.grid_frame; cells under the floor dropped).
     Positions are quantitative with a fixed domain, so a dropped cell leaves the background
     (the colour of 0) in its place. The chosen head (rows with chosen = true) gets an outline;
     a click on a panel selects its (layer, head).

@@ -12,6 +12,7 @@ import streamlit as st
 from core import charts_real_model as charts_rm
 from core.examples import MAX_TEXT_CHARS
 from core.lessons import real_model as lesson_rm
+from core.lessons import real_model_frames as frames_rm
 from core.models.minilm import MAX_WORD_PIECES, ModelFilesError, SentenceError
 from core.registry import PageControl
 from ui import cache, draw, widgets
@@ -105,7 +106,7 @@ def head_grid(lesson: lesson_rm.RealModelLesson) -> None:
         draw.draw(
             charts_rm.grid_template(len(lesson.tokens), lesson.num_layers, lesson.num_heads),
             "A grid of 6 by 12 small heatmaps, one per attention head; rows are layers, columns heads.",
-            data={charts_rm.GRID_DATA: lesson_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD])},
+            data={charts_rm.GRID_DATA: frames_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD])},
             key="real_grid",
             on_select=lambda: draw.select_head_from_chart("real_grid", charts_rm.HEAD_SELECTION, LAYER, HEAD),
         )
@@ -141,8 +142,8 @@ def chosen_head(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame:
             charts_rm.lines_template(num_tokens, "Who attends to whom", max(map(len, lesson.tokens))),
             f"Lines from each word piece to the pieces it attends to (layer {layer}, head {head}).",
             data={
-                charts_rm.LINES_DATA: lesson_rm.lines_frame(lesson, layer, head),
-                charts_rm.TOKENS_DATA: lesson_rm.tokens_frame(lesson),
+                charts_rm.LINES_DATA: frames_rm.lines_frame(lesson, layer, head),
+                charts_rm.TOKENS_DATA: frames_rm.tokens_frame(lesson),
             },
         )
 
@@ -163,7 +164,7 @@ def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int) -> None:
     draw.draw(
         charts_rm.measure_template(f"{measure.title}, every head", measure.title),
         f"A 6 by 12 map of each head's {measure.title} on this sentence.",
-        data={charts_rm.MEASURE_DATA: lesson_rm.measure_frame(lesson, measure, layer, head)},
+        data={charts_rm.MEASURE_DATA: frames_rm.measure_frame(lesson, measure, layer, head)},
         key="real_measures",
         on_select=lambda: draw.select_head_from_chart("real_measures", charts_rm.HEAD_SELECTION, LAYER, HEAD),
     )
@@ -192,7 +193,7 @@ def bridge(lesson: lesson_rm.RealModelLesson) -> None:
 def causal(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame: pd.DataFrame) -> None:
     """The chosen head without a mask and with a causal mask put back, side by side."""
     widgets.prose("real_model", "causal")
-    view = lesson_rm.causal_view(lesson, layer, head)
+    view = frames_rm.causal_view(lesson, layer, head)
     st.metric(
         f"weight layer {layer}, head {head} puts on later pieces (mean over queries)",
         f"{view.mean_future_share:.0%}",
@@ -209,7 +210,7 @@ def causal(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame: pd.D
         )
     with right:
         draw.heatmap(
-            lesson_rm.causal_frame(lesson, view),
+            frames_rm.causal_frame(lesson, view),
             "With a causal mask put back",
             "Heatmap of the chosen head's weights with a causal mask: zero above the diagonal.",
             value_title="weight",
@@ -226,7 +227,7 @@ widgets.prose("real_model", "input")
 word_pieces(lesson, example)
 head_grid(lesson)
 layer, head = head_picker(lesson)
-chosen = lesson_rm.head_frame(lesson, layer, head)
+chosen = frames_rm.head_frame(lesson, layer, head)
 chosen_head(lesson, layer, head, chosen)
 measures(lesson, layer, head)
 bridge(lesson)

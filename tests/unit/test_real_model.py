@@ -25,6 +25,7 @@ from core import charts_real_model as charts_rm
 from core import functional as fn
 from core.lessons import matrix_frame
 from core.lessons import real_model as lesson_rm
+from core.lessons import real_model_frames as frames_rm
 from core.models import minilm as rm
 from tests.support import restore_pages_manager, use_navigation_mode
 
@@ -251,7 +252,7 @@ def test_lesson_weights_are_the_forward_pass_weights(model: rm.RealModel, lesson
 def test_causal_view_equals_masking_the_scores_before_softmax(model: rm.RealModel, lesson) -> None:
     scores = rm.encode(model, [lesson.sentence]).scaled_scores[:, 0]  # (L, h, T, T)
     for layer, head in [(0, 0), (2, 7), (5, 11)]:
-        view = lesson_rm.causal_view(lesson, layer, head)
+        view = frames_rm.causal_view(lesson, layer, head)
         expected = fn.mask_before_softmax(scores[layer, head])
         torch.testing.assert_close(view.causal_weights, expected, atol=1e-6, rtol=0)
         assert torch.triu(view.causal_weights, diagonal=1).abs().max() == 0
@@ -287,13 +288,13 @@ def validated(template: str, datasets: dict[str, pd.DataFrame]) -> dict:
 
 
 def test_grid_frame_drops_faint_cells_marks_the_chosen_head_and_spec_validates(lesson) -> None:
-    frame = lesson_rm.grid_frame(lesson, 2, 7)
-    assert frame["weight"].min() >= lesson_rm.GRID_FLOOR
-    kept = int((lesson.attentions >= lesson_rm.GRID_FLOOR).sum())
+    frame = frames_rm.grid_frame(lesson, 2, 7)
+    assert frame["weight"].min() >= frames_rm.GRID_FLOOR
+    kept = int((lesson.attentions >= frames_rm.GRID_FLOOR).sum())
     assert len(frame) == kept < lesson.attentions.numel()
     chosen = frame[frame["chosen"]]
     assert set(zip(chosen["layer"], chosen["head"], strict=True)) == {(2, 7)}
-    assert len(chosen) == int((lesson.head(2, 7) >= lesson_rm.GRID_FLOOR).sum())
+    assert len(chosen) == int((lesson.head(2, 7) >= frames_rm.GRID_FLOOR).sum())
     row = frame.iloc[0]
     assert row["query"] == lesson.labels[row["query_index"]] and row["key"] == lesson.labels[row["key_index"]]
     template = charts_rm.grid_template(len(lesson.tokens), lesson.num_layers, lesson.num_heads)
@@ -305,19 +306,19 @@ def test_grid_frame_drops_faint_cells_marks_the_chosen_head_and_spec_validates(l
 
 
 def test_lines_and_measure_map_specs_validate(lesson) -> None:
-    lines = lesson_rm.lines_frame(lesson, 0, 2)
+    lines = frames_rm.lines_frame(lesson, 0, 2)
     assert lines["weight"].min() >= 0.05
-    tokens = lesson_rm.tokens_frame(lesson)
+    tokens = frames_rm.tokens_frame(lesson)
     spec = validated(
         charts_rm.lines_template(len(tokens), "head"), {charts_rm.LINES_DATA: lines, charts_rm.TOKENS_DATA: tokens}
     )
     assert len(spec["layer"]) == 3
-    table = lesson_rm.measure_frame(lesson, lesson_rm.Measure.PREVIOUS, 0, 2)
+    table = frames_rm.measure_frame(lesson, lesson_rm.Measure.PREVIOUS, 0, 2)
     assert list(table.columns) == ["layer", "head", "value", "chosen"] and len(table) == 72
     assert table[table["chosen"]][["layer", "head"]].values.tolist() == [[0, 2]]
     expected = lesson.measures.previous[3, 5]
     assert table[(table["layer"] == 3) & (table["head"] == 5)]["value"].item() == pytest.approx(float(expected))
-    head = lesson_rm.head_frame(lesson, 0, 2)
+    head = frames_rm.head_frame(lesson, 0, 2)
     shared = matrix_frame(lesson.head(0, 2), lesson.labels, lesson.labels)  # core.lessons' frame, the same
     pd.testing.assert_frame_equal(head.astype({"row": object, "col": object}), shared, check_dtype=False)
     # The chosen head is drawn by the lab's one heatmap path (core.charts), on the fixed 0-1 weight scale.
@@ -389,7 +390,7 @@ def test_page_with_own_sentence_and_a_chosen_head(navigation_mode, model: rm.Rea
     at.selectbox(key="real_head").set_value(9).run()
     assert not at.exception and not at.error
     own = lesson_rm.real_model_lesson(model, "Paris is the capital of France.")
-    view = lesson_rm.causal_view(own, 4, 9)
+    view = frames_rm.causal_view(own, 4, 9)
     assert any(m.value == f"{view.mean_future_share:.0%}" for m in at.metric)
     code = next(c.value for c in at.code)
     assert 'sentence = "Paris is the capital of France."' in code and "layer = 4" in code and "head = 9" in code
