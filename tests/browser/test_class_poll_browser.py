@@ -50,7 +50,8 @@ def test_the_teachers_screen_counts_live_and_the_reveal_reaches_a_phone(server: 
     student.goto(link)
     settle(student)
     student.get_by_text(re.compile("you follow the teacher")).first.wait_for(timeout=30_000)
-    student.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
+    # The prediction's radio in the lesson, not the sidebar's Weights radio (greyed out on this page).
+    student.locator('[data-testid="stMain"] [data-testid="stRadio"] [role="radiogroup"] label').first.click()
     student.get_by_text("Your answer is in").first.wait_for(timeout=30_000)
 
     # No click on the teacher's screen: the live refresh brings the count.
