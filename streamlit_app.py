@@ -18,7 +18,7 @@ from streamlit.delta_generator import DeltaGenerator
 from core import registry
 from core.device import available_devices
 from core.examples import MAX_TEXT_CHARS
-from core.links import PAGE_PARAMETERS, LinkReading, read_link
+from core.links import PAGE_PARAMETERS, LinkReading, read_link, settings_implied_by_link
 from core.markup import code_span
 from core.settings import (
     LIMITS,
@@ -28,9 +28,9 @@ from core.settings import (
     WeightsSource,
     load_example,
     settings_for_preset,
-    settings_implied_by_link,
 )
 from ui import class_poll, frame, hardening, presentation, widgets
+from ui.link_notes import LINK_OFF, link_warning
 
 # Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
 # 1-2 cores of a small container when a class reruns at once (override with the variable).
@@ -270,13 +270,13 @@ def link_notes(reading: LinkReading) -> None:
     Notes on the frame's and pages' own controls appear on the page (`ui.frame.page_start`).
     """
     for note in reading.sidebar_notes():
-        widgets.link_warning(note.parameter, note.value, note.reason)
+        link_warning(note.parameter, note.value, note.reason)
     if reading.unknown:
         count = len(reading.unknown)
         names = ", ".join(code_span(name, 20) for name in reading.unknown[:5])
         more = f" and {count - 5} more" if count > 5 else ""
         plural = "s" if count > 1 else ""
-        st.warning(f"{count} unknown link parameter{plural} ignored: {names}{more}.", icon=widgets.LINK_OFF)
+        st.warning(f"{count} unknown link parameter{plural} ignored: {names}{more}.", icon=LINK_OFF)
 
 
 def usable(settings: Settings) -> tuple[Settings, str | None]:

@@ -27,7 +27,7 @@ from core import registry
 from core.examples import MAX_D_IN, MAX_TEXT_CHARS, MAX_TOKENS
 from core.lessons import training_lab
 from core.models import tiny_transformer as tt
-from core.settings import LIMITS, PRESETS, PresetKey, Settings, WeightsSource
+from core.settings import LIMITS, PRESET_CONTROLS, PRESETS, PresetKey, Settings, WeightsSource, settings_for_preset
 from core.stats import MAX_TRIALS
 
 # What a link may spell a number as: ASCII digits only, no sign, exponent or separators.
@@ -314,3 +314,22 @@ def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> Link
 def controls_without_a_rule() -> frozenset[str]:
     """Link keys some widget binds that have no rule here (tests/test_links.py keeps this empty)."""
     return registry.link_keys() - set(rules(["cpu"]))
+
+
+def settings_implied_by_link(params: Mapping[str, str | list[str]], devices: list[str]) -> dict[str, object]:
+    """What a link opens with beyond what it spells out: its source preset's value for every
+    control the link does not give (or gives as a value the app ignores).
+
+    `?preset=article` alone thus opens the article's d_in 16, d_out 24 and 3 heads, as choosing
+    the preset in the box does; `?preset=article&seed=7` keeps the link's seed. A link without a
+    valid preset, or with "custom" (no source behind it), implies nothing: the sidebar's defaults
+    hold. Values come typed as the sidebar widgets hold them.
+    """
+    raw = params.get("preset")
+    key = raw[-1] if isinstance(raw, list) else raw
+    if key not in PRESETS or key == PresetKey.CUSTOM:
+        return {}
+    ignored = {note.parameter for note in read_link(params, devices).notes}
+    given = set(params) - ignored
+    chosen = settings_for_preset(PresetKey(key))
+    return {name.value: kind(getattr(chosen, name)) for name, kind in PRESET_CONTROLS.items() if name not in given}

@@ -26,7 +26,7 @@ from core.examples import (
 from core.registry import Control
 
 if TYPE_CHECKING:
-    from core.links import LinkReading
+    pass
 
 # Caps on what a student can ask for; see README "Scaling out" for how they were chosen.
 LIMITS: Mapping[Control, tuple[float, float]] = MappingProxyType(
@@ -197,25 +197,6 @@ PRESET_CONTROLS: Mapping[Control, type] = MappingProxyType(
 )
 
 
-def settings_implied_by_link(params: Mapping[str, str | list[str]], devices: list[str]) -> dict[str, object]:
-    """What a link opens with beyond what it spells out: its source preset's value for every
-    control the link does not give (or gives as a value the app ignores).
-
-    `?preset=article` alone thus opens the article's d_in 16, d_out 24 and 3 heads, as choosing
-    the preset in the box does; `?preset=article&seed=7` keeps the link's seed. A link without a
-    valid preset, or with "custom" (no source behind it), implies nothing: the sidebar's defaults
-    hold. Values come typed as the sidebar widgets hold them.
-    """
-    raw = params.get("preset")
-    key = raw[-1] if isinstance(raw, list) else raw
-    if key not in PRESETS or key == PresetKey.CUSTOM:
-        return {}
-    ignored = {note.parameter for note in read_link(params, devices).notes}
-    given = set(params) - ignored
-    chosen = settings_for_preset(PresetKey(key))
-    return {name.value: kind(getattr(chosen, name)) for name, kind in PRESET_CONTROLS.items() if name not in given}
-
-
 def load_example(settings: Settings) -> Example:
     """The input tokens and embeddings for these settings; raises ValueError on bad text."""
     key = settings.preset
@@ -234,14 +215,6 @@ def effective_d_in(settings: Settings) -> int:
     """The input width actually used: fixed by the source for the source presets."""
     preset = settings.preset_info
     return preset.d_in if preset.fixed_inputs and preset.d_in is not None else settings.d_in
-
-
-# ------------------------------------------------------------------ links
-def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> LinkReading:
-    """A link's query parameters read by the one rule (core.links.read_link)."""
-    from core import links  # not at the top: core.links reads the training lab's caps, whose module imports this one
-
-    return links.read_link(params, devices)
 
 
 # ------------------------------------------------------------------ cache keys

@@ -15,6 +15,7 @@ from core.links import LinkReading
 from core.registry import FRAME_CONTROLS, PageSpec
 from core.settings import Settings
 from ui import hardening, presentation
+from ui.link_notes import link_warning
 
 
 @dataclass(frozen=True)
@@ -75,12 +76,10 @@ def page_start() -> Frame:
         st.title(state.page.heading)
         if state.input_problem:
             st.error(state.input_problem, icon=":material/error:")
-        from ui import widgets  # here, not at the top: ui.widgets reads this module's frame()
-
         mine = {*state.page.controls, *FRAME_CONTROLS}
         for note in state.link.page_notes():
             if note.parameter in mine:
-                widgets.link_warning(note.parameter, note.value, note.reason)
+                link_warning(note.parameter, note.value, note.reason)
         hardening.unreadable_values_note()
     return state
 

@@ -12,9 +12,10 @@ import streamlit as st
 
 from core import prose as core_prose
 from core.lessons.common import Prediction
-from core.markup import code_span, literal
+from core.markup import literal
 from ui import class_poll
 from ui.frame import frame
+from ui.link_notes import link_warning
 
 T = TypeVar("T")
 
@@ -155,14 +156,6 @@ def linked_select(
         else:
             st.query_params[param] = wanted
     return value
-
-
-LINK_OFF = ":material/link_off:"
-
-
-def link_warning(parameter: str, value: str, reason: str) -> None:
-    """The one way a link's ignored value is reported: the value as inert code, and why."""
-    st.warning(f"{code_span(parameter + '=' + value)} {reason}; ignored.", icon=LINK_OFF)
 
 
 def query_picker(tokens: Sequence[str], default: int, key: str, example: str | None = None) -> int:
