@@ -46,6 +46,16 @@ ANSWERS_SHOWN = re.compile(r"Class poll: (\d+) answers?\*\*")
 REFRESH_S = 0.2  # the browser refreshes every 2 s; more often here, for a p95 from more than a handful
 
 
+def split_text(counts: dict[str, int]) -> str:
+    """Counts per option as one line, options in alphabetical order: "label: count; ..."."""
+    return "; ".join(f"{label}: {count}" for label, count in sorted(counts.items()))
+
+
+def question_key(view: RunView, key: str) -> str:
+    """The prediction radio's full widget key: the page adds the question's fingerprint to `key`."""
+    return next((name for name in view.widget_ids if name == key or name.startswith(f"{key}_")), key)
+
+
 @dataclass
 class PollClient(load_client.Student):
     """A simulated teacher or student: a load_client.Student whose link carries its own parameters."""
@@ -68,6 +78,7 @@ class PollClient(load_client.Student):
 
     async def choose(self, key: str, option: int) -> tuple[float, RunView]:
         """Choose option `option` of the radio with this key (its label is the widget's value)."""
+        key = question_key(self.view, key)
         widget = self.view.widget_ids[key]
         label = self.view.radio_options[widget][option]
         self.view.widgets[widget] = WidgetState(id=widget, string_value=label)
@@ -201,11 +212,13 @@ async def class_answers(
     shown = ANSWERS_SHOWN.search(final)
     run.shown_answers = int(shown.group(1)) if shown else None
     split = Counter(choice_of(p.index) for p in pupils)
-    options = teacher.view.radio_options[teacher.view.widget_ids[QUESTION_KEY]]
-    run.expected_split = f"{options[0]}: {split[0]}; {options[1]}: {split[1]}"
-    run.shown_split = next((t for t in teacher.view.texts if t.startswith("The class's answers")), "")
-    if ";" in run.shown_split:  # the chart's text lists every option; keep the first two
-        run.shown_split = "; ".join(run.shown_split.split("; ")[:3])
+    options = teacher.view.radio_options[teacher.view.widget_ids[question_key(teacher.view, QUESTION_KEY)]]
+    # Students see the options in the question's shuffled order, the teacher's chart lists them in the
+    # lesson's: compare the counts per option, in one canonical order.
+    run.expected_split = split_text({option: split[index] for index, option in enumerate(options)})
+    shown = next((t for t in teacher.view.texts if t.startswith("The class's answers")), "")
+    parts = [part.rsplit(": ", 1) for part in shown.split("; ")[1:]]  # after "The class's answers: N answers"
+    run.shown_split = split_text({label: int(count) for label, count in parts if count.isdigit()})
 
     if cluster is not None and cluster.redis is not None:
         cluster.redis.stop()
