@@ -17,6 +17,31 @@ HEIGHT = 260
 FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
 
 
+def _log_log_lines(long: pd.DataFrame, title: str, field: str, unit: str, order: list[str]) -> alt.Chart:
+    """Lines of `field` against tokens on log-log axes, one per series in `order` (colour, dash and shape)."""
+    return (
+        alt.Chart(long, title=title)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), title="tokens T (log scale)"),
+            y=alt.Y(f"{field}:Q", scale=alt.Scale(type="log"), title=f"{unit} (log scale)"),
+            color=alt.Color(
+                "series:N",
+                sort=order,
+                scale=alt.Scale(scheme="tableau10"),
+                title=None,
+                legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0),
+            ),
+            strokeDash=alt.StrokeDash(
+                "series:N", sort=order, scale=alt.Scale(domain=order, range=[[1, 0], [4, 2], [6, 4]]), title=None
+            ),
+            shape=alt.Shape("series:N", sort=order, title=None),
+            tooltip=["series:N", alt.Tooltip("tokens:Q", format=","), alt.Tooltip(f"{field}:Q", format=",.3f")],
+        )
+        .properties(height=HEIGHT, autosize=FIT_WIDTH)
+    )
+
+
 def cost_chart(table: pd.DataFrame) -> alt.LayerChart:
     """Measured time of plain and fused attention against T (log-log), with the T² line through the longest point.
 
@@ -35,27 +60,7 @@ def cost_chart(table: pd.DataFrame) -> alt.LayerChart:
     }
     long["series"] = long["series"].map(names)
     order = list(names.values())
-    return (
-        alt.Chart(long, title="Time of one causal attention call (one head, width 64)")
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), title="tokens T (log scale)"),
-            y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title="milliseconds (log scale)"),
-            color=alt.Color(
-                "series:N",
-                sort=order,
-                scale=alt.Scale(scheme="tableau10"),
-                title=None,
-                legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0),
-            ),
-            strokeDash=alt.StrokeDash(
-                "series:N", sort=order, scale=alt.Scale(domain=order, range=[[1, 0], [4, 2], [6, 4]]), title=None
-            ),
-            shape=alt.Shape("series:N", sort=order, title=None),
-            tooltip=["series:N", alt.Tooltip("tokens:Q", format=","), alt.Tooltip("ms:Q", format=",.3f")],
-        )
-        .properties(height=HEIGHT, autosize=FIT_WIDTH)
-    )
+    return _log_log_lines(long, "Time of one causal attention call (one head, width 64)", "ms", "milliseconds", order)
 
 
 def memory_chart(table: pd.DataFrame) -> alt.Chart:
@@ -74,27 +79,7 @@ def memory_chart(table: pd.DataFrame) -> alt.Chart:
     long["series"] = long["series"].map(names)
     long["MiB"] = long["bytes"] / 2**20
     order = list(names.values())
-    return (
-        alt.Chart(long, title="Memory held at once")
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), title="tokens T (log scale)"),
-            y=alt.Y("MiB:Q", scale=alt.Scale(type="log"), title="MiB (log scale)"),
-            color=alt.Color(
-                "series:N",
-                sort=order,
-                scale=alt.Scale(scheme="tableau10"),
-                title=None,
-                legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0),
-            ),
-            strokeDash=alt.StrokeDash(
-                "series:N", sort=order, scale=alt.Scale(domain=order, range=[[1, 0], [4, 2], [6, 4]]), title=None
-            ),
-            shape=alt.Shape("series:N", sort=order, title=None),
-            tooltip=["series:N", alt.Tooltip("tokens:Q", format=","), alt.Tooltip("MiB:Q", format=",.3f")],
-        )
-        .properties(height=HEIGHT, autosize=FIT_WIDTH)
-    )
+    return _log_log_lines(long, "Memory held at once", "MiB", "MiB", order)
 
 
 TILE_COLOURS = {TileKind.FULL.value: "#4e79a7", TileKind.DIAGONAL.value: "#f28e2b", TileKind.SKIPPED.value: "#e8e8e8"}
