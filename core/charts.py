@@ -1,4 +1,4 @@
-"""Pure chart builders: DataFrame in, `alt.Chart` out. No streamlit here.
+"""Pure chart builders: DataFrame in, `VegaChart` (a cached template and its data) out. No streamlit here.
 
 Colour schemes are colour-blind safe: viridis for weights (0..1), a diverging
 blue-orange centred at 0 for signed values. Text labels flip colour for contrast.
@@ -15,6 +15,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
+from core.chart_spec import READABLE_TEXT, SpecPath, VegaChart, from_altair, readable, template
+
+__all__ = ["READABLE_TEXT", "VegaChart", "readable"]  # re-exported: pages and tests know them from here
 
 QUERY_SELECTION = "query_row"  # name of the click selection on heatmaps
 HEATMAP_DATA = "heatmap_values"  # the one dataset name in every heatmap spec
@@ -34,23 +38,6 @@ WEIGHT_DOMAIN = (0.0, 1.0)  # attention weights always on 0..1: 0.099 must not l
 HIGHLIGHT = "#e4007c"  # outline of the query's row; stands out on viridis, blue-orange, light and dark
 MIN_CELL_FONT_PX = 14  # numbers smaller than this are hidden (the tooltip still has them)
 MAX_CELL_FONT_PX = 24
-
-
-# Axis and legend text in the page's own text colour: SVG's currentColor is the colour Streamlit's
-# theme gives the chart's container (near-black in light, near-white in dark). Streamlit's chart
-# theme uses a grey that reaches only 3.8:1 on white, and 12 px labels are too small on a projector.
-READABLE_TEXT = {
-    "axis": {"labelColor": "currentColor", "titleColor": "currentColor", "labelFontSize": 14, "titleFontSize": 14},
-    "legend": {"labelColor": "currentColor", "titleColor": "currentColor", "labelFontSize": 14, "titleFontSize": 14},
-}
-
-
-def readable(spec: dict) -> dict:
-    """A copy of a Vega-Lite spec with READABLE_TEXT under its config (its own settings win)."""
-    config = dict(spec.get("config", {}))
-    for part, settings in READABLE_TEXT.items():
-        config[part] = {**settings, **config.get(part, {})}
-    return {**spec, "config": config}
 
 
 def hex_to_rgb(colours: tuple[str, ...]) -> np.ndarray:
@@ -122,10 +109,15 @@ def shared_domain(*frames: pd.DataFrame, signed: bool = True) -> tuple[float, fl
 
 @dataclass(frozen=True)
 class HeatmapLook:
-    """Everything about a heatmap's spec that does not depend on its values (the template's key)."""
+    """Everything about a heatmap's spec that depends on neither its values nor its labels (the template's key).
 
-    rows: tuple[str, ...]
-    cols: tuple[str, ...]
+    Neither the labels (a sentence's tokens) nor their number are part of it, only what the number
+    decides: a new sentence must not build a new template (`HeatmapLook.of` makes one from the counts).
+    """
+
+    row_height: int  # px per row: 38 up to 10 rows, 30 up to 16, 22 beyond (24 px numbers fit the first)
+    label_angle: int  # the column labels' angle: -45, or -90 beyond 10 columns so that none is skipped
+    decimals: int  # 4 decimals up to 8 columns (every lesson's worked examples), 3 beyond
     title: str
     signed: bool = False
     value_title: str = "value"
@@ -135,22 +127,25 @@ class HeatmapLook:
     y_title: str = "query"
     marked: str | None = None  # what the frame's `marked` cells are (e.g. "dropped"): dashed outline and ✕
 
+    @classmethod
+    def of(cls, num_rows: int, num_cols: int, title: str, **options) -> HeatmapLook:
+        """The look of a num_rows × num_cols heatmap."""
+        row_height = 38 if num_rows <= 10 else 30 if num_rows <= 16 else 22
+        return cls(row_height, -45 if num_cols <= 10 else -90, 4 if num_cols <= 8 else 3, title, **options)
+
     @property
     def stops(self) -> tuple[str, ...]:
         return BLUE_ORANGE if self.signed else VIRIDIS
 
-    @property
-    def decimals(self) -> int:
-        """4 decimals up to 8 columns (every lesson's worked examples), 3 beyond."""
-        return 4 if len(self.cols) <= 8 else 3
-
 
 @dataclass(frozen=True)
 class HeatmapValues:
-    """What a heatmap's spec takes from its values: the colour domain and the widest number."""
+    """What a heatmap's spec takes from its values and labels, written into the template's slots."""
 
-    domain: tuple[float, float]
+    domain: tuple[float, float]  # the colour scale's (low, high)
     label_chars: int  # characters in the widest cell label, e.g. 7 for "-0.1234"
+    rows: tuple[str, ...]  # the row labels, top to bottom (first-seen order in the frame)
+    cols: tuple[str, ...]  # the column labels, left to right
 
 
 def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[HeatmapLook, HeatmapValues, dict]:
@@ -159,7 +154,8 @@ def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[He
     domain, min_magnitude = options.pop("domain", None), options.pop("min_magnitude", 0.0)
     highlight_row = options.pop("highlight_row", None)
     rows, cols = frame["row"].to_numpy(dtype=object), frame["col"].to_numpy(dtype=object)
-    look = HeatmapLook(tuple(dict.fromkeys(rows)), tuple(dict.fromkeys(cols)), title, **options)  # first-seen order
+    row_labels, col_labels = tuple(dict.fromkeys(rows)), tuple(dict.fromkeys(cols))  # first-seen order
+    look = HeatmapLook.of(len(row_labels), len(col_labels), title, **options)
     values = frame["value"].to_numpy(dtype=np.float64)
     lo_hi = colour_domain(values, signed=look.signed, domain=domain, min_magnitude=min_magnitude)
     # The widest label is the largest or the smallest value's (a minus sign takes a character).
@@ -175,7 +171,7 @@ def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[He
     }
     if look.marked:
         columns["marked"] = frame["marked"].to_numpy(dtype=bool)
-    return look, HeatmapValues(lo_hi, widest), columns
+    return look, HeatmapValues(lo_hi, widest, row_labels, col_labels), columns
 
 
 def cell_font_expr(label_chars: int) -> str:
@@ -195,16 +191,18 @@ def _domain_stops(domain: tuple[float, float], stops: tuple[str, ...]) -> list[f
     return [low + (high - low) * i / steps for i in range(steps)] + [high]
 
 
-def _heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
-    """The Altair heatmap for one look and value range (data comes from HEATMAP_DATA)."""
-    rows, cols = list(look.rows), list(look.cols)
+def heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
+    """The Altair heatmap for one look, value range and labels (data comes from HEATMAP_DATA).
+
+    The readable reference build: `heatmap` serialises it once per look and fills the rest in
+    (tests/app/test_charts.py checks the two are the same spec).
+    """
+    rows, cols = list(values.rows), list(values.cols)
     scale = alt.Scale(
         domain=_domain_stops(values.domain, look.stops), range=list(look.stops), interpolate="rgb", clamp=True
     )
-    # Rotated labels need about 18 px each; many columns get vertical labels so none is skipped.
-    label_angle = -45 if len(cols) <= 10 else -90
     base = alt.Chart(title=look.title).encode(
-        x=alt.X("col:N", sort=cols, title=look.x_title, axis=alt.Axis(labelAngle=label_angle, labelOverlap=False)),
+        x=alt.X("col:N", sort=cols, title=look.x_title, axis=alt.Axis(labelAngle=look.label_angle, labelOverlap=False)),
         y=alt.Y("row:N", sort=rows, title=look.y_title, axis=alt.Axis(labelOverlap=False)),
     )
     legend = alt.Legend(orient="bottom", gradientLength=alt.ExprRef("clamp(width - 40, 60, 240)"), tickCount=4)
@@ -247,71 +245,61 @@ def _heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
         )
         layers.append(text)
     # Width: the column's (Streamlit sets it); height: a row step tall enough for 24 px numbers.
-    row_height = 38 if len(rows) <= 10 else 30 if len(rows) <= 16 else 22
     data = alt.NamedData(name=HEATMAP_DATA)
     return (
         alt.layer(*layers, data=data)
-        .properties(width="container", height=alt.Step(row_height))
+        .properties(width="container", height=alt.Step(look.row_height))
         .configure_axis(**READABLE_TEXT["axis"])
         .configure_legend(**READABLE_TEXT["legend"])
     )
 
 
-def heatmap(frame: pd.DataFrame, title: str, **options) -> alt.LayerChart:
-    """The reference build: a labelled heatmap of a long matrix frame (row, col, value, row_index).
+@dataclass(frozen=True)
+class _HeatmapTemplate:
+    """A look's template and where its value-dependent parts sit in it."""
+
+    json: str
+    domain: SpecPath  # the colour scale's domain
+    sorts: tuple[SpecPath, ...]  # every layer's x and y sort (the labels' order)
+    fonts: tuple[SpecPath, ...]  # the text layer's font size and opacity (numbers hidden when too small)
+
+
+@functools.lru_cache(maxsize=512)
+def _heatmap_template(look: HeatmapLook) -> _HeatmapTemplate:
+    """One look serialised once, with placeholder values and labels; a str nobody can mutate.
+
+    Neither the domain, the widest label nor the labels are part of the key: all three change
+    with the values or the sentence, and a template built per sentence cost Altair's full build
+    on every new sentence (bench/NOTES.md). `heatmap` writes them into the slots.
+    """
+    chart = heatmap_chart(look, HeatmapValues((0.0, 1.0), 1, ("row",), ("col",)))  # placeholders: slots
+    spec = chart.to_dict(validate=False)
+    layers = spec["layer"]
+    sorts = tuple(("layer", i, "encoding", axis, "sort") for i in range(len(layers)) for axis in ("x", "y"))
+    texts = [i for i, layer in enumerate(layers) if layer["mark"]["type"] == "text"]
+    fonts = tuple(("layer", i, "mark", part) for i in texts for part in ("fontSize", "opacity"))
+    domain = ("layer", 0, "encoding", "color", "scale", "domain")  # the cells' layer
+    return _HeatmapTemplate(json.dumps(spec), domain, sorts, fonts)  # readable already: the chart configures it
+
+
+def heatmap(frame: pd.DataFrame, title: str, **options) -> VegaChart:
+    """A labelled heatmap of a long matrix frame (row, col, value, row_index): the one heatmap path.
 
     Options: signed (diverging blue-orange centred at 0, else viridis), value_title, show_values,
     select_rows (a click picks a row: QUERY_SELECTION), highlight_row (row_index outlined),
     x_title, y_title, domain ((low, high) of the colour scale, e.g. from `shared_domain`),
-    min_magnitude (a signed map's domain is at least ±this). The values are not inlined:
-    they are the named dataset HEATMAP_DATA (see `heatmap_spec`).
-    """
-    look, values, _ = _look_and_values(frame, title, options)
-    return _heatmap_chart(look, values)
-
-
-@functools.lru_cache(maxsize=512)
-def _heatmap_template(look: HeatmapLook) -> str:
-    """One look serialised once, for a placeholder domain and label width; a str nobody can mutate.
-
-    Neither the domain nor the widest label is part of the key: both change with the values
-    (a new seed), and a template built per width was rebuilt, at Altair's cost, whenever a seed's widest
-    number gained a digit or a minus sign. heatmap_spec writes both in.
-    """
-    return json.dumps(_heatmap_chart(look, HeatmapValues((0.0, 1.0), 1)).to_dict(validate=False))
-
-
-def _set_cell_font(spec: dict, label_chars: int) -> None:
-    """Write the cell-number size for labels of `label_chars` characters into the text layer."""
-    for layer in spec["layer"]:
-        if layer["mark"]["type"] != "text":  # the cells and the marked cells' outlines
-            continue
-        font = cell_font_expr(label_chars)
-        layer["mark"]["fontSize"] = {"expr": font}
-        layer["mark"]["opacity"] = {"expr": f"({font}) > 0 ? 1 : 0"}
-
-
-def heatmap_spec(frame: pd.DataFrame, title: str, **options) -> dict:
-    """The heatmap as the page draws it: Vega-Lite spec plus its values (an Arrow table).
-
-    The one heatmap path: `ui.draw.heatmap` hands this to st.vega_lite_chart, and the tests
-    check it. The structure is built by Altair once per look and cached; per call only the colour
-    domain is written in and the values attached (costs in bench/NOTES.md). tests/app/test_charts.py
-    checks this equals a fresh Altair build of `heatmap`.
+    min_magnitude (a signed map's domain is at least ±this). The values are the named dataset
+    HEATMAP_DATA, an Arrow table; the structure comes from the look's cached template.
     """
     look, values, columns = _look_and_values(frame, title, options)
-    spec = json.loads(_heatmap_template(look))
-    spec["layer"][0]["encoding"]["color"]["scale"]["domain"] = _domain_stops(values.domain, look.stops)
-    _set_cell_font(spec, values.label_chars)
-    spec["datasets"] = {HEATMAP_DATA: pa.table(columns)}
-    return spec
-
-
-def with_values(template: str, dataset: str, records: list[dict]) -> dict:
-    """A fresh spec from a cached template (a JSON string, never mutated) plus its values."""
-    spec = json.loads(template)
-    spec["datasets"] = {dataset: records}
-    return spec
+    cached = _heatmap_template(look)
+    font = cell_font_expr(values.label_chars)
+    slots: dict[SpecPath, object] = {cached.domain: _domain_stops(values.domain, look.stops)}
+    for path in cached.sorts:
+        slots[path] = list(values.cols if path[3] == "x" else values.rows)
+    for path in cached.fonts:
+        slots[path] = {"expr": font if path[-1] == "fontSize" else f"({font}) > 0 ? 1 : 0"}
+    return VegaChart(cached.json, {HEATMAP_DATA: pa.table(columns)}, slots)
 
 
 def token_axis(count: int, title: str | None = None) -> alt.Axis:
@@ -335,62 +323,49 @@ def _color_if(test: alt.expr.core.Expression, then: str, otherwise: str) -> alt.
     return alt.ColorValue(otherwise, condition={"test": test, "value": then})
 
 
-def grouped_bars(
-    frame: pd.DataFrame, x: str, value: str, group: str, title: str, *, value_title: str | None = None
-) -> alt.Chart:
-    """Bars of `value` per `x`, one colour per `group`, side by side."""
-    categories = tuple(dict.fromkeys(frame[x]))
-    return _grouped_bars(alt.Chart(frame, title=title), categories, x, value, group, value_title)
+BARS_DATA = "bar_values"  # the named dataset of the bar charts below
 
 
 def _grouped_bars(
-    base: alt.Chart, categories: tuple[str, ...], x: str, value: str, group: str, value_title: str | None
+    num_categories: int, x: str, value: str, group: str, title: str, value_title: str | None
 ) -> alt.Chart:
-    return base.mark_bar().encode(
-        x=alt.X(f"{x}:N", sort=list(categories), axis=token_axis(len(categories))),
-        xOffset=alt.XOffset(f"{group}:N"),
-        y=alt.Y(f"{value}:Q", title=value_title or value),
-        color=alt.Color(
-            f"{group}:N", scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
-        ),
-        tooltip=[alt.Tooltip(f"{x}:N"), alt.Tooltip(f"{group}:N"), alt.Tooltip(f"{value}:Q", format=".4f")],
+    """Bars of `value` per `x`, one colour per `group`, side by side (categories in BARS_DATA's order)."""
+    return (
+        alt.Chart(alt.NamedData(name=BARS_DATA), title=title)
+        .mark_bar()
+        .encode(
+            # The sort is a slot: `grouped_bars` writes this sentence's tokens in.
+            x=alt.X(f"{x}:N", sort=[str(i) for i in range(num_categories)], axis=token_axis(num_categories)),
+            xOffset=alt.XOffset(f"{group}:N"),
+            y=alt.Y(f"{value}:Q", title=value_title or value),
+            color=alt.Color(
+                f"{group}:N", scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
+            ),
+            tooltip=[alt.Tooltip(f"{x}:N"), alt.Tooltip(f"{group}:N"), alt.Tooltip(f"{value}:Q", format=".4f")],
+        )
     )
-
-
-BARS_DATA = "bar_values"  # the named dataset of the bar-chart templates below
 
 
 @functools.lru_cache(maxsize=256)
-def grouped_bars_template(
-    categories: tuple[str, ...], x: str, value: str, group: str, title: str, value_title: str | None = None
+def _grouped_bars_template(
+    num_categories: int, x: str, value: str, group: str, title: str, value_title: str | None
 ) -> str:
-    """`grouped_bars` for the hot path: the readable spec built once per look, its values in BARS_DATA.
+    return template(_grouped_bars(num_categories, x, value, group, title, value_title))
 
-    Building and serialising the Altair chart on every rerun is what it saves (bench/NOTES.md);
-    tests/unit/test_charts_fast.py checks the template plus its values equals `grouped_bars`.
+
+X_SORT: SpecPath = ("encoding", "x", "sort")  # the bar charts' category order
+
+
+def grouped_bars(
+    frame: pd.DataFrame, x: str, value: str, group: str, title: str, *, value_title: str | None = None
+) -> VegaChart:
+    """Bars of `value` per `x` (in the frame's order), one colour per `group`, side by side.
+
+    The template is built once per number of categories, not per sentence (bench/NOTES.md).
     """
-    base = alt.Chart(alt.NamedData(name=BARS_DATA), title=title)
-    return json.dumps(readable(_grouped_bars(base, categories, x, value, group, value_title).to_dict(validate=False)))
-
-
-def bars(frame: pd.DataFrame, x: str, value: str, title: str, *, highlight: str | None = None) -> alt.Chart:
-    """Simple bars; `highlight` names one x value drawn in a contrasting colour."""
-    color = (
-        _color_if(alt.datum[x] == highlight, "#e45756", "#4c78a8")
-        if highlight is not None
-        else alt.ColorValue("#4c78a8")
-    )
     categories = list(dict.fromkeys(frame[x]))
-    return (
-        alt.Chart(frame, title=title)
-        .mark_bar()
-        .encode(
-            x=alt.X(f"{x}:N", sort=categories, axis=token_axis(len(categories))),
-            y=alt.Y(f"{value}:Q"),
-            color=color,
-            tooltip=[alt.Tooltip(f"{x}:N"), alt.Tooltip(f"{value}:Q", format=".4f")],
-        )
-    )
+    cached = _grouped_bars_template(len(categories), x, value, group, title, value_title)
+    return VegaChart(cached, {BARS_DATA: frame}, {X_SORT: categories})
 
 
 VARIANCE_DATA = "variance_values"
@@ -402,10 +377,10 @@ _VARIANCE_NAMES = {
 }
 
 
-def variance_chart(frame: pd.DataFrame | None = None) -> alt.LayerChart:
+def _variance_chart() -> alt.LayerChart:
     """Monte Carlo variance of q.k vs d_k (points) with the theory lines d_k and 1, log-log.
 
-    The values come from the named dataset VARIANCE_DATA (`variance_spec` writes them).
+    The values come from the named dataset VARIANCE_DATA (`variance` writes them).
     """
     colors = alt.Scale(domain=list(_VARIANCE_NAMES.values()), range=["#e45756", "#4c78a8", "#e45756", "#4c78a8"])
     x = alt.X("d_k:Q", scale=alt.Scale(type="log", base=2), title="d_k (log scale)")
@@ -434,10 +409,10 @@ def variance_chart(frame: pd.DataFrame | None = None) -> alt.LayerChart:
 
 @functools.lru_cache(maxsize=1)
 def _variance_template() -> str:
-    return json.dumps(variance_chart().to_dict())
+    return template(_variance_chart())
 
 
-def variance_spec(frame: pd.DataFrame) -> dict:
+def variance(frame: pd.DataFrame) -> VegaChart:
     """The variance chart: structure built once, values swapped in.
 
     The records are written directly (d_k, series, variance, kind), not through a pandas melt,
@@ -450,10 +425,10 @@ def variance_spec(frame: pd.DataFrame) -> dict:
         for column, name in _VARIANCE_NAMES.items()
         for dim, value in zip(d_k, frame[column].tolist(), strict=True)
     ]
-    return with_values(_variance_template(), VARIANCE_DATA, records)
+    return VegaChart(_variance_template(), {VARIANCE_DATA: records})
 
 
-def sweep_chart(frame: pd.DataFrame, highlight: float) -> alt.Chart:
+def sweep_chart(frame: pd.DataFrame, highlight: float) -> VegaChart:
     """softmax(m · scores) per token for each multiplier m (the ×8 example).
 
     One group of bars per multiplier in a single chart that fills its column: five
@@ -462,7 +437,7 @@ def sweep_chart(frame: pd.DataFrame, highlight: float) -> alt.Chart:
     data = frame.assign(multiplier_label=frame["multiplier"].map(lambda m: f"×{m:g}"))
     order = [f"×{m:g}" for m in sorted(frame["multiplier"].unique())]
     tokens = list(dict.fromkeys(frame["token"]))
-    return (
+    return from_altair(  # built once per multiplier (core.lessons.why_scale caches it), so its data inline
         alt.Chart(data, title="Softmax of the same scores, multiplied")
         .mark_bar()
         .encode(
@@ -509,7 +484,7 @@ def peakiness_label(metric: str) -> str:
     return _PEAKINESS_TITLES.get(metric, metric)
 
 
-def peakiness_chart(metric: str) -> alt.Chart:
+def _peakiness_chart(metric: str) -> alt.Chart:
     """`metric` (max_weight / entropy / effective_tokens) vs d_k, scaled and unscaled.
 
     The values come from the named dataset PEAKINESS_DATA (= peakiness_vs_dk's table).
@@ -534,23 +509,23 @@ def peakiness_chart(metric: str) -> alt.Chart:
 
 @functools.lru_cache(maxsize=8)
 def _peakiness_template(metric: str) -> str:
-    return json.dumps(peakiness_chart(metric).to_dict())
+    return template(_peakiness_chart(metric))
 
 
-def peakiness_spec(frame: pd.DataFrame, metric: str) -> dict:
-    """The peakiness chart's spec with `frame`'s values (structure built once per metric)."""
-    return with_values(_peakiness_template(metric), PEAKINESS_DATA, frame.to_dict(orient="records"))
+def peakiness(frame: pd.DataFrame, metric: str) -> VegaChart:
+    """The peakiness chart with `frame`'s values (structure built once per metric)."""
+    return VegaChart(_peakiness_template(metric), {PEAKINESS_DATA: frame})
 
 
 _SATURATION_NAMES = {"jacobian_norm": "gradient size (Jacobian norm)", "max_weight": "largest weight"}
 
 
-def saturation_chart(frame: pd.DataFrame) -> alt.Chart:
+def saturation_chart(frame: pd.DataFrame) -> VegaChart:
     """Softmax Jacobian norm (gradient size) vs the multiplier on [1, 0, 0]."""
     data = frame.melt(
         id_vars="multiplier", value_vars=list(_SATURATION_NAMES), var_name="quantity", value_name="value"
     ).assign(quantity=lambda long: long["quantity"].map(_SATURATION_NAMES))
-    return (
+    return from_altair(  # built once and cached by core.lessons.why_scale, so its data inline
         alt.Chart(data, title="Gradient through softmax([m, 0, 0]) dies as m grows")
         .mark_line(point=True)
         .encode(
@@ -586,26 +561,27 @@ def variance_table(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[list(VARIANCE_TABLE_NAMES)].rename(columns=VARIANCE_TABLE_NAMES)
 
 
-def leakage_chart(frame: pd.DataFrame, position: int) -> alt.Chart:
-    """Largest change of each output row after perturbing the token at `position`."""
-    return _leakage(alt.Chart(frame, title=LEAKAGE_TITLE), tuple(frame["token"]), position)
-
-
 LEAKAGE_TITLE = "Change in each output row after perturbing one token"
 
 
-def _leakage(base: alt.Chart, tokens: tuple[str, ...], position: int) -> alt.Chart:
-    return base.mark_bar().encode(
-        x=alt.X("token:N", sort=list(tokens), axis=token_axis(len(tokens))),
-        y=alt.Y("max change:Q", title="largest change in the output row"),
-        color=_color_if(alt.datum.position < position, "#4c78a8", "#e45756"),
-        tooltip=[alt.Tooltip("token:N"), alt.Tooltip("max change:Q", format=".6f")],
+@functools.lru_cache(maxsize=64)
+def _leakage_template(num_tokens: int, position: int) -> str:
+    chart = (
+        alt.Chart(alt.NamedData(name=BARS_DATA), title=LEAKAGE_TITLE)
+        .mark_bar()
+        .encode(
+            # The sort is a slot: `leakage` writes this sentence's tokens in.
+            x=alt.X("token:N", sort=[str(i) for i in range(num_tokens)], axis=token_axis(num_tokens)),
+            y=alt.Y("max change:Q", title="largest change in the output row"),
+            color=_color_if(alt.datum.position < position, "#4c78a8", "#e45756"),
+            tooltip=[alt.Tooltip("token:N"), alt.Tooltip("max change:Q", format=".6f")],
+        )
     )
+    return template(chart)
 
 
-@functools.lru_cache(maxsize=256)
-def leakage_template(tokens: tuple[str, ...], position: int) -> str:
-    """`leakage_chart` for the hot path: the readable spec built once per sentence and position,
-    its values in BARS_DATA (checked equal in tests/unit/test_charts_fast.py)."""
-    base = alt.Chart(alt.NamedData(name=BARS_DATA), title=LEAKAGE_TITLE)
-    return json.dumps(readable(_leakage(base, tokens, position).to_dict(validate=False)))
+def leakage(frame: pd.DataFrame, position: int) -> VegaChart:
+    """Largest change of each output row (token, position, max change) after perturbing the token
+    at `position`: rows before it blue (unchanged under the causal mask), the rest red."""
+    tokens = list(frame["token"])
+    return VegaChart(_leakage_template(len(tokens), position), {BARS_DATA: frame}, {X_SORT: tokens})

@@ -1,9 +1,8 @@
-"""Chart builders for the "Inside a real model" lesson: DataFrames in, Vega-Lite out.
+"""Chart builders for the "Inside a real model" lesson: DataFrames in, `VegaChart` out.
 
-Each chart reads named datasets, so its structure depends only on a few sizes: `*_template`
-builds it once per look with Altair (bench/NOTES.md) and keeps the JSON; the page swaps in this
-rerun's data (see core.charts.heatmap_spec for the same idea). The tests validate each template
-with its data against the Vega-Lite schema.
+Each chart reads named datasets, so its structure depends only on a few sizes: its template is
+built once per look with Altair (bench/NOTES.md) and kept as JSON; each rerun brings only its data
+(core.chart_spec). The tests validate each chart with its data against the Vega-Lite schema.
 
 Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in core.charts.
 """
@@ -11,10 +10,11 @@ Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in co
 from __future__ import annotations
 
 import functools
-import json
 
 import altair as alt
+import pandas as pd
 
+from core.chart_spec import VegaChart, template
 from core.charts import cell_font_expr
 
 GRID_DATA = "real_model_grid"  # layer, head, query_index, key_index, query, key, weight, chosen
@@ -185,16 +185,31 @@ def measure_map(title: str, value_title: str) -> alt.LayerChart:
 
 
 @functools.lru_cache(maxsize=128)
-def grid_template(num_tokens: int, num_layers: int, num_heads: int) -> str:
-    """The grid's spec without data, serialised once per size (a str: nobody can mutate it)."""
-    return json.dumps(head_grid(num_tokens, num_layers, num_heads).to_dict(validate=False))
+def _grid_template(num_tokens: int, num_layers: int, num_heads: int) -> str:
+    return template(head_grid(num_tokens, num_layers, num_heads), make_readable=False)
+
+
+def grid(frame: pd.DataFrame, num_tokens: int, num_layers: int, num_heads: int) -> VegaChart:
+    """Every head's weights as small heatmaps (GRID_DATA = `frame`); the template is built once per size."""
+    return VegaChart(_grid_template(num_tokens, num_layers, num_heads), {GRID_DATA: frame})
 
 
 @functools.lru_cache(maxsize=256)
-def lines_template(num_tokens: int, title: str, label_chars: int = 10) -> str:
-    return json.dumps(head_lines(num_tokens, title, label_chars).to_dict(validate=False))
+def _lines_template(num_tokens: int, title: str, label_chars: int) -> str:
+    return template(head_lines(num_tokens, title, label_chars), make_readable=False)
+
+
+def lines(lines_frame: pd.DataFrame, tokens_frame: pd.DataFrame, title: str, label_chars: int = 10) -> VegaChart:
+    """One head as lines from each query to its keys (LINES_DATA, TOKENS_DATA: one row per token)."""
+    cached = _lines_template(len(tokens_frame), title, label_chars)
+    return VegaChart(cached, {LINES_DATA: lines_frame, TOKENS_DATA: tokens_frame})
 
 
 @functools.lru_cache(maxsize=32)
-def measure_template(title: str, value_title: str) -> str:
-    return json.dumps(measure_map(title, value_title).to_dict(validate=False))
+def _measure_template(title: str, value_title: str) -> str:
+    return template(measure_map(title, value_title), make_readable=False)
+
+
+def measure(frame: pd.DataFrame, title: str, value_title: str) -> VegaChart:
+    """One measure of every head as a layers × heads map (MEASURE_DATA = `frame`)."""
+    return VegaChart(_measure_template(title, value_title), {MEASURE_DATA: frame})

@@ -1,4 +1,7 @@
-"""Chart builders for lesson 9 (attention at scale): DataFrame in, `alt.Chart` out. No streamlit here.
+"""Chart builders for lesson 9 (attention at scale): DataFrame in, `VegaChart` out. No streamlit here.
+
+Each is built once per measurement (the lesson caches it), so its data go inline and `from_altair`
+splits them off as the chart's datasets.
 
 Colours are Tableau 10 (colour-blind safe in its first colours); lines that must be told apart
 without colour also differ in their dash or their point shape.
@@ -9,6 +12,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from core.chart_spec import VegaChart, from_altair
 from core.long_context import TileKind
 
 HEIGHT = 260
@@ -42,7 +46,7 @@ def _log_log_lines(long: pd.DataFrame, title: str, field: str, unit: str, order:
     )
 
 
-def cost_chart(table: pd.DataFrame) -> alt.LayerChart:
+def cost_chart(table: pd.DataFrame) -> VegaChart:
     """Measured time of plain and fused attention against T (log-log), with the T² line through the longest point.
 
     table: tokens, milliseconds, fused_milliseconds, t2_milliseconds (core.lessons.attention_at_scale.CostResult).
@@ -60,10 +64,12 @@ def cost_chart(table: pd.DataFrame) -> alt.LayerChart:
     }
     long["series"] = long["series"].map(names)
     order = list(names.values())
-    return _log_log_lines(long, "Time of one causal attention call (one head, width 64)", "ms", "milliseconds", order)
+    return from_altair(
+        _log_log_lines(long, "Time of one causal attention call (one head, width 64)", "ms", "milliseconds", order)
+    )
 
 
-def memory_chart(table: pd.DataFrame) -> alt.Chart:
+def memory_chart(table: pd.DataFrame) -> VegaChart:
     """Peak memory of plain and fused attention, and the bytes of one T × T float32 matrix, against T (log-log)."""
     long = table.melt(
         id_vars="tokens",
@@ -79,13 +85,13 @@ def memory_chart(table: pd.DataFrame) -> alt.Chart:
     long["series"] = long["series"].map(names)
     long["MiB"] = long["bytes"] / 2**20
     order = list(names.values())
-    return _log_log_lines(long, "Memory held at once", "MiB", "MiB", order)
+    return from_altair(_log_log_lines(long, "Memory held at once", "MiB", "MiB", order))
 
 
 TILE_COLOURS = {TileKind.FULL.value: "#4e79a7", TileKind.DIAGONAL.value: "#f28e2b", TileKind.SKIPPED.value: "#e8e8e8"}
 
 
-def tiles_chart(tiles: pd.DataFrame) -> alt.Chart:
+def tiles_chart(tiles: pd.DataFrame) -> VegaChart:
     """The grid of tiles: query blocks down, key blocks across, coloured by computed / masked inside / skipped.
 
     tiles: query_block, key_block, kind, queries, keys (core.lessons.attention_at_scale.TilingLesson.tiles).
@@ -93,7 +99,7 @@ def tiles_chart(tiles: pd.DataFrame) -> alt.Chart:
     """
     kinds = list(TILE_COLOURS)
     rows, cols = int(tiles.query_block.max()) + 1, int(tiles.key_block.max()) + 1
-    return (
+    return from_altair(
         alt.Chart(tiles, title="Tiles of the scores matrix: which ones the loop computes")
         .transform_calculate(key_end="datum.key_block + 1", query_end="datum.query_block + 1")
         .mark_rect(stroke="#888888", strokeWidth=1)
@@ -123,7 +129,7 @@ def tiles_chart(tiles: pd.DataFrame) -> alt.Chart:
     )
 
 
-def generation_chart(timing: pd.DataFrame) -> alt.LayerChart:
+def generation_chart(timing: pd.DataFrame) -> VegaChart:
     """Milliseconds per generated token against the tokens so far, with and without the KV cache.
 
     timing: tokens so far, way, milliseconds, median of 9 steps (core.lessons.attention_at_scale_kv.CacheLesson.timing):
@@ -151,4 +157,4 @@ def generation_chart(timing: pd.DataFrame) -> alt.LayerChart:
             "way:N", sort=ways, scale=alt.Scale(domain=ways, range=[[1, 0], [6, 3]]), legend=None
         ),
     )
-    return alt.layer(points, medians).properties(height=HEIGHT, autosize=FIT_WIDTH)
+    return from_altair(alt.layer(points, medians).properties(height=HEIGHT, autosize=FIT_WIDTH))

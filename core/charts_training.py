@@ -1,4 +1,7 @@
-"""Chart builders for the training lab: DataFrame in, `alt.Chart` out. No streamlit here.
+"""Chart builders for the training lab: DataFrame in, `VegaChart` out. No streamlit here.
+
+These are built with their data inline and split into template and data by `from_altair`: a
+student's own runs differ on every press, so there is no look to cache.
 
 The frames come from `core.tiny_transformer` (`curves_frame`, `start_frame`). Colours are
 Tableau 10 (colour-blind safe in its first six, and the page keeps at most six runs); unscaled
@@ -9,6 +12,8 @@ from __future__ import annotations
 
 import altair as alt
 import pandas as pd
+
+from core.chart_spec import VegaChart, from_altair
 
 CURVE_HEIGHT = 240
 
@@ -58,9 +63,7 @@ def _curve(frame: pd.DataFrame, metric: str, title: str, y: alt.Y) -> alt.Chart:
     )
 
 
-def curve_charts(
-    frame: pd.DataFrame, chance: pd.DataFrame | None = None
-) -> tuple[alt.Chart, alt.LayerChart | alt.Chart]:
+def curve_charts(frame: pd.DataFrame, chance: pd.DataFrame | None = None) -> tuple[VegaChart, VegaChart]:
     """Training loss (log scale) and held-out accuracy against the step, one line per run.
 
     Two charts, not one concatenation: each fills its own column, and a phone stacks the columns
@@ -83,17 +86,17 @@ def curve_charts(
             text="label:N"
         )
         accuracy = alt.layer(accuracy, rule, label)
-    return loss, accuracy
+    return from_altair(loss), from_altair(accuracy)
 
 
-def start_chart(frame: pd.DataFrame) -> alt.FacetChart:
+def start_chart(frame: pd.DataFrame) -> VegaChart:
     """At initialisation, scaled vs unscaled, one panel per quantity (each its own x axis).
 
     One panel under another, bars across, each quantity's name above its panel: three panels
     side by side were 620 px wide, off a 390 px phone.
     frame: long, with columns quantity, scores ("scaled"/"unscaled"), value.
     """
-    return (
+    return from_altair(
         alt.Chart(frame)
         .mark_bar()
         .encode(

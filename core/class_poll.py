@@ -30,7 +30,10 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from core.chart_spec import VegaChart
 
 # Crockford's base 32: no I, L, O or U, so a code read aloud or copied from a projector is not
 # misread (1/I/L and 0/O are folded together when a code is typed back).
@@ -491,14 +494,16 @@ class Tally:
         return f"{self.total} answer" + ("" if self.total == 1 else "s")
 
 
-def tally_chart(tally: Tally, answer: int | None = None):
+def tally_chart(tally: Tally, answer: int | None = None) -> VegaChart:
     """Horizontal bars, one per option, its count at its end; the right option outlined once revealed.
 
     `answer`: the right option's index after the reveal (None before: no hint on the projector).
-    Returns an `alt.Chart` (Altair is imported here, not at module import: the store needs none).
+    Altair is imported here, not at module import: the store needs none.
     """
     import altair as alt
     import pandas as pd
+
+    from core.chart_spec import from_altair
 
     frame = pd.DataFrame(
         {
@@ -517,4 +522,4 @@ def tally_chart(tally: Tally, answer: int | None = None):
         tooltip=[alt.Tooltip("option:N"), alt.Tooltip("students:Q")],
     )
     labels = base.mark_text(align="left", dx=4, fontSize=16).encode(text="students:Q")
-    return (bars + labels).properties(height=alt.Step(48))  # 48 px a bar: readable from the back
+    return from_altair((bars + labels).properties(height=alt.Step(48)))  # 48 px a bar: readable from the back

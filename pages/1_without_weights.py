@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core import charts
 from core.lessons import common, without_weights
 from core.markup import literal
 from core.registry import PageControl
@@ -40,23 +41,17 @@ token = lesson.tokens[query]
 
 step(f"Scores of the query “{literal(token)}”")
 widgets.prose("without_weights", "dots")
-draw.grouped_bars(
-    lesson.dots_long,
-    "token",
-    "score",
-    "measure",
-    f"Dot product and cosine similarity with “{token}”",
+draw.draw(
+    charts.grouped_bars(
+        lesson.dots_long, "token", "score", "measure", f"Dot product and cosine similarity with “{token}”"
+    ),
     f"Bar chart: the dot product and the cosine similarity of the query {token} with every token.",
 )
 
 step("Three ways to normalise")
 widgets.prose("without_weights", "norms")
-draw.grouped_bars(
-    lesson.norms,
-    "token",
-    "weight",
-    "method",
-    f"Weights for “{token}” with scores × {scale:g}",
+draw.draw(
+    charts.grouped_bars(lesson.norms, "token", "weight", "method", f"Weights for “{token}” with scores × {scale:g}"),
     "Bar chart comparing divide-by-sum, naive softmax and stable softmax weights for the chosen query.",
 )
 if lesson.naive_overflows:

@@ -26,13 +26,13 @@ trials = c2.select_slider(
     help=f"Capped at {MAX_TRIALS:,} so the page stays quick when a whole class uses it at once; 20,000 already "
     "lands within a few percent of the theory.",
 )
-sweep, sweep_spec, saturation_spec = cache.computed(why_scale.SWEEP, float(multiplier))
+sweep, sweep_chart, saturation_chart = cache.computed(why_scale.SWEEP, float(multiplier))
 widgets.predict(sweep.prediction, key="predict_why_scale")
 
 step("(a) Bigger scores, peakier softmax")
 widgets.prose("why_scale", "peaky")
 st.latex(r"\text{softmax}(m\,\omega)_j = \frac{e^{m \omega_j}}{\sum_k e^{m \omega_k}}")
-draw.draw(sweep_spec, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16.")
+draw.draw(sweep_chart, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16.")
 widgets.number_table(sweep.sweep_table)
 m1, m2 = st.columns(2)
 m1.metric(f"largest weight at ×{multiplier:g}", f"{sweep.max_weight:.4f}")
@@ -50,7 +50,7 @@ metric = (
 )
 peaks = cache.computed(why_scale.PEAKINESS, settings.seed)
 draw.draw(
-    charts.peakiness_spec(peaks, metric),
+    charts.peakiness(peaks, metric),
     f"Line chart of the {charts.peakiness_label(metric)} against d_k for random queries and 8 keys, "
     "with and without scaling.",
 )
@@ -70,7 +70,7 @@ widgets.prose("why_scale", "variance")
 st.latex(r"\operatorname{Var}(q\cdot k) = d_k, \qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
 variance = cache.computed(why_scale.VARIANCE, settings.seed, int(trials))
 draw.draw(
-    charts.variance_spec(variance.table),
+    charts.variance(variance.table),
     "Log-log chart: measured variance of q·k grows along the line d_k; the scaled variance stays at 1.",
 )
 widgets.number_table(charts.variance_table(variance.table), hide_index=True)
@@ -85,7 +85,7 @@ widgets.code_box(
 step("(c) Saturated softmax, vanishing gradients")
 widgets.prose("why_scale", "saturation")
 st.latex(r"\frac{\partial s_j}{\partial x_k} = s_j(\delta_{jk} - s_k)")
-draw.draw(saturation_spec, "Line chart: the norm of the softmax Jacobian falls towards zero as the multiplier grows.")
+draw.draw(saturation_chart, "Line chart: the norm of the softmax Jacobian falls towards zero as the multiplier grows.")
 with st.expander("Exact values of this chart"):
     widgets.number_table(sweep.saturation, hide_index=True)
 widgets.prose("why_scale", "dk64")

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core import charts
 from core.lessons import causal_dropout, common
 from core.lessons.causal_dropout import perturb_range
 from core.lessons.common import token_name
@@ -143,9 +144,8 @@ widgets.code_box(
 
 step("Does anything leak from the future?")
 widgets.prose("causal_dropout", "leak")
-draw.leakage_bars(
-    lesson.leakage,
-    lesson.perturbed,
+draw.draw(
+    charts.leakage(lesson.leakage, lesson.perturbed),
     "Bars of how much each output row changed after perturbing one token; earlier rows stay at zero.",
 )
 if lesson.perturbed == 1:

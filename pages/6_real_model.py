@@ -104,9 +104,13 @@ def head_grid(lesson: lesson_rm.RealModelLesson) -> None:
     st.html("<style>.st-key-al-fit-grid svg, .st-key-al-fit-grid canvas {max-width: 100%; height: auto;}</style>")
     with st.container(key="al-fit-grid"):
         draw.draw(
-            charts_rm.grid_template(len(lesson.tokens), lesson.num_layers, lesson.num_heads),
+            charts_rm.grid(
+                frames_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD]),
+                len(lesson.tokens),
+                lesson.num_layers,
+                lesson.num_heads,
+            ),
             "A grid of 6 by 12 small heatmaps, one per attention head; rows are layers, columns heads.",
-            data={charts_rm.GRID_DATA: frames_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD])},
             key="real_grid",
             on_select=lambda: draw.select_head_from_chart("real_grid", charts_rm.HEAD_SELECTION, LAYER, HEAD),
         )
@@ -139,12 +143,13 @@ def chosen_head(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame:
     _, middle, _ = st.columns([1, 3, 1])
     with middle:
         draw.draw(
-            charts_rm.lines_template(num_tokens, "Who attends to whom", max(map(len, lesson.tokens))),
+            charts_rm.lines(
+                frames_rm.lines_frame(lesson, layer, head),
+                frames_rm.tokens_frame(lesson),
+                "Who attends to whom",
+                max(map(len, lesson.tokens)),
+            ),
             f"Lines from each word piece to the pieces it attends to (layer {layer}, head {head}).",
-            data={
-                charts_rm.LINES_DATA: frames_rm.lines_frame(lesson, layer, head),
-                charts_rm.TOKENS_DATA: frames_rm.tokens_frame(lesson),
-            },
         )
 
 
@@ -162,9 +167,10 @@ def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int) -> None:
         default=lesson_rm.Measure.PREVIOUS,
     )
     draw.draw(
-        charts_rm.measure_template(f"{measure.title}, every head", measure.title),
+        charts_rm.measure(
+            frames_rm.measure_frame(lesson, measure, layer, head), f"{measure.title}, every head", measure.title
+        ),
         f"A 6 by 12 map of each head's {measure.title} on this sentence.",
-        data={charts_rm.MEASURE_DATA: frames_rm.measure_frame(lesson, measure, layer, head)},
         key="real_measures",
         on_select=lambda: draw.select_head_from_chart("real_measures", charts_rm.HEAD_SELECTION, LAYER, HEAD),
     )

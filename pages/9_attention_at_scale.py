@@ -34,13 +34,13 @@ widgets.predict(view.prediction, key="predict_scale_doubling")
 left, right = st.columns(2)
 with left:
     draw.draw(
-        view.time_spec,
+        view.time_chart,
         "Log-log chart of the measured time of plain and fused attention against the number of tokens, "
         "with a T squared line.",
     )
 with right:
     draw.draw(
-        view.memory_spec,
+        view.memory_chart,
         "Log-log chart of the measured peak memory of plain and fused attention and the size of one T by T matrix.",
     )
 m1, m2, m3 = st.columns(3)

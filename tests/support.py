@@ -176,3 +176,17 @@ class RedisServer:
     def __exit__(self, *_) -> None:
         self.stop()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def validated_spec(chart) -> dict:
+    """A `core.chart_spec.VegaChart`'s spec as the page sends it, checked against the Vega-Lite schema.
+
+    Arrow tables are checked as records (the schema knows JSON values only); the returned spec keeps them.
+    """
+    from altair.utils.schemapi import validate_jsonschema
+    from altair.vegalite.v6.schema import core as vega_lite
+
+    spec = chart.spec()
+    as_json = {**spec, "datasets": {name: table.to_pylist() for name, table in spec["datasets"].items()}}
+    validate_jsonschema(as_json, vega_lite.load_schema())
+    return spec

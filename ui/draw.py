@@ -1,62 +1,31 @@
 """The one way a chart reaches the page: `draw`, plus the heatmap helpers the lessons share.
 
-A chart comes from core.charts (pure builders, no streamlit) as one of: a cached template
-(a JSON string, never mutated) whose named datasets this run supplies as DataFrames; a ready
-Vega-Lite spec (a dict, its datasets inside); or an Altair chart. `draw` turns each into one
-st.vega_lite_chart call: Streamlit's theme (light or dark, as the viewer's) with axis and legend
-text in the page's text colour, the column's full width, a text description for screen readers,
-and every dataset as an Arrow table (which Streamlit sends as it is).
+Every chart builder in core (no streamlit there) returns a `VegaChart`: a cached Vega-Lite
+template and the data that fill it. `draw` turns it into one st.vega_lite_chart call: Streamlit's
+theme (light or dark, as the viewer's), the column's full width, a text description for screen
+readers, and every dataset as an Arrow table (which Streamlit sends as it is).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
-import altair as alt
-import pandas as pd
-import pyarrow as pa
 import streamlit as st
 
 from core import charts
+from core.chart_spec import VegaChart
 from core.charts import QUERY_SELECTION
-
-Chart = str | dict | alt.TopLevelMixin  # a template (JSON), a spec, or an Altair chart
-
-
-def _arrow(rows: object) -> object:
-    """A dataset as an Arrow table (records and DataFrames converted; Arrow tables kept)."""
-    if isinstance(rows, pd.DataFrame):
-        return pa.Table.from_pandas(rows, preserve_index=False)
-    if isinstance(rows, list):
-        return pa.Table.from_pylist(rows)
-    return rows
 
 
 def draw(
-    chart: Chart,
+    chart: VegaChart,
     description: str,
     *,
-    data: Mapping[str, pd.DataFrame] | None = None,
     key: str | None = None,
     on_select: Callable[[], None] | None = None,
 ) -> object:
-    """Draw `chart` the house way; `data` fills a template's named datasets.
-
-    Templates are already readable (their builders applied `charts.readable` where they want it);
-    specs and Altair charts get it here. Altair charts are serialised without its jsonschema
-    validation: tests/unit/test_charts.py validates every builder's spec instead. The caller's
-    spec is never changed (a new dict is built).
-    """
-    if isinstance(chart, str):
-        spec = json.loads(chart)
-    elif isinstance(chart, dict):
-        spec = charts.readable(chart)
-    else:
-        spec = charts.readable(chart.to_dict(validate=False))
-    datasets = {**spec.get("datasets", {}), **(data or {})}
-    if datasets:
-        spec = {**spec, "datasets": {name: _arrow(rows) for name, rows in datasets.items()}}
+    """Draw `chart` the house way; `on_select` (with its widget `key`) makes its selections clickable."""
+    spec = chart.spec()  # a fresh dict: the cached template and data are never changed
     if on_select is None:
         return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
     return st.vega_lite_chart(
@@ -65,13 +34,13 @@ def draw(
 
 
 def heatmap(frame, title: str, description: str, *, key: str | None = None, on_select=None, **options) -> object:
-    """Draw `core.charts.heatmap_spec(frame, title, **options)`: the one heatmap path.
+    """Draw `core.charts.heatmap(frame, title, **options)`: the one heatmap path.
 
-    Options (see core.charts.heatmap_spec): signed, value_title, show_values, select_rows,
+    Options (see core.charts.heatmap): signed, value_title, show_values, select_rows,
     highlight_row (the query's row, outlined), x_title, y_title, domain (e.g.
     charts.shared_domain(a, b) to put two heatmaps on one colour scale), min_magnitude.
     """
-    return draw(charts.heatmap_spec(frame, title, **options), description, key=key, on_select=on_select)
+    return draw(charts.heatmap(frame, title, **options), description, key=key, on_select=on_select)
 
 
 def select_query_from_chart(chart_key: str, target: str) -> None:
@@ -118,15 +87,3 @@ def query_weights_heatmap(
         key=chart_key,
         on_select=lambda: select_query_from_chart(chart_key, picker_key),
     )
-
-
-def grouped_bars(frame: pd.DataFrame, x: str, value: str, group: str, title: str, description: str) -> object:
-    """`charts.grouped_bars_template` (built once per look, not per rerun) with this frame's values."""
-    template = charts.grouped_bars_template(tuple(dict.fromkeys(frame[x])), x, value, group, title)
-    return draw(template, description, data={charts.BARS_DATA: frame})
-
-
-def leakage_bars(frame: pd.DataFrame, position: int, description: str) -> object:
-    """`charts.leakage_template` (built once per sentence and position) with this frame's values."""
-    template = charts.leakage_template(tuple(frame["token"]), position)
-    return draw(template, description, data={charts.BARS_DATA: frame})

@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from core import charts_scale, recipes
+from core.chart_spec import VegaChart
 from core.device import resolve_device
 from core.functional import scaled_dot_product_attention
 from core.lessons.common import CPU, Prediction, generator
@@ -151,12 +152,12 @@ def cost_table(cost: CostResult) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class CostView:
-    """Section (a) as the page draws it: the measurement, its two chart specs (built once per setting), its
+    """Section (a) as the page draws it: the measurement, its two charts (built once per setting), its
     table, the doubling question and the tiled-vs-plain sentence of section (c)."""
 
     cost: CostResult
-    time_spec: dict
-    memory_spec: dict
+    time_chart: VegaChart
+    memory_chart: VegaChart
     table: pd.DataFrame
     prediction: Prediction
     verdict: str
@@ -167,8 +168,8 @@ def cost_view(device_name: str, longest: int) -> CostView:
     cost = cost_lesson(device_name, longest)
     return CostView(
         cost=cost,
-        time_spec=charts_scale.cost_chart(cost.table).to_dict(validate=False),
-        memory_spec=charts_scale.memory_chart(cost.table).to_dict(validate=False),
+        time_chart=charts_scale.cost_chart(cost.table),
+        memory_chart=charts_scale.memory_chart(cost.table),
         table=cost_table(cost),
         prediction=doubling_question(cost),
         verdict=tiled_verdict(cost),
@@ -273,7 +274,7 @@ class TilingLesson:
     causal: bool
     code: str
     prediction: Prediction
-    chart: dict  # the tile picture's Vega-Lite spec
+    chart: VegaChart  # the tile picture
 
 
 def tiling_lesson(seed: int, block_q: int, block_k: int, causal: bool) -> TilingLesson:
@@ -306,7 +307,7 @@ def tiling_lesson(seed: int, block_q: int, block_k: int, causal: bool) -> Tiling
             {"seed": int(seed), "block_q": block_q, "block_k": block_k, "causal": bool(causal)},
         ),
         prediction=_tiles_question(result, causal),
-        chart=charts_scale.tiles_chart(tiles).to_dict(validate=False),
+        chart=charts_scale.tiles_chart(tiles),
     )
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from core import charts_scale, kv_cache, recipes
+from core.chart_spec import VegaChart
 from core.device import resolve_device
 from core.lessons.attention_at_scale import BYTES_FLOAT32, bytes_text
 from core.lessons.common import CPU, Prediction, generator
@@ -83,7 +84,7 @@ class CacheLesson:
     timed_tokens: int
     code: str
     prediction: Prediction
-    chart: dict  # the time-per-token chart's Vega-Lite spec
+    chart: VegaChart  # time per generated token
 
 
 def cache_lesson(model: tt.TinyTransformer, timed_tokens: int, device: torch.device) -> CacheLesson:
@@ -109,7 +110,7 @@ def cache_lesson(model: tt.TinyTransformer, timed_tokens: int, device: torch.dev
         timed_tokens=timed_tokens,
         code=recipes.fill("attention_at_scale_kv_cache", {"new_tokens": GENERATED}),
         prediction=_cache_question(model),
-        chart=charts_scale.generation_chart(timing).to_dict(validate=False),
+        chart=charts_scale.generation_chart(timing),
     )
 
 

@@ -177,12 +177,10 @@ def notebook_variance(seed: int) -> NotebookVariance:
     return NotebookVariance(table=table, code=code)
 
 
-def sweep_view(multiplier: float) -> tuple[SweepResult, dict, dict]:
-    """The seed-independent part of the page, with its two chart specs (built once per multiplier)."""
+def sweep_view(multiplier: float) -> tuple[SweepResult, charts.VegaChart, charts.VegaChart]:
+    """The seed-independent part of the page, with its two charts (built once per multiplier)."""
     result = sweep(multiplier)
-    sweep_spec = charts.sweep_chart(result.sweep, multiplier).to_dict(validate=False)
-    saturation_spec = charts.saturation_chart(result.saturation).to_dict(validate=False)
-    return result, sweep_spec, saturation_spec
+    return result, charts.sweep_chart(result.sweep, multiplier), charts.saturation_chart(result.saturation)
 
 
 # The cached computations the page calls (ui/cache.py `computed`): none reads the sidebar's Settings.

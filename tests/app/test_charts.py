@@ -6,8 +6,6 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 import torch
-from altair.utils.schemapi import validate_jsonschema
-from altair.vegalite.v6.schema import core as vega_lite
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
@@ -19,13 +17,16 @@ from tests.support import PAGE_FILES, restore_pages_manager, use_navigation_mode
 
 
 def layer_data(spec: dict) -> list[dict]:
-    return next(iter(spec["datasets"].values()))
+    """The records of a spec's one dataset (an Arrow table, as `VegaChart.spec()` makes it)."""
+    return next(iter(spec["datasets"].values())).to_pylist()
+
+
+validated = support.validated_spec
 
 
 def test_variance_chart_unscaled_grows_like_dk_scaled_stays_near_one() -> None:
     table = core.dot_product_variance(trials=50_000, generator=torch.Generator().manual_seed(0))
-    spec = charts.variance_spec(table)
-    validate_jsonschema(spec, vega_lite.load_schema())
+    spec = validated(charts.variance(table))
     # The same records spelled another way: the table melted by pandas.
     names = {
         "unscaled_var": "q·k (measured)",
@@ -36,10 +37,10 @@ def test_variance_chart_unscaled_grows_like_dk_scaled_stays_near_one() -> None:
     long = table.melt(id_vars="d_k", value_vars=list(names), var_name="series", value_name="variance")
     long = long.assign(kind=long["series"].str.startswith("theory").map({True: "theory", False: "measured"}))
     expected = long.assign(series=long["series"].map(names)).to_dict(orient="records")
-    assert spec["datasets"][charts.VARIANCE_DATA] == expected
+    assert spec["datasets"][charts.VARIANCE_DATA].to_pylist() == expected
     assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
     assert spec["layer"][1]["encoding"]["y"]["scale"]["type"] == "log"
-    points = pd.DataFrame(spec["datasets"][charts.VARIANCE_DATA])
+    points = pd.DataFrame(expected)
     unscaled = points[points.series == "q·k (measured)"].set_index("d_k")["variance"]
     scaled = points[points.series == "q·k/√d_k (measured)"].set_index("d_k")["variance"]
     assert ((unscaled / unscaled.index) - 1).abs().max() < 0.05
@@ -48,7 +49,7 @@ def test_variance_chart_unscaled_grows_like_dk_scaled_stays_near_one() -> None:
 
 
 def heatmap_records(spec: dict) -> list[dict]:
-    """The per-cell values that `charts.heatmap_spec` hands to the page (an Arrow table)."""
+    """The per-cell values that `charts.heatmap` hands to the page (an Arrow table)."""
     return spec["datasets"][charts.HEATMAP_DATA].to_pylist()
 
 
@@ -58,7 +59,7 @@ def colour_scale(spec: dict) -> dict:
 
 def test_heatmap_spec_labels_tokens_values_and_selection() -> None:
     frame = lessons.matrix_frame(torch.eye(3), ["a", "b", "c"], ["a", "b", "c"])
-    spec = charts.heatmap_spec(frame, "weights", select_rows=True, value_title="weight")
+    spec = charts.heatmap(frame, "weights", select_rows=True, value_title="weight").spec()
     rect, text = spec["layer"]
     assert rect["encoding"]["x"]["sort"] == ["a", "b", "c"]
     assert rect["encoding"]["x"]["axis"]["labelOverlap"] is False  # every token labelled
@@ -78,17 +79,17 @@ def test_heatmap_cells_fill_the_column_and_numbers_scale_with_it() -> None:
     frame = lessons.matrix_frame(
         torch.rand(6, 6, generator=torch.Generator().manual_seed(0)), list("abcdef"), list("abcdef")
     )
-    spec = charts.heatmap_spec(frame, "weights")
+    spec = charts.heatmap(frame, "weights").spec()
     assert spec["width"] == "container"
     font = spec["layer"][1]["mark"]["fontSize"]["expr"]
     assert "bandwidth('x')" in font and f">= {charts.MIN_CELL_FONT_PX}" in font  # grows with the cells, or hides
     wide = lessons.matrix_frame(torch.rand(2, 9), ["a", "b"], [str(i) for i in range(9)])
-    assert charts.heatmap_spec(wide, "nine")["layer"][1]["encoding"]["text"]["format"] == ".3f"
+    assert charts.heatmap(wide, "nine").spec()["layer"][1]["encoding"]["text"]["format"] == ".3f"
 
 
 def test_highlight_row_marks_the_query_in_the_data() -> None:
     frame = lessons.matrix_frame(torch.eye(3), ["a", "b", "c"], ["a", "b", "c"])
-    records = heatmap_records(charts.heatmap_spec(frame, "w", select_rows=True, highlight_row=1))
+    records = heatmap_records(charts.heatmap(frame, "w", select_rows=True, highlight_row=1).spec())
     assert [r["row_index"] for r in records if r["is_query"]] == [1, 1, 1]
 
 
@@ -121,7 +122,7 @@ def test_cell_text_contrasts_with_its_own_cell_colour(signed: bool) -> None:
     """
     values = torch.linspace(-1.0 if signed else 0.0, 1.0, 101)
     frame = lessons.matrix_frame(values[None, :], ["q"], [f"k{i}" for i in range(101)])
-    spec = charts.heatmap_spec(frame, "sweep", signed=signed)
+    spec = charts.heatmap(frame, "sweep", signed=signed).spec()
     scale = colour_scale(spec)
     assert scale["interpolate"] == "rgb" and scale["clamp"] is True
     named = {"black": (0.0, 0.0, 0.0), "white": (1.0, 1.0, 1.0)}
@@ -133,22 +134,22 @@ def test_cell_text_contrasts_with_its_own_cell_colour(signed: bool) -> None:
 def test_weights_use_a_fixed_zero_to_one_domain() -> None:
     """The masked_fill-bug weights (0.156-0.176) must not span the whole colour range."""
     narrow = lessons.matrix_frame(torch.tensor([[0.156, 0.176], [0.160, 0.170]]), ["a", "b"], ["a", "b"])
-    scale = colour_scale(charts.heatmap_spec(narrow, "buggy", value_title="weight"))
+    scale = colour_scale(charts.heatmap(narrow, "buggy", value_title="weight").spec())
     assert (scale["domain"][0], scale["domain"][-1]) == (0.0, 1.0)
-    records = heatmap_records(charts.heatmap_spec(narrow, "buggy"))
+    records = heatmap_records(charts.heatmap(narrow, "buggy").spec())
     assert {r["text_color"] for r in records} == {"white"}  # all on dark cells: they are all small weights
 
 
 def test_signed_heatmap_is_diverging_and_centred() -> None:
     frame = lessons.matrix_frame(torch.tensor([[-2.0, 1.0]]), ["q"], ["k1", "k2"])
-    scale = colour_scale(charts.heatmap_spec(frame, "signed", signed=True))
+    scale = colour_scale(charts.heatmap(frame, "signed", signed=True).spec())
     assert scale["range"] == list(charts.BLUE_ORANGE)
     assert (scale["domain"][0], scale["domain"][5], scale["domain"][-1]) == (-2.0, 0.0, 2.0)
     noise = lessons.matrix_frame(torch.tensor([[-2e-9, 1e-9]]), ["q"], ["k1", "k2"])
-    floor = colour_scale(charts.heatmap_spec(noise, "noise", signed=True, min_magnitude=1e-3))
+    floor = colour_scale(charts.heatmap(noise, "noise", signed=True, min_magnitude=1e-3).spec())
     assert (floor["domain"][0], floor["domain"][-1]) == (-1e-3, 1e-3)
     assert {
-        r["text_color"] for r in heatmap_records(charts.heatmap_spec(noise, "n", signed=True, min_magnitude=1e-3))
+        r["text_color"] for r in heatmap_records(charts.heatmap(noise, "n", signed=True, min_magnitude=1e-3).spec())
     } == {"black"}
 
 
@@ -157,9 +158,9 @@ def test_two_heatmaps_can_share_one_colour_domain() -> None:
     scaled = lessons.matrix_frame(torch.tensor([[2.0, -0.5]]) / 2**0.5, ["q"], ["k1", "k2"])
     shared = charts.shared_domain(raw, scaled)
     assert shared == (-2.0, 2.0)
-    domains = [colour_scale(charts.heatmap_spec(f, "t", signed=True, domain=shared))["domain"] for f in (raw, scaled)]
+    domains = [colour_scale(charts.heatmap(f, "t", signed=True, domain=shared).spec())["domain"] for f in (raw, scaled)]
     assert domains[0] == domains[1]
-    alone = colour_scale(charts.heatmap_spec(scaled, "t", signed=True))["domain"]
+    alone = colour_scale(charts.heatmap(scaled, "t", signed=True).spec())["domain"]
     assert alone[-1] < 2.0  # without it, each map would stretch to its own maximum
 
 
@@ -172,7 +173,7 @@ def test_two_heatmaps_can_share_one_colour_domain() -> None:
     select_rows=st.booleans(),
     highlight=st.one_of(st.none(), st.integers(0, 7)),
 )
-def test_cached_heatmap_spec_equals_a_fresh_altair_build(
+def test_filled_heatmap_template_equals_a_fresh_altair_build(
     rows: int, cols: int, seed: int, signed: bool, select_rows: bool, highlight: int | None
 ) -> None:
     labels_r, labels_c = [f"r{i}" for i in range(rows)], [f"c{j}" for j in range(cols)]
@@ -180,28 +181,29 @@ def test_cached_heatmap_spec_equals_a_fresh_altair_build(
     first = lessons.matrix_frame(torch.randn(rows, cols, generator=g), labels_r, labels_c)
     second = lessons.matrix_frame(torch.randn(rows, cols, generator=g) * 50, labels_r, labels_c)
     options = {"signed": signed, "select_rows": select_rows, "value_title": "w", "highlight_row": highlight}
-    charts.heatmap_spec(first, "t", **options)  # warms the template with other values
-    spec = charts.heatmap_spec(second, "t", **options)
+    charts.heatmap(first, "t", **options).spec()  # warms the template with other values
+    spec = charts.heatmap(second, "t", **options).spec()
     table = spec.pop("datasets")[charts.HEATMAP_DATA]
-    assert spec == charts.heatmap(second, "t", **options).to_dict()  # validated by Altair
+    look, values, _ = charts._look_and_values(second, "t", options)
+    assert values.rows == tuple(labels_r) and values.cols == tuple(labels_c)
+    assert spec == charts.heatmap_chart(look, values).to_dict()  # validated by Altair
     assert table.column("value").to_pylist() == second["value"].round(6).tolist()
 
 
 def test_sweep_chart_shows_the_times_eight_example() -> None:
     long, _ = core.softmax_multiplier_sweep(torch.tensor([0.1, -0.2, 0.3, -0.2, 0.5]), [1, 8])
-    data = pd.DataFrame(layer_data(charts.sweep_chart(long, 8.0).to_dict()))
+    data = pd.DataFrame(layer_data(validated(charts.sweep_chart(long, 8.0))))
     top = data[data.multiplier == 8].weight.max()
     assert round(top, 4) == 0.8000
 
 
 def test_saturation_and_peakiness_charts() -> None:
-    sat = pd.DataFrame(layer_data(charts.saturation_chart(core.saturation_sweep()).to_dict()))
+    sat = pd.DataFrame(layer_data(validated(charts.saturation_chart(core.saturation_sweep()))))
     assert set(sat.quantity) == {"gradient size (Jacobian norm)", "largest weight"}  # no raw identifiers
     norms = sat[sat.quantity == "gradient size (Jacobian norm)"].sort_values("multiplier")["value"]
     assert norms.iloc[-1] < norms.iloc[0] / 100
     peaky = core.peakiness_vs_dk(trials=300, generator=torch.Generator().manual_seed(1))
-    charts.peakiness_chart("max_weight").to_dict()  # validates the structure
-    data = pd.DataFrame(charts.peakiness_spec(peaky, "max_weight")["datasets"][charts.PEAKINESS_DATA])
+    data = pd.DataFrame(validated(charts.peakiness(peaky, "max_weight"))["datasets"][charts.PEAKINESS_DATA].to_pylist())
     at_512 = data[data.d_k == 512].set_index("scaling")["max_weight"]
     assert at_512["unscaled"] > at_512["scaled"] + 0.3
 
@@ -251,20 +253,38 @@ def test_bar_charts_label_every_token() -> None:
     tokens = [f"token{i}" for i in range(20)]
     frame = pd.DataFrame({"token": tokens, "position": range(20), "max change": [0.0] * 20})
     for chart in (
-        charts.leakage_chart(frame, 3),
-        charts.bars(frame, "token", "max change", "t"),
+        charts.leakage(frame, 3),
         charts.grouped_bars(frame.assign(measure="a"), "token", "max change", "measure", "t"),
     ):
-        axis = chart.to_dict()["encoding"]["x"]["axis"]
+        spec = validated(chart)
+        axis = spec["encoding"]["x"]["axis"]
         assert axis["labelOverlap"] is False and axis["labelAngle"] == -90
+        assert spec["encoding"]["x"]["sort"] == tokens
 
 
 def test_axis_and_legend_text_follow_the_page_text_colour() -> None:
     """Streamlit's chart grey is 3.8:1 on white; currentColor is the theme's own text colour."""
     frame = lessons.matrix_frame(torch.eye(2), ["a", "b"], ["a", "b"])
-    config = charts.heatmap_spec(frame, "t")["config"]
+    config = charts.heatmap(frame, "t").spec()["config"]
     assert config["axis"]["labelColor"] == config["legend"]["labelColor"] == "currentColor"
     assert config["axis"]["labelFontSize"] >= charts.MIN_CELL_FONT_PX
-    bars = charts.readable(charts.bars(pd.DataFrame({"token": ["a"], "v": [1.0]}), "token", "v", "t").to_dict())
+    bars = charts.grouped_bars(pd.DataFrame({"token": ["a"], "v": [1.0], "g": ["x"]}), "token", "v", "g", "t").spec()
     assert bars["config"]["axis"]["titleColor"] == "currentColor"
     assert charts.readable({"config": {"axis": {"labelColor": "red"}}})["config"]["axis"]["labelColor"] == "red"
+
+
+def test_a_new_sentence_reuses_the_heatmap_template() -> None:
+    """Issue 21: a new sentence in lesson 2's pretrained mode built seven templates with Altair.
+
+    The labels and their number are slots now: two sentences of 5 and 7 word pieces share one
+    template, and each spec still carries its own tokens in order.
+    """
+    g = torch.Generator().manual_seed(0)
+    five = [f"w{i}" for i in range(5)]
+    seven = ["[CLS]", "the", "cat", "sat", "on", "it", "[SEP]"]
+    short = charts.heatmap(lessons.matrix_frame(torch.rand(5, 5, generator=g), five, five), "w", value_title="weight")
+    long = charts.heatmap(lessons.matrix_frame(torch.rand(7, 7, generator=g), seven, seven), "w", value_title="weight")
+    assert short.template is long.template
+    for chart, labels in ((short, five), (long, seven)):
+        for layer in chart.spec()["layer"]:
+            assert layer["encoding"]["x"]["sort"] == labels and layer["encoding"]["y"]["sort"] == labels

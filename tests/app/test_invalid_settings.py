@@ -67,7 +67,7 @@ def test_dropped_cells_are_exactly_the_zeroed_weights() -> None:
 
 def test_the_heatmap_marks_dropped_cells_with_an_outline_and_a_cross() -> None:
     lesson = causal_dropout.causal_lesson(Settings(dropout=0.5, seed=3), 2, True)
-    spec = charts.heatmap_spec(lesson.dropped, "after dropout", marked="dropped")
+    spec = charts.heatmap(lesson.dropped, "after dropout", marked="dropped").spec()
     outlines = [layer for layer in spec["layer"] if layer["mark"]["type"] == "rect" and layer.get("transform")]
     assert outlines and outlines[0]["transform"] == [{"filter": "datum.marked"}]
     assert outlines[0]["mark"]["strokeDash"] and not outlines[0]["mark"]["filled"]
@@ -75,7 +75,7 @@ def test_the_heatmap_marks_dropped_cells_with_an_outline_and_a_cross() -> None:
     assert text["encoding"]["text"]["condition"] == {"test": "datum.marked", "value": "✕"}
     marked = spec["datasets"][charts.HEATMAP_DATA].column("marked").to_pylist()
     assert marked == lesson.dropped["marked"].tolist()
-    plain = charts.heatmap_spec(lesson.after, "unmarked")
+    plain = charts.heatmap(lesson.after, "unmarked").spec()
     assert len(plain["layer"]) == 2 and "marked" not in plain["datasets"][charts.HEATMAP_DATA].column_names
 
 

@@ -28,6 +28,7 @@ from core.long_context import (
     tiled_attention,
 )
 from core.models import tiny_transformer as tt
+from tests.support import validated_spec
 
 CPU = torch.device("cpu")
 
@@ -312,8 +313,8 @@ def test_chart_builders_make_valid_specs(model: tt.TinyTransformer) -> None:
         charts_scale.tiles_chart(tiling.tiles),
         charts_scale.generation_chart(kv.timing),
     ):
-        spec = chart.to_dict()  # validates against Vega-Lite's schema
-        assert spec["data"] or spec.get("datasets")
+        spec = validated_spec(chart)
+        assert spec["data"]["name"] in spec["datasets"] and spec["datasets"][spec["data"]["name"]].num_rows > 0
     kinds = {tile.kind for tile in tiling.tiles.itertuples()}
     assert kinds == {kind.value for kind in TileKind}  # the picture shows all three kinds
 

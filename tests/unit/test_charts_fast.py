@@ -1,7 +1,9 @@
-"""The hot chart builders give exactly the spec of the plain Altair spelling (strings, alt.condition).
+"""The cached bar templates, filled, give exactly the spec of the plain Altair spelling.
 
-core.charts builds these charts from channel objects (alt.Tooltip, alt.ColorValue) because Altair
-rebuilds its schema map for every dict or string channel (~5 ms each, every rerun): same spec, faster.
+core.charts builds its templates from channel objects (alt.Tooltip, alt.ColorValue) because Altair
+rebuilds its schema map for every dict or string channel (bench/NOTES.md), once per number of
+tokens (the tokens' order is a slot), and `VegaChart.spec()` fills them in: the result must be the
+chart a reader would write with strings and alt.condition, for this very sentence.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ import json
 
 import altair as alt
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from core import charts
+from core.chart_spec import VegaChart
 
 FRAME = pd.DataFrame(
     {
@@ -23,18 +27,28 @@ FRAME = pd.DataFrame(
         "max change": [0.0, 0.0, 0.2],
     }
 )
+OTHER = FRAME.assign(token=["one", "two", "three"])  # another sentence of the same length
 
 
-def spec(chart: alt.Chart) -> dict:
-    return chart.to_dict(validate=True)
+def plain_spec(chart: alt.Chart, frame: pd.DataFrame) -> dict:
+    """The plain spelling on named data, readable, validated by Altair, with its values as drawn."""
+    spec = charts.readable(chart.to_dict(validate=True))
+    spec["datasets"] = {charts.BARS_DATA: pa.Table.from_pandas(frame, preserve_index=False)}
+    return spec
 
 
-def test_grouped_bars_spec_unchanged() -> None:
-    plain = (
-        alt.Chart(FRAME, title="t")
+def comparable(spec: dict) -> str:
+    """A spec with its Arrow tables as records, as one string (dict order aside)."""
+    tables = {name: table.to_pylist() for name, table in spec.pop("datasets").items()}
+    return json.dumps({**spec, "datasets": tables}, sort_keys=True)
+
+
+def grouped_plain(frame: pd.DataFrame, title: str) -> alt.Chart:
+    return (
+        alt.Chart(alt.NamedData(name=charts.BARS_DATA), title=title)
         .mark_bar()
         .encode(
-            x=alt.X("token:N", sort=list(FRAME["token"]), axis=charts.token_axis(3)),
+            x=alt.X("token:N", sort=list(frame["token"]), axis=charts.token_axis(len(frame))),
             xOffset=alt.XOffset("measure:N"),
             y=alt.Y("score:Q", title="score"),
             color=alt.Color(
@@ -43,81 +57,62 @@ def test_grouped_bars_spec_unchanged() -> None:
             tooltip=["token:N", "measure:N", alt.Tooltip("score:Q", format=".4f")],
         )
     )
-    assert spec(charts.grouped_bars(FRAME, "token", "score", "measure", "t")) == spec(plain)
 
 
-def test_bars_with_a_highlight_spec_unchanged() -> None:
-    plain = (
-        alt.Chart(FRAME, title="t")
+def leakage_plain(frame: pd.DataFrame, position: int) -> alt.Chart:
+    return (
+        alt.Chart(alt.NamedData(name=charts.BARS_DATA), title=charts.LEAKAGE_TITLE)
         .mark_bar()
         .encode(
-            x=alt.X("token:N", sort=list(FRAME["token"]), axis=charts.token_axis(3)),
-            y=alt.Y("score:Q"),
-            color=alt.condition(alt.datum["token"] == "journey", alt.value("#e45756"), alt.value("#4c78a8")),
-            tooltip=["token:N", alt.Tooltip("score:Q", format=".4f")],
-        )
-    )
-    assert spec(charts.bars(FRAME, "token", "score", "t", highlight="journey")) == spec(plain)
-    no_highlight = spec(charts.bars(FRAME, "token", "score", "t"))
-    assert no_highlight["encoding"]["color"] == {"value": "#4c78a8"}
-
-
-def test_leakage_chart_spec_unchanged() -> None:
-    plain = (
-        alt.Chart(FRAME, title="Change in each output row after perturbing one token")
-        .mark_bar()
-        .encode(
-            x=alt.X("token:N", sort=list(FRAME["token"]), axis=charts.token_axis(3)),
+            x=alt.X("token:N", sort=list(frame["token"]), axis=charts.token_axis(len(frame))),
             y=alt.Y("max change:Q", title="largest change in the output row"),
-            color=alt.condition(alt.datum.position < 2, alt.value("#4c78a8"), alt.value("#e45756")),
+            color=alt.condition(alt.datum.position < position, alt.value("#4c78a8"), alt.value("#e45756")),
             tooltip=["token:N", alt.Tooltip("max change:Q", format=".6f")],
         )
     )
-    assert spec(charts.leakage_chart(FRAME, 2)) == spec(plain)
-
-
-def test_draw_sends_named_datasets_as_arrow_and_leaves_the_spec_alone(monkeypatch) -> None:
-    import pyarrow as pa
-
-    from ui import draw
-
-    sent = {}
-    monkeypatch.setattr(draw.st, "vega_lite_chart", lambda spec, **kwargs: sent.update(spec=spec))
-    records = [{"d_k": 1, "variance": 0.5}, {"d_k": 2, "variance": 1.9}]
-    spec = {"mark": "point", "datasets": {"values": records}}
-    draw.draw(spec, "a chart")
-    table = sent["spec"]["datasets"]["values"]
-    assert isinstance(table, pa.Table) and table.to_pylist() == records
-    assert spec["datasets"]["values"] is records  # the caller's (possibly cached) spec is untouched
-    assert sent["spec"]["mark"] == "point"
-
-
-def from_template(template: str, frame: pd.DataFrame) -> dict:
-    """A cached template with its values, as `ui.draw.draw` sends it (records here)."""
-    spec = json.loads(template)
-    spec["datasets"] = {charts.BARS_DATA: frame.to_dict(orient="records")}
-    return spec
-
-
-def inline_as_named(chart: alt.Chart) -> dict:
-    """The reference build with its inline data renamed to BARS_DATA, and readable text as drawn."""
-    spec = charts.readable(chart.to_dict(validate=True))
-    name = spec.pop("data")["name"]
-    spec["datasets"] = {charts.BARS_DATA: spec["datasets"].pop(name)}
-    return spec
 
 
 @pytest.mark.parametrize("title", ["t", "Weights for “journey” with scores × 8"])
-def test_the_grouped_bars_template_draws_what_grouped_bars_does(title: str) -> None:
-    long = FRAME.melt(id_vars="token", value_vars=["score"], var_name="measure", value_name="value")
-    template = charts.grouped_bars_template(tuple(FRAME["token"]), "token", "value", "measure", title)
-    fast = from_template(template, long)
-    assert fast.pop("data") == {"name": charts.BARS_DATA}
-    assert fast == inline_as_named(charts.grouped_bars(long, "token", "value", "measure", title))
+def test_grouped_bars_equal_the_plain_spelling_for_each_sentence(title: str) -> None:
+    for frame in (FRAME, OTHER):  # the second sentence reuses the first one's template
+        fast = charts.grouped_bars(frame, "token", "score", "measure", title).spec()
+        assert comparable(fast) == comparable(plain_spec(grouped_plain(frame, title), frame))
 
 
 @pytest.mark.parametrize("position", [1, 2, 3])
-def test_the_leakage_template_draws_what_leakage_chart_does(position: int) -> None:
-    fast = from_template(charts.leakage_template(tuple(FRAME["token"]), position), FRAME)
-    assert fast.pop("data") == {"name": charts.BARS_DATA}
-    assert fast == inline_as_named(charts.leakage_chart(FRAME, position))
+def test_leakage_bars_equal_the_plain_spelling_for_each_sentence(position: int) -> None:
+    for frame in (FRAME, OTHER):
+        fast = charts.leakage(frame, position).spec()
+        assert comparable(fast) == comparable(plain_spec(leakage_plain(frame, position), frame))
+
+
+def test_a_new_sentence_of_the_same_length_reuses_the_template() -> None:
+    first = charts.leakage(FRAME, 2)
+    second = charts.leakage(OTHER, 2)
+    assert first.template is second.template  # the cached str itself, not a rebuild
+    assert first.spec()["encoding"]["x"]["sort"] == ["Your", "journey", "starts"]
+    assert second.spec()["encoding"]["x"]["sort"] == ["one", "two", "three"]
+
+
+def test_a_spec_is_fresh_each_time_and_leaves_the_chart_alone() -> None:
+    records = [{"d_k": 1, "variance": 0.5}, {"d_k": 2, "variance": 1.9}]
+    chart = VegaChart(
+        '{"mark": "point", "encoding": {"x": {"sort": []}}}', {"values": records}, {("encoding", "x", "sort"): ["a"]}
+    )
+    spec = chart.spec()
+    table = spec["datasets"]["values"]
+    assert isinstance(table, pa.Table) and table.to_pylist() == records
+    spec["encoding"]["x"]["sort"].append("b")  # a caller that changes its spec ...
+    assert chart.spec()["encoding"]["x"]["sort"] == ["a"]  # ... changes no later one
+    assert chart.data["values"] is records
+
+
+def test_draw_sends_the_charts_spec_with_arrow_datasets(monkeypatch) -> None:
+    from ui import draw
+
+    sent = {}
+    monkeypatch.setattr(draw.st, "vega_lite_chart", lambda spec, **kwargs: sent.update(spec=spec, **kwargs))
+    draw.draw(charts.leakage(FRAME, 2), "a chart")
+    assert isinstance(sent["spec"]["datasets"][charts.BARS_DATA], pa.Table)
+    assert sent["spec"]["encoding"]["x"]["sort"] == list(FRAME["token"])
+    assert sent["alt"] == "a chart" and sent["theme"] == "streamlit"

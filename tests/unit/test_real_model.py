@@ -3,7 +3,6 @@ the head measures, the recipe, the charts, and the page through the frame."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -16,8 +15,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from altair.utils.schemapi import validate_jsonschema
-from altair.vegalite.v6.schema import core as vega_lite
 from streamlit.testing.v1 import AppTest
 
 from core import charts, recipes, registry
@@ -27,7 +24,7 @@ from core.lessons import matrix_frame
 from core.lessons import real_model as lesson_rm
 from core.lessons import real_model_frames as frames_rm
 from core.models import minilm as rm
-from tests.support import restore_pages_manager, use_navigation_mode
+from tests.support import restore_pages_manager, use_navigation_mode, validated_spec
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the references read the same local folder; never the network
 
@@ -279,14 +276,6 @@ def test_recipe_settings_are_the_pages_choices() -> None:
 # --- charts -----------------------------------------------------------------------------------
 
 
-def validated(template: str, datasets: dict[str, pd.DataFrame]) -> dict:
-    """A cached chart template with its data as the page draws it, checked against the Vega-Lite schema."""
-    spec = json.loads(template)
-    spec["datasets"] = {name: frame.to_dict(orient="records") for name, frame in datasets.items()}
-    validate_jsonschema(spec, vega_lite.load_schema())
-    return spec
-
-
 def test_grid_frame_drops_faint_cells_marks_the_chosen_head_and_spec_validates(lesson) -> None:
     frame = frames_rm.grid_frame(lesson, 2, 7)
     assert frame["weight"].min() >= frames_rm.GRID_FLOOR
@@ -297,8 +286,7 @@ def test_grid_frame_drops_faint_cells_marks_the_chosen_head_and_spec_validates(l
     assert len(chosen) == int((lesson.head(2, 7) >= frames_rm.GRID_FLOOR).sum())
     row = frame.iloc[0]
     assert row["query"] == lesson.labels[row["query_index"]] and row["key"] == lesson.labels[row["key_index"]]
-    template = charts_rm.grid_template(len(lesson.tokens), lesson.num_layers, lesson.num_heads)
-    spec = validated(template, {charts_rm.GRID_DATA: frame})  # the page's cached template, with its data
+    spec = validated_spec(charts_rm.grid(frame, len(lesson.tokens), lesson.num_layers, lesson.num_heads))
     assert spec["facet"]["row"]["field"] == "layer" and spec["facet"]["column"]["field"] == "head"
     params = spec.get("params", []) + spec["spec"].get("params", [])  # Altair hoists them
     assert [p["name"] for p in params] == [charts_rm.HEAD_SELECTION]
@@ -309,9 +297,7 @@ def test_lines_and_measure_map_specs_validate(lesson) -> None:
     lines = frames_rm.lines_frame(lesson, 0, 2)
     assert lines["weight"].min() >= 0.05
     tokens = frames_rm.tokens_frame(lesson)
-    spec = validated(
-        charts_rm.lines_template(len(tokens), "head"), {charts_rm.LINES_DATA: lines, charts_rm.TOKENS_DATA: tokens}
-    )
+    spec = validated_spec(charts_rm.lines(lines, tokens, "head"))
     assert len(spec["layer"]) == 3
     table = frames_rm.measure_frame(lesson, lesson_rm.Measure.PREVIOUS, 0, 2)
     assert list(table.columns) == ["layer", "head", "value", "chosen"] and len(table) == 72
@@ -322,9 +308,9 @@ def test_lines_and_measure_map_specs_validate(lesson) -> None:
     shared = matrix_frame(lesson.head(0, 2), lesson.labels, lesson.labels)  # core.lessons' frame, the same
     pd.testing.assert_frame_equal(head.astype({"row": object, "col": object}), shared, check_dtype=False)
     # The chosen head is drawn by the lab's one heatmap path (core.charts), on the fixed 0-1 weight scale.
-    spec = charts.heatmap_spec(head, "head", value_title="weight")
+    spec = charts.heatmap(head, "head", value_title="weight").spec()
     assert spec["datasets"][charts.HEATMAP_DATA].num_rows == len(head)
-    spec = validated(charts_rm.measure_template("previous", "score"), {charts_rm.MEASURE_DATA: table})
+    spec = validated_spec(charts_rm.measure(table, "previous", "score"))
     assert spec["layer"][0]["encoding"]["x"]["field"] == "head"
 
 

@@ -19,7 +19,7 @@ from core.head_measures import previous_token_share
 from core.lessons import training_lab as tt
 from core.models import tiny_transformer as model_tt
 from core.modules import MultiHeadAttention
-from tests.support import restore_pages_manager, use_navigation_mode
+from tests.support import restore_pages_manager, use_navigation_mode, validated_spec
 
 APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
 PAGE = registry.page("training_lab").file
@@ -224,9 +224,9 @@ def test_curves_and_start_charts_validate_and_carry_the_runs() -> None:
     frame = tt.curves_frame(runs)
     assert set(frame["scaling"]) == {"scaled", "unscaled"}
     assert len(frame) == 2 * sum(len(r.steps) for r in runs)
-    loss, accuracy = (chart.to_dict() for chart in charts_training.curve_charts(frame))  # validated by Altair
+    loss, accuracy = (validated_spec(chart) for chart in charts_training.curve_charts(frame))
     assert (loss["title"], accuracy["title"]) == ("Training loss", "Held-out accuracy")
-    start = charts_training.start_chart(tt.start_frame(runs[0].start)).to_dict()
+    start = validated_spec(charts_training.start_chart(tt.start_frame(runs[0].start)))
     assert start["resolve"]["scale"]["x"] == "independent"
     table = tt.start_table(runs[0].start)
     assert table["unscaled / scaled"][0] == pytest.approx(math.sqrt(16))
