@@ -155,7 +155,7 @@ def _scale_choices(module: str, name: str) -> Callable[[], tuple[str, ...]]:
 def _pretrained_pairs() -> tuple[str, ...]:
     from core.lessons import pretrained_cross  # only when a link names a pair: it imports the real model's modules
 
-    return tuple(pair.key for pair in pretrained_cross.PAIRS)
+    return pretrained_cross.pair_choices()
 
 
 def _real_model_measures() -> tuple[str, ...]:

@@ -13,10 +13,11 @@ from collections.abc import Callable
 import streamlit as st
 
 from core import charts
+from core.examples import MAX_TEXT_CHARS
 from core.lessons import pretrained as pt
 from core.markup import literal
 from core.models.minilm import ModelFilesError
-from core.registry import PageSpec
+from core.registry import PageControl, PageSpec
 from core.settings import Settings
 from ui import cache, draw, frame, presentation, widgets
 
@@ -273,21 +274,52 @@ def multi_head(settings: Settings, sentence: str, pieces: tuple[str, ...]) -> No
 PAIRS = {pair.key: pair for pair in pt.PAIRS}
 
 
+def own_pair() -> tuple[str, str]:
+    """Two sentences typed on the page (in the link as ?first_text=…&second_text=…).
+
+    A sentence the model cannot take gets its message and the book's sentence in its place.
+    """
+    example = pt.PAIRS[0]
+    left, right = st.columns(2)
+    typed = (
+        left.text_input(
+            "First sentence (queries)",
+            example.first,
+            max_chars=MAX_TEXT_CHARS,
+            key=PageControl.FIRST_TEXT,
+            bind="query-params",
+        ),
+        right.text_input(
+            "Second sentence (keys and values)",
+            example.second,
+            max_chars=MAX_TEXT_CHARS,
+            key=PageControl.SECOND_TEXT,
+            bind="query-params",
+        ),
+    )
+    used = []
+    for which, text in zip(("First", "Second"), typed, strict=True):
+        sentence, _, problem = usable_sentence(text)
+        if problem:
+            st.error(f"{which} sentence: {problem}", icon=":material/error:")
+        used.append(sentence)
+    return used[0], used[1]
+
+
 def cross_attention(settings: Settings, sentence: str, pieces: tuple[str, ...]) -> None:
     widgets.prose(TEXT, "cross_intro")
-    pair = PAIRS[
-        widgets.linked_select(
-            "Two sentences",
-            list(PAIRS),
-            key="pretrained_pair",
-            param="pair",
-            code=str,
-            name=lambda key: PAIRS[key].label,
-            default=pt.PAIRS[0].key,
-        )
-    ]
+    choice = widgets.linked_select(
+        "Two sentences",
+        list(pt.pair_choices()),
+        key="pretrained_pair",
+        param="pair",
+        code=str,
+        name=pt.pair_label,
+        default=pt.PAIRS[0].key,
+    )
+    first, second = own_pair() if choice == pt.OWN_PAIR else (PAIRS[choice].first, PAIRS[choice].second)
     layer, head = head_picker("cross_attention")
-    lesson = cross(pair.first, pair.second, layer, head)
+    lesson = cross(first, second, layer, head)
     st.text(f"First sentence (queries), {len(lesson.tokens)} pieces:  " + "  ".join(lesson.tokens))
     st.text(f"Second sentence (keys, values), {len(lesson.second_tokens)} pieces:  " + "  ".join(lesson.second_tokens))
     widgets.predict(lesson.prediction, key="predict_cross_attention_pretrained")

@@ -46,6 +46,20 @@ PAIRS: tuple[SentencePair, ...] = (
 )
 
 
+OWN_PAIR = "own"  # the pair box's last choice: two sentences typed on the page (?first_text=…&second_text=…)
+OWN_PAIR_LABEL = "Your own two sentences"
+
+
+def pair_choices() -> tuple[str, ...]:
+    """The pair box's codes, as the link carries them: the prepared pairs, then your own."""
+    return (*(pair.key for pair in PAIRS), OWN_PAIR)
+
+
+def pair_label(code: str) -> str:
+    """What the pair box shows for `code`."""
+    return next((pair.label for pair in PAIRS if pair.key == code), OWN_PAIR_LABEL)
+
+
 @dataclass(frozen=True)
 class PretrainedCrossLesson:
     """Lesson 7 through a real head: queries from one sentence, keys and values from another."""

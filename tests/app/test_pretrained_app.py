@@ -156,6 +156,39 @@ def test_lesson_7_pairs_and_honesty() -> None:
     assert f"[CLS] and [SEP] take **{lesson.special_share:.2f}** of an average row" in text
 
 
+def drawn_weights(at: AppTest) -> list[float]:
+    """The cells of the page's one cross-attention heatmap, as Streamlit received them."""
+    import pyarrow as pa
+
+    from core import charts
+
+    (chart,) = [c for c in at.get("vega_lite_chart") if "Rectangular heatmap" in c.proto.alt]
+    (dataset,) = [d for d in chart.proto.datasets if d.name == charts.HEATMAP_DATA]
+    return pa.ipc.open_stream(dataset.data.data).read_all().column("value").to_pylist()
+
+
+def test_lesson_7_takes_your_own_two_sentences(model: real_model.RealModel) -> None:
+    """A teacher's own pair, from the link: its pieces, its weights, and markup shown as typed."""
+    first, second = "The chef cooked a *spicy* soup.", "A spicy soup was cooked by the chef."
+    at = app(registry.page("cross_attention"), weights="pretrained", pair="own", first_text=first, second_text=second)
+    assert_clean(at)
+    assert at.text_input(key="first_text").value == first and at.text_input(key="second_text").value == second
+    lesson = ptc.pretrained_cross_lesson(model, first, second, *pt.DEFAULT_HEADS["cross_attention"])
+    assert "  ".join(lesson.second_tokens) in text_of(at)
+    assert drawn_weights(at) == pytest.approx(lesson.weights["value"].round(6).tolist(), abs=1e-6)
+    assert "chef" in lesson.tokens and "chef" in lesson.second_tokens  # a shared word for the head to find
+    assert f"Of the **{lesson.shared_words}** content words the two sentences share" in text_of(at)
+
+
+def test_an_unusable_own_sentence_gets_a_message_and_the_page_goes_on() -> None:
+    too_long = " ".join(["antidisestablishmentarianism"] * 12)
+    at = app(registry.page("cross_attention"), weights="pretrained", pair="own", second_text=too_long)
+    assert not at.exception
+    assert [e.value for e in at.error] and all(e.value.startswith("Second sentence:") for e in at.error)
+    assert "Showing the book's sentence instead" in at.error[0].value
+    assert drawn_weights(at)  # the heatmap is still there, for the book's sentence
+
+
 def test_every_pretrained_prose_section_reaches_a_page() -> None:
     shown = []
     for spec in PRETRAINED:
