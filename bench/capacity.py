@@ -28,7 +28,9 @@ import asyncio
 import enum
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -107,8 +109,14 @@ def pin_client() -> None:
         os.sched_setaffinity(0, {CLIENT_CPU})
 
 
-def measure(students: int, seconds: float, env: dict[str, str] | None = None, app: App = App.LAB) -> Step:
-    """One step: a fresh pinned server of `app`, `students` students for `seconds` after their arrival."""
+def measure(
+    students: int, seconds: float, env: dict[str, str] | None = None, app: App = App.LAB, profile: Path | None = None
+) -> Step:
+    """One step: a fresh pinned server of `app`, `students` students for `seconds` after their arrival.
+
+    `profile`: py-spy samples the server over the measured seconds into this file (collapsed stacks,
+    `python -m bench.profile_summary` reads them); py-spy runs on the client's core.
+    """
     cpus = SERVER_CPU if (os.cpu_count() or 1) > 1 else None
     process, url = start_server(env=env, cpus=cpus, script=SCRIPTS[app])
     student_class = STUDENTS[app]
@@ -117,11 +125,14 @@ def measure(students: int, seconds: float, env: dict[str, str] | None = None, ap
         arrival_s = min(0.1 * students, 20.0)
         settle_s = arrival_s + 5.0  # count changes once everyone has arrived and opened the link
         cpu_before, clock_before, client_before = None, None, None
+        spy: subprocess.Popen | None = None
 
         async def mark_start(_recorder) -> None:
-            nonlocal cpu_before, clock_before, client_before
+            nonlocal cpu_before, clock_before, client_before, spy
             await asyncio.sleep(settle_s)
             cpu_before, clock_before, client_before = cpu_seconds(process.pid), time.monotonic(), time.process_time()
+            if profile is not None:
+                spy = start_profiler(process.pid, seconds, profile)
 
         async def whole_class() -> load_client.ClassResult:
             marker = asyncio.create_task(mark_start(None))
@@ -132,6 +143,8 @@ def measure(students: int, seconds: float, env: dict[str, str] | None = None, ap
             return result
 
         result = asyncio.run(whole_class())
+        if spy is not None:
+            spy.wait(timeout=seconds + 60)
         cpu_used = cpu_seconds(process.pid) - cpu_before
         wall = time.monotonic() - clock_before
         client_used = time.process_time() - client_before
@@ -157,6 +170,14 @@ def measure(students: int, seconds: float, env: dict[str, str] | None = None, ap
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def start_profiler(pid: int, seconds: float, output: Path) -> subprocess.Popen:
+    """py-spy (installed from its wheel: requirements-dev.txt) sampling `pid` for `seconds`, 100 Hz."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    command = [spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "100"]
+    command += ["--format", "raw", "--output", str(output), "--nonblocking"]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def summary(measured: list[Step]) -> dict:
@@ -230,9 +251,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", default=",".join(map(str, STEPS)), help="class sizes, comma-separated")
     parser.add_argument("--seconds", type=float, default=60.0, help="measured seconds per step, after arrival")
+    parser.add_argument(
+        "--profile", type=Path, default=None, help="profile our app's server at the first step into this file"
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a `kill` stops the server it started too
-    result = run(tuple(int(n) for n in args.steps.split(",")), args.seconds)
+    steps = tuple(int(n) for n in args.steps.split(","))
+    if args.profile is not None:  # one step of our app only, sampled
+        pin_client()
+        step = measure(steps[0], args.seconds, app=App.LAB, profile=args.profile)
+        report(App.LAB, step)
+        return
+    result = run(steps, args.seconds)
     print(json.dumps(result, indent=2))
 
 
