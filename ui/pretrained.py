@@ -15,6 +15,7 @@ import streamlit as st
 from core import charts
 from core.examples import MAX_TEXT_CHARS
 from core.lessons import pretrained as pt
+from core.lessons import pretrained_cross as ptc
 from core.markup import literal
 from core.models.minilm import ModelFilesError
 from core.registry import PageControl, PageSpec
@@ -310,14 +311,14 @@ def cross_attention(settings: Settings, sentence: str, pieces: tuple[str, ...]) 
     widgets.prose(TEXT, "cross_intro")
     choice = widgets.linked_select(
         "Two sentences",
-        list(pt.pair_choices()),
+        list(ptc.pair_choices()),
         key="pretrained_pair",
         param="pair",
         code=str,
-        name=pt.pair_label,
+        name=ptc.pair_label,
         default=pt.PAIRS[0].key,
     )
-    first, second = own_pair() if choice == pt.OWN_PAIR else (PAIRS[choice].first, PAIRS[choice].second)
+    first, second = own_pair() if choice == ptc.OWN_PAIR else (PAIRS[choice].first, PAIRS[choice].second)
     layer, head = head_picker("cross_attention")
     lesson = cross(first, second, layer, head)
     st.text(f"First sentence (queries), {len(lesson.tokens)} pieces:  " + "  ".join(lesson.tokens))

@@ -23,14 +23,7 @@ from core.examples import LIFE_SENTENCE
 from core.lessons.common import Prediction, clamp_index, dims, generator, matrix_frame, row_values, unique_labels
 
 # Lesson 7 has its own module; ui/pretrained.py reads it through this one (pt.CROSS, pt.PAIRS, ...).
-from core.lessons.pretrained_cross import (  # noqa: F401
-    CROSS,
-    OWN_PAIR,
-    PAIRS,
-    PretrainedCrossLesson,
-    pair_choices,
-    pair_label,
-)
+from core.lessons.pretrained_cross import CROSS, PAIRS, PretrainedCrossLesson  # noqa: F401
 from core.models import minilm as real_model
 from core.pretrained_heads import (
     HeadPattern,
