@@ -2,7 +2,7 @@
 
     python -m bench.real_model            # speed (one thread) + memory in subprocesses + the server's RSS
 
-speed   our `core.real_model.forward` (every head's weights kept) vs transformers' eager BertModel with
+speed   our `core.models.minilm.forward` (every head's weights kept) vs transformers' eager BertModel with
         output_attentions=True, same 32-word-piece sentence, one intra-op thread, calls interleaved
         (ABAB...) so drift hits both alike; the ratio is of medians (target <= 1.2x).
 memory  a fresh subprocess: RSS after importing the app's modules, then after loading the model and
@@ -41,7 +41,7 @@ def speed(repeats: int = 30) -> dict:
     """Median seconds of our forward and transformers' eager forward, one thread, and their ratio."""
     from transformers import BertModel  # the reference: benchmarks and tests only, never the app
 
-    from core import real_model as rm
+    from core.models import minilm as rm
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -90,13 +90,14 @@ import gc, json, resource, sys, time
 sys.path.insert(0, ".")
 from bench.real_model import _rss_mib
 import altair, pandas, streamlit, torch  # what the app imports before any page
-from core import charts, settings
+from core import settings
 from core.lessons import multi_head
 multi_head.multihead_lesson(settings.Settings())  # torch's kernels warmed up, as any other page does
 gc.collect()
 before = _rss_mib()
 peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-from core import real_model, real_model_lesson
+from core.lessons import real_model as real_model_lesson
+from core.models import minilm as real_model
 imported = _rss_mib()
 start = time.perf_counter()
 model = real_model.load_model()
