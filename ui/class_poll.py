@@ -169,12 +169,14 @@ def _live_tally(room: Room, question: str, prediction: Prediction) -> None:
     except PollError as error:
         st.info(str(error), icon=POLL_ICON)
         return
-    tally = Tally(counts, prediction.options)
+    # In the order the radio shows them, on this screen and the students': "option 2" means one thing.
+    order = prediction.display_order()
+    tally = Tally(tuple(counts[i] for i in order), tuple(prediction.options[i] for i in order))
     st.markdown(f"**Class poll: {tally.headline()}**")
     draw.draw(
-        class_poll.tally_chart(tally, prediction.answer if revealed else None),
+        class_poll.tally_chart(tally, order.index(prediction.answer) if revealed else None),
         f"The class's answers: {tally.headline()}; "
-        + "; ".join(f"{text}: {count}" for text, count in zip(prediction.options, counts, strict=True)),
+        + "; ".join(f"{text}: {count}" for text, count in zip(tally.options, tally.counts, strict=True)),
     )
     if revealed:
         right = literal(prediction.options[prediction.answer])

@@ -7,6 +7,7 @@ session is what the teacher's live refresh does every two seconds.
 
 from __future__ import annotations
 
+import pyarrow as pa
 from streamlit.testing.v1 import AppTest
 
 from core import class_poll, registry
@@ -62,8 +63,12 @@ def test_a_class_answers_the_teacher_sees_the_split_and_the_reveal_reaches_every
     shown = page_text(teacher)
     assert "3 answers" in shown
     (chart,) = [c for c in teacher.get("vega_lite_chart") if "The class's answers" in c.proto.alt]
-    # the split, as the chart's text says (the radio shows the options shuffled, the tally in the lesson's order)
+    # the split, as the chart's text says, and its bars in the radio's (shuffled) order, numbered as shown
     assert f"{options[0]}: 1;" in chart.proto.alt + ";" and f"{options[1]}: 2;" in chart.proto.alt + ";"
+    (dataset,) = chart.proto.datasets
+    bars = pa.ipc.open_stream(dataset.data.data).read_all().to_pylist()
+    assert [bar["option"] for bar in bars] == [f"{number}. {text}" for number, text in enumerate(options, start=1)]
+    assert [bar["students"] for bar in bars[:2]] == [1, 2]
 
     (reveal,) = [b for b in teacher.button if b.label == "Reveal"]
     reveal.click().run()
