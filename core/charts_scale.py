@@ -1,7 +1,8 @@
 """Chart builders for lesson 9 (attention at scale): DataFrame in, `VegaChart` out. No streamlit here.
 
-Each is built once per measurement (the lesson caches it), so its data go inline and `from_altair`
-splits them off as the chart's datasets.
+The measurement charts are built once per measurement (the lesson caches it), so their data go inline
+and `from_altair` splits them off as the chart's datasets; the tile picture, drawn again for every seed,
+is a template per grid size.
 
 Colours are Tableau 10 (colour-blind safe in its first colours); lines that must be told apart
 without colour also differ in their dash or their point shape.
@@ -9,10 +10,12 @@ without colour also differ in their dash or their point shape.
 
 from __future__ import annotations
 
+import functools
+
 import altair as alt
 import pandas as pd
 
-from core.chart_spec import VegaChart, from_altair
+from core.chart_spec import VegaChart, from_altair, template
 from core.long_context import TileKind
 
 HEIGHT = 260
@@ -91,16 +94,25 @@ def memory_chart(table: pd.DataFrame) -> VegaChart:
 TILE_COLOURS = {TileKind.FULL.value: "#4e79a7", TileKind.DIAGONAL.value: "#f28e2b", TileKind.SKIPPED.value: "#e8e8e8"}
 
 
+TILES_DATA = "tiles"
+
+
 def tiles_chart(tiles: pd.DataFrame) -> VegaChart:
     """The grid of tiles: query blocks down, key blocks across, coloured by computed / masked inside / skipped.
 
     tiles: query_block, key_block, kind, queries, keys (core.lessons.attention_at_scale.TilingLesson.tiles).
     Each tile spans [block, block + 1) on both axes (quantitative), so the grid fills the chart at any size.
+    The template is built once per grid size: a new seed draws new tensors, not new tiles.
     """
-    kinds = list(TILE_COLOURS)
     rows, cols = int(tiles.query_block.max()) + 1, int(tiles.key_block.max()) + 1
-    return from_altair(
-        alt.Chart(tiles, title="Tiles of the scores matrix: which ones the loop computes")
+    return VegaChart(_tiles_template(rows, cols), {TILES_DATA: tiles})
+
+
+@functools.lru_cache(maxsize=64)
+def _tiles_template(rows: int, cols: int) -> str:
+    kinds = list(TILE_COLOURS)
+    return template(
+        alt.Chart(alt.NamedData(name=TILES_DATA), title="Tiles of the scores matrix: which ones the loop computes")
         .transform_calculate(key_end="datum.key_block + 1", query_end="datum.query_block + 1")
         .mark_rect(stroke="#888888", strokeWidth=1)
         .encode(
