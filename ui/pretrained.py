@@ -282,22 +282,14 @@ def own_pair() -> tuple[str, str]:
     """
     example = pt.PAIRS[0]
     left, right = st.columns(2)
-    typed = (
-        left.text_input(
-            "First sentence (queries)",
-            example.first,
-            max_chars=MAX_TEXT_CHARS,
-            key=PageControl.FIRST_TEXT,
-            bind="query-params",
-        ),
-        right.text_input(
-            "Second sentence (keys and values)",
-            example.second,
-            max_chars=MAX_TEXT_CHARS,
-            key=PageControl.SECOND_TEXT,
-            bind="query-params",
-        ),
+    boxes = (
+        (left, "First sentence (queries)", example.first, PageControl.FIRST_TEXT),
+        (right, "Second sentence (keys and values)", example.second, PageControl.SECOND_TEXT),
     )
+    typed = [
+        column.text_input(label, default, max_chars=MAX_TEXT_CHARS, key=key, bind="query-params")
+        for column, label, default, key in boxes
+    ]
     used = []
     for which, text in zip(("First", "Second"), typed, strict=True):
         sentence, _, problem = usable_sentence(text)
