@@ -49,23 +49,24 @@ def _log_log_lines(long: pd.DataFrame, title: str, field: str, unit: str, order:
     )
 
 
+def _series(table: pd.DataFrame, names: dict[str, str], value_name: str) -> pd.DataFrame:
+    """`names` columns of the table stacked against tokens: tokens, series (its legend name), value_name."""
+    long = table.melt(id_vars="tokens", value_vars=list(names), var_name="series", value_name=value_name)
+    long["series"] = long["series"].map(names)
+    return long
+
+
 def cost_chart(table: pd.DataFrame) -> VegaChart:
     """Measured time of plain and fused attention against T (log-log), with the T² line through the longest point.
 
     table: tokens, milliseconds, fused_milliseconds, t2_milliseconds (core.lessons.attention_at_scale.CostResult).
     """
-    long = table.melt(
-        id_vars="tokens",
-        value_vars=["milliseconds", "fused_milliseconds", "t2_milliseconds"],
-        var_name="series",
-        value_name="ms",
-    )
     names = {
         "milliseconds": "plain (measured)",
         "fused_milliseconds": "fused kernel (measured)",
         "t2_milliseconds": "T² line",
     }
-    long["series"] = long["series"].map(names)
+    long = _series(table, names, "ms")
     order = list(names.values())
     return from_altair(
         _log_log_lines(long, "Time of one causal attention call (one head, width 64)", "ms", "milliseconds", order)
@@ -74,18 +75,12 @@ def cost_chart(table: pd.DataFrame) -> VegaChart:
 
 def memory_chart(table: pd.DataFrame) -> VegaChart:
     """Peak memory of plain and fused attention, and the bytes of one T × T float32 matrix, against T (log-log)."""
-    long = table.melt(
-        id_vars="tokens",
-        value_vars=["peak_bytes", "fused_peak_bytes", "scores_bytes"],
-        var_name="series",
-        value_name="bytes",
-    )
     names = {
         "peak_bytes": "plain: peak (measured)",
         "fused_peak_bytes": "fused kernel: peak (measured)",
         "scores_bytes": "one T×T float32 matrix",
     }
-    long["series"] = long["series"].map(names)
+    long = _series(table, names, "bytes")
     long["MiB"] = long["bytes"] / 2**20
     order = list(names.values())
     return from_altair(_log_log_lines(long, "Memory held at once", "MiB", "MiB", order))
