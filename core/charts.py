@@ -304,8 +304,9 @@ def heatmap(frame: pd.DataFrame, title: str, **options) -> VegaChart:
     cached = _heatmap_template(look)
     font = cell_font_expr(values.label_chars)
     slots: dict[SpecPath, object] = {cached.domain: _domain_stops(values.domain, look.stops)}
+    cols, rows = list(values.cols), list(values.rows)  # one list each: spec() copies what it writes
     for path in cached.sorts:
-        slots[path] = list(values.cols if path[3] == "x" else values.rows)
+        slots[path] = cols if path[3] == "x" else rows
     for path in cached.fonts:
         slots[path] = {"expr": font if path[-1] == "fontSize" else f"({font}) > 0 ? 1 : 0"}
     return VegaChart(cached.json, {HEATMAP_DATA: pa.table(columns)}, slots)
