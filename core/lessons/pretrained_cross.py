@@ -121,7 +121,7 @@ def _cross_question(
         answer=words.index(best),
         explanation=(
             f"“{second[best]}” gets {float(row[best]):.4f} of the weight, the most of any word; [CLS] and [SEP] "
-            f"together take {special:.4f}, as they do in this head's self-attention. The query comes from the "
+            f"together take {special:.4f}. The query comes from the "
             "first sentence and the keys from the second, though the head was trained on one sentence at a time."
         ),
     )

@@ -223,3 +223,15 @@ def test_recipe_cross(model: rm.RealModel) -> None:
     namespace = recipes.run(lesson.code)
     assert close(namespace["weights"], frame_matrix(lesson.weights))
     assert close(namespace["context"], frame_matrix(lesson.output))
+
+
+@pytest.mark.parametrize(("layer", "head"), [(1, 1), (5, 11), (0, 3)])
+def test_lesson_7_explanation_says_only_what_its_numbers_show(model: rm.RealModel, layer: int, head: int) -> None:
+    """Any head can be picked, with any two sentences: the explanation claimed "[CLS] and [SEP] take it, as
+    they do in this head's self-attention", which the lesson never measured."""
+    lesson = ptc.pretrained_cross_lesson(model, "The chef cooked soup.", "Soup was cooked by a chef.", layer, head)
+    weights = frame_matrix(lesson.weights)  # (T1, T2)
+    explanation = lesson.prediction.explanation
+    assert "as they do" not in explanation
+    query = lesson.tokens.index("chef")  # the first content word both sentences have
+    assert f"{float(weights[query, 0] + weights[query, -1]):.4f}" in explanation
