@@ -340,6 +340,24 @@ def test_verdict_sums_up_several_comparisons_by_width() -> None:
     assert f"d_k=8 (linear init, previous token): {gap:+.0f} points" in summary
 
 
+def keep_apptest_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two AppTests running at once: each run installs its mock Runtime globally and removes it when it
+    ends, so the first session to finish took it from under the other's rerun ("Runtime hasn't been
+    created!" in its script thread, and that session's runs never arrived). Here the last mock stays."""
+    from streamlit.runtime.runtime import Runtime
+
+    last: list[Runtime] = []
+    real_instance = Runtime.instance.__func__
+
+    def instance(cls: type[Runtime]) -> Runtime:
+        if cls._instance is not None:
+            last[:] = [cls._instance]
+            return cls._instance
+        return last[0] if last else real_instance(cls)
+
+    monkeypatch.setattr(Runtime, "instance", classmethod(instance))
+
+
 def test_two_sessions_pressing_train_at_once_cost_one_training(
     navigation_mode: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -355,6 +373,7 @@ def test_two_sessions_pressing_train_at_once_cost_one_training(
         return real_train(config, on_progress)
 
     monkeypatch.setattr(tt, "RUN", replace(tt.RUN, compute=counting_train))
+    keep_apptest_runtime(monkeypatch)
     training_queue.training_queue.clear()  # a fresh queue: no finished runs
     sessions = []
     for _ in range(2):
