@@ -15,12 +15,10 @@ import streamlit as st
 import torch
 from streamlit.delta_generator import DeltaGenerator
 
-from core import registry
-from core.device import available_devices
-from core.examples import MAX_TEXT_CHARS
-from core.links import PAGE_PARAMETERS, LinkReading, read_link, settings_implied_by_link
-from core.markup import code_span
-from core.settings import (
+from core.app import registry
+from core.app.links import PAGE_PARAMETERS, LinkReading, read_link, settings_implied_by_link
+from core.app.markup import code_span
+from core.app.settings import (
     LIMITS,
     PRESETS,
     PresetKey,
@@ -29,6 +27,8 @@ from core.settings import (
     load_example,
     settings_for_preset,
 )
+from core.inputs.device import available_devices
+from core.inputs.examples import MAX_TEXT_CHARS
 from ui import class_poll, frame, hardening, presentation, widgets
 from ui.link_notes import LINK_OFF, link_warning
 
@@ -49,7 +49,7 @@ st.set_page_config(
 
 
 def navigation() -> dict[str, list[st.Page]]:
-    """st.Page objects for core.registry.PAGES, grouped by section.
+    """st.Page objects for core.app.registry.PAGES, grouped by section.
 
     The overview is the default page, served at "/"; its url_path only reserves a name, so it
     gets one nobody links to ("start"), and /overview (the name a student would guess, or an
@@ -238,7 +238,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
 
 
 def read_link_once(devices: list[str]) -> LinkReading:
-    """The session's link, read once by core.links' rule; what it ignores leaves the link.
+    """The session's link, read once by core.app.links' rule; what it ignores leaves the link.
 
     Streamlit's bound widgets read a link more loosely than our rule (they take "１２", "1e1",
     "1_000", the start of an over-long text) and crash on some values (an integer box on

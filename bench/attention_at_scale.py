@@ -22,10 +22,10 @@ import torch
 
 from bench import latency
 from bench.harness import use_navigation_mode
-from core import registry
+from core.app import registry
+from core.attention.long_context import AttentionPath, measure
 from core.lessons import attention_at_scale as lesson
 from core.lessons import attention_at_scale_kv as scale_kv
-from core.long_context import AttentionPath, measure
 
 TOKENS = 4096
 GENERATED = 256

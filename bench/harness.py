@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core import registry
+from core.app import registry
 from tests.support import (  # noqa: F401 - re-exported: the benchmarks import them from here
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -19,7 +19,7 @@ from tests.support import (  # noqa: F401 - re-exported: the benchmarks import t
     use_navigation_mode,
 )
 
-# Pages whose sidebar seed is always greyed out (core/registry.py; tests/unit/test_real_model.py checks):
+# Pages whose sidebar seed is always greyed out (core/app/registry.py; tests/unit/test_real_model.py checks):
 # a benchmark that clicks the seed's "+" must do it elsewhere.
 # (with the default, book preset: pages without random weights grey the seed out too).
 NO_SEED_PAGES = {

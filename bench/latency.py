@@ -13,8 +13,8 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from bench.harness import PAGE_FILES, ROOT, percentile, use_navigation_mode
-from core import registry
-from core.stats import MAX_TRIALS
+from core.app import registry
+from core.attention.stats import MAX_TRIALS
 
 PAGES = PAGE_FILES
 LARGEST_TEXT = " ".join(f"w{i}" for i in range(24))  # the token cap

@@ -38,8 +38,8 @@ from bench.harness import (
     percentile,
     start_server,
 )
+from core.app.settings import settings_for_preset
 from core.lessons import trainable_weights
-from core.settings import settings_for_preset
 
 PAGES = PAGE_URLS
 SEED_PAGES = [name for name in PAGES if name not in NO_SEED_PAGES]  # where a session clicks the seed's "+"

@@ -125,8 +125,8 @@ class ClassResult:
 @lru_cache(maxsize=4096)
 def expected_z(seed: int) -> str:
     """What the trainable-weights page must show for the book's example at `seed` (query 'journey')."""
+    from core.app.settings import settings_for_preset
     from core.lessons import trainable_weights
-    from core.settings import settings_for_preset
 
     lesson = trainable_weights.trainable_lesson(replace(settings_for_preset("book"), seed=seed), 1)
     return "[" + ", ".join(f"{v:.4f}" for v in lesson.query_context) + "]"

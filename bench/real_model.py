@@ -90,7 +90,7 @@ import gc, json, resource, sys, time
 sys.path.insert(0, ".")
 from bench.real_model import _rss_mib
 import altair, pandas, streamlit, torch  # what the app imports before any page
-from core import settings
+from core.app import settings
 from core.lessons import multi_head
 multi_head.multihead_lesson(settings.Settings())  # torch's kernels warmed up, as any other page does
 gc.collect()

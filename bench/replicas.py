@@ -36,7 +36,7 @@ from pathlib import Path
 
 from bench import load_client, run_log
 from bench.harness import free_port, start_server
-from core.class_poll import REDIS_URL_VARIABLE
+from services.class_poll import REDIS_URL_VARIABLE
 from tests.support import RedisServer, redis_available
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from core.settings import Settings
+from core.app.settings import Settings
 
 PATH_VARIABLE = "ATTENTION_LAB_RUN_LOG"
 

@@ -24,7 +24,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from bench.harness import ROOT, percentile, use_navigation_mode
-from core import registry
+from core.app import registry
 from core.lessons import training_lab as tt
 from core.models import tiny_transformer as model_tt
 

@@ -3,25 +3,7 @@
 `core` never imports streamlit. It runs on CPU or CUDA (`resolve_device`).
 """
 
-from core.device import available_devices, resolve_device
-from core.examples import (
-    BOOK_CAUSAL_MASKED_SCORES,
-    BOOK_CAUSAL_WEIGHTS,
-    MAX_D_IN,
-    MAX_TEXT_CHARS,
-    MAX_TOKENS,
-    Example,
-    ShiftedChunk,
-    cats_example,
-    embed_text,
-    journey_example,
-    life_example,
-    life_vocabulary,
-    random_second_sequence,
-    random_words_example,
-    tokenize,
-)
-from core.functional import (
+from core.attention.functional import (
     AttentionTrace,
     causal_mask,
     dropout_with_generator,
@@ -31,7 +13,7 @@ from core.functional import (
     renormalise_rows,
     scaled_dot_product_attention,
 )
-from core.modules import (
+from core.attention.modules import (
     CausalAttention,
     CrossAttention,
     MultiHeadAttention,
@@ -48,7 +30,7 @@ from core.modules import (
     torch_multihead_from,
     v1_from_v2,
 )
-from core.simple import (
+from core.attention.simple import (
     context_vector_loop,
     context_vectors,
     cosine_similarity,
@@ -60,7 +42,7 @@ from core.simple import (
     softmax_naive,
     softmax_stable,
 )
-from core.stats import (
+from core.attention.stats import (
     DEFAULT_DIMS,
     MAX_TRIALS,
     dot_product_variance,
@@ -73,6 +55,24 @@ from core.stats import (
     saturation_sweep,
     softmax_jacobian,
     softmax_multiplier_sweep,
+)
+from core.inputs.device import available_devices, resolve_device
+from core.inputs.examples import (
+    BOOK_CAUSAL_MASKED_SCORES,
+    BOOK_CAUSAL_WEIGHTS,
+    MAX_D_IN,
+    MAX_TEXT_CHARS,
+    MAX_TOKENS,
+    Example,
+    ShiftedChunk,
+    cats_example,
+    embed_text,
+    journey_example,
+    life_example,
+    life_vocabulary,
+    random_second_sequence,
+    random_words_example,
+    tokenize,
 )
 
 __all__ = [name for name in dir() if not name.startswith("_")]

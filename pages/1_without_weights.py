@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from core import charts
+from core.app.markup import literal
+from core.app.registry import PageControl
+from core.app.settings import PresetKey
+from core.charts import common as charts
 from core.lessons import common, without_weights
-from core.markup import literal
-from core.registry import PageControl
-from core.settings import PresetKey
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step

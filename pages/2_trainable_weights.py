@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from core import charts
+from core.app.markup import literal
+from core.app.settings import PresetKey
+from core.charts import common as charts
 from core.lessons import common, trainable_weights
-from core.markup import literal
-from core.settings import PresetKey
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step

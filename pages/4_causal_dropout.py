@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from core import charts
+from core.app.registry import PageControl
+from core.charts import common as charts
 from core.lessons import causal_dropout, common
 from core.lessons.causal_dropout import perturb_range
 from core.lessons.common import token_name
-from core.registry import PageControl
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step

@@ -2,11 +2,11 @@
 
 import streamlit as st
 
+from core.app.markup import literal
+from core.app.settings import PresetKey
 from core.lessons import multi_head
 from core.lessons.common import token_name
 from core.lessons.multi_head import gpt2_parameter_counts, parameter_counts
-from core.markup import literal
-from core.settings import PresetKey
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step

@@ -9,12 +9,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core import charts_real_model as charts_rm
-from core.examples import MAX_TEXT_CHARS
+from core.app.registry import PageControl
+from core.charts import real_model as charts_rm
+from core.inputs.examples import MAX_TEXT_CHARS
 from core.lessons import real_model as lesson_rm
 from core.lessons import real_model_frames as frames_rm
 from core.models.minilm import MAX_WORD_PIECES, ModelFilesError, SentenceError
-from core.registry import PageControl
 from ui import cache, draw, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
@@ -130,7 +130,7 @@ def chosen_head(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame:
     st.markdown(f"**Layer {layer}, head {head}**")
     widgets.prose("real_model", "head")
     num_tokens = len(lesson.tokens)
-    draw.heatmap(  # the lab's one heatmap path (core.charts): readable cells, contrast, both themes
+    draw.heatmap(  # the lab's one heatmap path (core.charts.common): readable cells, contrast, both themes
         frame,
         "Weights: queries down, keys across",
         f"Heatmap of the attention weights of layer {layer}, head {head}, queries down, keys across.",

@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from core.examples import MAX_D_IN, MAX_TEXT_CHARS
+from core.app.registry import PageControl
+from core.app.settings import PresetKey, effective_d_in
+from core.inputs.examples import MAX_D_IN, MAX_TEXT_CHARS
 from core.lessons import cross_attention
 from core.lessons.cross_attention import DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT
-from core.registry import PageControl
-from core.settings import PresetKey, effective_d_in
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step

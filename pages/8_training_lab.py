@@ -4,9 +4,9 @@ from dataclasses import replace
 
 import streamlit as st
 
-from core import charts_training
+from core.app.registry import PageControl
+from core.charts import training as charts_training
 from core.lessons import training_lab as tt
-from core.registry import PageControl
 from ui import draw, training_queue, widgets
 from ui.frame import page_start
 from ui.presentation import step

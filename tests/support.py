@@ -18,7 +18,7 @@ from pathlib import Path
 
 from streamlit.runtime.pages_manager import PagesManager
 
-from core import registry
+from core.app import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "streamlit_app.py")  # the frame, as AppTest.from_file takes it
@@ -39,7 +39,7 @@ CHROMIUM_ARGS = [
     "--disable-background-timer-throttling",
     "--disable-backgrounding-occluded-windows",
 ]
-# The one page list (core/registry.py): scripts for AppTest, URL paths for the browser.
+# The one page list (core/app/registry.py): scripts for AppTest, URL paths for the browser.
 PAGE_FILES = [spec.file for spec in registry.PAGES]
 PAGE_URLS = [spec.slug for spec in registry.PAGES]
 # What the browser-driving code waits on: the app idle after a run, and the sidebar's seed box.
@@ -179,7 +179,7 @@ class RedisServer:
 
 
 def validated_spec(chart) -> dict:
-    """A `core.chart_spec.VegaChart`'s spec as the page sends it, checked against the Vega-Lite schema.
+    """A `core.charts.spec.VegaChart`'s spec as the page sends it, checked against the Vega-Lite schema.
 
     Arrow tables are checked as records (the schema knows JSON values only); the returned spec keeps them.
     """

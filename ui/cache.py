@@ -4,7 +4,7 @@ Every cache is bounded by time and by bytes. Streamlit bounds a cache by entries
 and age (ttl), so each lesson's `LessonSpec.max_entries` (core/lessons/) is a byte budget
 divided by the largest value that cache can hold; tests/unit/test_cache_budget.py measures
 those sizes and holds the sum under CACHE_BUDGET_MIB. Results are keyed on the frozen
-`Settings` reduced to the fields the lesson reads (core.settings.cache_key): a control the page
+`Settings` reduced to the fields the lesson reads (core.app.settings.cache_key): a control the page
 ignores, or a sentence on a preset that does not use it, creates no new entry. st.cache_data
 hands every caller its own copy, so sessions never share a mutable object.
 """
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
-from core.registry import LessonSpec
-from core.settings import Settings, cache_key
+from core.app.registry import LessonSpec
+from core.app.settings import Settings, cache_key
 
 if TYPE_CHECKING:  # the real model's modules are imported only by its page (memory)
     from core.models.minilm import RealModel

@@ -1,6 +1,6 @@
 """The class poll in presentation mode: the teacher's room, the students who follow it, live counts.
 
-The store (rooms, answers, counts) is `core.class_poll`; this module only draws. Three roles:
+The store (rooms, answers, counts) is `services.class_poll`; this module only draws. Three roles:
 - the teacher: in presentation mode, "Start a class poll" (sidebar) makes a room; the session keeps
   its secret (session state only, never the link); the step bar shows the students' link as text and
   as a QR code; each predict question shows "N answers", a bar chart that refreshes itself
@@ -25,10 +25,11 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import segno
 import streamlit as st
 
-from core import class_poll, registry
-from core.class_poll import Answered, PollError, PollStore, Room, RoomState, Tally
+from core.app import registry
+from core.app.markup import code_span, literal
 from core.lessons.common import Prediction
-from core.markup import code_span, literal
+from services import class_poll
+from services.class_poll import Answered, PollError, PollStore, Room, RoomState, Tally
 from ui import draw
 
 PARAM = "room"  # ?room=<code>: the one link parameter of the poll, read here only

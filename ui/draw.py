@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from core import charts
-from core.chart_spec import VegaChart
-from core.charts import QUERY_SELECTION
+from core.charts import common as charts
+from core.charts.common import QUERY_SELECTION
+from core.charts.spec import VegaChart
 
 
 def draw(
@@ -34,9 +34,9 @@ def draw(
 
 
 def heatmap(frame, title: str, description: str, *, key: str | None = None, on_select=None, **options) -> object:
-    """Draw `core.charts.heatmap(frame, title, **options)`: the one heatmap path.
+    """Draw `core.charts.common.heatmap(frame, title, **options)`: the one heatmap path.
 
-    Options (see core.charts.heatmap): signed, value_title, show_values, select_rows,
+    Options (see core.charts.common.heatmap): signed, value_title, show_values, select_rows,
     highlight_row (the query's row, outlined), x_title, y_title, domain (e.g.
     charts.shared_domain(a, b) to put two heatmaps on one colour scale), min_magnitude.
     """

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from core.links import LinkReading
-from core.registry import FRAME_CONTROLS, PageSpec
-from core.settings import Settings
+from core.app.links import LinkReading
+from core.app.registry import FRAME_CONTROLS, PageSpec
+from core.app.settings import Settings
 from ui import hardening, presentation
 from ui.link_notes import link_warning
 
@@ -22,7 +22,7 @@ from ui.link_notes import link_warning
 class Frame:
     """What streamlit_app.py hands every page for one run: one typed object, not loose keys."""
 
-    page: PageSpec  # this page's row of core.registry
+    page: PageSpec  # this page's row of core.app.registry
     settings: Settings  # the sidebar's settings, already made usable (a bad sentence -> the book's)
     input_problem: str | None  # why the student's sentence could not be used, in plain words
     link: LinkReading  # what the link asked for, and what of it was ignored

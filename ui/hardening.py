@@ -13,7 +13,7 @@ from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.state.common import user_key_from_element_id
 from streamlit.runtime.state.session_state import SessionState
 
-from core.markup import code_span
+from core.app.markup import code_span
 
 LOGGER = logging.getLogger("attention_lab")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.markup import code_span
+from core.app.markup import code_span
 
 LINK_OFF = ":material/link_off:"
 

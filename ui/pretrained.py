@@ -12,14 +12,14 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from core import charts
-from core.examples import MAX_TEXT_CHARS
+from core.app.markup import literal
+from core.app.registry import PageControl, PageSpec
+from core.app.settings import Settings
+from core.charts import common as charts
+from core.inputs.examples import MAX_TEXT_CHARS
 from core.lessons import pretrained as pt
 from core.lessons import pretrained_cross as ptc
-from core.markup import literal
 from core.models.minilm import ModelFilesError
-from core.registry import PageControl, PageSpec
-from core.settings import Settings
 from ui import cache, draw, frame, presentation, widgets
 
 NUM_LAYERS, NUM_HEADS = 6, 12  # all-MiniLM-L6-v2 (tests/unit/test_pretrained.py checks the model's config)

@@ -1,4 +1,4 @@
-"""The training lab's runs go through one bounded queue per process (core/training_queue.py).
+"""The training lab's runs go through one bounded queue per process (services/training_queue.py).
 
 A press of Train asks the queue for the run and the page is drawn at once; at the end of the
 script the student waits, with a progress bar that says their place in the queue and an estimate,
@@ -18,7 +18,7 @@ from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.lessons import training_lab as tt
-from core.training_queue import ProgressCallback, State, Status, TrainingQueue, default_slots
+from services.training_queue import ProgressCallback, State, Status, TrainingQueue, default_slots
 
 PENDING = "training_pending"  # session state: the configs this session asked for and has not received
 UPDATE_S = 0.5  # how often a waiting student's bar is redrawn (and a widget change can interrupt the wait)

@@ -1,8 +1,8 @@
 """Lesson 9: attention at scale: the cost of T×T, the online softmax, tiling and the KV cache.
 
-Every number the page shows is computed here: the timings by `core.long_context.measure` on the
+Every number the page shows is computed here: the timings by `core.attention.long_context.measure` on the
 chosen device, the online softmax and tiles by the reference functions, generation by
-`core.kv_cache` with the training lab's tiny transformer. Sentences that depend on a measurement
+`core.attention.kv_cache` with the training lab's tiny transformer. Sentences that depend on a measurement
 are chosen from the measurement, since on a shared CPU the order of two timings can change.
 
 This module holds sections (a) and (c); (b) is in `attention_at_scale_online.py`, (d) in
@@ -18,19 +18,20 @@ import numpy as np
 import pandas as pd
 import torch
 
-from core import charts_scale, recipes
-from core.chart_spec import VegaChart
-from core.device import resolve_device
-from core.functional import scaled_dot_product_attention
-from core.lessons.common import CPU, Prediction, generator
-from core.long_context import (
+from core import recipes
+from core.app.registry import LessonSpec
+from core.attention.functional import scaled_dot_product_attention
+from core.attention.long_context import (
     AttentionPath,
     Measurement,
     TiledResult,
     measure,
     tiled_attention,
 )
-from core.registry import LessonSpec
+from core.charts import at_scale as charts_scale
+from core.charts.spec import VegaChart
+from core.inputs.device import resolve_device
+from core.lessons.common import CPU, Prediction, generator
 
 # ----------------------------------------------------------------------------------------
 # (a) The cost of T×T

@@ -1,6 +1,6 @@
 """Lesson 9, section (d): the KV cache with the training lab's tiny transformer (the page's KV).
 
-Generation runs through `core.kv_cache`; the timings are each step's fastest of a few runs.
+Generation runs through `core.attention.kv_cache`; the timings are each step's fastest of a few runs.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from core import charts_scale, kv_cache, recipes
-from core.chart_spec import VegaChart
-from core.device import resolve_device
+from core import recipes
+from core.app.registry import LessonSpec
+from core.attention import kv_cache
+from core.charts import at_scale as charts_scale
+from core.charts.spec import VegaChart
+from core.inputs.device import resolve_device
 from core.lessons.attention_at_scale import BYTES_FLOAT32, bytes_text
 from core.lessons.common import CPU, Prediction, generator
 from core.models import tiny_transformer as tt
-from core.registry import LessonSpec
 
 # ----------------------------------------------------------------------------------------
 # (d) The KV cache

@@ -8,9 +8,9 @@ import pandas as pd
 import torch
 
 from core import recipes
+from core.app.registry import LessonSpec
+from core.attention.long_context import online_softmax_row
 from core.lessons.common import CPU, Prediction, generator
-from core.long_context import online_softmax_row
-from core.registry import LessonSpec
 
 # ----------------------------------------------------------------------------------------
 # (b) The online softmax, one query row

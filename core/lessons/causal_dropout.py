@@ -9,9 +9,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from core import functional as fn
 from core import recipes
-from core.examples import BOOK_CAUSAL_MASKED_SCORES, BOOK_CAUSAL_RENORMALISED, BOOK_CAUSAL_WEIGHTS, cats_example
+from core.app.registry import Control, LessonSpec
+from core.app.settings import PresetKey, Settings
+from core.attention import functional as fn
+from core.attention.modules import CausalAttention, SimpleAverageSelfAttention, SingleSelfAttentionHead
+from core.inputs.examples import BOOK_CAUSAL_MASKED_SCORES, BOOK_CAUSAL_RENORMALISED, BOOK_CAUSAL_WEIGHTS, cats_example
 from core.lessons.common import (
     CPU,
     Prediction,
@@ -24,9 +27,6 @@ from core.lessons.common import (
     tokens_comment,
     unique_labels,
 )
-from core.modules import CausalAttention, SimpleAverageSelfAttention, SingleSelfAttentionHead
-from core.registry import Control, LessonSpec
-from core.settings import PresetKey, Settings
 
 NOISE_SIZE = 3.0  # how far the perturbed token is pushed (times a standard-normal vector)
 # The book chapter's example rate. The sources' presets set dropout to 0 (their printed weights

@@ -10,10 +10,10 @@ import pandas as pd
 import torch
 
 from core import recipes
-from core.device import resolve_device
-from core.examples import LIFE_SENTENCE, Example, life_vocabulary, unique_labels
-from core.registry import LessonSpec
-from core.settings import PresetKey, Settings, load_example
+from core.app.registry import LessonSpec
+from core.app.settings import PresetKey, Settings, load_example
+from core.inputs.device import resolve_device
+from core.inputs.examples import LIFE_SENTENCE, Example, life_vocabulary, unique_labels
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,11 @@ import pandas as pd
 import torch
 
 from core import recipes
-from core.device import resolve_device
-from core.examples import Example, embed_text, random_second_sequence
+from core.app.registry import Control, LessonSpec
+from core.app.settings import PresetKey, Settings, effective_d_in
+from core.attention.modules import CrossAttention
+from core.inputs.device import resolve_device
+from core.inputs.examples import Example, embed_text, random_second_sequence
 from core.lessons.common import (
     CPU,
     Prediction,
@@ -22,9 +25,6 @@ from core.lessons.common import (
     tokens_comment,
     unique_labels,
 )
-from core.modules import CrossAttention
-from core.registry import Control, LessonSpec
-from core.settings import PresetKey, Settings, effective_d_in
 
 # The overview's (and the attention notebook's) translation pair: the English being written asks
 # (queries), the German source answers (keys and values).

@@ -8,6 +8,15 @@ import pandas as pd
 import torch
 
 from core import recipes
+from core.app.registry import Control, LessonSpec
+from core.app.settings import Settings, effective_d_in
+from core.attention.modules import (
+    MultiHeadAttention,
+    MultiHeadAttentionWrapper,
+    count_parameters,
+    multihead_from_wrapper,
+    multihead_parameter_count,
+)
 from core.lessons.common import (
     CPU,
     Prediction,
@@ -19,15 +28,6 @@ from core.lessons.common import (
     tokens_comment,
     unique_labels,
 )
-from core.modules import (
-    MultiHeadAttention,
-    MultiHeadAttentionWrapper,
-    count_parameters,
-    multihead_from_wrapper,
-    multihead_parameter_count,
-)
-from core.registry import Control, LessonSpec
-from core.settings import Settings, effective_d_in
 
 
 @dataclass(frozen=True)

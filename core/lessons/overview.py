@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from core import recipes
-from core.examples import life_vocabulary
+from core.app.registry import LessonSpec
+from core.app.settings import PresetKey, Settings, load_example
+from core.inputs.examples import life_vocabulary
 from core.lessons.common import dims, inputs_source, matrix_frame, tokens_comment, unique_labels
-from core.registry import LessonSpec
-from core.settings import PresetKey, Settings, load_example
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,12 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from core import functional as fn
 from core import recipes
-from core.examples import LIFE_SENTENCE
-from core.lessons.common import Prediction, clamp_index, dims, generator, matrix_frame, row_values, unique_labels
-
-# Lesson 7 has its own module; ui/pretrained.py reads it through this one (pt.CROSS, pt.PAIRS, ...).
-from core.lessons.pretrained_cross import CROSS, PAIRS, PretrainedCrossLesson  # noqa: F401
-from core.models import minilm as real_model
-from core.pretrained_heads import (
+from core.app.registry import LessonSpec
+from core.app.settings import PresetKey, Settings, load_example
+from core.attention import functional as fn
+from core.inputs.examples import LIFE_SENTENCE
+from core.inputs.pretrained_heads import (
     HeadPattern,
     check_head,
     head_trace,
@@ -34,8 +31,11 @@ from core.pretrained_heads import (
     split_form,
     wrapper_form,
 )
-from core.registry import LessonSpec
-from core.settings import PresetKey, Settings, load_example
+from core.lessons.common import Prediction, clamp_index, dims, generator, matrix_frame, row_values, unique_labels
+
+# Lesson 7 has its own module; ui/pretrained.py reads it through this one (pt.CROSS, pt.PAIRS, ...).
+from core.lessons.pretrained_cross import CROSS, PAIRS, PretrainedCrossLesson  # noqa: F401
+from core.models import minilm as real_model
 
 # The head each lesson opens on, chosen by its measured pattern on the lesson's default sentence
 # (tests/test_pretrained.py re-measures each one and fails if it stops making the lesson's point).

@@ -1,7 +1,7 @@
 """Lesson 7 on learned weights: cross-attention through one real head of all-MiniLM-L6-v2.
 
 Queries come from one sentence, keys and values from another; each sentence runs through the model alone
-up to the chosen layer (core/pretrained_heads.py). The rest of the pretrained mode is core/lessons/pretrained.py.
+up to the chosen layer (core/inputs/pretrained_heads.py). The rest of the pretrained mode is core/lessons/pretrained.py.
 
 Shape legend: T1 = word pieces of the first sentence, T2 = of the second, D = hidden width (384),
 d_k = head width (32).
@@ -15,10 +15,10 @@ import pandas as pd
 import torch
 
 from core import recipes
+from core.app.registry import LessonSpec
+from core.inputs.pretrained_heads import RealHead, head_slice, head_trace, hidden_entering
 from core.lessons.common import Prediction, dims, matrix_frame
 from core.models import minilm as real_model
-from core.pretrained_heads import RealHead, head_slice, head_trace, hidden_entering
-from core.registry import LessonSpec
 
 
 # ------------------------------------------------------------------ lesson 7

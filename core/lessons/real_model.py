@@ -1,6 +1,6 @@
 """Lesson 6, "Inside a real model": one sentence through all-MiniLM-L6-v2, measured head by head.
 
-The model and its loading live in core/models/minilm.py; the per-head measures in core/head_measures.py.
+The model and its loading live in core/models/minilm.py; the per-head measures in core/attention/head_measures.py.
 
 Everything the page shows is computed here and returned as frozen dataclasses and DataFrames.
 Shape legend: L = layers (6), h = heads per layer (12), T = word pieces of the sentence
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import torch
 
 from core import recipes
-from core.head_measures import (
+from core.app.registry import LessonSpec
+from core.attention.head_measures import (
     THRESHOLDS,
     Finding,
     HeadMeasures,
@@ -28,7 +29,6 @@ from core.head_measures import (
 from core.lessons import unique_labels
 from core.lessons.common import Prediction
 from core.models import minilm
-from core.registry import LessonSpec
 
 # Re-exported: the page and the tests read the measures through the lesson.
 __all__ = ["Finding", "HeadMeasures", "HeadScore", "Measure", "Pattern", "find_patterns", "head_measures"]

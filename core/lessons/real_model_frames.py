@@ -1,7 +1,7 @@
 """Lesson 6's chart frames: the 72-head grid, one head's weights and lines, the measure map, the causal view.
 
 Pure functions of a `RealModelLesson` (core/lessons/real_model.py) that return the DataFrames
-core/charts_real_model.py's templates draw. Shape legend as in core/lessons/real_model.py.
+core/charts/real_model.py's templates draw. Shape legend as in core/lessons/real_model.py.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from core import functional as fn
-from core.head_measures import Measure
+from core.attention import functional as fn
+from core.attention.head_measures import Measure
 from core.lessons.real_model import RealModelLesson
 
 GRID_FLOOR = 0.02  # grid cells below this weight are left to the panel's background (the colour of 0)

@@ -7,8 +7,11 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from core import functional as fn
 from core import recipes
+from core.app.registry import Control, LessonSpec
+from core.app.settings import Settings, WeightLayout
+from core.attention import functional as fn
+from core.attention.modules import CrossAttention, SelfAttention_v1, SelfAttention_v2, draw_qkv_weights, v1_from_v2
 from core.lessons.common import (
     CPU,
     Prediction,
@@ -23,9 +26,6 @@ from core.lessons.common import (
     tokens_comment,
     unique_labels,
 )
-from core.modules import CrossAttention, SelfAttention_v1, SelfAttention_v2, draw_qkv_weights, v1_from_v2
-from core.registry import Control, LessonSpec
-from core.settings import Settings, WeightLayout
 
 
 @dataclass(frozen=True)

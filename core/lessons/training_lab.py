@@ -16,7 +16,8 @@ import pandas as pd
 import torch
 
 from core import recipes
-from core.head_measures import previous_token_share
+from core.app.registry import LessonSpec
+from core.attention.head_measures import previous_token_share
 from core.lessons.common import Prediction, matrix_frame
 from core.models.tiny_transformer import (
     D_K_CHOICES,
@@ -32,7 +33,6 @@ from core.models.tiny_transformer import (
     sequence_length,
     train,
 )
-from core.registry import LessonSpec
 
 __all__ = ["D_K_CHOICES", "MAX_HEADS", "Init", "Task", "TrainingConfig", "TrainingRun"]  # what the page uses
 
@@ -391,5 +391,5 @@ def head_views(run: TrainingRun, layer: int) -> tuple[HeadView, ...]:
 
 
 # One training per setting for the whole class, a few at a time per process: the UI's training queue
-# (core/training_queue.py) computes each run once and keeps max_entries finished runs (~50 kB each).
+# (services/training_queue.py) computes each run once and keeps max_entries finished runs (~50 kB each).
 RUN = LessonSpec(train, uses=None, max_entries=64)

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from core import charts, recipes, stats
+from core import recipes
+from core.app.registry import LessonSpec
+from core.attention import stats
+from core.charts import common as charts
 from core.lessons.common import CPU, Prediction, generator
-from core.registry import LessonSpec
 
 # The trainable-weights notebook's five scores, multiplied by 8 to show a peaky softmax.
 NOTEBOOK_SCORES = (0.1, -0.2, 0.3, -0.2, 0.5)

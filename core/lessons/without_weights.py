@@ -7,7 +7,10 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from core import recipes, simple
+from core import recipes
+from core.app.registry import Control, LessonSpec
+from core.app.settings import Settings
+from core.attention import simple
 from core.lessons.common import (
     Prediction,
     clamp_index,
@@ -20,8 +23,6 @@ from core.lessons.common import (
     tokens_comment,
     unique_labels,
 )
-from core.registry import Control, LessonSpec
-from core.settings import Settings
 
 NORMALISATIONS = ("divide by sum", "naive softmax", "stable softmax")
 

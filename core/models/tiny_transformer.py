@@ -39,7 +39,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn import init
 
-from core.modules import MultiHeadAttention, make_linear
+from core.attention.modules import MultiHeadAttention, make_linear
 
 
 class Task(StrEnum):

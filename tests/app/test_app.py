@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import registry
+from core.app import registry
+from core.app.settings import PRESETS, Settings, settings_for_preset
 from core.lessons import trainable_weights, without_weights
-from core.settings import PRESETS, Settings, settings_for_preset
 from tests.support import PAGE_FILES, restore_pages_manager, use_navigation_mode
 
 APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")

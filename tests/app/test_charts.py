@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 import core
-from core import charts, lessons
+from core import lessons
+from core.charts import common as charts
 from tests import support
 from tests.support import PAGE_FILES, restore_pages_manager, use_navigation_mode
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pyarrow as pa
 from streamlit.testing.v1 import AppTest
 
-from core import class_poll, registry
+from core.app import registry
+from services import class_poll
 from tests.app.test_app import app, assert_clean, navigation_not_pages_directory  # noqa: F401 - autouse fixture
 
 PAGE = registry.page("why_scale")

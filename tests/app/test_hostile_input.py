@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core import registry
-from core.settings import LIMITS
+from core.app import registry
+from core.app.settings import LIMITS
 from tests.app.test_app import PAGES, app, navigation_not_pages_directory  # noqa: F401 - autouse fixture
 
 PARAMS = [*LIMITS, "preset", "text", "scale", "device"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core import charts
+from core.app.settings import Settings
+from core.charts import common as charts
 from core.lessons import causal_dropout, multi_head
-from core.settings import Settings
 from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
 from tests.app.test_page_links import open_page
 

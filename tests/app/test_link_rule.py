@@ -1,4 +1,4 @@
-"""The one rule for links (core.links.read_link) and inert text (core.markup).
+"""The one rule for links (core.app.links.read_link) and inert text (core.app.markup).
 
 What a note says is what happens: a value the rule reads is what the sidebar shows, a value
 it ignores gets one note and leaves the sidebar at its default, whatever Streamlit's own
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.examples import MAX_TEXT_CHARS
-from core.links import read_link
-from core.markup import code_span, literal, visible
-from core.settings import Settings
+from core.app.links import read_link
+from core.app.markup import code_span, literal, visible
+from core.app.settings import Settings
+from core.inputs.examples import MAX_TEXT_CHARS
 from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
 
 DEVICES = ["cpu"]

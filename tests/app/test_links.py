@@ -3,7 +3,7 @@
 A page's own controls used to be read by Streamlit's bound widgets alone: `train_steps=1e999`
 raised OverflowError inside the number box, `１２００`, `1_000`, `1e3` and `" 500 "` were taken
 silently, and an out-of-range value was dropped without a word while the box showed its minimum.
-Now each parameter has one entry in `core.links`: plain digits in range (or one of the choices),
+Now each parameter has one entry in `core.app.links`: plain digits in range (or one of the choices),
 or one note that names it, and the control keeps its default.
 """
 
@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core import charts, links
-from core.links import PAGE_PARAMETERS, Choice, Flag, Text, Whole, read_link
+from core.app import links
+from core.app.links import PAGE_PARAMETERS, Choice, Flag, Text, Whole, read_link
+from core.charts import common as charts
 from core.models.minilm import EncoderConfig, default_folder
 from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
 from tests.app.test_page_links import open_page
@@ -81,7 +82,7 @@ def test_every_rule_reads_what_its_control_writes() -> None:
 
 
 def test_the_weights_source_is_read_as_its_enum_and_a_bad_one_gets_a_note() -> None:
-    from core.settings import WeightsSource
+    from core.app.settings import WeightsSource
 
     assert read_link({"weights": "pretrained"}, DEVICES).settings.weights is WeightsSource.PRETRAINED
     reading = read_link({"weights": "<b>trained</b>", "layer": "6", "head": "-1", "pair": "nope"}, DEVICES)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import registry
+from core.app import registry
 from core.lessons.real_model import Measure
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.links import settings_implied_by_link
+from core.app.links import settings_implied_by_link
 from tests.support import restore_pages_manager, use_navigation_mode
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import prose, registry
+from core.app import prose, registry
+from core.app.settings import settings_for_preset
 from core.lessons import pretrained as pt
 from core.lessons import pretrained_cross as ptc
 from core.models import minilm as real_model
-from core.settings import settings_for_preset
 from tests.support import restore_pages_manager, use_navigation_mode
 
 
@@ -160,8 +160,7 @@ def drawn_weights(at: AppTest) -> list[float]:
     """The cells of the page's one cross-attention heatmap, as Streamlit received them."""
     import pyarrow as pa
 
-    from core import charts
-
+    from core.charts import common as charts
     (chart,) = [c for c in at.get("vega_lite_chart") if "Rectangular heatmap" in c.proto.alt]
     (dataset,) = [d for d in chart.proto.datasets if d.name == charts.HEATMAP_DATA]
     return pa.ipc.open_stream(dataset.data.data).read_all().column("value").to_pylist()

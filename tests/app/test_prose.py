@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import prose, registry
+from core.app import prose, registry
 from tests.support import restore_pages_manager, use_navigation_mode
 
 APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")

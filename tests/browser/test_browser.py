@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core import registry
+from core.app import registry
 from tests import support
 
 CHROMIUM = Path(support.CHROMIUM)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.settings import PRESETS
+from core.app.settings import PRESETS
 from tests import support
 from tests.browser.test_browser import CHROMIUM, wait_for_rerun  # the browser and server fixtures are in conftest
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from core import registry
-from core.charts import MIN_CELL_FONT_PX
+from core.app import registry
+from core.charts.common import MIN_CELL_FONT_PX
 from tests import support
 
 CHROMIUM = Path(support.CHROMIUM)

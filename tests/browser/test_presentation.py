@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import registry
+from core.app import registry
 from tests import support
 from tests.app.test_app import app, assert_clean, navigation_not_pages_directory  # noqa: F401 - autouse fixture
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core import registry
+from core.app import registry
 from tests import support as harness
 
 CHROMIUM = Path(harness.CHROMIUM)

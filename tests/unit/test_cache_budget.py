@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.examples import MAX_D_IN, MAX_TOKENS
+from core.app.registry import LessonSpec
+from core.app.settings import LIMITS, PRESETS, Settings, cache_key
+from core.inputs.examples import MAX_D_IN, MAX_TOKENS
 from core.lessons import (
     attention_at_scale,
     attention_at_scale_kv,
@@ -27,8 +29,6 @@ from core.lessons import (
     why_scale,
     without_weights,
 )
-from core.registry import LessonSpec
-from core.settings import LIMITS, PRESETS, Settings, cache_key
 from ui import cache, training_queue
 
 LESSON_MODULES = (

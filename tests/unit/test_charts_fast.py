@@ -1,6 +1,6 @@
 """The cached bar templates, filled, give exactly the spec of the plain Altair spelling.
 
-core.charts builds its templates from channel objects (alt.Tooltip, alt.ColorValue) because Altair
+core.charts.common builds its templates from channel objects (alt.Tooltip, alt.ColorValue) because Altair
 rebuilds its schema map for every dict or string channel (bench/NOTES.md), once per number of
 tokens (the tokens' order is a slot), and `VegaChart.spec()` fills them in: the result must be the
 chart a reader would write with strings and alt.condition, for this very sentence.
@@ -15,8 +15,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from core import charts
-from core.chart_spec import VegaChart
+from core.charts import common as charts
+from core.charts.spec import VegaChart
 
 FRAME = pd.DataFrame(
     {

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from core import prose
+from core.app import prose
+from core.app.settings import PRESETS, PresetKey, settings_for_preset
 from core.lessons import causal_dropout, multi_head, why_scale
 from core.models import tiny_transformer as tt
-from core.settings import PRESETS, PresetKey, settings_for_preset
 
 
 @pytest.mark.parametrize(
@@ -112,7 +112,7 @@ def test_lesson_one_text_follows_the_chosen_example() -> None:
 def test_the_book_table_note_counts_the_differences_from_the_numbers() -> None:
     # The renormalised book table differs from the chapter's by 1e-4 in six cells, and the page said nothing
     # about it although the overview promises a note wherever the lab and a source disagree.
-    from core.examples import BOOK_CAUSAL_RENORMALISED
+    from core.inputs.examples import BOOK_CAUSAL_RENORMALISED
 
     lesson = causal_dropout.causal_lesson(settings_for_preset(PresetKey.BOOK), 0, False)
     assert lesson.book is not None

@@ -1,4 +1,4 @@
-"""The class poll's store (core/class_poll.py): one suite, run against both implementations.
+"""The class poll's store (services/class_poll.py): one suite, run against both implementations.
 
 `store` is the in-process store and, where Debian's redis-server is installed, the Redis store
 against a redis-server started on a free loopback port (skipped cleanly without it).
@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from core import class_poll
-from core.class_poll import Answered, MemoryPollStore, NotTeacher, PollStore, RedisPollStore, RoomGone
+from services import class_poll
+from services.class_poll import Answered, MemoryPollStore, NotTeacher, PollStore, RedisPollStore, RoomGone
 from tests.support import RedisServer, redis_available
 
 QUESTION = "why_scale:predict"

@@ -295,9 +295,9 @@ NOTEBOOK_SCORES = [
 
 def test_notebook_numbers_in_view_on_lesson_1() -> None:
     """Lesson 1 opened on the attention notebook's preset, following x(3): its numbers on screen."""
+    from core.app.registry import page
+    from core.app.settings import settings_for_preset
     from core.lessons.without_weights import without_weights_lesson
-    from core.registry import page
-    from core.settings import settings_for_preset
     from tests.app.test_app import app, assert_clean, markdown_text
     from tests.support import restore_pages_manager, use_navigation_mode
 
@@ -358,8 +358,8 @@ def test_notebook_variance_experiment_in_view_on_lesson_3() -> None:
 
 
 def test_cross_attention_article_shapes_in_view_on_lesson_7() -> None:
+    from core.app.settings import settings_for_preset
     from core.lessons.cross_attention import cross_lesson
-    from core.settings import settings_for_preset
 
     lesson = cross_lesson(settings_for_preset("article"), "ignored", 28, "ignored too", 5)
     shapes = dict(lesson.shapes)
@@ -369,8 +369,8 @@ def test_cross_attention_article_shapes_in_view_on_lesson_7() -> None:
 
 
 def test_article_three_heads_in_view_on_lesson_5() -> None:
+    from core.app.settings import settings_for_preset
     from core.lessons.multi_head import multihead_lesson
-    from core.settings import settings_for_preset
 
     article = multihead_lesson(settings_for_preset("article")).article
     # the self-attention article's printed shapes, in its order
@@ -387,8 +387,8 @@ def test_article_three_heads_in_view_on_lesson_5() -> None:
 
 
 def test_article_vocabulary_in_view_on_the_overview() -> None:
+    from core.app.settings import settings_for_preset
     from core.lessons.overview import overview_lesson
-    from core.settings import settings_for_preset
 
     lesson = overview_lesson(settings_for_preset("article"))
     assert dict(lesson.vocabulary) == {"Life": 0, "dessert": 1, "eat": 2, "first": 3, "is": 4, "short": 5}
@@ -397,8 +397,8 @@ def test_article_vocabulary_in_view_on_the_overview() -> None:
 
 
 def test_decoder_blog_progression_in_view_on_lesson_4() -> None:
+    from core.app.settings import settings_for_preset
     from core.lessons.causal_dropout import decoder_blog
-    from core.settings import settings_for_preset
 
     blog = decoder_blog(settings_for_preset("blog"))
     assert list(blog.simple_average_table.index) == ["cats", "climb", "trees", "during"]

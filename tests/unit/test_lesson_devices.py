@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 import torch
 
+from core.app.settings import PRESETS, Settings, settings_for_preset
 from core.lessons import (
     causal_dropout,
     common,
@@ -26,7 +27,6 @@ from core.lessons import (
     trainable_weights,
     without_weights,
 )
-from core.settings import PRESETS, Settings, settings_for_preset
 from tests.conftest import requires_cuda
 
 # Every lesson that runs on the sidebar's device, as (name, call). Lessons 3 (why scale), 6 (the

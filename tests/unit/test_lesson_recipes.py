@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from core import recipes
+from core.app.settings import PRESETS, Settings, effective_d_in, load_example, settings_for_preset
 from core.lessons import (
     causal_dropout,
     cross_attention,
@@ -16,7 +17,6 @@ from core.lessons import (
     why_scale,
     without_weights,
 )
-from core.settings import PRESETS, Settings, effective_d_in, load_example, settings_for_preset
 
 SETTINGS = [settings_for_preset(key) for key in PRESETS] + [
     Settings(

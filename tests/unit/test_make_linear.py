@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from core.modules import make_linear
+from core.attention.modules import make_linear
 
 
 @pytest.mark.parametrize(("d_in", "d_out", "bias"), [(3, 2, False), (16, 24, True), (64, 64, True)])

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from core import recipes
+from core.inputs.pretrained_heads import head_slice, real_head, split_form, wrapper_form
 from core.lessons import frame_matrix, unique_labels
 from core.lessons import pretrained as pt
 from core.lessons import pretrained_cross as ptc
 from core.models import minilm as rm
-from core.pretrained_heads import head_slice, real_head, split_form, wrapper_form
 
 SENTENCES = ("Your journey starts with one step", "The cat sat on the mat because it was tired")
 HEADS = [(0, 2), (1, 8), (3, 5), (5, 11)]

@@ -17,9 +17,11 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core import charts, recipes, registry
-from core import charts_real_model as charts_rm
-from core import functional as fn
+from core import recipes
+from core.app import registry
+from core.attention import functional as fn
+from core.charts import common as charts
+from core.charts import real_model as charts_rm
 from core.lessons import matrix_frame
 from core.lessons import real_model as lesson_rm
 from core.lessons import real_model_frames as frames_rm
@@ -307,7 +309,7 @@ def test_lines_and_measure_map_specs_validate(lesson) -> None:
     head = frames_rm.head_frame(lesson, 0, 2)
     shared = matrix_frame(lesson.head(0, 2), lesson.labels, lesson.labels)  # core.lessons' frame, the same
     pd.testing.assert_frame_equal(head.astype({"row": object, "col": object}), shared, check_dtype=False)
-    # The chosen head is drawn by the lab's one heatmap path (core.charts), on the fixed 0-1 weight scale.
+    # The chosen head is drawn by the lab's one heatmap path (core.charts.common), on the fixed 0-1 weight scale.
     spec = charts.heatmap(head, "head", value_title="weight").spec()
     assert spec["datasets"][charts.HEATMAP_DATA].num_rows == len(head)
     spec = validated_spec(charts_rm.measure(table, "previous", "score"))

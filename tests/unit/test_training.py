@@ -14,11 +14,13 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core import charts_training, recipes, registry
-from core.head_measures import previous_token_share
+from core import recipes
+from core.app import registry
+from core.attention.head_measures import previous_token_share
+from core.attention.modules import MultiHeadAttention
+from core.charts import training as charts_training
 from core.lessons import training_lab as tt
 from core.models import tiny_transformer as model_tt
-from core.modules import MultiHeadAttention
 from tests.support import restore_pages_manager, use_navigation_mode, validated_spec
 
 APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
@@ -396,7 +398,7 @@ def test_two_sessions_pressing_train_at_once_cost_one_training(
 
 
 def test_the_wait_says_the_place_and_the_estimate() -> None:
-    from core.training_queue import State, Status
+    from services.training_queue import State, Status
     from ui import training_queue
 
     fraction, text = training_queue.describe([Status(State.QUEUED, place=3, wait_s=42.4)])

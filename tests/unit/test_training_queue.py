@@ -1,4 +1,4 @@
-"""The training queue (core/training_queue.py): order, bound, dedup, replacement, abandonment.
+"""The training queue (services/training_queue.py): order, bound, dedup, replacement, abandonment.
 
 The computations here are fakes that wait on an event, so each test decides when a run ends and
 can look at the queue in between; no torch, no streamlit.
@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from core.training_queue import Cancelled, State, TrainingQueue, default_slots
+from services.training_queue import Cancelled, State, TrainingQueue, default_slots
 
 WAIT_S = 10.0  # generous: a shared machine can be slow, and every wait below ends on an event
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from core.chart_spec import READABLE_TEXT, SpecPath, VegaChart, from_altair, readable, template
+from core.charts.spec import READABLE_TEXT, SpecPath, VegaChart, from_altair, readable, template
 
 __all__ = ["READABLE_TEXT", "VegaChart", "readable"]  # re-exported: pages and tests know them from here
 
@@ -475,7 +475,7 @@ PEAKINESS_DATA = "peakiness_values"
 
 
 class PeakMetric(StrEnum):
-    """How peaked a softmax is; each value is a column of core.stats.peakiness_vs_dk's table."""
+    """How peaked a softmax is; each value is a column of core.attention.stats.peakiness_vs_dk's table."""
 
     MAX_WEIGHT = "max_weight"
     ENTROPY = "entropy"

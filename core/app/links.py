@@ -11,7 +11,7 @@ float("1e3"), float(" 500 "), the start of an over-long text) and crash on some 
 rule first and removes what it ignores before any widget binds it (streamlit_app.py).
 
 To give a new control a link: add its key here with its rule, and to its page's
-`core.registry.PageSpec.controls`; tests/test_links.py checks that every control has an entry.
+`core.app.registry.PageSpec.controls`; tests/test_links.py checks that every control has an entry.
 Pure Python (no streamlit).
 """
 
@@ -23,12 +23,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from core import registry
-from core.examples import MAX_D_IN, MAX_TEXT_CHARS, MAX_TOKENS
+from core.app import registry
+from core.app.settings import LIMITS, PRESET_CONTROLS, PRESETS, PresetKey, Settings, WeightsSource, settings_for_preset
+from core.attention.stats import MAX_TRIALS
+from core.inputs.examples import MAX_D_IN, MAX_TEXT_CHARS, MAX_TOKENS
 from core.lessons import training_lab
 from core.models import tiny_transformer as tt
-from core.settings import LIMITS, PRESET_CONTROLS, PRESETS, PresetKey, Settings, WeightsSource, settings_for_preset
-from core.stats import MAX_TRIALS
 
 # What a link may spell a number as: ASCII digits only, no sign, exponent or separators.
 _DIGITS = re.compile(r"[0-9]{1,10}")
@@ -159,7 +159,7 @@ def _pretrained_pairs() -> tuple[str, ...]:
 
 
 def _real_model_measures() -> tuple[str, ...]:
-    from core.head_measures import Measure
+    from core.attention.head_measures import Measure
 
     return tuple(measure.value for measure in Measure)
 
@@ -175,7 +175,7 @@ def _whole(name: str, **options: bool) -> Whole:
     return Whole(int(low), int(high), **options)
 
 
-# The sidebar's settings (the fields of core.settings.Settings); the device's choices are the
+# The sidebar's settings (the fields of core.app.settings.Settings); the device's choices are the
 # machine's, so read_link adds that rule when it reads a link.
 SIDEBAR_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
     {

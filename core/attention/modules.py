@@ -22,7 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn import init
 
-from core.functional import AttentionTrace, scaled_dot_product_attention
+from core.attention.functional import AttentionTrace, scaled_dot_product_attention
 
 
 def make_linear(d_in: int, d_out: int, bias: bool, generator: torch.Generator | None = None) -> nn.Linear:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.chart_spec import VegaChart, from_altair
+from core.charts.spec import VegaChart, from_altair
 
 CURVE_HEIGHT = 240
 

@@ -2,9 +2,9 @@
 
 Each chart reads named datasets, so its structure depends only on a few sizes: its template is
 built once per look with Altair (bench/NOTES.md) and kept as JSON; each rerun brings only its data
-(core.chart_spec). The tests validate each chart with its data against the Vega-Lite schema.
+(core.charts.spec). The tests validate each chart with its data against the Vega-Lite schema.
 
-Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in core.charts.
+Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in core.charts.common.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import functools
 import altair as alt
 import pandas as pd
 
-from core.chart_spec import VegaChart, template
-from core.charts import cell_font_expr
+from core.charts.common import cell_font_expr
+from core.charts.spec import VegaChart, template
 
 GRID_DATA = "real_model_grid"  # layer, head, query_index, key_index, query, key, weight, chosen
 LINES_DATA = "real_model_lines"  # query_index, key_index, query, key, weight

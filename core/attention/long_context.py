@@ -1,7 +1,7 @@
 """Attention without the T×T matrix: the online softmax and FlashAttention-style tiling, plus measuring both.
 
 These are readable reference functions (forward only), written to be read beside the plain path
-`core.functional.scaled_dot_product_attention`; the property tests tie them to it. They are not
+`core.attention.functional.scaled_dot_product_attention`; the property tests tie them to it. They are not
 fast: on the CPU a Python loop over tiles loses to one big matrix product. What real systems run is a
 fused kernel (PyTorch's `F.scaled_dot_product_attention`; on CUDA its flash and memory-efficient
 backends), which does the same arithmetic inside one kernel.
@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
-from core.functional import scaled_dot_product_attention
+from core.attention.functional import scaled_dot_product_attention
 
 NEG_INF = float("-inf")
 
@@ -324,7 +324,7 @@ def peak_bytes(fn: Callable[[], object], device: torch.device) -> int:
 def plain_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     """Causal attention the short way (nanoGPT's manual path): the whole (..., L, S) scores matrix at once.
 
-    The same arithmetic as `core.functional.scaled_dot_product_attention` without keeping its trace, so
+    The same arithmetic as `core.attention.functional.scaled_dot_product_attention` without keeping its trace, so
     that timing it measures the T×T matrix and not the lesson's bookkeeping.
     """
     scores = (query @ key.transpose(-2, -1)) / math.sqrt(query.shape[-1])  # (..., L, E) @ (..., E, S) -> (..., L, S)

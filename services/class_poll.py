@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from core.chart_spec import VegaChart
+    from core.charts.spec import VegaChart
 
 # Crockford's base 32: no I, L, O or U, so a code read aloud or copied from a projector is not
 # misread (1/I/L and 0/O are folded together when a code is typed back).
@@ -503,7 +503,7 @@ def tally_chart(tally: Tally, answer: int | None = None) -> VegaChart:
     import altair as alt
     import pandas as pd
 
-    from core.chart_spec import from_altair
+    from core.charts.spec import from_altair
 
     frame = pd.DataFrame(
         {

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from core import functional as fn
-from core.examples import unique_labels
-from core.head_measures import head_measures
+from core.attention import functional as fn
+from core.attention.head_measures import head_measures
+from core.inputs.examples import unique_labels
 from core.models import minilm as real_model
 
 

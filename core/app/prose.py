@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-TEXT_DIR = Path(__file__).resolve().parent.parent / "pages" / "text"
+TEXT_DIR = Path(__file__).resolve().parents[2] / "pages" / "text"
 _HEADING = re.compile(r"^## +(\S.*?)\s*$", re.MULTILINE)
 
 

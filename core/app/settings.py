@@ -1,7 +1,7 @@
 """The dashboard's shared settings, their limits, the presets, and link validation.
 
 Pure Python: the sidebar builds its widgets from these ranges, and tests check
-them without a server. The rule every link value passes lives in core.links.
+them without a server. The rule every link value passes lives in core.app.links.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from core.examples import (
+from core.app.registry import Control
+from core.inputs.examples import (
     MAX_D_IN,
     Example,
     cats_example,
@@ -23,7 +24,6 @@ from core.examples import (
     life_example,
     random_words_example,
 )
-from core.registry import Control
 
 if TYPE_CHECKING:
     pass

@@ -15,8 +15,8 @@ import functools
 import altair as alt
 import pandas as pd
 
-from core.chart_spec import VegaChart, from_altair, template
-from core.long_context import TileKind
+from core.attention.long_context import TileKind
+from core.charts.spec import VegaChart, from_altair, template
 
 HEIGHT = 260
 # Fit the column's width only: the height stays HEIGHT for the marks (a plain "fit" would squeeze the

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Control(StrEnum):
@@ -46,7 +46,7 @@ class LessonSpec(Generic[R]):
     """
 
     compute: Callable[..., R]  # a pure function of hashable arguments (core/lessons/)
-    # The sidebar controls it reads besides its input (core.settings.cache_key), when its first
+    # The sidebar controls it reads besides its input (core.app.settings.cache_key), when its first
     # argument is the sidebar's Settings; None when it takes no Settings at all.
     uses: frozenset[Control] | None
     max_entries: int  # results kept per process
