@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from core import charts
+from core.app.registry import PageControl
+from core.attention.stats import MAX_TRIALS
+from core.charts import common as charts
 from core.lessons import why_scale
-from core.registry import PageControl
-from core.stats import MAX_TRIALS
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
@@ -27,16 +27,19 @@ trials = c2.select_slider(
     "lands within a few percent of the theory.",
 )
 sweep, sweep_chart, saturation_chart = cache.computed(why_scale.SWEEP, float(multiplier))
-widgets.predict(sweep.prediction, key="predict_why_scale")
+answered = widgets.predict(sweep.prediction, key="predict_why_scale")
 
 step("(a) Bigger scores, peakier softmax")
-widgets.prose("why_scale", "peaky")
 st.latex(r"\text{softmax}(m\,\omega)_j = \frac{e^{m \omega_j}}{\sum_k e^{m \omega_k}}")
-draw.draw(sweep_chart, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16.")
-widgets.number_table(sweep.sweep_table)
-m1, m2 = st.columns(2)
-m1.metric(f"largest weight at ×{multiplier:g}", f"{sweep.max_weight:.4f}")
-m2.metric("effective number of tokens", f"{sweep.effective_tokens:.2f}")
+if answered:  # the text's 80%, the bars and the largest weight answer the question above
+    widgets.prose("why_scale", "peaky")
+    draw.draw(sweep_chart, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16.")
+    widgets.number_table(sweep.sweep_table)
+    m1, m2 = st.columns(2)
+    m1.metric(f"largest weight at ×{multiplier:g}", f"{sweep.max_weight:.4f}")
+    m2.metric("effective number of tokens", f"{sweep.effective_tokens:.2f}")
+else:
+    widgets.answer_first("The bars for ×1 to ×16, their weights and what they show appear")
 metric = (
     st.segmented_control(
         "Measure",

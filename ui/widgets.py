@@ -10,9 +10,9 @@ from typing import TypeVar
 import pandas as pd
 import streamlit as st
 
-from core import prose as core_prose
+from core.app import prose as core_prose
+from core.app.markup import literal
 from core.lessons.common import Prediction
-from core.markup import literal
 from ui import class_poll
 from ui.frame import frame
 from ui.link_notes import link_warning
@@ -20,8 +20,13 @@ from ui.link_notes import link_warning
 T = TypeVar("T")
 
 
-def predict(prediction: Prediction, key: str) -> None:
+def predict(prediction: Prediction, key: str) -> bool:
     """Predict, then reveal: the answer and why appear only once the student has chosen.
+
+    Returns whether the answer is out: the student has chosen (outside a class poll), or the teacher has
+    revealed it (a student in a poll). Whatever would give the answer away on the page (a chart, a caption,
+    a metric) is drawn only when this is True, and `answer_first(...)` stands in its place until then, so a
+    student working alone at home meets the question before the numbers that answer it.
 
     In a class poll (ui/class_poll.py) a student's answer waits for the teacher's Reveal, and
     the teacher's box shows the class's answers live under the question.
@@ -34,12 +39,42 @@ def predict(prediction: Prediction, key: str) -> None:
     with st.container(border=True):
         _predict_box(prediction, key, page)
         class_poll.teacher_tally(page, key, prediction)
+    return bool(st.session_state.get(_answer_out_key(prediction, key), False))
+
+
+def answer_first(what_appears: str) -> None:
+    """Stands where a predict question's give-away will appear: `what_appears` is a clause such as
+    "The bars and their weights appear" (it is followed by "once you have answered ...")."""
+    st.caption(f":material/lock: {literal(what_appears)} once you have answered the question above.")
+
+
+def _answer_out_key(prediction: Prediction, key: str) -> str:
+    return f"{key}_{prediction.fingerprint()}_answer_out"
+
+
+def _record_answer_out(prediction: Prediction, key: str, out: bool) -> None:
+    """Remember whether this question's answer is out; when that changes in the box's own rerun
+    (a fragment), rerun the page so that what the answer unlocks is drawn (or hidden) at once."""
+    state_key = _answer_out_key(prediction, key)
+    if st.session_state.get(state_key, False) == out:
+        return
+    st.session_state[state_key] = out
+    if in_fragment_rerun():
+        st.rerun(scope="app")
+
+
+def in_fragment_rerun() -> bool:
+    """Whether this run reruns a fragment alone (a choice in a predict box), not the whole page."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    context = get_script_run_ctx()
+    return bool(context is not None and context.fragment_ids_this_run)
 
 
 @st.fragment
 def _predict_box(prediction: Prediction, key: str, page: str) -> None:
-    """The question and its verdict. A fragment: choosing an answer reruns this box, not the page
-    (a class answering at once costs the server a box each, not a page each)."""
+    """The question and its verdict. A fragment: choosing an answer reruns this box, then the page once
+    more only if the answer unlocks something on it (a class answering at once costs the server little)."""
     st.markdown(f"**Predict first.** {literal(prediction.question)}")
     order = prediction.display_order()
     shown_option = st.radio(
@@ -52,6 +87,7 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
     )
     choice = None if shown_option is None else order[shown_option]  # an index into prediction.options
     shown = class_poll.predict_in_poll(page, key, prediction, choice)
+    _record_answer_out(prediction, key, bool(shown) if shown is not None else choice is not None)
     if shown is False:  # in a poll, before the Reveal
         return
     if choice is None and shown:

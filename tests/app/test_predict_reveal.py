@@ -7,11 +7,11 @@ from pathlib import Path
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core import registry
+from core.app import registry
+from core.app.settings import PRESETS, settings_for_preset
 from core.lessons import causal_dropout, multi_head, why_scale
 from core.lessons import training_lab as tl
 from core.lessons.common import Prediction, strongest_key_question
-from core.settings import PRESETS, settings_for_preset
 
 APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
 
@@ -60,7 +60,7 @@ def test_a_revealed_answer_is_hidden_again_when_the_settings_change() -> None:
 
 
 def test_a_preset_brings_its_own_focus_token_and_a_later_pick_stays() -> None:
-    from core.settings import PRESETS as presets
+    from core.app.settings import PRESETS as presets
 
     for slug, key in (("without_weights", "query_without_weights"), ("trainable_weights", "query_trainable_weights")):
         at = AppTest.from_file(APP, default_timeout=120)
@@ -76,3 +76,18 @@ def test_a_preset_brings_its_own_focus_token_and_a_later_pick_stays() -> None:
         assert at.selectbox(key=key).value == 0  # the student's own pick stays theirs
         at.selectbox(key="preset").set_value("book").run()
         assert at.selectbox(key=key).value == presets["book"].query_index  # and the next example brings its own
+
+
+def test_lesson_3_shows_the_bars_that_answer_its_question_only_after_a_choice() -> None:
+    # The ×1…×16 bars, the table and "×8 takes 80%" stood right under the question "what happens at ×16?".
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page(registry.page("why_scale").file).run()
+    shown = lambda: "\n".join(m.value for m in at.markdown)  # noqa: E731
+    assert "80%" not in shown() and not [m for m in at.metric if "largest weight" in m.label]
+    assert any("once you have answered" in c.value for c in at.caption)
+    radio = next(r for r in at.radio if r.key and r.key.startswith("predict_"))
+    radio.set_value(0).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "80%" in shown() and [m for m in at.metric if "largest weight" in m.label]
+    assert not any("once you have answered" in c.value for c in at.caption)
