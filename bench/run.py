@@ -1,4 +1,4 @@
-"""Run every benchmark and regenerate the README's performance table and plot.
+"""Run every benchmark and regenerate the performance table and plots in bench/README.md.
 
     python -m bench.run                    # everything: ~35 minutes on 2 cores (capacity: two apps)
     python -m bench.run --quick            # fewer repeats, small classes (a smoke run)
@@ -9,7 +9,7 @@
     python -m bench.run --only capacity,training_queue --quick --capacity-steps 25,50,100 --capacity-seconds 30
 
 Writes bench/results.json, bench/results.md, bench/results.png (latency) and bench/capacity.png
-(p50/p95 against students), and replaces the part of README.md between the "bench:start" and
+(p50/p95 against students), and replaces the part of bench/README.md between the "bench:start" and
 "bench:end" markers. CUDA timings are added when a GPU is present. The 40-tab browser load run
 (bench/load.py) is no longer part of it: a browser per student measured Chromium, not the app;
 CI keeps a small browser run as the end-to-end check (tests/deployment/test_load.py).
@@ -47,7 +47,7 @@ from bench import (
 )
 
 HERE = Path(__file__).resolve().parent
-README = HERE.parent / "README.md"
+README = HERE / "README.md"  # the tables live beside the benchmarks, not in the main README
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 

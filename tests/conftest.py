@@ -53,3 +53,13 @@ def browser() -> Iterator[object]:
         chromium = p.chromium.launch(executable_path=support.CHROMIUM, args=support.CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+# ---------------------------------------------------------------- AppTest: run the frame, not pages/ (tests/support.py)
+@pytest.fixture
+def navigation_not_pages_directory() -> Iterator[None]:
+    """AppTest under Streamlit 1.67 can run a page from pages/ as a legacy multipage app after
+    switch_page, skipping the frame; this keeps it in st.navigation mode for one test."""
+    support.use_navigation_mode()
+    yield
+    support.restore_pages_manager()

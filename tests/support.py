@@ -23,6 +23,7 @@ from core.app import registry
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "streamlit_app.py")  # the frame, as AppTest.from_file takes it
 CHROMIUM = "/usr/bin/chromium"  # Debian's; Playwright's own browser download is not used
+CHROMIUM_PATH = Path(CHROMIUM)
 # Headless, no sandbox (root in CI), and no background traffic: the machine has no network.
 CHROMIUM_ARGS = [
     "--headless=new",
@@ -190,3 +191,55 @@ def validated_spec(chart) -> dict:
     as_json = {**spec, "datasets": {name: table.to_pylist() for name, table in spec["datasets"].items()}}
     validate_jsonschema(as_json, vega_lite.load_schema())
     return spec
+
+
+# ---------------------------------------------------------------- AppTest helpers shared by the test modules
+def app(page: str | None = None, **params: str):
+    """The frame with a link's parameters, run once, then `page` (a registry file) if it is not the overview."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    if page is not None and page != PAGE_FILES[0]:
+        at.switch_page(page).run()
+    return at
+
+
+def open_page(slug: str, **params: str):
+    """The frame with a link's parameters, then the page with this slug; it must run without an exception."""
+    at = app(None, **params)
+    at.switch_page(registry.page(slug).file).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def assert_clean(at) -> None:
+    """No exception, a title drawn, and the frame's sidebar ran (not Streamlit's legacy pages/ mode)."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title, "page drew nothing"
+    assert at.sidebar.slider, "the frame's sidebar did not run"
+
+
+def markdown_text(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def wait_for_rerun(page) -> None:
+    """Wait until Streamlit has finished running the script in Chromium (the status widget is gone)."""
+    page.wait_for_selector(IDLE, timeout=60_000)
+    page.wait_for_timeout(300)
+
+
+def choose(page, label: str, option: str, *, where: str = '[data-testid="stMain"]') -> None:
+    """Pick `option` (its shown name) in the select box labelled `label`."""
+    box = page.locator(f'{where} [data-testid="stSelectbox"]').filter(has=page.get_by_text(label, exact=True)).first
+    # Typed, then Enter: clicking an option in the open list failed now and then when the list
+    # closed while Playwright scrolled it into view (the box sits below a tall chart).
+    field = box.locator("input")
+    field.click()
+    field.fill(option)
+    page.get_by_role("option", name=option, exact=True).wait_for(state="attached", timeout=30_000)
+    field.press("Enter")
+    wait_for_rerun(page)

@@ -8,7 +8,6 @@ disabled states are page-specific), so such a regression cannot pass silently.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,39 +16,9 @@ from streamlit.testing.v1 import AppTest
 from core.app import registry
 from core.app.settings import PRESETS, Settings, settings_for_preset
 from core.lessons import trainable_weights, without_weights
-from tests.support import PAGE_FILES, restore_pages_manager, use_navigation_mode
-
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+from tests.support import APP, PAGE_FILES, app, assert_clean, markdown_text
 
 PAGES = PAGE_FILES
-
-
-@pytest.fixture(autouse=True)
-def navigation_not_pages_directory() -> Iterator[None]:
-    """The test-side patch for the AppTest pitfall described in the module docstring."""
-    use_navigation_mode()
-    yield
-    restore_pages_manager()
-
-
-def app(page: str | None = None, **params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    if page is not None and page != PAGES[0]:
-        at.switch_page(page).run()
-    return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert at.title, "page drew nothing"
-    assert at.sidebar.slider, "the frame's sidebar did not run"
-
-
-def markdown_text(at: AppTest) -> str:
-    return "\n".join(m.value for m in at.markdown)
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.app import registry
 from services import class_poll
-from tests.app.test_app import app, assert_clean, navigation_not_pages_directory  # noqa: F401 - autouse fixture
+from tests.support import app, assert_clean
 
 PAGE = registry.page("why_scale")
 QUESTION = "predict_why_scale"

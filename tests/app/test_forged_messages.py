@@ -15,8 +15,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import ElementTree
 
-from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
-from tests.app.test_page_links import open_page
+from tests.support import open_page
 
 
 @pytest.fixture

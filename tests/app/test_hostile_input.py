@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from core.app import registry
 from core.app.settings import LIMITS
-from tests.app.test_app import PAGES, app, navigation_not_pages_directory  # noqa: F401 - autouse fixture
+from tests.support import PAGE_FILES as PAGES
+from tests.support import app
 
 PARAMS = [*LIMITS, "preset", "text", "scale", "device"]
 NASTY = [
