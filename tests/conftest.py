@@ -63,3 +63,18 @@ def navigation_not_pages_directory() -> Iterator[None]:
     support.use_navigation_mode()
     yield
     support.restore_pages_manager()
+
+
+# ---------------------------------------------------------------- test layers
+# `python -m pytest` (the README's command) runs the fast layer; `python -m pytest -m slow` the rest, and
+# .ci/run runs both. Slow: real browsers and servers (browser/, deployment/ but its two file checks), and
+# the tests marked `@pytest.mark.slow` in place (live training, every lesson at its largest settings, ...).
+SLOW_FOLDERS = frozenset({"browser", "deployment"})
+FAST_IN_SLOW_FOLDERS = frozenset({"test_pins.py", "test_deploy.py"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.parent.name in SLOW_FOLDERS and item.path.name not in FAST_IN_SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)

@@ -36,6 +36,8 @@ from core.lessons import (
 )
 from ui import cache, training_queue
 
+pytestmark = pytest.mark.slow  # computes every lesson at its largest settings
+
 # Every module of core/lessons, found on disk: a new lesson's LessonSpec joins the budget without a list to
 # edit, and `test_the_caches_together_stay_under_the_byte_budget` fails until its largest value is measured.
 LESSON_MODULES = tuple(
