@@ -370,5 +370,5 @@ with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_
             class_poll.teacher_panel(spec.slug, int(st.session_state.get("step") or 1))
     with step_bar:
         class_poll.student_bar(room_state)
-frame.after_run(spec.slug, shown, time.perf_counter() - started)  # a benchmark's hook, if one is set
+frame.after_run(spec.slug, shown, time.perf_counter() - started)  # one line on the app's run log
 freeze_import_time_objects()  # after the page, so that its imports are loaded too

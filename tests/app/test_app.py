@@ -8,6 +8,8 @@ disabled states are page-specific), so such a regression cannot pass silently.
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -219,22 +221,14 @@ def test_cross_attention_bad_second_sentence() -> None:
     assert any("Second sequence" in e.value for e in at.error)
 
 
-FINISHED_RUNS: list[tuple[str, int, float]] = []
-
-
-def record_run(page: str, shown, seconds: float) -> None:
-    """An after-run hook, as bench/run_log.py's `record` is one (tests/deployment/test_load.py runs that)."""
-    FINISHED_RUNS.append((page, shown.seed, seconds))
-
-
-def test_the_after_run_hook_sees_each_finished_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """bench/load.py learns what the server computed for each session through this hook."""
-    FINISHED_RUNS.clear()
-    monkeypatch.setenv("ATTENTION_LAB_AFTER_RUN", f"{__name__}:record_run")
-    at = app(PAGES[2], seed="4321")
+def test_the_run_log_has_one_line_per_finished_run(caplog: pytest.LogCaptureFixture) -> None:
+    """The load tests learn what the server computed for each session from the app's run log (no hook code)."""
+    with caplog.at_level(logging.INFO, logger="attention_lab.runs"):
+        at = app(PAGES[2], seed="4321")
     assert_clean(at)
-    assert [(page, seed) for page, seed, _ in FINISHED_RUNS] == [("overview", 4321), ("trainable_weights", 4321)]
-    assert all(seconds > 0 for _, _, seconds in FINISHED_RUNS)
+    lines = [json.loads(record.getMessage()) for record in caplog.records if record.name == "attention_lab.runs"]
+    assert [(line["page"], line["seed"]) for line in lines] == [("overview", 4321), ("trainable_weights", 4321)]
+    assert all(line["seconds"] > 0 for line in lines)
 
 
 def test_each_page_keeps_its_own_query_after_switching_pages() -> None:
