@@ -294,7 +294,7 @@ def freeze_import_time_objects() -> bool:
     import into the garbage collector's permanent generation.
 
     Streamlit runs a full collection after every script run, holding the GIL; over that heap,
-    under a class's load, the server stopped answering for a minute at a time (bench/load.py;
+    under a class's load, the server stopped answering for a minute at a time (loadtest/load.py;
     the timings are in bench/NOTES.md).
     """
     gc.collect()

@@ -25,7 +25,7 @@ def keep_shared_caches() -> None:
     hidden by client.toolbarMode = "viewer", the message is not), and Streamlit then empties
     st.cache_data and st.cache_resource for every session in the process: one student, or a
     script, resets the whole class's caches. No configuration option turns it off (Streamlit
-    1.67), so the handler is replaced, once per process. bench/hostile_probe.py measures it on
+    1.67), so the handler is replaced, once per process. loadtest/hostile_probe.py measures it on
     a real server; tests/deployment/test_public_link.py checks the patch is in place.
     """
     if getattr(AppSession._handle_clear_cache_request, "_attention_lab", False):

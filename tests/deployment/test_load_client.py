@@ -9,8 +9,8 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.NumberInput_pb2 import NumberInput
 from streamlit.proto.Slider_pb2 import Slider
 
-from bench import load_client
-from bench.load_client import RunView, check, read_message, widget_state
+from loadtest import load_client
+from loadtest.load_client import RunView, check, read_message, widget_state
 
 
 def element(message: ForwardMsg, kind: str):
@@ -114,7 +114,7 @@ def test_a_run_that_never_finishes_is_reported_as_such() -> None:
 
 
 def test_a_reference_student_moves_its_slider_and_checks_only_errors() -> None:
-    """The capacity run's yardstick class (bench/capacity.py): same random draws, one slider, one page."""
+    """The capacity run's yardstick class (loadtest/capacity.py): same random draws, one slider, one page."""
     student = load_client.ReferenceStudent(0, "http://127.0.0.1:1", 0.0, random.Random(0), "overview", seed=1000)
     message = ForwardMsg()
     slider = element(message, "slider")

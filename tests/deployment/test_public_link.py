@@ -49,7 +49,7 @@ def test_a_clients_clear_cache_message_keeps_everyones_caches() -> None:
 
 def test_a_websocket_clients_clear_cache_leaves_the_caches_on_a_real_server() -> None:
     """End to end: `streamlit run`, one session fills a cache, another sends clear_cache."""
-    from bench import hostile_probe
+    from loadtest import hostile_probe
 
     result = hostile_probe.probe_clear_cache()
     assert result["cache_bytes_before"] > 500_000, result  # the largest trainable lesson is cached

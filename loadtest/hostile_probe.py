@@ -8,7 +8,7 @@ Streamlit's own protobuf classes) and two probes against `streamlit run` on loop
 - flood: one client holds N connections that change settings as fast as the server answers;
   a victim session times its own reruns before and during the flood.
 
-    python -m bench.hostile_probe            # both probes, prints JSON
+    python -m loadtest.hostile_probe            # both probes, prints JSON
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from bench import harness
+from testkit import harness
 
 LARGEST = {"preset": "custom", "d_in": "64", "d_out": "64", "num_heads": "8", "dropout": "0.9"}
 METRICS_TTL_S = 5.5

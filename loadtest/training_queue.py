@@ -1,10 +1,10 @@
 """Twenty students press Train at once at the widest setting: the training queue on a real server.
 
-    python -m bench.training_queue            # ~3 minutes on a quiet machine: the widest runs (~30 s each)
-    python -m bench.training_queue --quick    # the same runs cut to 40 steps
+    python -m loadtest.training_queue            # ~3 minutes on a quiet machine: the widest runs (~30 s each)
+    python -m loadtest.training_queue --quick    # the same runs cut to 40 steps
 
 One `streamlit run` on every core the machine gives it, driven over its websocket
-(bench/load_client.py) in one run, so that every figure is a ratio of times measured side by side:
+(loadtest/load_client.py) in one run, so that every figure is a ratio of times measured side by side:
 0. warm-up: one small run (the page's default task, 10 steps), so that torch's first calls are not timed;
 1. alone: one student presses Train at the widest setting the page allows (induction, 2 layers x 4
    heads x d_k 64, as many steps as the caps allow) -> the time a run takes alone;
@@ -35,9 +35,9 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from bench import load_client
-from bench.capacity import cpu_seconds
-from bench.harness import start_server
+from loadtest import load_client
+from loadtest.capacity import cpu_seconds
+from testkit.harness import start_server
 
 PRESSERS = 20
 OTHERS = 4
