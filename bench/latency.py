@@ -38,7 +38,7 @@ def _time_reruns(at: AppTest, change, repeats: int) -> list[float]:
 
 
 def reference(repeats: int) -> list[float]:
-    at = AppTest.from_file(str(ROOT / "bench" / "reference_page.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "loadtest" / "reference_page.py"), default_timeout=120)
     at.run()
     return _time_reruns(at, lambda a, i: a.slider(key="value").set_value(i % 100), repeats)
 

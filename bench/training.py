@@ -63,7 +63,7 @@ def reruns(at: AppTest, change, repeats: int, first: int = 0) -> list[float]:
 
 
 def reference_app() -> tuple[AppTest, object]:
-    at = AppTest.from_file(str(ROOT / "bench" / "reference_page.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "loadtest" / "reference_page.py"), default_timeout=120)
     at.run()
     return at, lambda a, i: a.slider(key="value").set_value(i % 100)
 
