@@ -17,7 +17,6 @@ Pure Python (no streamlit).
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -142,14 +141,16 @@ def _real_model_examples() -> tuple[str, ...]:
     return (*(example.key for example in real_model.EXAMPLES), real_model.OWN_SENTENCE)
 
 
-def _scale_choices(module: str, name: str) -> Callable[[], tuple[str, ...]]:
-    """Lesson 9's choices of one of its select boxes (`name` in `core.lessons.<module>`), read when a link
-    carries the parameter."""
+def _block_choices() -> tuple[str, ...]:
+    from core.lessons import attention_at_scale  # lesson 9's own module: loaded only when a link names a block
 
-    def codes() -> tuple[str, ...]:
-        return _numbers(getattr(importlib.import_module(f"core.lessons.{module}"), name))
+    return _numbers(attention_at_scale.BLOCK_CHOICES)
 
-    return codes
+
+def _generated_choices() -> tuple[str, ...]:
+    from core.lessons import attention_at_scale_kv  # as above
+
+    return _numbers(attention_at_scale_kv.TIMING_CHOICES)
 
 
 def _pretrained_pairs() -> tuple[str, ...]:
@@ -237,10 +238,10 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "scale_longest": CheckedByItsControl(),
         "scale_keys": Whole(2, 16, point_zero=True),
         "scale_block": Whole(1, 16, point_zero=True),
-        "scale_block_q": Choice(_scale_choices("attention_at_scale", "BLOCK_CHOICES")),
-        "scale_block_k": Choice(_scale_choices("attention_at_scale", "BLOCK_CHOICES")),
+        "scale_block_q": Choice(_block_choices),
+        "scale_block_k": Choice(_block_choices),
         "scale_causal": Flag(),
-        "scale_generated": Choice(_scale_choices("attention_at_scale_kv", "TIMING_CHOICES")),
+        "scale_generated": Choice(_generated_choices),
     }
 )
 
