@@ -165,8 +165,12 @@ def widget_state(element_type: str, proto, previous: WidgetState | None) -> Widg
     state = WidgetState(id=proto.id)
     if previous is not None and not getattr(proto, "set_value", False):
         return previous
-    if element_type == "number_input":
-        state.double_value = proto.value if proto.set_value else proto.default
+    if element_type == "number_input":  # the browser sends an integer box's value as int_value
+        value = proto.value if proto.set_value else proto.default
+        if proto.data_type == proto.DataType.INT:
+            state.int_value = int(value)
+        else:
+            state.double_value = value
     elif element_type == "slider" and proto.options:  # a select_slider: its options' labels
         if proto.set_value:
             return None  # never set by the server on our pages; the server keeps its own value

@@ -9,9 +9,10 @@ from __future__ import annotations
 import logging
 
 import streamlit as st
+from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.runtime.app_session import AppSession
-from streamlit.runtime.state.common import user_key_from_element_id
-from streamlit.runtime.state.session_state import SessionState
+from streamlit.runtime.state.common import WidgetMetadata, user_key_from_element_id
+from streamlit.runtime.state.session_state import Serialized, SessionState
 
 from core.markup import code_span
 
@@ -58,9 +59,15 @@ def drop_unreadable_widget_values() -> None:
 
     def call_callbacks_on_readable_values(self: SessionState, **kwargs) -> None:
         dropped = []
-        for widget_id in list(self._new_widget_state):
+        widgets = self._new_widget_state
+        for widget_id in list(widgets):
             try:
-                self._new_widget_state[widget_id]  # reading deserialises it
+                sent = widgets.states.get(widget_id)
+                if isinstance(sent, Serialized) and not sent_as_registered(
+                    sent.value, widgets.widget_metadata.get(widget_id)
+                ):
+                    raise ValueError("a value of another type, or an option the control does not have")
+                widgets[widget_id]  # reading deserialises it
             except Exception:  # whatever a widget's deserializer raises on a value it never sends
                 del self._new_widget_state[widget_id]
                 dropped.append(user_key_from_element_id(widget_id) or "a control")
@@ -71,6 +78,28 @@ def drop_unreadable_widget_values() -> None:
 
     call_callbacks_on_readable_values._attention_lab = True  # type: ignore[attr-defined]
     SessionState._call_callbacks = call_callbacks_on_readable_values  # type: ignore[method-assign]
+
+
+def sent_as_registered(sent: WidgetState, metadata: WidgetMetadata | None) -> bool:
+    """Whether a value a client sent is of the kind its control sends: the same protobuf field as the
+    control registered, and for a choice box (selectbox, radio) one of its options.
+
+    Why before the run: Streamlit deserialises a value by whichever field the message set, and
+    re-serialises it by that field when the widget registers; a number sent for a selectbox reads
+    fine and then fails inside st.selectbox (TypeError), and a label that is no option reaches the
+    app's callbacks as a bare string (PRESETS["nope"]). Unknown controls (no metadata yet: a first
+    run, or a reconnecting browser) and empty values (a cleared box) pass; Streamlit ignores or resets
+    them itself.
+    """
+    field = sent.WhichOneof("value")
+    if metadata is None or field is None:
+        return True
+    if field != metadata.value_type:
+        return False
+    options = getattr(getattr(metadata.deserializer, "__self__", None), "formatted_option_to_option_index", None)
+    if field == "string_value" and isinstance(options, dict):  # the app's choice boxes take no new options
+        return sent.string_value in options
+    return True
 
 
 def unreadable_values_note() -> None:
