@@ -20,7 +20,7 @@ from streamlit.delta_generator import DeltaGenerator
 from core import registry
 from core.device import available_devices
 from core.examples import MAX_TEXT_CHARS
-from core.links import PAGE_PARAMETERS, LinkReading, read_link, settings_implied_by_link
+from core.links import MAX_LINK_CHARS, PAGE_PARAMETERS, LinkReading, read_link, settings_implied_by_link
 from core.markup import code_span
 from core.settings import (
     LIMITS,
@@ -258,12 +258,16 @@ def read_link_once(devices: list[str]) -> LinkReading:
         params = {name: st.query_params.get_all(name) for name in st.query_params}
         reading = read_link(params, devices)
         st.session_state["link_reading"] = reading
-        for note in reading.notes:
-            del st.query_params[note.parameter]  # also sets the rerun's query string
+        ignored = {note.parameter for note in reading.notes}
+        kept = {} if reading.too_long_chars else {name: v for name, v in params.items() if name not in ignored}
         respelled = reading.controls.get("present") is True and st.query_params.get("present") != "true"
         if respelled:
-            st.query_params["present"] = "true"
-        if reading.notes or respelled:
+            kept["present"] = "true"
+        if reading.too_long_chars or ignored or respelled:
+            # One message with the cleaned link (also the rerun's query string): deleting the
+            # parameters one by one re-sent the whole remaining link each time (issue 31: a 450 kB
+            # link made the server send 10 MB).
+            st.query_params.from_dict(kept)
             st.rerun()
     return st.session_state["link_reading"]
 
@@ -273,6 +277,12 @@ def link_notes(reading: LinkReading) -> None:
 
     Notes on the frame's and pages' own controls appear on the page (`ui.frame.page_start`).
     """
+    if reading.too_long_chars:
+        st.warning(
+            f"This link is {reading.too_long_chars:,} characters long, more than the {MAX_LINK_CHARS:,} "
+            "the app reads; it was ignored, and the page opened with its defaults.",
+            icon=LINK_OFF,
+        )
     for note in reading.sidebar_notes():
         link_warning(note.parameter, note.value, note.reason)
     if reading.unknown:

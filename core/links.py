@@ -270,12 +270,28 @@ class LinkReading:
     notes: tuple[LinkNote, ...]  # at most one per known parameter
     unknown: tuple[str, ...]  # names of parameters the app does not know, in link order
     controls: Mapping[str, object] = field(default_factory=dict)  # accepted values of the frame's and pages' controls
+    too_long_chars: int = 0  # the link's size when it was over MAX_LINK_CHARS and ignored whole (else 0)
 
     def sidebar_notes(self) -> tuple[LinkNote, ...]:
         return tuple(note for note in self.notes if note.parameter in Settings.__dataclass_fields__)
 
     def page_notes(self) -> tuple[LinkNote, ...]:
         return tuple(note for note in self.notes if note.parameter not in Settings.__dataclass_fields__)
+
+
+# The longest link the app writes: a 400-character sentence and every control of a page, about 1,500
+# characters. A link over this bound is ignored whole: reading it costs the server the same work
+# whatever it holds, and what the server sends back (the cleaned link, the notes) never grows with it.
+MAX_LINK_CHARS = 4_000
+
+
+def link_chars(params: Mapping[str, str | list[str]]) -> int:
+    """A link's size as "name=value&" per value, in characters of its decoded query parameters."""
+    return sum(
+        len(name) + len(value) + 2
+        for name, raw in params.items()
+        for value in (raw if isinstance(raw, list) else [raw])
+    )
 
 
 def rules(devices: list[str]) -> Mapping[str, Rule]:
@@ -286,8 +302,11 @@ def rules(devices: list[str]) -> Mapping[str, Rule]:
 def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> LinkReading:
     """Read a link's query parameters by the one rule (see the module docstring).
 
-    `params` maps each name to its value, or to all its values when it was repeated.
+    `params` maps each name to its value, or to all its values when it was repeated. A link over
+    MAX_LINK_CHARS gives the defaults, with its size in `too_long_chars`.
     """
+    if (size := link_chars(params)) > MAX_LINK_CHARS:
+        return LinkReading(Settings(), (), (), too_long_chars=size)
     by_name = rules(devices)
     accepted: dict[str, object] = {}
     notes: list[LinkNote] = []

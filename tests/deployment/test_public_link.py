@@ -54,3 +54,13 @@ def test_a_websocket_clients_clear_cache_leaves_the_caches_on_a_real_server() ->
     result = hostile_probe.probe_clear_cache()
     assert result["cache_bytes_before"] > 500_000, result  # the largest trainable lesson is cached
     assert result["cache_survived"], result
+
+
+def test_a_very_long_link_is_not_amplified_on_a_real_server() -> None:
+    """Issue 31: 10 kB in each of 45 parameters made the server send ~22 times the link per run
+    (each ignored parameter's removal re-sent the whole remaining query string)."""
+    from bench import hostile_probe
+
+    result = hostile_probe.probe_amplification(parameters=45, chars=10_000)
+    assert result["clean"], result
+    assert result["amplification"] <= 3, result
