@@ -703,7 +703,8 @@ class RedisPollStore:
         exists, values = self._call(pipe.execute)
         if not exists:
             raise RoomGone()
-        read = [stored_whole("0" if value is None else value, "a count", 0, 0, self.bounds.max_students) for value in values]
+        most = self.bounds.max_students
+        read = [stored_whole("0" if value is None else value, "a count", 0, 0, most) for value in values]
         return Counts(tuple(count for count, _ in read), damaged=any(bad for _, bad in read))
 
     def reveal(self, code: str, secret: str, question: str) -> None:

@@ -19,6 +19,13 @@ from core.markup import code_span
 LOGGER = logging.getLogger("attention_lab")
 
 
+# What a session keeps through its own "clear cache" message: its class-poll identity (the
+# anonymous student id, the teacher's room, the room it follows). Without it each clear_cache gave
+# a session a new student id, and so one more answer (issue 31: 20 clears, 20 answers), and
+# a teacher a second room.
+KEPT_ON_CLEAR = ("class_poll_student", "class_poll_room", "class_poll_following", "class_poll_sent")
+
+
 def keep_shared_caches() -> None:
     """Make a client's "clear cache" message clear only that client's own session state.
 
@@ -26,15 +33,20 @@ def keep_shared_caches() -> None:
     hidden by client.toolbarMode = "viewer", the message is not), and Streamlit then empties
     st.cache_data and st.cache_resource for every session in the process: one student, or a
     script, resets the whole class's caches. No configuration option turns it off (Streamlit
-    1.67), so the handler is replaced, once per process. bench/hostile_probe.py measures it on
-    a real server; tests/deployment/test_public_link.py checks the patch is in place.
+    1.67), so the handler is replaced, once per process; it keeps the keys in KEPT_ON_CLEAR.
+    bench/hostile_probe.py measures it on a real server; tests/deployment/test_public_link.py
+    checks the patch is in place.
     """
     if getattr(AppSession._handle_clear_cache_request, "_attention_lab", False):
         return
 
     def clear_own_session_state_only(session: AppSession) -> None:
         LOGGER.warning("A client asked to clear every cache; only its own session state was cleared.")
-        session._session_state.clear()
+        state = session._session_state
+        kept = {key: state[key] for key in KEPT_ON_CLEAR if key in state}
+        state.clear()
+        for key, value in kept.items():  # read by the next run like any value set before it
+            state._new_session_state[key] = value
 
     clear_own_session_state_only._attention_lab = True  # type: ignore[attr-defined]
     AppSession._handle_clear_cache_request = clear_own_session_state_only  # type: ignore[method-assign]
