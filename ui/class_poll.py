@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
-import ipaddress
 import secrets
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -45,7 +44,7 @@ from core.class_poll import (
 )
 from core.lessons.common import Prediction
 from core.markup import code_span, literal
-from ui import draw
+from ui import draw, hardening
 
 PARAM = "room"  # ?room=<code>: the one link parameter of the poll, read here only
 REFRESH_S = 2.0  # the teacher's counts and the students' "where is the teacher" check
@@ -82,27 +81,6 @@ def role() -> Role:
     return Role(st.session_state.get(_TEACHER), st.session_state.get(_FOLLOWING), st.session_state.get(_WAITING))
 
 
-def client_address() -> str:
-    """The network address the store's per-address bounds count by ("" when none is known).
-
-    The peer's address, or, when the peer is a proxy on this machine or a private network (a load
-    balancer), the last X-Forwarded-For entry: the one that proxy appended, which a client cannot forge.
-    A class behind one NAT shares one address; the store's bounds are set for that.
-    """
-    try:
-        peer = st.context.ip_address or ""  # None on loopback
-        forwarded = (st.context.headers or {}).get("X-Forwarded-For", "")
-    except Exception:  # no client context (AppTest): every session counts as one address
-        return ""
-    try:
-        behind_proxy = not peer or ipaddress.ip_address(peer).is_private
-    except ValueError:
-        behind_proxy = False
-    if forwarded and behind_proxy:
-        return forwarded.split(",")[-1].strip()[:64]
-    return peer[:64]
-
-
 def question_id(page: str, key: str) -> str:
     """A question is its page and its predict box's key (both the app's own constants)."""
     return f"{page}:{key}"
@@ -117,7 +95,7 @@ def _student_id() -> str:
 # ------------------------------------------------------------------ the teacher
 def _start() -> None:
     try:  # the owner is this session: a second room replaces its first (also after a "clear cache")
-        st.session_state[_TEACHER] = store().create_room(owner=_student_id(), address=client_address())
+        st.session_state[_TEACHER] = store().create_room(owner=_student_id(), address=hardening.client_address())
     except PollError as error:
         st.session_state["class_poll_problem"] = str(error)
 
@@ -279,7 +257,7 @@ def _join(code: str) -> str:
     """Join the room: "" once joined (or while waiting to: _WAITING holds the code), else the note."""
     try:
         store().room(code)
-        store().join(code, _student_id(), client_address())
+        store().join(code, _student_id(), hardening.client_address())
     except (PollUnavailable, JoinsTooFast):
         st.session_state[_WAITING] = code
         return ""
@@ -368,7 +346,12 @@ def predict_in_poll(page: str, key: str, prediction: Prediction, choice: int | N
     try:
         if choice is not None and st.session_state.get(_SENT, {}).get(question) != choice:
             outcome = store().answer(
-                current.code, question, _student_id(), choice, len(prediction.options), address=client_address()
+                current.code,
+                question,
+                _student_id(),
+                choice,
+                len(prediction.options),
+                address=hardening.client_address(),
             )
             if outcome is not Answered.CLOSED:
                 st.session_state[_SENT] = {**st.session_state.get(_SENT, {}), question: choice}

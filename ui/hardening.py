@@ -6,6 +6,7 @@ a forged control value becomes a note on the page (`drop_unreadable_widget_value
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 
 import streamlit as st
@@ -24,6 +25,27 @@ LOGGER = logging.getLogger("attention_lab")
 # a session a new student id, and so one more answer (issue 31: 20 clears, 20 answers), and
 # a teacher a second room.
 KEPT_ON_CLEAR = ("class_poll_student", "class_poll_room", "class_poll_following", "class_poll_sent")
+
+
+def client_address() -> str:
+    """The network address the store's per-address bounds count by ("" when none is known).
+
+    The peer's address, or, when the peer is a proxy on this machine or a private network (a load
+    balancer), the last X-Forwarded-For entry: the one that proxy appended, which a client cannot forge.
+    A class behind one NAT shares one address; the store's bounds are set for that.
+    """
+    try:
+        peer = st.context.ip_address or ""  # None on loopback
+        forwarded = (st.context.headers or {}).get("X-Forwarded-For", "")
+    except Exception:  # no client context (AppTest): every session counts as one address
+        return ""
+    try:
+        behind_proxy = not peer or ipaddress.ip_address(peer).is_private
+    except ValueError:
+        behind_proxy = False
+    if forwarded and behind_proxy:
+        return forwarded.split(",")[-1].strip()[:64]
+    return peer[:64]
 
 
 def keep_shared_caches() -> None:
