@@ -279,10 +279,11 @@ class LinkReading:
         return tuple(note for note in self.notes if note.parameter not in Settings.__dataclass_fields__)
 
 
-# The longest link the app writes: a 400-character sentence and every control of a page, about 1,500
-# characters. A link over this bound is ignored whole: reading it costs the server the same work
-# whatever it holds, and what the server sends back (the cleaned link, the notes) never grows with it.
-MAX_LINK_CHARS = 4_000
+# The longest link the app writes is about 1,500 characters (a 400-character sentence and every
+# control of a page); a link over this bound is ignored whole, with one note. Under it, each ignored
+# value gets its own note (a 10 kB number included), and the cleaned link goes back in one message:
+# what the server sends never grows with what a link holds beyond its valid values.
+MAX_LINK_CHARS = 16_000
 
 
 def link_chars(params: Mapping[str, str | list[str]]) -> int:

@@ -8,7 +8,7 @@ from tests.app.test_page_links import open_page
 
 
 def test_a_very_long_link_opens_the_defaults_with_a_note() -> None:
-    at = open_page("trainable_weights", seed="7", **{f"unknown{i}": "x" * 200 for i in range(30)})
+    at = open_page("trainable_weights", seed="7", **{f"unknown{i}": "x" * 600 for i in range(30)})
     assert not at.exception
     notes = [w.value for w in at.sidebar.warning if "characters" in w.value]
     assert notes and f"{MAX_LINK_CHARS:,}" in notes[0], [w.value for w in at.warning]
