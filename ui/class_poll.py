@@ -277,8 +277,9 @@ def _retry_join(code: str) -> None:
         st.session_state[_LINK_NOTE] = note
         st.rerun(scope="app")  # joined (or the room is gone): the page follows the teacher from here
     st.info(
-        f"Joining class poll {class_poll.spoken(code)}: its store does not answer yet. This page tries again "
-        f"every {REFRESH_S:.0f} s and joins by itself; the answers stay hidden until the teacher reveals them.",
+        f"Joining class poll {class_poll.spoken(code)}: it cannot take you yet (its store does not answer, or "
+        f"many students are joining from this network). This page tries again every {REFRESH_S:.0f} s and "
+        "joins by itself; the answers stay hidden until the teacher reveals them.",
         icon=POLL_ICON,
     )
 
