@@ -178,6 +178,57 @@ def probe_amplification(parameters: int = 45, chars: int = 10_000) -> dict:
         process.wait(timeout=30)
 
 
+# What a browser never sends for a choice box (selectbox, radio): issue 31, item 1.
+FORGED_CHOICES = (
+    {"double_value": 2.5},
+    {"int_value": 7},
+    {"bool_value": True},
+    {"trigger_value": True},
+    {"bytes_value": b"\x00\xff"},
+    {"string_value": "nope"},
+)
+
+
+async def _forged_choices(url: str) -> dict:
+    """Every page's every selectbox and radio, sent each forged value once; the runs that showed
+    Streamlit's raw error box (an exception element) are counted."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    from bench.load_client import Action, Student
+    from core import registry
+
+    tried, raw_boxes, failures = 0, 0, []
+    for spec in registry.PAGES:
+        student = Student(0, url, time.monotonic(), None, spec.slug, seed=123)
+        await student.connect()
+        try:
+            await student.rerun(Action.OPEN)
+            clean = dict(student.view.widgets)
+            choices = [wid for wid, kind in student.view.kinds.items() if kind in ("selectbox", "radio")]
+            for widget in choices:
+                for forged in FORGED_CHOICES:
+                    student.view.widgets = {**clean, widget: WidgetState(id=widget, **forged)}
+                    _, view = await student.rerun(Action.SEED)
+                    tried += 1
+                    if any(p.startswith("exception") for p in view.problems):
+                        raw_boxes += 1
+                        failures.append(f"{spec.slug}:{widget.rsplit('-', 1)[-1]}:{next(iter(forged))}")
+                    student.view.widgets = dict(clean)
+        finally:
+            await student.socket.close()
+    return {"forged_runs": tried, "raw_error_boxes": raw_boxes, "examples": failures[:5]}
+
+
+def probe_forged_choices() -> dict:
+    """The forged-choice probe against a fresh server."""
+    process, url = harness.start_server()
+    try:
+        return asyncio.run(_forged_choices(url))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
 def probe_clear_cache(env: dict[str, str] | None = None) -> dict:
     """The clear-cache probe against a fresh server."""
     process, url = harness.start_server(env=env)

@@ -1,6 +1,7 @@
 """One hostile client against the class poll on a real server (issue 31, items 2 and 3).
 
     python -m bench.poll_abuse            # ~2 minutes, loopback only, one `streamlit run`
+    python -m bench.poll_abuse --outage   # ~30 s: the poll on Redis, stopped and started again
 
 Everything here comes from loopback, so the server sees one client address: the probe measures
 what one client (one address) can do, which is also what a class behind one NAT shares.
@@ -10,10 +11,14 @@ what one client (one address) can do, which is also what a class behind one NAT 
   the teacher's page says how many answers and students it counts;
 - rooms: the script opens `attempts` connections in presentation mode and presses
   "Start a class poll" on each; counted: the rooms made and the refusals.
+- outage (items 4 and 5): the server's poll on a redis-server; a student has joined; Redis stops;
+  the student answers, and another opens the link; what each sees; Redis starts again; the second
+  student's page reruns (as its retry timer makes it) and the teacher reveals.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import re
@@ -100,6 +105,60 @@ async def measure(url: str, window_s: float, attempts: int) -> dict:
     return {"answers": await answers(url, window_s), "rooms": await rooms(url, attempts)}
 
 
+VERDICT = re.compile(r"^(Right\.|Not quite)")
+
+
+def verdict_shown(view) -> bool:
+    """Whether the page shows the right answer's verdict ("Right. ..." or "Not quite: it is ...")."""
+    return any(VERDICT.match(text) for text in view.texts)
+
+
+async def outage(url: str, redis) -> dict:
+    teacher = client(-1, url, "present=1")
+    await teacher.connect()
+    await teacher.rerun(Action.OPEN)
+    code = "".join(CODE_SHOWN.search(joined(await teacher.click(START_KEY))).groups())
+    link = f"present=true&room={code}"
+    first = client(0, url, link)
+    await first.connect()
+    await first.rerun(Action.OPEN)
+    redis.stop()
+    _, during = await first.choose(QUESTION_KEY, 1)
+    late = client(1, url, link)
+    await late.connect()
+    _, late_during = await late.rerun(Action.OPEN)
+    redis.start()
+    await asyncio.sleep(1.0)
+    await late.rerun(Action.POLL)  # what its retry (every 2 s) does: it joins
+    _, late_after = await late.rerun(Action.POLL)
+    await first.choose(QUESTION_KEY, 1)  # sent again now that the store answers
+    await teacher.click(REVEAL_KEY)
+    _, after = await first.rerun(Action.POLL)
+    for one in (teacher, first, late):
+        await one.socket.close()
+    return {
+        "student_during_outage_sees_verdict": verdict_shown(during),
+        "student_during_outage_notes": [t for t in during.texts if "unavailable" in t][:1],
+        "late_student_during_outage_notes": [t for t in late_during.texts if "Joining class poll" in t][:1],
+        "late_student_joined_after": "you follow the teacher" in joined(late_after),
+        "student_sees_verdict_after_reveal": verdict_shown(after),
+        "problems": during.problems + late_during.problems + late_after.problems + after.problems,
+    }
+
+
+def run_outage() -> dict:
+    from tests.support import RedisServer
+
+    redis = RedisServer().start()
+    process, url = start_server(env={"ATTENTION_LAB_REDIS_URL": redis.url})
+    try:
+        return asyncio.run(outage(url, redis))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        redis.stop()
+
+
 def run(window_s: float = 45.0, attempts: int = 30) -> dict:
     process, url = start_server()
     try:
@@ -110,4 +169,6 @@ def run(window_s: float = 45.0, attempts: int = 30) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(), indent=2))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--outage", action="store_true", help="the poll on Redis through an outage")
+    print(json.dumps(run_outage() if parser.parse_args().outage else run(), indent=2))
