@@ -154,6 +154,7 @@ class RunView:
     texts: list[str] = field(default_factory=list)  # markdown, notes and chart descriptions, in order
     radio_options: dict[str, list[str]] = field(default_factory=dict)  # a radio's id -> its option labels
     fragments: dict[str, str] = field(default_factory=dict)  # a widget's key -> the st.fragment it is in
+    kinds: dict[str, str] = field(default_factory=dict)  # a widget's id -> its element type (loadtest/hostile_probe.py)
 
 
 def widget_state(element_type: str, proto, previous: WidgetState | None) -> WidgetState | None:
@@ -165,8 +166,12 @@ def widget_state(element_type: str, proto, previous: WidgetState | None) -> Widg
     state = WidgetState(id=proto.id)
     if previous is not None and not getattr(proto, "set_value", False):
         return previous
-    if element_type == "number_input":
-        state.double_value = proto.value if proto.set_value else proto.default
+    if element_type == "number_input":  # the browser sends an integer box's value as int_value
+        value = proto.value if proto.set_value else proto.default
+        if proto.data_type == proto.DataType.INT:
+            state.int_value = int(value)
+        else:
+            state.double_value = value
     elif element_type == "slider" and proto.options:  # a select_slider: its options' labels
         if proto.set_value:
             return None  # never set by the server on our pages; the server keeps its own value
@@ -212,6 +217,7 @@ def read_message(message: ForwardMsg, view: RunView) -> None:
             view.widget_ids[proto.id.rsplit("-", 1)[-1]] = proto.id  # "$$ID-<hash>-<key>"
             if message.delta.fragment_id:
                 view.fragments[proto.id.rsplit("-", 1)[-1]] = message.delta.fragment_id
+            view.kinds[proto.id] = element_type
             if element_type == "radio":
                 view.radio_options[proto.id] = list(proto.options)
             state = widget_state(element_type, proto, view.widgets.get(proto.id))
@@ -317,6 +323,7 @@ class Student:
             widget_ids=dict(self.view.widget_ids),
             radio_options=dict(self.view.radio_options),
             fragments=dict(self.view.fragments),
+            kinds=dict(self.view.kinds),
             page_hash=self.view.page_hash if fragment_id else "",
         )
         sent = time.monotonic()

@@ -271,12 +271,29 @@ class LinkReading:
     notes: tuple[LinkNote, ...]  # at most one per known parameter
     unknown: tuple[str, ...]  # names of parameters the app does not know, in link order
     controls: Mapping[str, object] = field(default_factory=dict)  # accepted values of the frame's and pages' controls
+    too_long_chars: int = 0  # the link's size when it was over MAX_LINK_CHARS and ignored whole (else 0)
 
     def sidebar_notes(self) -> tuple[LinkNote, ...]:
         return tuple(note for note in self.notes if note.parameter in Settings.__dataclass_fields__)
 
     def page_notes(self) -> tuple[LinkNote, ...]:
         return tuple(note for note in self.notes if note.parameter not in Settings.__dataclass_fields__)
+
+
+# The longest link the app writes is about 1,500 characters (a 400-character sentence and every
+# control of a page); a link over this bound is ignored whole, with one note. Under it, each ignored
+# value gets its own note (a 10 kB number included), and the cleaned link goes back in one message:
+# what the server sends never grows with what a link holds beyond its valid values.
+MAX_LINK_CHARS = 16_000
+
+
+def link_chars(params: Mapping[str, str | list[str]]) -> int:
+    """A link's size as "name=value&" per value, in characters of its decoded query parameters."""
+    return sum(
+        len(name) + len(value) + 2
+        for name, raw in params.items()
+        for value in (raw if isinstance(raw, list) else [raw])
+    )
 
 
 def rules(devices: list[str]) -> Mapping[str, Rule]:
@@ -287,8 +304,11 @@ def rules(devices: list[str]) -> Mapping[str, Rule]:
 def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> LinkReading:
     """Read a link's query parameters by the one rule (see the module docstring).
 
-    `params` maps each name to its value, or to all its values when it was repeated.
+    `params` maps each name to its value, or to all its values when it was repeated. A link over
+    MAX_LINK_CHARS gives the defaults, with its size in `too_long_chars`.
     """
+    if (size := link_chars(params)) > MAX_LINK_CHARS:
+        return LinkReading(Settings(), (), (), too_long_chars=size)
     by_name = rules(devices)
     accepted: dict[str, object] = {}
     notes: list[LinkNote] = []

@@ -59,12 +59,18 @@ def test_an_exception_element_is_a_problem() -> None:
 
 
 def test_widget_states_are_what_a_browser_would_send() -> None:
-    seed_box = NumberInput(id="$$ID-x-seed", default=123.0, value=5000.0, set_value=True)
+    seed_box = NumberInput(
+        id="$$ID-x-seed", default=123.0, value=5000.0, set_value=True, data_type=NumberInput.DataType.FLOAT
+    )
     assert widget_state("number_input", seed_box, None).double_value == 5000.0
     previous = widget_state("number_input", seed_box, None)
     previous.double_value = 5001.0  # the student clicked "+"; the server does not set it again
-    unset = NumberInput(id="$$ID-x-seed", default=123.0)
+    unset = NumberInput(id="$$ID-x-seed", default=123.0, data_type=NumberInput.DataType.FLOAT)
     assert widget_state("number_input", unset, previous).double_value == 5001.0
+    # An integer box's value goes as int_value, as the browser sends it (the server drops any other field).
+    heads_box = NumberInput(id="$$ID-x-train_heads", default=2.0, data_type=NumberInput.DataType.INT)
+    assert widget_state("number_input", heads_box, None).WhichOneof("value") == "int_value"
+    assert widget_state("number_input", heads_box, None).int_value == 2
     select_slider = Slider(id="$$ID-x-trials", options=["1000", "20000", "100000"], default=[1.0])
     assert list(widget_state("slider", select_slider, None).string_array_value.data) == ["20000"]
     plain_slider = Slider(id="$$ID-x-d_out", default=[2.0])
