@@ -276,15 +276,14 @@ class Batch:
 def make_batch(clauses: list[Clause] | tuple[Clause, ...]) -> Batch:
     """The clauses as padded id tensors (teacher forcing: the decoder sees the right previous word)."""
     vocab = vocabulary()
-    german = torch.zeros(len(clauses), MAX_GERMAN, dtype=torch.long)  # (B, S), 0 = PAD
-    decoder_in = torch.zeros(len(clauses), MAX_ENGLISH, dtype=torch.long)  # (B, T)
-    targets = torch.full((len(clauses), MAX_ENGLISH), IGNORE_INDEX, dtype=torch.long)  # (B, T)
-    for b, clause in enumerate(clauses):
+    german, decoder_in, targets = [], [], []
+    for clause in clauses:
         words = vocab.english_ids(clause.english)
-        german[b, : len(clause.german)] = torch.tensor(vocab.german_ids(clause.german))
-        decoder_in[b, : len(words)] = torch.tensor([1, *words[:-1]])  # 1 = BOS
-        targets[b, : len(words)] = torch.tensor(words)
-    return Batch(german, decoder_in, targets)
+        english_pad = MAX_ENGLISH - len(words)
+        german.append(vocab.german_ids(clause.german) + [0] * (MAX_GERMAN - len(clause.german)))  # 0 = PAD
+        decoder_in.append([1, *words[:-1]] + [0] * english_pad)  # 1 = BOS
+        targets.append(words + [IGNORE_INDEX] * english_pad)
+    return Batch(torch.tensor(german), torch.tensor(decoder_in), torch.tensor(targets))  # (B, S), (B, T), (B, T)
 
 
 @dataclass(frozen=True)
