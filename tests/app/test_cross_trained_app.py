@@ -25,7 +25,7 @@ def test_page_7_trains_the_model_and_reveals_its_alignment_only_after_a_choice()
     assert picker.value == 0 and len(picker.options) == 12
     assert picker.options[0].startswith("Kannst du mir helfen diesen Satz zu übersetzen →")
     assert not [m for m in at.metric if m.label.startswith("held-out share")]  # not before the answer
-    assert any("The trained weights, and how well they align the words," in c.value for c in at.caption)
+    assert any("how well they align the words" in c.value for c in at.caption)
     radio = next(r for r in at.radio if r.key and r.key.startswith("predict_cross_trained"))
     radio.set_value(radio.options.index("übersetzen")).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -44,5 +44,4 @@ def test_own_sentences_are_not_called_a_translation() -> None:
     at.text_input(key="second_text").input("a dog barked").run()
     assert not at.exception, [e.value for e in at.exception]
     before_trained = shown_text(at).split("**Trained weights.**")[0]  # the trained step is about its own task
-    assert "translat" not in before_trained.lower() or "a translation being written" in before_trained
     assert "übersetzen" not in before_trained and "English translation" not in before_trained
