@@ -23,12 +23,12 @@ from core.app.settings import (
     PRESETS,
     PresetKey,
     Settings,
-    WeightsSource,
     load_example,
     settings_for_preset,
 )
 from core.inputs.device import available_devices
 from core.inputs.examples import MAX_TEXT_CHARS
+from core.inputs.weights import WeightSource
 from ui import class_poll, frame, hardening, presentation, widgets
 from ui.link_notes import LINK_OFF, link_warning
 
@@ -118,8 +118,8 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
     reading = read_link_once(devices)
     # The Weights control decides which other controls apply, so its value is read before any is drawn
     # (on a session's first run, from the link).
-    weights_now = st.session_state.get("weights", reading.settings.weights)
-    unused = {control.value: reason for control, reason in spec.ignores_with(str(weights_now)).items()}
+    weights_now = WeightSource(st.session_state.get("weights", reading.settings.weights))
+    unused = {control.value: reason for control, reason in spec.ignores_with(weights_now).items()}
     if "link_implied" not in st.session_state:  # ?preset=article alone opens the article's settings
         st.session_state["link_implied"] = True
         params = {name: st.query_params.get_all(name) for name in st.query_params}
@@ -164,7 +164,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
         # Plain values as labels: a bound widget writes its shown label into the link (?weights=pretrained).
         weights = box("weights").radio(
             "Weights",
-            [source.value for source in WeightsSource],
+            [source.value for source in WeightSource],
             key="weights",
             horizontal=True,
             **common,
@@ -232,7 +232,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
         num_heads=int(num_heads),
         scale=bool(scale),
         device=device,
-        weights=WeightsSource(weights) if "weights" not in unused else WeightsSource.RANDOM,
+        weights=WeightSource(weights) if "weights" not in unused else WeightSource.RANDOM,
     )
     return settings, reading
 
@@ -320,12 +320,7 @@ def run_page(page: st.Page, spec: registry.PageSpec, settings: Settings, step_ba
     """
     failed = False
     try:
-        if settings.weights is WeightsSource.PRETRAINED and spec.pretrained is not None:
-            from ui import pretrained  # the real model's modules load only where they are used (memory)
-
-            pretrained.run(spec)  # the lesson's steps on a real head instead of the sources' random draw
-        else:
-            page.run()
+        page.run()  # the same script for every weight source (core/inputs/weights.py)
     except Exception:
         failed = lesson_failed(page, settings, offer_the_book=True)
     if st.session_state.get("present"):

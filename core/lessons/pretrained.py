@@ -25,15 +25,15 @@ from core.inputs.examples import LIFE_SENTENCE
 from core.inputs.pretrained_heads import (
     HeadPattern,
     check_head,
-    head_trace,
     hidden_entering,
     real_head,
     split_form,
     wrapper_form,
 )
+from core.inputs.weights import head_trace
 from core.lessons.common import Prediction, clamp_index, dims, generator, matrix_frame, row_values, unique_labels
 
-# Lesson 7 has its own module; ui/pretrained.py reads it through this one (pt.CROSS, pt.PAIRS, ...).
+# Lesson 7 has its own module; the tests read it through this one too (pt.CROSS, pt.PAIRS, ...).
 from core.lessons.pretrained_cross import CROSS, PAIRS, PretrainedCrossLesson  # noqa: F401
 from core.models import minilm as real_model
 
