@@ -243,7 +243,7 @@ def on_a_model(settings: Settings) -> None:
     )
     source.pieces_line(lesson.tokens)
     answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
-    source.head_caption(lesson, answered)
+    source.head_caption(lesson.pattern, answered)
     step("The mask on a real head")
     if answered:  # side by side, the two heatmaps show which rows lost their strongest key
         left, right = st.columns(2)

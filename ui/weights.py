@@ -16,7 +16,7 @@ from core.inputs.weights import MODELS, WeightSource
 from ui import cache, widgets
 
 if TYPE_CHECKING:
-    from core.lessons import pretrained as pt
+    from core.inputs.pretrained_heads import HeadPattern
 
 TEXT = "pretrained"  # pages/text/pretrained.md: the prose every lesson shows on a model's head
 CODE_CAPTION = "Plain PyTorch from the model's own files: the numbers on this page."
@@ -93,11 +93,11 @@ def pieces_line(tokens: tuple[str, ...]) -> None:
     st.text(f"{len(tokens)} word pieces:  " + "  ".join(tokens))  # st.text: never markdown
 
 
-def head_caption(lesson: pt.PretrainedTrainableLesson | pt.PretrainedCausalLesson, answered: bool) -> None:
+def head_caption(pattern: HeadPattern, answered: bool) -> None:
     """What the head was measured to do, drawn under the question: only once it is answered (it gives it away)."""
     if answered:
-        st.caption(f"Layer {lesson.layer}, head {lesson.head}, measured on this sentence: {lesson.pattern.summary}.")
+        st.caption(f"Layer {pattern.layer}, head {pattern.head}, measured on this sentence: {pattern.summary}.")
     else:
         widgets.answer_first(
-            f"What layer {lesson.layer}, head {lesson.head} was measured to do on this sentence appears"
+            f"What layer {pattern.layer}, head {pattern.head} was measured to do on this sentence appears"
         )

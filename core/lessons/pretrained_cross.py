@@ -185,4 +185,4 @@ def _cross(_model: real_model.RealModel, first: str, second: str, layer: int, he
     return pretrained_cross_lesson(_model, first, second, layer, head)
 
 
-CROSS = LessonSpec(_cross, uses=None, max_entries=32)
+CROSS = LessonSpec(_cross, uses=None, max_entries=12)
