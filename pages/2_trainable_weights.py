@@ -49,9 +49,9 @@ def ingredients(lesson: TrainableLesson, model: bool) -> None:
     for col, (name, matrix) in zip(cols, matrices, strict=True):
         with col:
             if model:  # a (384, 32) matrix is noise as a chart, and seconds to draw: its first rows
-                rows = f"first {lesson.rows_shown} of {lesson.d_in} rows"
-                title = f"{name} ({rows})"
-                alt = f"Heatmap of the first {lesson.rows_shown} of the {lesson.d_in} rows of the pretrained matrix {name}."
+                shown, of = lesson.rows_shown, lesson.d_in
+                title = f"{name} (first {shown} of {of} rows)"
+                alt = f"Heatmap of the first {shown} of the {of} rows of the pretrained matrix {name}."
             else:
                 title, alt = name, f"Heatmap of the weight matrix {name}."
             draw.heatmap(matrix, title, alt, signed=True, show_values=not model, x_title="output", y_title="input")
