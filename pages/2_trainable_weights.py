@@ -32,12 +32,12 @@ def computed(settings: Settings) -> TrainableLesson | None:
     from core.lessons import pretrained as pt
 
     widgets.prose(source.TEXT, "trainable_intro")
-    if not source.model_ready():
+    if not source.model_ready(settings.weights):
         return None
     sentence, pieces = source.lesson_sentence(settings)
     layer, head = source.head_picker(SLUG, settings.weights)
     query = widgets.query_picker(pieces, pt.default_query(settings, len(pieces)), key=QUERY_KEY, example=example)
-    lesson = cache.computed(pt.TRAINABLE, cache.real_model(), sentence, layer, head, query)
+    lesson = cache.computed(pt.TRAINABLE, source.model(settings.weights), sentence, layer, head, query)
     source.pieces_line(lesson.tokens)
     return lesson
 

@@ -231,16 +231,15 @@ def on_a_model(settings: Settings) -> None:
     from core.lessons import pretrained as pt
 
     widgets.prose(source.TEXT, "causal_intro")
-    if not source.model_ready():
+    if not source.model_ready(settings.weights):
         return
     sentence, _ = source.lesson_sentence(settings)
     layer, head = source.head_picker("causal_dropout", settings.weights)
     training = training_toggle(
         st, "Dropout only acts in training mode; the sidebar sets its rate and the seed draws it."
     )
-    lesson = cache.computed(
-        pt.CAUSAL, cache.real_model(), sentence, layer, head, training, float(settings.dropout), int(settings.seed)
-    )
+    dropout, seed = float(settings.dropout), int(settings.seed)  # the seed draws the dropout mask
+    lesson = cache.computed(pt.CAUSAL, source.model(settings.weights), sentence, layer, head, training, dropout, seed)
     source.pieces_line(lesson.tokens)
     answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
     source.head_caption(lesson.pattern, answered)

@@ -138,11 +138,11 @@ def on_a_model(settings: Settings) -> None:
     from core.lessons import pretrained as pt
 
     widgets.prose(source.TEXT, "multi_intro")
-    if not source.model_ready():
+    if not source.model_ready(settings.weights):
         return
     sentence, _ = source.lesson_sentence(settings)
     layer, _ = source.head_picker("multi_head", settings.weights, with_head=False)
-    lesson = cache.computed(pt.MULTIHEAD, cache.real_model(), sentence, layer)
+    lesson = cache.computed(pt.MULTIHEAD, source.model(settings.weights), sentence, layer)
     source.pieces_line(lesson.tokens)
     answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
     step(f"The {lesson.num_heads} heads of layer {lesson.layer}")

@@ -9,6 +9,7 @@ import streamlit as st
 from core.app.registry import PageControl
 from core.app.settings import PresetKey, Settings, effective_d_in
 from core.inputs.examples import MAX_D_IN, MAX_TEXT_CHARS
+from core.inputs.weights import WeightSource
 from core.lessons import cross_attention
 from core.lessons.cross_attention import DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT
 from ui import cache, draw, widgets
@@ -112,7 +113,7 @@ def on_random_draws(settings: Settings) -> None:
     widgets.code_box(lesson.code)
 
 
-def own_pair() -> tuple[str, str]:
+def own_pair(weights: WeightSource) -> tuple[str, str]:
     """Two sentences typed on the page (in the link as ?first_text=…&second_text=…).
 
     A sentence the model cannot take gets its message and the book's sentence in its place.
@@ -131,7 +132,7 @@ def own_pair() -> tuple[str, str]:
     ]
     used = []
     for which, text in zip(("First", "Second"), typed, strict=True):
-        sentence, _, problem = source.usable_sentence(text)
+        sentence, _, problem = source.usable_sentence(weights, text)
         if problem:
             st.error(f"{which} sentence: {problem}", icon=":material/error:")
         used.append(sentence)
@@ -143,7 +144,7 @@ def on_a_model(settings: Settings) -> None:
     from core.lessons import pretrained_cross as ptc
 
     widgets.prose(source.TEXT, "cross_intro")
-    if not source.model_ready():
+    if not source.model_ready(settings.weights):
         return
     choice = widgets.linked_select(
         "Two sentences",
@@ -154,10 +155,13 @@ def on_a_model(settings: Settings) -> None:
         name=ptc.pair_label,
         default=ptc.PAIRS[0].key,
     )
-    pairs = {pair.key: pair for pair in ptc.PAIRS}
-    first, second = own_pair() if choice == ptc.OWN_PAIR else (pairs[choice].first, pairs[choice].second)
+    if choice == ptc.OWN_PAIR:
+        first, second = own_pair(settings.weights)
+    else:
+        pair = next(pair for pair in ptc.PAIRS if pair.key == choice)
+        first, second = pair.first, pair.second
     layer, head = source.head_picker("cross_attention", settings.weights)
-    lesson = cache.computed(ptc.CROSS, cache.real_model(), first, second, layer, head)
+    lesson = cache.computed(ptc.CROSS, source.model(settings.weights), first, second, layer, head)
     st.text(f"First sentence (queries), {len(lesson.tokens)} pieces:  " + "  ".join(lesson.tokens))
     st.text(f"Second sentence (keys, values), {len(lesson.second_tokens)} pieces:  " + "  ".join(lesson.second_tokens))
     answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)

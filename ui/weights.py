@@ -17,17 +17,28 @@ from ui import cache, widgets
 
 if TYPE_CHECKING:
     from core.inputs.pretrained_heads import HeadPattern
+    from core.models.minilm import RealModel
 
 TEXT = "pretrained"  # pages/text/pretrained.md: the prose every lesson shows on a model's head
 CODE_CAPTION = "Plain PyTorch from the model's own files: the numbers on this page."
 
 
-def model_ready() -> bool:
-    """Load the model once per process; if its files are broken, say so (the page then stops)."""
+def model(source: WeightSource) -> RealModel:
+    """The loaded model behind a model source (once per process, shared by every session).
+
+    The extension point for another model source (core/inputs/weights.py): its own cached loader here.
+    """
+    if source is WeightSource.ENCODER:
+        return cache.real_model()
+    raise ValueError(f"No model behind the weight source {source.value!r}.")
+
+
+def model_ready(source: WeightSource) -> bool:
+    """Load the source's model once per process; if its files are broken, say so (the page then stops)."""
     from core.models.minilm import ModelFilesError
 
     try:
-        cache.real_model()
+        model(source)
     except ModelFilesError as error:
         st.error(
             "The model's files could not be loaded, so pretrained weights cannot be shown:", icon=":material/error:"
@@ -72,18 +83,18 @@ def head_picker(slug: str, source: WeightSource, *, with_head: bool = True) -> t
     return layer, head
 
 
-def usable_sentence(sentence: str) -> tuple[str, tuple[str, ...], str | None]:
+def usable_sentence(source: WeightSource, sentence: str) -> tuple[str, tuple[str, ...], str | None]:
     """(the sentence the model reads, its word pieces, why the asked one could not be used or None)."""
     from core.lessons import pretrained as pt
 
-    return cache.computed(pt.SENTENCE, cache.real_model(), sentence)
+    return cache.computed(pt.SENTENCE, model(source), sentence)
 
 
 def lesson_sentence(settings: Settings) -> tuple[str, tuple[str, ...]]:
     """The sidebar's sentence as the model reads it, and its word pieces; a message if it gave way to the book's."""
     from core.lessons import pretrained as pt
 
-    sentence, pieces, problem = usable_sentence(pt.lesson_sentence(settings))
+    sentence, pieces, problem = usable_sentence(settings.weights, pt.lesson_sentence(settings))
     if problem:
         st.error(problem, icon=":material/error:")
     return sentence, pieces
