@@ -96,15 +96,22 @@ def one_query(lesson: TrainableLesson, settings: Settings, answered: bool, model
 def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
     """Scores, scaled scores, weights and context of every query; all but the context answer the question."""
     step("All queries at once")
-    # Two per row: four heatmaps side by side leave no room for their numbers.
+    # Two per row: four heatmaps side by side leave no room for their numbers. A model's weights and context
+    # at full width: its weights are the lesson's point, and their numbers must be readable.
     raw_col, scaled_col = st.columns(2)
-    weights_col, context_col = st.columns(2)
+    weights_col, context_col = (st.container(), st.container()) if model else st.columns(2)
     if answered:
         domain = charts.shared_domain(lesson.scores, lesson.scaled_scores)
-        same_scale = "" if model else ", on the same colour scale as the scaled scores"
         with raw_col:
-            alt = "Heatmap of the raw scores." if model else f"Heatmap of the raw attention scores{same_scale}."
-            draw.heatmap(lesson.scores, "Scores ω = Q Kᵀ", alt, signed=True, domain=domain)
+            draw.heatmap(
+                lesson.scores,
+                "Scores ω = Q Kᵀ",
+                "Heatmap of the raw scores."
+                if model
+                else "Heatmap of the raw attention scores, on the same colour scale as the scaled scores.",
+                signed=True,
+                domain=domain,
+            )
         with scaled_col:
             draw.heatmap(
                 lesson.scaled_scores,
@@ -116,8 +123,7 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
                 signed=True,
                 domain=domain,
             )
-        # A model's at full width: its weights are the lesson's point, and their numbers must be readable.
-        with st.container() if model else weights_col:
+        with weights_col:
             draw.query_weights_heatmap(
                 lesson.weights,
                 "Weights = the model's own attention (click a row)" if model else "Weights (click a row)",
@@ -130,7 +136,7 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
         with raw_col:
             widgets.answer_first("The scores and weights of every query appear")
     row = "word piece" if model else "token"
-    with st.container() if model else context_col:
+    with context_col:
         draw.heatmap(
             lesson.context,
             "Context Z = weights @ V",
