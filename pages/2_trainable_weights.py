@@ -182,7 +182,10 @@ def lesson_2(settings: Settings) -> None:
     one_query(lesson, settings, answered, model)
     all_queries(lesson, answered, model)
     versions(lesson, settings)
-    widgets.code_box(lesson.code, source.CODE_CAPTION if model else None)
+    if model:
+        widgets.code_box(lesson.code, source.CODE_CAPTION)
+    else:
+        widgets.code_box(lesson.code)
 
 
 lesson_2(page_start().settings)
