@@ -84,11 +84,15 @@ def lesson_from_trace(
     matrices: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     query_index: int,
     *,
+    prediction: Prediction,
+    code: str,
     rows_shown: int | None = None,
-    **source_parts: object,
+    versions: Versions | None = None,
+    pattern: HeadPattern | None = None,
+    provenance: Provenance | None = None,
 ) -> TrainableLesson:
-    """The lesson's tables from one head's trace and its W_q, W_k, W_v (each (d_in, d_out)), whatever
-    the source; `source_parts` are the prediction, the code and the source's own sections."""
+    """The lesson's tables from one head's trace and its W_q, W_k, W_v (each (d_in, d_out)), whatever the
+    source; the source adds its question, its Code box and its own sections (v1 vs v2, or the head's pattern)."""
     w_q, w_k, w_v = matrices
     d_in = w_q.shape[0]
     shown = d_in if rows_shown is None else min(rows_shown, d_in)
@@ -125,7 +129,11 @@ def lesson_from_trace(
         scale=float(trace.scale),
         query_vector=row_values(trace.queries, query_index),
         query_context=row_values(trace.context, query_index),
-        **source_parts,  # type: ignore[arg-type]
+        prediction=prediction,
+        code=code,
+        versions=versions,
+        pattern=pattern,
+        provenance=provenance,
     )
 
 
