@@ -1,10 +1,13 @@
 """Lessons 2, 4 and 5 (7: pretrained_cross.py) on learned weights: one real head of all-MiniLM-L6-v2, not a random draw.
 
 The step-by-step lessons draw random W_q, W_k, W_v on purpose (the sources do, to show the
-mechanics). In `pretrained` mode the same steps run on weights that learned something: x is the
-hidden state entering the chosen layer (the word pieces the model reads, [CLS] and [SEP]
-included), W_q, W_k, W_v are that head's 32 columns of the layer's 384 -> 384 projections, and the
-scale is the model's own 1/sqrt(32). BERT's projections carry a bias, so q = x W_q + b_q.
+mechanics). With the ENCODER weight source (core/inputs/weights.py, `?weights=pretrained`) the same
+steps run on weights that learned something: x is the hidden state entering the chosen layer (the
+word pieces the model reads, [CLS] and [SEP] included), W_q, W_k, W_v are that head's 32 columns of
+the layer's 384 -> 384 projections, and the scale is the model's own 1/sqrt(32). BERT's projections
+carry a bias, so q = x W_q + b_q. Lesson 2 returns the same TrainableLesson as on random draws
+(core/lessons/trainable_weights.lesson_from_trace); lessons 4, 5 and 7 ask other questions of a
+trained head than of a random one, so their results have their own dataclasses here.
 
 Shape legend: T = word pieces of the sentence, D = hidden width (384), h = heads (12),
 d_k = head width (32). Matrices are drawn as (D, d_k), the x @ W layout of lesson 2.
