@@ -88,3 +88,11 @@ def test_every_source_runs_the_lessons_own_script_with_one_question_key(spec: re
         keys |= {r.key.rsplit("_", 1)[0] for r in at.radio if r.key and r.key.startswith("predict_")}
         assert not [k for k in (w.key for w in at.main if getattr(w, "key", None)) if str(k).endswith("_pretrained")]
     assert keys == {f"predict_{spec.slug}"}
+
+
+def test_only_a_model_source_has_a_model_to_load() -> None:
+    from ui import weights as source
+
+    assert source.model(WeightSource.ENCODER) is source.model(WeightSource.ENCODER)  # loaded once, shared
+    with pytest.raises(ValueError, match="No model behind the weight source 'random'"):
+        source.model(WeightSource.RANDOM)
