@@ -308,7 +308,7 @@ def back_to_the_book() -> None:
     apply_preset()
 
 
-def run_page(page: st.Page, spec: registry.PageSpec, settings: Settings, step_bar: DeltaGenerator) -> None:
+def run_page(page: st.Page, settings: Settings, step_bar: DeltaGenerator) -> None:
     """Run one lesson and, in presentation mode, its step bar (drawn into `step_bar`, above the
     page, once the page has counted its steps); an unexpected error in either becomes a short
     message, and its traceback a log line.
@@ -359,7 +359,7 @@ with step_bar:  # a class poll's notes stay in view in presentation mode
     class_poll.read_room_link()
     room_state = class_poll.follow_teacher(spec.slug)
 with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
-    run_page(page, spec, shown, step_bar)
+    run_page(page, shown, step_bar)
     if st.session_state.get("present"):
         with step_bar:
             class_poll.teacher_panel(spec.slug, int(st.session_state.get("step") or 1))
