@@ -5,6 +5,7 @@ worked examples; a model's head (`?weights=pretrained`) gets the causal mask it 
 """
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from core.app.registry import PageControl
 from core.app.settings import Settings
@@ -20,8 +21,9 @@ from ui.presentation import step
 PREDICT_KEY = "predict_causal_dropout"
 
 
-def training_toggle(column, help: str) -> bool:
-    return column.toggle("Training mode (dropout on)", False, key=PageControl.TRAINING, bind="query-params", help=help)
+def training_toggle(where: DeltaGenerator, why: str) -> bool:
+    """The training-mode toggle (in the link as ?training=true), the same key for every weight source."""
+    return where.toggle("Training mode (dropout on)", False, key=PageControl.TRAINING, bind="query-params", help=why)
 
 
 def on_random_draws(settings: Settings) -> None:
@@ -235,9 +237,8 @@ def on_a_model(settings: Settings) -> None:
         return
     sentence, _ = source.lesson_sentence(settings)
     layer, head = source.head_picker("causal_dropout", settings.weights)
-    training = training_toggle(
-        st, "Dropout only acts in training mode; the sidebar sets its rate and the seed draws it."
-    )
+    why = "Dropout only acts in training mode; the sidebar sets its rate and the seed draws it."
+    training = training_toggle(st.container(), why)
     dropout, seed = float(settings.dropout), int(settings.seed)  # the seed draws the dropout mask
     lesson = cache.computed(pt.CAUSAL, source.model(settings.weights), sentence, layer, head, training, dropout, seed)
     source.pieces_line(lesson.tokens)

@@ -4,6 +4,8 @@ One script for every weight source (core/inputs/weights.py): the random draws fo
 worked examples; a model's layer (`?weights=pretrained`) shows its twelve trained heads.
 """
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from core.app.markup import literal
@@ -15,6 +17,9 @@ from ui import cache, draw, widgets
 from ui import weights as source
 from ui.frame import page_start
 from ui.presentation import step
+
+if TYPE_CHECKING:  # the model's modules load only when a model source is chosen (memory)
+    from core.lessons import pretrained as pt
 
 PREDICT_KEY = "predict_multi_head"
 
@@ -164,7 +169,7 @@ def on_a_model(settings: Settings) -> None:
     widgets.code_box(lesson.code, "Plain PyTorch from the model's own files: both forms, and the heads above.")
 
 
-def head_grid(lesson) -> None:
+def head_grid(lesson: "pt.PretrainedMultiHeadLesson") -> None:
     """A trained layer's heads, four to a row, each under its measured pattern."""
     for start in range(0, lesson.num_heads, 4):
         cols = st.columns(4)
