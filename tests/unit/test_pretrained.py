@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from core import recipes
+from core.app.settings import settings_for_preset
 from core.inputs.pretrained_heads import head_slice, real_head, split_form, wrapper_form
 from core.inputs.weights import MODELS, HeadInput, Provenance, WeightSource
-from core.lessons import frame_matrix, unique_labels
+from core.lessons import frame_matrix, trainable_weights, unique_labels
 from core.lessons import pretrained as pt
 from core.lessons import pretrained_cross as ptc
 from core.models import minilm as rm
@@ -106,6 +107,18 @@ def test_the_encoder_source_yields_its_head_with_provenance_and_its_shape_is_the
     assert isinstance(head, HeadInput) and head.provenance == Provenance("all-MiniLM-L6-v2", 3, 5)
     assert head.provenance.label() == "all-MiniLM-L6-v2, layer 3, head 5"
     assert head.x.shape == (len(head.tokens), shape.hidden_size) and head.w_query.shape == (384, 32)
+
+
+def test_lesson_2_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
+    drawn = trainable_weights.trainable_lesson(settings_for_preset("book"), 1)
+    real = pt.pretrained_trainable_lesson(model, SENTENCES[0], 0, 2, 1)
+    assert type(drawn) is type(real) is trainable_weights.TrainableLesson
+    assert drawn.versions is not None and drawn.pattern is None and drawn.provenance is None
+    assert real.versions is None and real.pattern is not None
+    assert real.provenance == Provenance("all-MiniLM-L6-v2", 0, 2)
+    assert (drawn.rows_shown, drawn.d_in) == (3, 3) and frame_matrix(drawn.w_query).shape == (3, 2)
+    assert (real.rows_shown, real.d_in) == (pt.W_ROWS_SHOWN, 384)
+    assert frame_matrix(real.w_query).shape == (pt.W_ROWS_SHOWN, 32)
 
 
 def test_weight_sources_keep_the_links_spelling_and_say_which_are_models() -> None:
