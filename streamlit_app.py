@@ -25,12 +25,12 @@ from core.app.settings import (
     PRESETS,
     PresetKey,
     Settings,
-    WeightsSource,
     load_example,
     settings_for_preset,
 )
 from core.inputs.device import available_devices
 from core.inputs.examples import MAX_TEXT_CHARS
+from core.inputs.weights import WeightSource
 from ui import class_poll, frame, hardening, presentation, widgets
 from ui.link_notes import LINK_OFF, link_warning
 
@@ -122,8 +122,8 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
     reading = read_link_once(devices)
     # The Weights control decides which other controls apply, so its value is read before any is drawn
     # (on a session's first run, from the link).
-    weights_now = st.session_state.get("weights", reading.settings.weights)
-    unused = {control.value: reason for control, reason in spec.ignores_with(str(weights_now)).items()}
+    weights_now = WeightSource(st.session_state.get("weights", reading.settings.weights))
+    unused = {control.value: reason for control, reason in spec.ignores_with(weights_now).items()}
     if "link_implied" not in st.session_state:  # ?preset=article alone opens the article's settings
         st.session_state["link_implied"] = True
         params = {name: st.query_params.get_all(name) for name in st.query_params}
@@ -168,7 +168,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
         # Plain values as labels: a bound widget writes its shown label into the link (?weights=pretrained).
         weights = box("weights").radio(
             "Weights",
-            [source.value for source in WeightsSource],
+            [source.value for source in WeightSource],
             key="weights",
             horizontal=True,
             **common,
@@ -236,7 +236,7 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
         num_heads=int(num_heads),
         scale=bool(scale),
         device=device,
-        weights=WeightsSource(weights) if "weights" not in unused else WeightsSource.RANDOM,
+        weights=WeightSource(weights) if "weights" not in unused else WeightSource.RANDOM,
     )
     return settings, reading
 
@@ -322,7 +322,7 @@ def back_to_the_book() -> None:
     apply_preset()
 
 
-def run_page(page: st.Page, spec: registry.PageSpec, settings: Settings, step_bar: DeltaGenerator) -> None:
+def run_page(page: st.Page, settings: Settings, step_bar: DeltaGenerator) -> None:
     """Run one lesson and, in presentation mode, its step bar (drawn into `step_bar`, above the
     page, once the page has counted its steps); an unexpected error in either becomes a short
     message, and its traceback a log line.
@@ -334,12 +334,7 @@ def run_page(page: st.Page, spec: registry.PageSpec, settings: Settings, step_ba
     """
     failed = False
     try:
-        if settings.weights is WeightsSource.PRETRAINED and spec.pretrained is not None:
-            from ui import pretrained  # the real model's modules load only where they are used (memory)
-
-            pretrained.run(spec)  # the lesson's steps on a real head instead of the sources' random draw
-        else:
-            page.run()
+        page.run()  # the same script for every weight source (core/inputs/weights.py)
     except Exception:
         failed = lesson_failed(page, settings, offer_the_book=True)
     if st.session_state.get("present"):
@@ -406,7 +401,7 @@ with step_bar:  # a class poll's notes stay in view in presentation mode
     guarded(class_poll.read_room_link, None, "poll link")
     room_state = guarded(lambda: class_poll.follow_teacher(spec.slug), None, "poll follower")
 with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
-    run_page(page, spec, shown, step_bar)
+    run_page(page, shown, step_bar)
     if st.session_state.get("present"):
         with step_bar:
             step = int(st.session_state.get("step") or 1)

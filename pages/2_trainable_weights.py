@@ -1,121 +1,191 @@
-"""Lesson 2: queries, keys and values from trainable matrices."""
+"""Lesson 2: queries, keys and values from trainable matrices, drawn at random or learned by a model.
+
+One script and one lesson (core/lessons/trainable_weights.TrainableLesson) for every weight source
+(core/inputs/weights.py): the random draws follow the sources' worked examples; a model's head
+(`?weights=pretrained`) runs the same steps on learned weights, under its layer/head picker.
+"""
 
 import streamlit as st
 
 from core.app.markup import literal
-from core.app.settings import PresetKey
+from core.app.settings import PresetKey, Settings
 from core.charts import common as charts
 from core.lessons import common, trainable_weights
+from core.lessons.trainable_weights import TrainableLesson
 from ui import cache, draw, widgets
+from ui import weights as source
 from ui.frame import page_start
 from ui.presentation import step
 
-frame = page_start()
-settings = frame.settings
-widgets.prose("trainable_weights", "intro")
-query = widgets.query_picker(
-    cache.computed(common.TOKEN_LABELS, settings),
-    settings.preset_info.query_index,
-    key="query_trainable_weights",
-    example=settings.preset,
-)
-lesson = cache.computed(trainable_weights.LESSON, settings, query)
-widgets.predict(lesson.prediction, key="predict_trainable_weights")
-token = lesson.tokens[query]
+QUERY_KEY = "query_trainable_weights"  # one picker for every source; a new source brings its own default
+SLUG = "trainable_weights"
 
-cols = st.columns(3)
-matrices = (("W_query", lesson.w_query), ("W_key", lesson.w_key), ("W_value", lesson.w_value))
-for col, (name, matrix) in zip(cols, matrices, strict=True):
-    with col:
-        draw.heatmap(
-            matrix,
-            name,
-            f"Heatmap of the weight matrix {name}.",
-            signed=True,
-            x_title="output",
-            y_title="input",
+
+def computed(settings: Settings) -> TrainableLesson | None:
+    """The intro, the pickers and the lesson for this source (None: the model's files are broken)."""
+    example = f"{settings.preset}/{settings.weights}"  # a new example or source brings its own focus token
+    if not settings.weights.is_model:
+        widgets.prose(SLUG, "intro")
+        tokens = cache.computed(common.TOKEN_LABELS, settings)
+        query = widgets.query_picker(tokens, settings.preset_info.query_index, key=QUERY_KEY, example=example)
+        return cache.computed(trainable_weights.LESSON, settings, query)
+    from core.lessons import pretrained as pt
+
+    widgets.prose(source.TEXT, "trainable_intro")
+    if not source.model_ready(settings.weights):
+        return None
+    sentence, pieces = source.lesson_sentence(settings)
+    layer, head = source.head_picker(SLUG, settings.weights)
+    query = widgets.query_picker(pieces, pt.default_query(settings, len(pieces)), key=QUERY_KEY, example=example)
+    lesson = cache.computed(pt.TRAINABLE, source.model(settings.weights), sentence, layer, head, query)
+    source.pieces_line(lesson.tokens)
+    return lesson
+
+
+def ingredients(lesson: TrainableLesson, model: bool) -> None:
+    """W_q, W_k, W_v and the queries, keys and values they make (a model's: its first rows, no numbers)."""
+    cols = st.columns(3)
+    matrices = (("W_query", lesson.w_query), ("W_key", lesson.w_key), ("W_value", lesson.w_value))
+    for col, (name, matrix) in zip(cols, matrices, strict=True):
+        with col:
+            if model:  # a (384, 32) matrix is noise as a chart, and seconds to draw: its first rows
+                shown, of = lesson.rows_shown, lesson.d_in
+                title = f"{name} (first {shown} of {of} rows)"
+                alt = f"Heatmap of the first {shown} of the {of} rows of the pretrained matrix {name}."
+            else:
+                title, alt = name, f"Heatmap of the weight matrix {name}."
+            draw.heatmap(matrix, title, alt, signed=True, show_values=not model, x_title="output", y_title="input")
+    st.latex(
+        r"Q = X W_q + b_q,\quad K = X W_k + b_k,\quad V = X W_v + b_v"
+        if model
+        else r"Q = X W_q,\quad K = X W_k,\quad V = X W_v"
+    )
+    cols = st.columns(3)
+    row = "word piece" if model else "token"
+    projections = (("queries", "Q", lesson.queries), ("keys", "K", lesson.keys), ("values", "V", lesson.values))
+    for col, (name, label, matrix) in zip(cols, projections, strict=True):
+        with col:
+            alt = f"Heatmap of the {name}, one row per {row}" + (f", {lesson.d_k} columns." if model else ".")
+            draw.heatmap(matrix, label, alt, signed=True, show_values=not model, x_title="dimension", y_title=row)
+
+
+def one_query(lesson: TrainableLesson, settings: Settings, answered: bool, model: bool) -> None:
+    token = lesson.tokens[lesson.query_index]
+    step(f"One query: “{literal(token)}”")
+    if model:
+        widgets.prose(source.TEXT, "trainable_steps")
+        st.latex(
+            r"\text{Attention}(Q, K, V) = \text{softmax}\left(Q K^\top \cdot \frac{1}{\sqrt{d_k}}\right) V"
+            rf"\qquad d_k = {lesson.d_k},\ \text{{scale}} = {lesson.scale:.4f}"
         )
-st.latex(r"Q = X W_q,\quad K = X W_k,\quad V = X W_v")
-cols = st.columns(3)
-projections = (("queries", "Q", lesson.queries), ("keys", "K", lesson.keys), ("values", "V", lesson.values))
-for col, (name, label, matrix) in zip(cols, projections, strict=True):
-    with col:
+    else:
+        widgets.prose(SLUG, "steps")
+        scale_text = r"\frac{1}{\sqrt{d_k}}" if settings.scale else "1"
+        # Short lines: "Attention(Q, K, V) = ...", d_k and the scale on one line were cut on a 390 px phone.
+        st.latex(rf"Z = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V")
+        st.latex(rf"d_k = {lesson.d_k},\quad \text{{scale}} = {lesson.scale:.4f}")
+    st.markdown("q = **[" + ", ".join(f"{v:.4f}" for v in lesson.query_vector) + "]**")
+    if answered:  # the query's scores and weights: its strongest key, the question's answer
+        widgets.number_table(lesson.one_query.set_index("token").T)
+    else:
+        widgets.answer_first(f"The scores and weights of “{literal(token)}” appear")
+    z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
+    st.markdown(f"context vector z for “{literal(token)}” = **[{z}]**")
+
+
+def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
+    """Scores, scaled scores, weights and context of every query; all but the context answer the question."""
+    step("All queries at once")
+    # Two per row: four heatmaps side by side leave no room for their numbers. A model's weights and context
+    # at full width: its weights are the lesson's point, and their numbers must be readable.
+    raw_col, scaled_col = st.columns(2)
+    weights_col, context_col = (st.container(), st.container()) if model else st.columns(2)
+    if answered:
+        domain = charts.shared_domain(lesson.scores, lesson.scaled_scores)
+        with raw_col:
+            draw.heatmap(
+                lesson.scores,
+                "Scores ω = Q Kᵀ",
+                "Heatmap of the raw scores."
+                if model
+                else "Heatmap of the raw attention scores, on the same colour scale as the scaled scores.",
+                signed=True,
+                domain=domain,
+            )
+        with scaled_col:
+            draw.heatmap(
+                lesson.scaled_scores,
+                "Scaled scores ω / √32" if model else "Scaled scores ω · scale",
+                "Heatmap of the scaled scores."
+                if model
+                else "Heatmap of the scores after scaling, before the softmax, on the same colour scale as the raw "
+                "scores.",
+                signed=True,
+                domain=domain,
+            )
+        with weights_col:
+            draw.query_weights_heatmap(
+                lesson.weights,
+                "Weights = the model's own attention (click a row)" if model else "Weights (click a row)",
+                "Heatmap of the attention weights after the softmax.",
+                chart_key="tw_weights",
+                picker_key=QUERY_KEY,
+                highlight_row=lesson.query_index,
+            )
+    else:
+        with raw_col:
+            widgets.answer_first("The scores and weights of every query appear")
+    row = "word piece" if model else "token"
+    with context_col:
         draw.heatmap(
-            matrix,
-            label,
-            f"Heatmap of the {name}, one row per token.",
+            lesson.context,
+            "Context Z = weights @ V",
+            "Heatmap of the context vectors.",
             signed=True,
+            show_values=not model,
             x_title="dimension",
-            y_title="token",
+            y_title=row,
         )
 
-step(f"One query: “{literal(token)}”")
-widgets.prose("trainable_weights", "steps")
-scale_text = r"\frac{1}{\sqrt{d_k}}" if settings.scale else "1"
-# Short lines: "Attention(Q, K, V) = ...", d_k and the scale on one line were cut on a 390 px phone.
-st.latex(rf"Z = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V")
-st.latex(rf"d_k = {lesson.d_k},\quad \text{{scale}} = {lesson.scale:.4f}")
-q = ", ".join(f"{v:.4f}" for v in lesson.query_vector)
-st.markdown(f"q = **[{q}]**")
-widgets.number_table(lesson.one_query.set_index("token").T)
-z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
-st.markdown(f"context vector z for “{literal(token)}” = **[{z}]**")
 
-step("All queries at once")
-# Two per row: four heatmaps side by side leave no room for their numbers.
-raw_col, scaled_col = st.columns(2)
-weights_col, context_col = st.columns(2)
-scores_domain = charts.shared_domain(lesson.scores, lesson.scaled_scores)
-with raw_col:
-    draw.heatmap(
-        lesson.scores,
-        "Scores ω = Q Kᵀ",
-        "Heatmap of the raw attention scores, on the same colour scale as the scaled scores.",
-        signed=True,
-        domain=scores_domain,
+def versions(lesson: TrainableLesson, settings: Settings) -> None:
+    """The sources' SelfAttention_v1 and _v2 (random draws only), and d_v."""
+    if lesson.versions is None:
+        return
+    step("SelfAttention_v1 vs SelfAttention_v2")
+    widgets.prose(SLUG, "versions")
+    widgets.number_table(lesson.versions.table.set_index("token"))
+    a, b = st.columns(2)
+    a.metric("max |v1 − v2|, own initialisations", f"{lesson.versions.fresh_max_diff:.4f}")
+    b.metric("max |v1 − v2|, v2's weights copied into v1", f"{lesson.versions.copied_max_diff:.1e}")
+    if settings.preset == PresetKey.BOOK:
+        st.caption("The book builds v2 with seed 789: set the seed to 789 to see its row 1, [-0.0739, 0.0713].")
+    widgets.code_box(
+        lesson.versions.code,
+        "SelfAttention_v1 and _v2 in plain PyTorch: the three rows of the table above.",
+        title="SelfAttention_v1 and _v2",
     )
-with scaled_col:
-    draw.heatmap(
-        lesson.scaled_scores,
-        "Scaled scores ω · scale",
-        "Heatmap of the scores after scaling, before the softmax, on the same colour scale as the raw scores.",
-        signed=True,
-        domain=scores_domain,
-    )
-with weights_col:
-    draw.query_weights_heatmap(
-        lesson.weights,
-        "Weights (click a row)",
-        "Heatmap of the attention weights after the softmax.",
-        chart_key="tw_weights",
-        picker_key="query_trainable_weights",
-        highlight_row=query,
-    )
-with context_col:
-    draw.heatmap(
-        lesson.context,
-        "Context Z = weights @ V",
-        "Heatmap of the context vectors.",
-        signed=True,
-        x_title="dimension",
-        y_title="token",
-    )
+    step("d_v may differ from d_k")
+    widgets.prose(SLUG, "dv")
+    st.markdown(f"Here d_k = **{lesson.d_k}** and d_v = **{lesson.d_v}**.")
 
-step("SelfAttention_v1 vs SelfAttention_v2")
-widgets.prose("trainable_weights", "versions")
-widgets.number_table(lesson.v1_vs_v2.set_index("token"))
-a, b = st.columns(2)
-a.metric("max |v1 − v2|, own initialisations", f"{lesson.v1_fresh_max_diff:.4f}")
-b.metric("max |v1 − v2|, v2's weights copied into v1", f"{lesson.v1_copied_max_diff:.1e}")
-if settings.preset == PresetKey.BOOK:
-    st.caption("The book builds v2 with seed 789: set the seed to 789 to see its row 1, [-0.0739, 0.0713].")
-widgets.code_box(
-    lesson.v1_v2_code,
-    "SelfAttention_v1 and _v2 in plain PyTorch: the three rows of the table above.",
-    title="SelfAttention_v1 and _v2",
-)
 
-step("d_v may differ from d_k")
-widgets.prose("trainable_weights", "dv")
-st.markdown(f"Here d_k = **{lesson.d_k}** and d_v = **{lesson.d_v}**.")
-widgets.code_box(lesson.code)
+def lesson_2(settings: Settings) -> None:
+    model = settings.weights.is_model
+    lesson = computed(settings)
+    if lesson is None:
+        return
+    answered = widgets.predict(lesson.prediction, key="predict_trainable_weights")
+    if lesson.pattern is not None:
+        source.head_caption(lesson.pattern, answered)
+    ingredients(lesson, model)
+    one_query(lesson, settings, answered, model)
+    all_queries(lesson, answered, model)
+    versions(lesson, settings)
+    if model:
+        widgets.code_box(lesson.code, source.CODE_CAPTION)
+    else:
+        widgets.code_box(lesson.code)
+
+
+lesson_2(page_start().settings)

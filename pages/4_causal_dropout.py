@@ -1,211 +1,297 @@
-"""Lesson 4: hiding the future, and dropout on the attention weights."""
+"""Lesson 4: hiding the future, and dropout on the attention weights, on random or learned weights.
+
+One script for every weight source (core/inputs/weights.py): the random draws follow the sources'
+worked examples; a model's head (`?weights=pretrained`) gets the causal mask it was never trained with.
+"""
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from core.app.registry import PageControl
+from core.app.settings import Settings
 from core.charts import common as charts
 from core.lessons import causal_dropout, common
 from core.lessons.causal_dropout import perturb_range
 from core.lessons.common import token_name
 from ui import cache, draw, widgets
+from ui import weights as source
 from ui.frame import page_start
 from ui.presentation import step
 
-frame = page_start()
-settings = frame.settings
-widgets.prose("causal_dropout", "intro")
-tokens = cache.computed(common.TOKEN_LABELS, settings)
-bounds = perturb_range(len(tokens))
-c1, c2 = st.columns(2)
-if bounds is None or bounds[0] == bounds[1]:
-    perturbed = bounds[1] if bounds else 1
-    c1.caption(
-        f"The leakage check pushes token {token_name(perturbed)}"
-        + (" (a one-token sentence has no earlier token to protect)." if bounds is None else ".")
-    )
-else:
-    perturbed = c1.slider(
-        "Perturb token x⁽ⁱ⁾ (counted from 1, as the sources write x⁽¹⁾, x⁽²⁾, …)",
-        bounds[0],
-        bounds[1],
-        min(3, bounds[1]),
-        key=PageControl.PERTURB,
-        bind="query-params",
-    )
-training = c2.toggle(
-    "Training mode (dropout on)",
-    False,
-    key=PageControl.TRAINING,
-    bind="query-params",
-    help="Dropout only acts in training mode; the sidebar sets its rate (at 0, the book's 0.5 is shown).",
-)
-lesson = cache.computed(causal_dropout.LESSON, settings, perturbed, training)
-if lesson.perturbed > 1:
-    widgets.predict(lesson.prediction, key="predict_causal_dropout")
+PREDICT_KEY = "predict_causal_dropout"
 
-step("Two ways to mask")
-widgets.prose("causal_dropout", "methods")
-st.latex(r"\text{masked}_{ij} = \begin{cases}\omega_{ij}/\sqrt{d_k} & j \le i\\ -\infty & j > i\end{cases}")
-# Two per row: three 6-token heatmaps side by side leave no room for their numbers.
-c1, c2 = st.columns(2)
-c3, _ = st.columns(2)
-with c1:
-    draw.heatmap(
-        lesson.after,
-        "softmax → zero the future → renormalise",
-        "Heatmap of causal weights made by masking after the softmax and renormalising.",
-        value_title="weight",
-    )
-with c2:
-    draw.heatmap(
-        lesson.before,
-        "−∞ above the diagonal → softmax",
-        "Heatmap of causal weights made by masking with minus infinity before the softmax.",
-        value_title="weight",
-    )
-with c3:
-    draw.heatmap(
-        lesson.difference,
-        "difference",
-        "Heatmap of the difference between the two methods: all zeros.",
-        signed=True,
-        min_magnitude=1e-3,
-    )
-st.success(f"Largest difference between the two methods: {lesson.max_method_difference:.1e}")
-if lesson.book is not None:
-    with st.expander("The book chapter's printed causal example", expanded=True):
-        st.caption(
-            "The chapter prints these matrices from a v2 module that no seed reproduces today, so the lab "
-            "replays its steps on the printed numbers. " + lesson.book.printed_difference.note()
+
+def training_toggle(where: DeltaGenerator, why: str) -> bool:
+    """The training-mode toggle (in the link as ?training=true), the same key for every weight source."""
+    return where.toggle("Training mode (dropout on)", False, key=PageControl.TRAINING, bind="query-params", help=why)
+
+
+def on_random_draws(settings: Settings) -> None:
+    widgets.prose("causal_dropout", "intro")
+    tokens = cache.computed(common.TOKEN_LABELS, settings)
+    bounds = perturb_range(len(tokens))
+    c1, c2 = st.columns(2)
+    if bounds is None or bounds[0] == bounds[1]:
+        perturbed = bounds[1] if bounds else 1
+        c1.caption(
+            f"The leakage check pushes token {token_name(perturbed)}"
+            + (" (a one-token sentence has no earlier token to protect)." if bounds is None else ".")
         )
-        b1, b2 = st.columns(2)
-        b3, _ = st.columns(2)
-        with b1:
-            draw.heatmap(
-                lesson.book.printed_weights, "printed weights", "The book's printed weights.", value_title="weight"
-            )
-        with b2:
-            draw.heatmap(
-                lesson.book.masked_simple,
-                "future zeroed (masked_simple)",
-                "The printed weights with every entry above the diagonal set to zero.",
-                value_title="weight",
-            )
-        with b3:
-            draw.heatmap(
-                lesson.book.renormalised,
-                "rows renormalised",
-                "The masked weights with each row divided by its sum.",
-                value_title="weight",
-            )
-        st.markdown("**The printed scores with −∞ above the diagonal**, and the softmax of them divided by √2:")
-        # The table gets the full width: in half a column its six columns of 20 px numbers were cut
-        # on a 1280 px projector in presentation mode.
-        widgets.number_table(lesson.book.masked_scores)
-        m2, _ = st.columns(2)
-        with m2:
-            draw.heatmap(
-                lesson.book.minus_inf_weights,
-                "softmax(masked scores / √2)",
-                "Causal weights recomputed from the book's printed masked scores.",
-                value_title="weight",
-            )
-        st.markdown("**Code**: the chapter's steps on its printed numbers, in plain PyTorch.")
-        st.code(lesson.book.code, language="python", wrap_lines=True)  # no scrolling box a keyboard cannot reach
-
-step("Inputs and targets: one chunk, many examples")
-widgets.prose("causal_dropout", "shift")
-s1, s2 = st.columns(2)
-s1.dataframe(lesson.shift, hide_index=True, width="stretch")
-with s2:
-    draw.heatmap(
-        lesson.simple_average,
-        "Simple average (the decoder blog)",
-        "Heatmap of the simple-average causal weights for cats climb trees during.",
-        value_title="weight",
-    )
-widgets.prose("causal_dropout", "average")
-b1, b2 = st.columns(2)
-with b1:
-    draw.heatmap(
-        lesson.blog.head_weights,
-        f"Step 2: SingleSelfAttentionHead (head size {lesson.blog.head_size})",
-        "Heatmap of the decoder blog's single causal head on the same four tokens.",
-        value_title="weight",
-    )
-b2.markdown("**Step 1 and step 2, exact weights** (average above, head below):")
-widgets.number_table(lesson.blog.simple_average_table, where=b2)
-widgets.number_table(lesson.blog.head_table, where=b2)
-widgets.code_box(
-    lesson.blog.code,
-    "The decoder blog's two steps in plain PyTorch, on this page's cats embeddings.",
-    title="the decoder blog's two steps",
-)
-
-step("Does anything leak from the future?")
-widgets.prose("causal_dropout", "leak")
-draw.draw(
-    charts.leakage(lesson.leakage, lesson.perturbed),
-    "Bars of how much each output row changed after perturbing one token; earlier rows stay at zero.",
-)
-if lesson.perturbed == 1:
-    st.info(f"Token {token_name(1)} has no earlier token: every row may change.")
-elif lesson.earlier_unchanged:
-    st.success(
-        f"Rows 1 to {lesson.perturbed - 1} are unchanged after pushing {token_name(lesson.perturbed)}: no leakage."
-    )
-else:
-    st.error("An earlier row changed: the mask leaks!")
-l1, l2 = st.columns(2)
-with l1:
-    draw.heatmap(
-        lesson.buggy,
-        "With the masked_fill bug",
-        "Heatmap of weights computed with the masking bug: the future is not masked.",
-        value_title="weight",
-    )
-with l2:
-    st.code(
-        "scores.masked_fill(mask, -torch.inf)   # result thrown away: no mask!\n"
-        "scores = scores.masked_fill(mask, -torch.inf)   # correct\n"
-        "scores.masked_fill_(mask, -torch.inf)           # correct, in place",
-        language="python",
-        wrap_lines=True,  # no sideways scrolling box (a keyboard cannot reach it)
-    )
-    st.metric("average weight on future tokens, buggy", f"{lesson.bug_future_mass:.4f}")
-widgets.code_box(
-    lesson.leakage_code,
-    "The leakage check and the masked_fill bug in plain PyTorch.",
-    title="the leakage check and the masked_fill bug",
-)
-
-step("Dropout on the attention weights")
-widgets.prose("causal_dropout", "dropout")
-st.latex(
-    rf"\tilde\alpha_{{ij}} = \frac{{m_{{ij}}\,\alpha_{{ij}}}}{{1-p}},\quad m_{{ij}}\sim\text{{Bernoulli}}(1-p),"
-    rf"\quad p = {lesson.dropout:g}"
-)
-if lesson.dropout_note:
-    st.info(lesson.dropout_note, icon=":material/info:")
-d1, d2 = st.columns(2)
-with d1:
-    draw.heatmap(
-        lesson.dropped,
-        "Weights after dropout" + (" (training; ✕ = dropped)" if training else " (evaluation: unchanged)"),
-        "Heatmap of the attention weights after dropout; dropped weights are outlined and marked with a cross.",
-        value_title="weight",
-        marked="dropped",
-    )
-with d2:
-    if not training:
-        st.info("Evaluation mode: dropout is the identity. Switch on training mode above.")
     else:
-        st.metric("fraction of weights kept", f"{lesson.kept_fraction:.2f}", help=f"expected {1 - lesson.dropout:.2f}")
-        st.metric("survivors are multiplied by", f"{lesson.rescale:.4f}")
-    st.markdown("**Batched shapes**")
-    st.dataframe(
-        [{"step": step, "shape": str(shape)} for step, shape in lesson.batch_shapes],
-        hide_index=True,
-        width="stretch",
+        perturbed = c1.slider(
+            "Perturb token x⁽ⁱ⁾ (counted from 1, as the sources write x⁽¹⁾, x⁽²⁾, …)",
+            bounds[0],
+            bounds[1],
+            min(3, bounds[1]),
+            key=PageControl.PERTURB,
+            bind="query-params",
+        )
+    training = training_toggle(
+        c2, "Dropout only acts in training mode; the sidebar sets its rate (at 0, the book's 0.5 is shown)."
     )
-widgets.code_box(lesson.code, title="causal attention and dropout with these numbers")
+    lesson = cache.computed(causal_dropout.LESSON, settings, perturbed, training)
+    # Token 1 has no question (every row may change); otherwise the leakage bars answer it.
+    answered = lesson.perturbed == 1 or widgets.predict(lesson.prediction, key=PREDICT_KEY)
+
+    step("Two ways to mask")
+    widgets.prose("causal_dropout", "methods")
+    st.latex(r"\text{masked}_{ij} = \begin{cases}\omega_{ij}/\sqrt{d_k} & j \le i\\ -\infty & j > i\end{cases}")
+    # Two per row: three 6-token heatmaps side by side leave no room for their numbers.
+    c1, c2 = st.columns(2)
+    c3, _ = st.columns(2)
+    with c1:
+        draw.heatmap(
+            lesson.after,
+            "softmax → zero the future → renormalise",
+            "Heatmap of causal weights made by masking after the softmax and renormalising.",
+            value_title="weight",
+        )
+    with c2:
+        draw.heatmap(
+            lesson.before,
+            "−∞ above the diagonal → softmax",
+            "Heatmap of causal weights made by masking with minus infinity before the softmax.",
+            value_title="weight",
+        )
+    with c3:
+        draw.heatmap(
+            lesson.difference,
+            "difference",
+            "Heatmap of the difference between the two methods: all zeros.",
+            signed=True,
+            min_magnitude=1e-3,
+        )
+    st.success(f"Largest difference between the two methods: {lesson.max_method_difference:.1e}")
+    if lesson.book is not None:
+        with st.expander("The book chapter's printed causal example", expanded=True):
+            st.caption(
+                "The chapter prints these matrices from a v2 module that no seed reproduces today, so the lab "
+                "replays its steps on the printed numbers. " + lesson.book.printed_difference.note()
+            )
+            b1, b2 = st.columns(2)
+            b3, _ = st.columns(2)
+            with b1:
+                draw.heatmap(
+                    lesson.book.printed_weights, "printed weights", "The book's printed weights.", value_title="weight"
+                )
+            with b2:
+                draw.heatmap(
+                    lesson.book.masked_simple,
+                    "future zeroed (masked_simple)",
+                    "The printed weights with every entry above the diagonal set to zero.",
+                    value_title="weight",
+                )
+            with b3:
+                draw.heatmap(
+                    lesson.book.renormalised,
+                    "rows renormalised",
+                    "The masked weights with each row divided by its sum.",
+                    value_title="weight",
+                )
+            st.markdown("**The printed scores with −∞ above the diagonal**, and the softmax of them divided by √2:")
+            # The table gets the full width: in half a column its six columns of 20 px numbers were cut
+            # on a 1280 px projector in presentation mode.
+            widgets.number_table(lesson.book.masked_scores)
+            m2, _ = st.columns(2)
+            with m2:
+                draw.heatmap(
+                    lesson.book.minus_inf_weights,
+                    "softmax(masked scores / √2)",
+                    "Causal weights recomputed from the book's printed masked scores.",
+                    value_title="weight",
+                )
+            st.markdown("**Code**: the chapter's steps on its printed numbers, in plain PyTorch.")
+            st.code(lesson.book.code, language="python", wrap_lines=True)  # no scrolling box a keyboard cannot reach
+
+    step("Inputs and targets: one chunk, many examples")
+    widgets.prose("causal_dropout", "shift")
+    s1, s2 = st.columns(2)
+    s1.dataframe(lesson.shift, hide_index=True, width="stretch")
+    with s2:
+        draw.heatmap(
+            lesson.simple_average,
+            "Simple average (the decoder blog)",
+            "Heatmap of the simple-average causal weights for cats climb trees during.",
+            value_title="weight",
+        )
+    widgets.prose("causal_dropout", "average")
+    b1, b2 = st.columns(2)
+    with b1:
+        draw.heatmap(
+            lesson.blog.head_weights,
+            f"Step 2: SingleSelfAttentionHead (head size {lesson.blog.head_size})",
+            "Heatmap of the decoder blog's single causal head on the same four tokens.",
+            value_title="weight",
+        )
+    b2.markdown("**Step 1 and step 2, exact weights** (average above, head below):")
+    widgets.number_table(lesson.blog.simple_average_table, where=b2)
+    widgets.number_table(lesson.blog.head_table, where=b2)
+    widgets.code_box(
+        lesson.blog.code,
+        "The decoder blog's two steps in plain PyTorch, on this page's cats embeddings.",
+        title="the decoder blog's two steps",
+    )
+
+    step("Does anything leak from the future?")
+    widgets.prose("causal_dropout", "leak")
+    if not answered:
+        widgets.answer_first(f"The rows that changed after pushing {token_name(lesson.perturbed)} appear")
+    else:
+        draw.draw(
+            charts.leakage(lesson.leakage, lesson.perturbed),
+            "Bars of how much each output row changed after perturbing one token; earlier rows stay at zero.",
+        )
+    if lesson.perturbed == 1:
+        st.info(f"Token {token_name(1)} has no earlier token: every row may change.")
+    elif not answered:
+        pass  # the verdict below says which rows changed: the question's answer
+    elif lesson.earlier_unchanged:
+        st.success(
+            f"Rows 1 to {lesson.perturbed - 1} are unchanged after pushing {token_name(lesson.perturbed)}: no leakage."
+        )
+    else:
+        st.error("An earlier row changed: the mask leaks!")
+    l1, l2 = st.columns(2)
+    with l1:
+        draw.heatmap(
+            lesson.buggy,
+            "With the masked_fill bug",
+            "Heatmap of weights computed with the masking bug: the future is not masked.",
+            value_title="weight",
+        )
+    with l2:
+        st.code(
+            "scores.masked_fill(mask, -torch.inf)   # result thrown away: no mask!\n"
+            "scores = scores.masked_fill(mask, -torch.inf)   # correct\n"
+            "scores.masked_fill_(mask, -torch.inf)           # correct, in place",
+            language="python",
+            wrap_lines=True,  # no sideways scrolling box (a keyboard cannot reach it)
+        )
+        st.metric("average weight on future tokens, buggy", f"{lesson.bug_future_mass:.4f}")
+    widgets.code_box(
+        lesson.leakage_code,
+        "The leakage check and the masked_fill bug in plain PyTorch.",
+        title="the leakage check and the masked_fill bug",
+    )
+
+    step("Dropout on the attention weights")
+    widgets.prose("causal_dropout", "dropout")
+    st.latex(
+        rf"\tilde\alpha_{{ij}} = \frac{{m_{{ij}}\,\alpha_{{ij}}}}{{1-p}},\quad m_{{ij}}\sim\text{{Bernoulli}}(1-p),"
+        rf"\quad p = {lesson.dropout:g}"
+    )
+    if lesson.dropout_note:
+        st.info(lesson.dropout_note, icon=":material/info:")
+    d1, d2 = st.columns(2)
+    with d1:
+        draw.heatmap(
+            lesson.dropped,
+            "Weights after dropout" + (" (training; ✕ = dropped)" if training else " (evaluation: unchanged)"),
+            "Heatmap of the attention weights after dropout; dropped weights are outlined and marked with a cross.",
+            value_title="weight",
+            marked="dropped",
+        )
+    with d2:
+        if not training:
+            st.info("Evaluation mode: dropout is the identity. Switch on training mode above.")
+        else:
+            st.metric(
+                "fraction of weights kept", f"{lesson.kept_fraction:.2f}", help=f"expected {1 - lesson.dropout:.2f}"
+            )
+            st.metric("survivors are multiplied by", f"{lesson.rescale:.4f}")
+        st.markdown("**Batched shapes**")
+        st.dataframe(
+            [{"step": step, "shape": str(shape)} for step, shape in lesson.batch_shapes],
+            hide_index=True,
+            width="stretch",
+        )
+    widgets.code_box(lesson.code, title="causal attention and dropout with these numbers")
+
+
+def on_a_model(settings: Settings) -> None:
+    """The causal mask on one head of a trained model that was never trained with one, then dropout."""
+    from core.lessons import pretrained as pt
+
+    widgets.prose(source.TEXT, "causal_intro")
+    if not source.model_ready(settings.weights):
+        return
+    sentence, _ = source.lesson_sentence(settings)
+    layer, head = source.head_picker("causal_dropout", settings.weights)
+    why = "Dropout only acts in training mode; the sidebar sets its rate and the seed draws it."
+    training = training_toggle(st.container(), why)
+    dropout, seed = float(settings.dropout), int(settings.seed)  # the seed draws the dropout mask
+    lesson = cache.computed(pt.CAUSAL, source.model(settings.weights), sentence, layer, head, training, dropout, seed)
+    source.pieces_line(lesson.tokens)
+    answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
+    source.head_caption(lesson.pattern, answered)
+    step("The mask on a real head")
+    if answered:  # side by side, the two heatmaps show which rows lost their strongest key
+        left, right = st.columns(2)
+        with left:
+            draw.heatmap(
+                lesson.unmasked,
+                "As the model runs it (no mask)",
+                "Heatmap of the head's weights, every piece reading every piece.",
+                value_title="weight",
+            )
+        with right:
+            draw.heatmap(
+                lesson.masked,
+                "Causal: −∞ above the diagonal, then softmax",
+                "Heatmap of the same head's weights with the future masked.",
+                value_title="weight",
+            )
+    else:
+        widgets.answer_first("The head's weights with and without the mask, and the rows the mask changed appear")
+    st.latex(
+        r"\text{softmax}\big(\text{mask}(q K^\top/\sqrt{32})\big)"
+        r" = \text{renormalise}\big(\text{zero future}(\text{softmax}(q K^\top/\sqrt{32}))\big)"
+    )
+    if answered:
+        st.markdown(
+            f"The two ways of masking differ by at most **{lesson.max_method_difference:.1e}** here. Unmasked, an "
+            f"average row put **{lesson.future_mass:.2f}** of its weight on later pieces; the mask gave another "
+            f"strongest key to **{lesson.rows_changed}** of {len(lesson.tokens)} rows."
+        )
+        widgets.number_table(lesson.rows, hide_index=True)
+    else:
+        st.markdown(f"The two ways of masking differ by at most **{lesson.max_method_difference:.1e}** here.")
+    step("Dropout on the real weights")
+    widgets.prose(source.TEXT, "causal_dropout")
+    if lesson.kept_fraction is None:
+        why = "training mode is off" if not training else "the dropout rate is 0"
+        st.markdown(f"Nothing is dropped: {why}.")
+    else:
+        st.markdown(
+            f"Rate {lesson.dropout:.2f}: **{lesson.kept_fraction:.0%}** of the weights survived, each multiplied "
+            f"by {1 / (1 - lesson.dropout):.4f}."
+        )
+    draw.heatmap(lesson.dropped, "Masked weights after dropout", "Heatmap of the weights after dropout.")
+    widgets.code_box(lesson.code, source.CODE_CAPTION)
+
+
+settings = page_start().settings
+if settings.weights.is_model:
+    on_a_model(settings)
+else:
+    on_random_draws(settings)

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from core.app import registry
-from core.app.settings import LIMITS, PRESET_CONTROLS, PRESETS, PresetKey, Settings, WeightsSource, settings_for_preset
+from core.app.settings import LIMITS, PRESET_CONTROLS, PRESETS, PresetKey, Settings, settings_for_preset
 from core.attention.stats import MAX_TRIALS
 from core.inputs.examples import MAX_D_IN, MAX_TEXT_CHARS, MAX_TOKENS
+from core.inputs.weights import WeightSource
 from core.lessons import training_lab
 from core.models import tiny_transformer as tt
 
@@ -188,7 +189,7 @@ SIDEBAR_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "dropout": Rate(*LIMITS["dropout"]),
         "num_heads": _whole("num_heads"),
         "scale": Flag(),
-        "weights": Choice(tuple(source.value for source in WeightsSource)),
+        "weights": Choice(tuple(source.value for source in WeightSource)),
     }
 )
 
@@ -327,7 +328,7 @@ def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> Link
     if "preset" in sidebar:
         sidebar["preset"] = PresetKey(sidebar["preset"])
     if "weights" in sidebar:
-        sidebar["weights"] = WeightsSource(sidebar["weights"])
+        sidebar["weights"] = WeightSource(sidebar["weights"])
     controls = {name: value for name, value in accepted.items() if name not in sidebar}
     return LinkReading(Settings(**sidebar), tuple(notes), tuple(unknown), controls)
 

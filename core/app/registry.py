@@ -14,6 +14,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
+from core.inputs.weights import WeightSource
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -29,7 +31,7 @@ class Control(StrEnum):
     NUM_HEADS = "num_heads"
     SCALE = "scale"
     DEVICE = "device"
-    WEIGHTS = "weights"  # random (the sources' draw) or pretrained (a real head of all-MiniLM-L6-v2)
+    WEIGHTS = "weights"  # where W_q, W_k, W_v come from: a core.inputs.weights.WeightSource
 
 
 R = TypeVar("R")  # what a lesson computation returns
@@ -116,11 +118,11 @@ class PageSpec:
     # controls the pretrained mode ignores, with the reason, on top of `ignores`.
     pretrained: Mapping[Control, str] | None = None
 
-    def ignores_with(self, weights: str) -> Mapping[Control, str]:
-        """The controls this page ignores when the Weights control says `weights` (random / pretrained)."""
+    def ignores_with(self, weights: WeightSource) -> Mapping[Control, str]:
+        """The controls this page ignores when the Weights control says `weights`."""
         if self.pretrained is None:
             return MappingProxyType({**self.ignores, Control.WEIGHTS: _NO_PRETRAINED})
-        if weights == "pretrained":
+        if WeightSource(weights).is_model:
             return MappingProxyType({**self.ignores, **self.pretrained})
         return self.ignores
 

@@ -24,6 +24,7 @@ from core.inputs.examples import (
     life_example,
     random_words_example,
 )
+from core.inputs.weights import WeightSource
 
 if TYPE_CHECKING:
     pass
@@ -134,13 +135,6 @@ PRESETS: Mapping[PresetKey, Preset] = MappingProxyType(
 DEFAULT_TEXT = "The cat sat on the mat because it was tired"
 
 
-class WeightsSource(StrEnum):
-    """Where lessons 2, 4, 5 and 7 take W_q, W_k, W_v from (the link's `weights`)."""
-
-    RANDOM = "random"  # the sources' random draw: their worked examples, digit for digit
-    PRETRAINED = "pretrained"  # one head of all-MiniLM-L6-v2 (core/lessons/pretrained.py)
-
-
 @dataclass(frozen=True)
 class Settings:
     """Everything the sidebar controls. Frozen and hashable: a safe cache key."""
@@ -154,7 +148,7 @@ class Settings:
     num_heads: int = 2
     scale: bool = True  # divide scores by sqrt(d_k) before the softmax
     device: str = "cpu"
-    weights: WeightsSource = WeightsSource.RANDOM  # random (the sources) or pretrained (all-MiniLM-L6-v2)
+    weights: WeightSource = WeightSource.RANDOM  # where W_q, W_k, W_v come from (core/inputs/weights.py)
 
     @property
     def preset_info(self) -> Preset:

@@ -1,4 +1,5 @@
-"""One real head of all-MiniLM-L6-v2 taken apart: its x, W_q, W_k, W_v, biases and scale, and its measured pattern.
+"""The ENCODER weight source: one head of all-MiniLM-L6-v2 taken apart into a `HeadInput`
+(core/inputs/weights.py), its measured pattern, and a layer's twelve heads run both ways.
 
 The computation behind the pretrained mode of lessons 2, 4, 5 and 7 (core/lessons/pretrained.py,
 core/lessons/pretrained_cross.py): the hidden state entering a layer, one head's slice of the layer's
@@ -20,27 +21,8 @@ import torch.nn.functional as F
 from core.attention import functional as fn
 from core.attention.head_measures import head_measures
 from core.inputs.examples import unique_labels
+from core.inputs.weights import MODELS, HeadInput, Provenance, WeightSource, head_trace
 from core.models import minilm as real_model
-
-
-@dataclass(frozen=True)
-class RealHead:
-    """One head of one layer, as lesson 2 draws its ingredients (all float32 on the CPU).
-
-    x (T, D); w_query, w_key, w_value (D, d_k); b_query, b_key, b_value (d_k,).
-    """
-
-    tokens: tuple[str, ...]  # the word pieces, [CLS] and [SEP] included (unique labels for charts)
-    layer: int
-    head: int
-    x: torch.Tensor
-    w_query: torch.Tensor
-    w_key: torch.Tensor
-    w_value: torch.Tensor
-    b_query: torch.Tensor
-    b_key: torch.Tensor
-    b_value: torch.Tensor
-    scale: float  # the model's 1/sqrt(d_k)
 
 
 def check_head(model: real_model.RealModel, layer: int, head: int) -> None:
@@ -78,21 +60,20 @@ def head_slice(model: real_model.RealModel, layer: int, head: int) -> tuple[torc
     return (*matrices, *biases)
 
 
-def real_head(model: real_model.RealModel, sentence: str, layer: int, head: int) -> RealHead:
-    """x, W_q, W_k, W_v, their biases and the scale of (layer, head) for `sentence`."""
+def head_input(
+    model: real_model.RealModel, tokens: tuple[str, ...], x: torch.Tensor, layer: int, head: int
+) -> HeadInput:
+    """The weight source's ingredients for (layer, head) reading `x` (T, D), whose pieces are `tokens`."""
     w_q, w_k, w_v, b_q, b_k, b_v = head_slice(model, layer, head)
+    provenance = Provenance(MODELS[WeightSource.ENCODER].name, layer, head)
+    return HeadInput(tokens, x, w_q, w_k, w_v, b_q, b_k, b_v, real_model.scale_factor(model.config), provenance)
+
+
+def real_head(model: real_model.RealModel, sentence: str, layer: int, head: int) -> HeadInput:
+    """x, W_q, W_k, W_v, their biases and the scale of (layer, head) for `sentence`: the ENCODER source."""
+    check_head(model, layer, head)
     tokens, x = hidden_entering(model, sentence, layer)
-    return RealHead(tokens, layer, head, x, w_q, w_k, w_v, b_q, b_k, b_v, real_model.scale_factor(model.config))
-
-
-def head_trace(head: RealHead, x_query: torch.Tensor | None = None) -> fn.AttentionTrace:
-    """q = x W_q + b_q (and k, v likewise), then softmax(q kᵀ · scale) v; queries from `x_query` if given."""
-    x_q = head.x if x_query is None else x_query
-    with torch.no_grad():
-        queries = x_q @ head.w_query + head.b_query  # (T_q, d_k)
-        keys = head.x @ head.w_key + head.b_key  # (T, d_k)
-        values = head.x @ head.w_value + head.b_value  # (T, d_k)
-        return fn.scaled_dot_product_attention(queries, keys, values, scale=head.scale)
+    return head_input(model, tokens, x, layer, head)
 
 
 # ------------------------------------------------------------------ what a head's pattern is
@@ -137,9 +118,7 @@ def wrapper_form(model: real_model.RealModel, x: torch.Tensor, layer: int) -> to
     weights = model.weights.layers[layer]
     contexts = []
     for head in range(model.config.num_heads):
-        w_q, w_k, w_v, b_q, b_k, b_v = head_slice(model, layer, head)
-        one = RealHead((), layer, head, x, w_q, w_k, w_v, b_q, b_k, b_v, real_model.scale_factor(model.config))
-        contexts.append(head_trace(one).context)  # (T, d_k)
+        contexts.append(head_trace(head_input(model, (), x, layer, head)).context)  # (T, d_k)
     concatenated = torch.cat(contexts, dim=-1)  # (T, h * d_k) = (T, D)
     return F.linear(concatenated, weights.out_proj_weight, weights.out_proj_bias)
 

@@ -1,10 +1,13 @@
 """Lessons 2, 4 and 5 (7: pretrained_cross.py) on learned weights: one real head of all-MiniLM-L6-v2, not a random draw.
 
 The step-by-step lessons draw random W_q, W_k, W_v on purpose (the sources do, to show the
-mechanics). In `pretrained` mode the same steps run on weights that learned something: x is the
-hidden state entering the chosen layer (the word pieces the model reads, [CLS] and [SEP]
-included), W_q, W_k, W_v are that head's 32 columns of the layer's 384 -> 384 projections, and the
-scale is the model's own 1/sqrt(32). BERT's projections carry a bias, so q = x W_q + b_q.
+mechanics). With the ENCODER weight source (core/inputs/weights.py, `?weights=pretrained`) the same
+steps run on weights that learned something: x is the hidden state entering the chosen layer (the
+word pieces the model reads, [CLS] and [SEP] included), W_q, W_k, W_v are that head's 32 columns of
+the layer's 384 -> 384 projections, and the scale is the model's own 1/sqrt(32). BERT's projections
+carry a bias, so q = x W_q + b_q. Lesson 2 returns the same TrainableLesson as on random draws
+(core/lessons/trainable_weights.lesson_from_trace); lessons 4, 5 and 7 ask other questions of a
+trained head than of a random one, so their results have their own dataclasses here.
 
 Shape legend: T = word pieces of the sentence, D = hidden width (384), h = heads (12),
 d_k = head width (32). Matrices are drawn as (D, d_k), the x @ W layout of lesson 2.
@@ -25,16 +28,17 @@ from core.inputs.examples import LIFE_SENTENCE
 from core.inputs.pretrained_heads import (
     HeadPattern,
     check_head,
-    head_trace,
     hidden_entering,
     real_head,
     split_form,
     wrapper_form,
 )
-from core.lessons.common import Prediction, clamp_index, dims, generator, matrix_frame, row_values, unique_labels
+from core.inputs.weights import head_trace
+from core.lessons.common import Prediction, clamp_index, generator, matrix_frame, unique_labels
 
-# Lesson 7 has its own module; ui/pretrained.py reads it through this one (pt.CROSS, pt.PAIRS, ...).
+# Lesson 7 has its own module; the tests read it through this one too (pt.CROSS, pt.PAIRS, ...).
 from core.lessons.pretrained_cross import CROSS, PAIRS, PretrainedCrossLesson  # noqa: F401
+from core.lessons.trainable_weights import TrainableLesson, lesson_from_trace
 from core.models import minilm as real_model
 
 # The head each lesson opens on, chosen by its measured pattern on the lesson's default sentence
@@ -51,36 +55,6 @@ DEFAULT_HEADS: dict[str, tuple[int, int]] = {
 # A (384, 32) matrix is 12,288 cells: as a chart it is noise that takes the browser seconds to draw.
 # The page shows its first rows (the Code box has all of it) and says so.
 W_ROWS_SHOWN = 12
-
-
-@dataclass(frozen=True)
-class PretrainedTrainableLesson:
-    """Lesson 2's steps on a real head (the weights heatmap is the model's own attention)."""
-
-    tokens: tuple[str, ...]
-    layer: int
-    head: int
-    query_index: int
-    w_query: pd.DataFrame  # the first W_ROWS_SHOWN of its D rows, (W_ROWS_SHOWN, d_k), as a matrix_frame
-    w_key: pd.DataFrame
-    w_value: pd.DataFrame
-    queries: pd.DataFrame  # (T, d_k)
-    keys: pd.DataFrame
-    values: pd.DataFrame
-    scores: pd.DataFrame  # (T, T) q kᵀ
-    scaled_scores: pd.DataFrame
-    weights: pd.DataFrame  # (T, T)
-    context: pd.DataFrame  # (T, d_k)
-    one_query: pd.DataFrame  # token, score, scaled score, weight for the chosen query
-    d_in: int
-    d_k: int
-    d_v: int
-    scale: float
-    query_vector: tuple[float, ...]
-    query_context: tuple[float, ...]
-    pattern: HeadPattern
-    prediction: Prediction
-    code: str  # the filled recipe core/recipes/pretrained_head.py
 
 
 def _strongest_question(tokens: tuple[str, ...], query: int, row: torch.Tensor, pattern: HeadPattern) -> Prediction:
@@ -104,46 +78,23 @@ def _strongest_question(tokens: tuple[str, ...], query: int, row: torch.Tensor, 
 
 def pretrained_trainable_lesson(
     model: real_model.RealModel, sentence: str, layer: int, head: int, query_index: int
-) -> PretrainedTrainableLesson:
-    """Lesson 2 on (layer, head) of the real model, for `sentence`."""
+) -> TrainableLesson:
+    """Lesson 2 on (layer, head) of the real model, for `sentence`: the same lesson as on random draws."""
     real = real_head(model, sentence, layer, head)
     tokens = real.tokens
     query_index = clamp_index(query_index, len(tokens))
     trace = head_trace(real)
-    d_in, d_k = real.w_query.shape
     pattern = HeadPattern.of(layer, head, trace.weights)
-    return PretrainedTrainableLesson(
-        tokens=tokens,
-        layer=layer,
-        head=head,
-        query_index=query_index,
-        w_query=matrix_frame(real.w_query[:W_ROWS_SHOWN], dims("in", W_ROWS_SHOWN), dims("out", d_k)),
-        w_key=matrix_frame(real.w_key[:W_ROWS_SHOWN], dims("in", W_ROWS_SHOWN), dims("out", d_k)),
-        w_value=matrix_frame(real.w_value[:W_ROWS_SHOWN], dims("in", W_ROWS_SHOWN), dims("out", d_k)),
-        queries=matrix_frame(trace.queries, tokens, dims("q", d_k)),
-        keys=matrix_frame(trace.keys, tokens, dims("k", d_k)),
-        values=matrix_frame(trace.values, tokens, dims("v", d_k)),
-        scores=matrix_frame(trace.scores, tokens, tokens),
-        scaled_scores=matrix_frame(trace.scaled_scores, tokens, tokens),
-        weights=matrix_frame(trace.weights, tokens, tokens),
-        context=matrix_frame(trace.context, tokens, dims("z", d_k)),
-        one_query=pd.DataFrame(
-            {
-                "token": tokens,
-                "score": trace.scores[query_index].numpy(),
-                "scaled score": trace.scaled_scores[query_index].numpy(),
-                "weight": trace.weights[query_index].numpy(),
-            }
-        ),
-        d_in=d_in,
-        d_k=d_k,
-        d_v=d_k,
-        scale=real.scale,
-        query_vector=row_values(trace.queries, query_index),
-        query_context=row_values(trace.context, query_index),
-        pattern=pattern,
+    return lesson_from_trace(
+        tokens,
+        trace,
+        (real.w_query, real.w_key, real.w_value),
+        query_index,
+        rows_shown=W_ROWS_SHOWN,
         prediction=_strongest_question(tokens, query_index, trace.weights[query_index], pattern),
         code=recipes.fill("pretrained_head", {"sentence": sentence, "layer": layer, "head": head}),
+        pattern=pattern,
+        provenance=real.provenance,
     )
 
 
@@ -372,9 +323,10 @@ def usable_sentence(model: real_model.RealModel, sentence: str) -> tuple[str, tu
 
 # ------------------------------------------------------------------ what the pages cache (ui/cache.py `computed`)
 # The model is the process's one shared encoder: the leading underscore keeps it out of st.cache_data's
-# key. Entries: a byte budget over the largest result at the 64-piece cap (pickled ~1.1, 0.9, 3.1 and
-# 0.3 MiB); tests/app/test_pretrained_app.py measures them against PRETRAINED_BUDGET_MIB.
-PRETRAINED_BUDGET_MIB = 80
+# key. Entries: the one byte budget of every lesson (ui/cache.CACHE_BUDGET_MIB, the server's
+# maxCacheDataSize) over the largest result at the 64-piece cap (pickled ~1.1, 0.9, 3.1 and 0.3 MiB),
+# measured by tests/unit/test_cache_budget.py. A class mostly stays on each lesson's default head, so a
+# few entries serve it; another head is recomputed in milliseconds.
 
 
 def _trainable(_model: real_model.RealModel, sentence: str, layer: int, head: int, query: int):
@@ -393,7 +345,7 @@ def _usable_sentence(_model: real_model.RealModel, sentence: str):
     return usable_sentence(_model, sentence)
 
 
-TRAINABLE = LessonSpec(_trainable, uses=None, max_entries=16)
-CAUSAL = LessonSpec(_causal, uses=None, max_entries=16)
-MULTIHEAD = LessonSpec(_multihead, uses=None, max_entries=8)
+TRAINABLE = LessonSpec(_trainable, uses=None, max_entries=6)
+CAUSAL = LessonSpec(_causal, uses=None, max_entries=6)
+MULTIHEAD = LessonSpec(_multihead, uses=None, max_entries=2)
 SENTENCE = LessonSpec(_usable_sentence, uses=None, max_entries=256)  # a sentence's word pieces: ~1 kB each

@@ -16,7 +16,8 @@ import torch
 
 from core import recipes
 from core.app.registry import LessonSpec
-from core.inputs.pretrained_heads import RealHead, head_slice, head_trace, hidden_entering
+from core.inputs.pretrained_heads import check_head, head_input, hidden_entering
+from core.inputs.weights import head_trace
 from core.lessons.common import Prediction, dims, matrix_frame
 from core.models import minilm as real_model
 
@@ -131,12 +132,10 @@ def pretrained_cross_lesson(
     model: real_model.RealModel, first: str, second: str, layer: int, head: int
 ) -> PretrainedCrossLesson:
     """Cross-attention through (layer, head): each sentence runs through the model alone up to `layer`."""
-    w_q, w_k, w_v, b_q, b_k, b_v = head_slice(model, layer, head)
+    check_head(model, layer, head)
     tokens, x_first = hidden_entering(model, first, layer)  # (T1, D)
     second_tokens, x_second = hidden_entering(model, second, layer)  # (T2, D)
-    kv_head = RealHead(
-        second_tokens, layer, head, x_second, w_q, w_k, w_v, b_q, b_k, b_v, real_model.scale_factor(model.config)
-    )
+    kv_head = head_input(model, second_tokens, x_second, layer, head)  # keys and values read the second
     trace = head_trace(kv_head, x_query=x_first)  # weights (T1, T2)
     weights = trace.weights
     best = weights.argmax(dim=-1)
@@ -145,7 +144,7 @@ def pretrained_cross_lesson(
     pairs = shared_word_pairs(tokens, second_tokens)
     shares = [float(weights[i, copies].sum() / on_words[i].sum()) for i, copies in pairs]
     found = sum(int(best_word[i]) in copies for i, copies in pairs)
-    d_k = w_q.shape[1]
+    d_k = kv_head.w_query.shape[1]
     return PretrainedCrossLesson(
         tokens=tokens,
         second_tokens=second_tokens,
@@ -186,4 +185,4 @@ def _cross(_model: real_model.RealModel, first: str, second: str, layer: int, he
     return pretrained_cross_lesson(_model, first, second, layer, head)
 
 
-CROSS = LessonSpec(_cross, uses=None, max_entries=32)
+CROSS = LessonSpec(_cross, uses=None, max_entries=12)

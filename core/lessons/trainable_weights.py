@@ -1,8 +1,13 @@
-"""Lesson 2: queries, keys and values from trainable matrices (random here, as in the sources)."""
+"""Lesson 2: queries, keys and values from trainable matrices, for every weight source.
+
+One lesson dataclass and one builder (`lesson_from_trace`) whatever the source: the sources' random draws
+here (`trainable_lesson`), a model's head in core/lessons/pretrained.py (`pretrained_trainable_lesson`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
@@ -12,6 +17,7 @@ from core.app.registry import Control, LessonSpec
 from core.app.settings import Settings, WeightLayout
 from core.attention import functional as fn
 from core.attention.modules import CrossAttention, SelfAttention_v1, SelfAttention_v2, draw_qkv_weights, v1_from_v2
+from core.inputs.weights import Provenance
 from core.lessons.common import (
     CPU,
     Prediction,
@@ -27,12 +33,27 @@ from core.lessons.common import (
     unique_labels,
 )
 
+if TYPE_CHECKING:  # the model's modules load only where a model's head is used (memory)
+    from core.inputs.pretrained_heads import HeadPattern
+
+
+@dataclass(frozen=True)
+class Versions:
+    """The sources' SelfAttention_v1 against _v2 on the same input (random draws only)."""
+
+    table: pd.DataFrame  # the outputs of SelfAttention_v1 and _v2, side by side
+    copied_max_diff: float  # v1 given v2's weights: equal up to float error
+    fresh_max_diff: float  # v1 and v2 with their own initialisations: different
+    code: str  # the filled recipe core/recipes/trainable_v1_v2.py
+
 
 @dataclass(frozen=True)
 class TrainableLesson:
+    """Lesson 2's steps for any weight source (core/inputs/weights.py): x through W_q, W_k, W_v to Z."""
+
     tokens: tuple[str, ...]
     query_index: int
-    w_query: pd.DataFrame  # matrix_frames, drawn as (d_in, d_out) whatever layout the source uses
+    w_query: pd.DataFrame  # matrix_frames, drawn as (rows shown, d_out) whatever layout the source uses
     w_key: pd.DataFrame
     w_value: pd.DataFrame
     queries: pd.DataFrame  # (T, d_k)
@@ -43,20 +64,82 @@ class TrainableLesson:
     weights: pd.DataFrame  # softmax of the scaled scores, (T, T)
     context: pd.DataFrame  # weights @ V, (T, d_v)
     one_query: pd.DataFrame  # token, score, scaled score, weight for the chosen query
-    v1_vs_v2: pd.DataFrame  # the outputs of SelfAttention_v1 and _v2, side by side
+    d_in: int  # rows of each W (a model's 384 are more than a chart can show: see rows_shown)
+    rows_shown: int  # rows of each W kept for its heatmap
     d_k: int
     d_v: int
     scale: float
     query_vector: tuple[float, ...]
     query_context: tuple[float, ...]
-    v1_copied_max_diff: float  # v1 given v2's weights: equal up to float error
-    v1_fresh_max_diff: float  # v1 and v2 with their own initialisations: different
     prediction: Prediction  # which token the chosen query attends to most, now through W_q and W_k
-    v1_v2_code: str  # the filled recipe core/recipes/trainable_v1_v2.py
-    code: str  # the filled recipe (core/recipes/trainable_weights*.py)
+    code: str  # the filled recipe (core/recipes/trainable_weights*.py, pretrained_head.py)
+    versions: Versions | None = None  # random draws: the sources' SelfAttention_v1 vs _v2
+    pattern: HeadPattern | None = None  # a model's head: what it was measured to do on this sentence
+    provenance: Provenance | None = None  # a model's head: which model, layer and head
 
 
-def _projected(settings: Settings, x: torch.Tensor) -> tuple[fn.AttentionTrace, tuple[torch.Tensor, ...]]:
+def lesson_from_trace(
+    tokens: tuple[str, ...],
+    trace: fn.AttentionTrace,
+    matrices: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    query_index: int,
+    *,
+    prediction: Prediction,
+    code: str,
+    rows_shown: int | None = None,
+    versions: Versions | None = None,
+    pattern: HeadPattern | None = None,
+    provenance: Provenance | None = None,
+) -> TrainableLesson:
+    """The lesson's tables from one head's trace and its W_q, W_k, W_v (each (d_in, d_out)), whatever the
+    source; the source adds its question, its Code box and its own sections (v1 vs v2, or the head's pattern)."""
+    w_q, w_k, w_v = matrices
+    d_in = w_q.shape[0]
+    shown = d_in if rows_shown is None else min(rows_shown, d_in)
+    d_k, d_v = trace.keys.shape[-1], trace.values.shape[-1]
+
+    def weight_frame(w: torch.Tensor) -> pd.DataFrame:
+        return matrix_frame(w[:shown], dims("in", shown), dims("out", w.shape[1]))
+
+    return TrainableLesson(
+        tokens=tokens,
+        query_index=query_index,
+        w_query=weight_frame(w_q),
+        w_key=weight_frame(w_k),
+        w_value=weight_frame(w_v),
+        queries=matrix_frame(trace.queries, tokens, dims("q", d_k)),
+        keys=matrix_frame(trace.keys, tokens, dims("k", d_k)),
+        values=matrix_frame(trace.values, tokens, dims("v", d_v)),
+        scores=matrix_frame(trace.scores, tokens, tokens),
+        scaled_scores=matrix_frame(trace.scaled_scores, tokens, tokens),
+        weights=matrix_frame(trace.weights, tokens, tokens),
+        context=matrix_frame(trace.context, tokens, dims("z", d_v)),
+        one_query=pd.DataFrame(
+            {
+                "token": tokens,
+                "score": trace.scores[query_index].cpu().numpy(),
+                "scaled score": trace.scaled_scores[query_index].cpu().numpy(),
+                "weight": trace.weights[query_index].cpu().numpy(),
+            }
+        ),
+        d_in=d_in,
+        rows_shown=shown,
+        d_k=d_k,
+        d_v=d_v,
+        scale=float(trace.scale),
+        query_vector=row_values(trace.queries, query_index),
+        query_context=row_values(trace.context, query_index),
+        prediction=prediction,
+        code=code,
+        versions=versions,
+        pattern=pattern,
+        provenance=provenance,
+    )
+
+
+def _projected(
+    settings: Settings, x: torch.Tensor
+) -> tuple[fn.AttentionTrace, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """Queries/keys/values with the preset's weight layout, traced; W_q, W_k, W_v as (d_in, d_out)."""
     g = generator(settings.seed, CPU)
     scheme = settings.preset_info.weights
@@ -76,7 +159,7 @@ def _projected(settings: Settings, x: torch.Tensor) -> tuple[fn.AttentionTrace, 
     return trace, (module.W_query, module.W_key, module.W_value)
 
 
-def _v1_vs_v2(settings: Settings, x: torch.Tensor, tokens: tuple[str, ...]) -> tuple[pd.DataFrame, float, float]:
+def _versions(settings: Settings, x: torch.Tensor, tokens: tuple[str, ...]) -> Versions:
     v2 = SelfAttention_v2(x.shape[-1], settings.d_out, generator=generator(settings.seed, CPU)).to(x.device)
     v1_fresh = SelfAttention_v1(x.shape[-1], settings.d_out, generator=generator(settings.seed, CPU)).to(x.device)
     v1_copied = v1_from_v2(v2).to(x.device)
@@ -90,7 +173,16 @@ def _v1_vs_v2(settings: Settings, x: torch.Tensor, tokens: tuple[str, ...]) -> t
             **{f"v1 with v2's weights z{j + 1}": copied_out[:, j].numpy() for j in range(width)},
         }
     )
-    return table, float((copied_out - v2_out).abs().max()), float((v1_out - v2_out).abs().max())
+    code = recipes.fill(
+        "trainable_v1_v2",
+        {
+            "tokens": tokens_comment(settings),
+            "inputs": inputs_source(settings),
+            "seed": settings.seed,
+            "d_out": settings.d_out,
+        },
+    )
+    return Versions(table, float((copied_out - v2_out).abs().max()), float((v1_out - v2_out).abs().max()), code)
 
 
 def _code(settings: Settings, query_index: int) -> str:
@@ -109,53 +201,21 @@ def _code(settings: Settings, query_index: int) -> str:
 
 
 def trainable_lesson(settings: Settings, query_index: int) -> TrainableLesson:
+    """Lesson 2 on the sources' random draws (their worked examples, digit for digit)."""
     example, x, _ = inputs_on_device(settings)  # x: (T, d_in)
     tokens = unique_labels(example.tokens)
     query_index = clamp_index(query_index, len(tokens))
     with torch.no_grad():
-        trace, (w_q, w_k, w_v) = _projected(settings, x)
-        v1_vs_v2, copied_diff, fresh_diff = _v1_vs_v2(settings, x, tokens)
-    d_k, d_v = trace.keys.shape[-1], trace.values.shape[-1]
-    return TrainableLesson(
-        tokens=tokens,
-        query_index=query_index,
-        w_query=matrix_frame(w_q, dims("in", w_q.shape[0]), dims("out", w_q.shape[1])),
-        w_key=matrix_frame(w_k, dims("in", w_k.shape[0]), dims("out", w_k.shape[1])),
-        w_value=matrix_frame(w_v, dims("in", w_v.shape[0]), dims("out", w_v.shape[1])),
-        queries=matrix_frame(trace.queries, tokens, dims("q", d_k)),
-        keys=matrix_frame(trace.keys, tokens, dims("k", d_k)),
-        values=matrix_frame(trace.values, tokens, dims("v", d_v)),
-        scores=matrix_frame(trace.scores, tokens, tokens),
-        scaled_scores=matrix_frame(trace.scaled_scores, tokens, tokens),
-        weights=matrix_frame(trace.weights, tokens, tokens),
-        context=matrix_frame(trace.context, tokens, dims("z", d_v)),
-        one_query=pd.DataFrame(
-            {
-                "token": tokens,
-                "score": trace.scores[query_index].cpu().numpy(),
-                "scaled score": trace.scaled_scores[query_index].cpu().numpy(),
-                "weight": trace.weights[query_index].cpu().numpy(),
-            }
-        ),
-        v1_vs_v2=v1_vs_v2,
-        d_k=d_k,
-        d_v=d_v,
-        scale=float(trace.scale),
-        query_vector=row_values(trace.queries, query_index),
-        query_context=row_values(trace.context, query_index),
-        v1_copied_max_diff=copied_diff,
-        v1_fresh_max_diff=fresh_diff,
+        trace, matrices = _projected(settings, x)
+        versions = _versions(settings, x, tokens)
+    return lesson_from_trace(
+        tokens,
+        trace,
+        matrices,
+        query_index,
         prediction=strongest_key_question(tokens, query_index, trace.weights[query_index]),
         code=_code(settings, query_index),
-        v1_v2_code=recipes.fill(
-            "trainable_v1_v2",
-            {
-                "tokens": tokens_comment(settings),
-                "inputs": inputs_source(settings),
-                "seed": settings.seed,
-                "d_out": settings.d_out,
-            },
-        ),
+        versions=versions,
     )
 
 

@@ -208,6 +208,8 @@ def test_causal_page_notes_where_the_book_table_differs() -> None:
 
 def test_causal_page_training_toggle_and_leakage() -> None:
     at = app(registry.page("causal_dropout").file, dropout="0.5")
+    # The verdict answers the page's question (which rows can change?): it appears once that is answered.
+    next(r for r in at.radio if r.key and r.key.startswith("predict_causal_dropout")).set_value(0).run()
     assert any("no leakage" in s.value for s in at.success)
     at.toggle(key="training").set_value(True).run()
     assert_clean(at)

@@ -243,6 +243,11 @@ def test_the_outlined_heatmap_row_follows_the_query_picker(page: str, picker: st
         at.switch_page(page).run()
         for query in (at.selectbox(key=picker).value, 0, 4):
             at.selectbox(key=picker).set_value(query).run()
+            # A new query asks the page's question again; the weights heatmap answers it, so it is drawn
+            # once that is answered (predict, then reveal).
+            question = next((r for r in at.radio if r.key and r.key.startswith("predict_")), None)
+            if question is not None and question.value is None:
+                question.set_value(0).run()
             cells = drawn_heatmaps(at)[description]
             assert {c["row_index"] for c in cells if c["is_query"]} == {query}
     finally:

@@ -81,12 +81,12 @@ def test_every_rule_reads_what_its_control_writes() -> None:
 
 
 def test_the_weights_source_is_read_as_its_enum_and_a_bad_one_gets_a_note() -> None:
-    from core.app.settings import WeightsSource
+    from core.inputs.weights import WeightSource
 
-    assert read_link({"weights": "pretrained"}, DEVICES).settings.weights is WeightsSource.PRETRAINED
+    assert read_link({"weights": "pretrained"}, DEVICES).settings.weights is WeightSource.ENCODER
     reading = read_link({"weights": "<b>trained</b>", "layer": "6", "head": "-1", "pair": "nope"}, DEVICES)
     assert {note.parameter for note in reading.notes} == {"weights", "layer", "head", "pair"}
-    assert reading.settings.weights is WeightsSource.RANDOM and not reading.controls
+    assert reading.settings.weights is WeightSource.RANDOM and not reading.controls
 
 
 def test_present_also_takes_the_readmes_1() -> None:

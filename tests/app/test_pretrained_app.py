@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -100,8 +99,15 @@ def test_a_bad_weights_value_in_the_link_is_a_note_not_an_error() -> None:
     assert at.sidebar.radio(key="weights").value == "random"
 
 
+def answer(at: AppTest, key: str) -> AppTest:
+    """Choose the first option of the page's question: what answers it is drawn only after a choice."""
+    prediction_radio(at, key).set_value(0).run()
+    assert_clean(at)
+    return at
+
+
 def test_lesson_2_numbers_on_screen_equal_core(model: real_model.RealModel) -> None:
-    at = app(registry.page("trainable_weights"), weights="pretrained")
+    at = answer(app(registry.page("trainable_weights"), weights="pretrained"), "predict_trainable_weights")
     sentence = pt.lesson_sentence(settings_for_preset("book"))
     layer, head = pt.DEFAULT_HEADS["trainable_weights"]
     lesson = pt.pretrained_trainable_lesson(model, sentence, layer, head, 2)  # "journey", after [CLS]
@@ -113,13 +119,14 @@ def test_lesson_2_numbers_on_screen_equal_core(model: real_model.RealModel) -> N
 def test_lesson_2_layer_and_head_come_from_the_link(model: real_model.RealModel) -> None:
     at = app(registry.page("trainable_weights"), weights="pretrained", layer="4", head="9")
     assert_clean(at)
+    answer(at, "predict_trainable_weights")  # the head's measured pattern answers the question
     lesson = pt.pretrained_trainable_lesson(model, pt.BOOK_SENTENCE, 4, 9, 2)
     assert f"Layer 4, head 9, measured on this sentence: {lesson.pattern.summary}" in text_of(at)
 
 
 def test_lesson_2_prediction_reveals_the_real_heads_answer() -> None:
     at = app(registry.page("trainable_weights"), weights="pretrained")
-    radio = prediction_radio(at, "predict_trainable_weights_pretrained")
+    radio = prediction_radio(at, "predict_trainable_weights")
     radio.set_value(0).run()  # [CLS]
     revealed = " ".join(s.value for s in at.success) + " ".join(w.value for w in at.warning)
     assert "of the weight" in revealed
@@ -148,6 +155,7 @@ def test_lesson_5_shows_twelve_heads_and_equal_forms() -> None:
 def test_lesson_7_pairs_and_honesty() -> None:
     at = app(registry.page("cross_attention"), weights="pretrained", pair="question")
     assert_clean(at)
+    answer(at, "predict_cross_attention")
     text = " ".join(text_of(at).split())  # prose lines joined
     assert "was trained on one sentence at a time (self-attention)" in text
     assert "where  did  the  cat  sleep" in text_of(at)  # the question's word pieces, as st.text shows them
@@ -161,6 +169,7 @@ def drawn_weights(at: AppTest) -> list[float]:
     import pyarrow as pa
 
     from core.charts import common as charts
+
     (chart,) = [c for c in at.get("vega_lite_chart") if "Rectangular heatmap" in c.proto.alt]
     (dataset,) = [d for d in chart.proto.datasets if d.name == charts.HEATMAP_DATA]
     return pa.ipc.open_stream(dataset.data.data).read_all().column("value").to_pylist()
@@ -171,6 +180,7 @@ def test_lesson_7_takes_your_own_two_sentences(model: real_model.RealModel) -> N
     first, second = "The chef cooked a *spicy* soup.", "A spicy soup was cooked by the chef."
     at = app(registry.page("cross_attention"), weights="pretrained", pair="own", first_text=first, second_text=second)
     assert_clean(at)
+    answer(at, "predict_cross_attention")
     assert at.text_input(key="first_text").value == first and at.text_input(key="second_text").value == second
     lesson = ptc.pretrained_cross_lesson(model, first, second, *pt.DEFAULT_HEADS["cross_attention"])
     assert "  ".join(lesson.second_tokens) in text_of(at)
@@ -185,6 +195,7 @@ def test_an_unusable_own_sentence_gets_a_message_and_the_page_goes_on() -> None:
     assert not at.exception
     assert [e.value for e in at.error] and all(e.value.startswith("Second sentence:") for e in at.error)
     assert "Showing the book's sentence instead" in at.error[0].value
+    prediction_radio(at, "predict_cross_attention").set_value(0).run()
     assert drawn_weights(at)  # the heatmap is still there, for the book's sentence
 
 
@@ -192,6 +203,7 @@ def test_every_pretrained_prose_section_reaches_a_page() -> None:
     shown = []
     for spec in PRETRAINED:
         at = app(spec, weights="pretrained")
+        answer(at, "predict_")
         shown += [m.value.strip() for m in at.markdown]
     for name, body in prose.read_sections("pretrained").items():
         assert any(body.strip() in s for s in shown), name
@@ -202,16 +214,3 @@ def test_an_over_long_sentence_falls_back_to_the_book_with_a_message() -> None:
     at = app(registry.page("trainable_weights"), weights="pretrained", preset="custom", text=long_text)
     assert not at.exception
     assert any("Showing the book's sentence instead" in e.value for e in at.error)
-
-
-def test_the_pretrained_caches_stay_within_their_byte_budget(model: real_model.RealModel) -> None:
-    longest = " ".join(["word"] * 62)  # + [CLS] and [SEP] = the 64-piece cap
-    largest = {
-        "trainable": pt.pretrained_trainable_lesson(model, longest, 3, 3, 5),
-        "causal": pt.pretrained_causal_lesson(model, longest, 3, 3, True, 0.5, 1),
-        "multihead": pt.pretrained_multihead_lesson(model, longest, 3),
-        "cross": ptc.pretrained_cross_lesson(model, longest, longest, 3, 3),  # larger than any pair offered
-    }
-    specs = {"trainable": pt.TRAINABLE, "causal": pt.CAUSAL, "multihead": pt.MULTIHEAD, "cross": ptc.CROSS}
-    total = sum(len(pickle.dumps(lesson)) * specs[name].max_entries for name, lesson in largest.items())
-    assert total <= pt.PRETRAINED_BUDGET_MIB * 2**20, total / 2**20

@@ -44,6 +44,8 @@ def test_cross_attention_defaults_to_the_translation_pair_and_shows_its_context(
     strongest = next(df.value for df in at.dataframe if "reads most from" in df.value.columns)
     assert len(strongest) == 7  # one row per English token
     assert set(strongest["reads most from"]) <= {"Kannst", "du", "mir", "helfen", "diesen", "Satz", "zu", "übersetzen"}
+    # The shapes answer the page's question (what shape will the weights have?): shown once it is answered.
+    next(r for r in at.radio if r.key and r.key.startswith("predict_")).set_value(0).run()
     shapes = next(df.value for df in at.dataframe if "tensor" in df.value.columns)
     assert dict(zip(shapes.tensor, shapes["shape"], strict=True))["weights"] == "(7, 8)"
     at.number_input(key="d_in_kv").set_value(5).run()
@@ -61,6 +63,7 @@ def test_cross_attention_names_the_bad_sequence() -> None:
 
 def test_cross_attention_article_preset_keeps_the_articles_shapes() -> None:
     at = open_page("cross_attention", preset="article")
+    next(r for r in at.radio if r.key and r.key.startswith("predict_")).set_value(0).run()  # shapes answer it
     shapes = next(df.value for df in at.dataframe if "tensor" in df.value.columns)
     table = dict(zip(shapes.tensor, shapes["shape"], strict=True))
     assert table["x_2 (second sequence)"] == "(8, 16)"

@@ -46,6 +46,10 @@ def test_pretrained_lessons_in_a_real_browser(server: str, browser, tmp_path: Pa
         assert page.get_by_text("Pretrained weights.", exact=False).count() >= 1, spec.slug
         assert "weights=pretrained" in page.url, page.url
         assert page.locator('.st-key-weights label[data-selected="true"]').inner_text().strip() == "pretrained"
+        # The head's pattern appears once its question is answered (predict, then reveal): answer it first.
+        page.locator('[class*="st-key-predict_"] [data-testid="stRadioOption"]').first.click()
+        page.wait_for_selector(harness.IDLE, timeout=60_000)
+        page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(timeout=60_000)
         page.wait_for_function(
             """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
                      .filter(c => c.checkVisibility()).every(c => c.querySelector('svg'))""",

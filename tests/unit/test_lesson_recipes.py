@@ -83,9 +83,10 @@ def test_causal_recipe(settings: Settings, training: bool) -> None:
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
 def test_trainable_v1_v2_recipe(settings: Settings) -> None:
-    lesson = trainable_weights.trainable_lesson(settings, 0)
-    namespace = recipes.run(lesson.v1_v2_code)
-    table = lesson.v1_vs_v2
+    versions = trainable_weights.trainable_lesson(settings, 0).versions
+    assert versions is not None  # the sources' random draws carry their v1 against v2
+    namespace = recipes.run(versions.code)
+    table = versions.table
     for name, prefix in (("v1", "v1 (own init)"), ("v2", "v2"), ("copied", "v1 with v2's weights")):
         columns = [c for c in table.columns if c.startswith(prefix + " z")]
         assert_same(namespace[name], torch.tensor(table[columns].to_numpy()), name)

@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from core import recipes
+from core.app.settings import settings_for_preset
 from core.inputs.pretrained_heads import head_slice, real_head, split_form, wrapper_form
-from core.lessons import frame_matrix, unique_labels
+from core.inputs.weights import MODELS, HeadInput, Provenance, WeightSource
+from core.lessons import frame_matrix, trainable_weights, unique_labels
 from core.lessons import pretrained as pt
 from core.lessons import pretrained_cross as ptc
 from core.models import minilm as rm
@@ -90,6 +92,40 @@ def test_a_head_the_model_lacks_is_a_plain_error(model: rm.RealModel) -> None:
         real_head(model, SENTENCES[0], 6, 0)
     with pytest.raises(ValueError, match="does not exist"):
         head_slice(model, 0, 12)
+
+
+def test_the_encoder_source_yields_its_head_with_provenance_and_its_shape_is_the_models(model: rm.RealModel) -> None:
+    shape = MODELS[WeightSource.ENCODER]
+    config = model.config
+    assert (shape.num_layers, shape.num_heads, shape.head_dim, shape.hidden_size) == (
+        config.num_layers,
+        config.num_heads,
+        config.head_dim,
+        config.hidden_size,
+    )
+    head = real_head(model, SENTENCES[0], 3, 5)
+    assert isinstance(head, HeadInput) and head.provenance == Provenance("all-MiniLM-L6-v2", 3, 5)
+    assert head.provenance.label() == "all-MiniLM-L6-v2, layer 3, head 5"
+    assert head.x.shape == (len(head.tokens), shape.hidden_size) and head.w_query.shape == (384, 32)
+
+
+def test_lesson_2_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
+    drawn = trainable_weights.trainable_lesson(settings_for_preset("book"), 1)
+    real = pt.pretrained_trainable_lesson(model, SENTENCES[0], 0, 2, 1)
+    assert type(drawn) is type(real) is trainable_weights.TrainableLesson
+    assert drawn.versions is not None and drawn.pattern is None and drawn.provenance is None
+    assert real.versions is None and real.pattern is not None
+    assert real.provenance == Provenance("all-MiniLM-L6-v2", 0, 2)
+    assert (drawn.rows_shown, drawn.d_in) == (3, 3) and frame_matrix(drawn.w_query).shape == (3, 2)
+    assert (real.rows_shown, real.d_in) == (pt.W_ROWS_SHOWN, 384)
+    assert frame_matrix(real.w_query).shape == (pt.W_ROWS_SHOWN, 32)
+
+
+def test_weight_sources_keep_the_links_spelling_and_say_which_are_models() -> None:
+    # ?weights=pretrained (every link shared so far) is the encoder; random draws need no picker.
+    assert WeightSource("pretrained") is WeightSource.ENCODER and WeightSource("random") is WeightSource.RANDOM
+    assert WeightSource.ENCODER.is_model and not WeightSource.RANDOM.is_model
+    assert set(MODELS) == {source for source in WeightSource if source.is_model}
 
 
 # ------------------------------------------------------------------ lesson 4

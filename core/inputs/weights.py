@@ -1,0 +1,106 @@
+"""Where W_q, W_k and W_v come from: a weight source is an input, like the sentence.
+
+Lessons 2, 4, 5 and 7 read the sidebar's Weights control (the link's `weights`). Each source yields
+the same ingredients, a `HeadInput`: the tokens, x, W_q, W_k, W_v, their biases and the scale, with
+where they came from (model, layer, head) for the page's labels.
+
+- RANDOM: the sources' own random draws (their worked examples, digit for digit; core/lessons/).
+- ENCODER: one head of all-MiniLM-L6-v2 (taken apart in core/inputs/pretrained_heads.py). Its URL
+  value stays "pretrained", the spelling every shared link already carries.
+- Extension point, DECODER: a head of SmolLM2-135M (core/models/smollm2.py, being added). To add it:
+  a member here (its URL value, e.g. "decoder"), a `MODELS` entry, a function that takes its head
+  apart into a `HeadInput` (as pretrained_heads.real_head does for the encoder), and a branch in
+  ui/weights.py's loader. The links' rule and the sidebar read the members, so they follow.
+
+Shape legend: T = tokens (word pieces, [CLS] and [SEP] included for the encoder), D = embedding width,
+d_k = head width. Matrices are stored as (D, d_k), the x @ W layout of lesson 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import torch
+
+from core.attention import functional as fn
+
+
+class WeightSource(StrEnum):
+    """The Weights control's choices; each value is what the link carries (?weights=...)."""
+
+    RANDOM = "random"  # the sources' own draws
+    ENCODER = "pretrained"  # a head of all-MiniLM-L6-v2 (the value old links carry)
+    # DECODER = "decoder"  # a head of SmolLM2-135M: see the module docstring
+
+    @property
+    def is_model(self) -> bool:
+        """Whether a trained model supplies the weights (the page then draws a layer/head picker)."""
+        return self in MODELS
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What a model source fixes: its name on labels and the picker's ranges."""
+
+    name: str
+    num_layers: int
+    num_heads: int
+    head_dim: int
+    hidden_size: int
+
+
+# The model behind each model source (tests/unit/test_pretrained.py checks these against the model's config).
+MODELS: dict[WeightSource, ModelShape] = {
+    WeightSource.ENCODER: ModelShape("all-MiniLM-L6-v2", num_layers=6, num_heads=12, head_dim=32, hidden_size=384),
+}
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a head's weights came from, for labels: 'all-MiniLM-L6-v2, layer 0, head 2'."""
+
+    model: str
+    layer: int
+    head: int
+
+    def label(self) -> str:
+        return f"{self.model}, layer {self.layer}, head {self.head}"
+
+
+@dataclass(frozen=True)
+class HeadInput:
+    """What a weight source yields for one head (all float32 on the CPU).
+
+    x (T, D); w_query, w_key, w_value (D, d_k); b_query, b_key, b_value (d_k,).
+    """
+
+    tokens: tuple[str, ...]  # unique labels for charts
+    x: torch.Tensor
+    w_query: torch.Tensor
+    w_key: torch.Tensor
+    w_value: torch.Tensor
+    b_query: torch.Tensor
+    b_key: torch.Tensor
+    b_value: torch.Tensor
+    scale: float  # what the scores are multiplied by: the model's own 1/sqrt(d_k)
+    provenance: Provenance
+
+    @property
+    def layer(self) -> int:
+        return self.provenance.layer
+
+    @property
+    def head(self) -> int:
+        return self.provenance.head
+
+
+def head_trace(head: HeadInput, x_query: torch.Tensor | None = None) -> fn.AttentionTrace:
+    """q = x W_q + b_q (and k, v likewise), then softmax(q kᵀ · scale) v; queries from `x_query` if given
+    (cross-attention: queries from one sentence, keys and values from another)."""
+    x_q = head.x if x_query is None else x_query
+    with torch.no_grad():
+        queries = x_q @ head.w_query + head.b_query  # (T_q, d_k)
+        keys = head.x @ head.w_key + head.b_key  # (T, d_k)
+        values = head.x @ head.w_value + head.b_value  # (T, d_k)
+        return fn.scaled_dot_product_attention(queries, keys, values, scale=head.scale)

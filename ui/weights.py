@@ -1,0 +1,114 @@
+"""The weight source on a lesson page: the layer/head picker and the sentence a model source reads.
+
+Lessons 2, 4, 5 and 7 run one script for every weight source (core/inputs/weights.py); where the
+source is a model, they call these helpers. The model's modules load only here, on first use
+(memory: the random pages never import them).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+from core.app.settings import Settings
+from core.inputs.weights import MODELS, WeightSource
+from ui import cache, widgets
+
+if TYPE_CHECKING:
+    from core.inputs.pretrained_heads import HeadPattern
+    from core.models.minilm import RealModel
+
+TEXT = "pretrained"  # pages/text/pretrained.md: the prose every lesson shows on a model's head
+CODE_CAPTION = "Plain PyTorch from the model's own files: the numbers on this page."
+
+
+def model(source: WeightSource) -> RealModel:
+    """The loaded model behind a model source (once per process, shared by every session).
+
+    The extension point for another model source (core/inputs/weights.py): its own cached loader here.
+    """
+    if source is WeightSource.ENCODER:
+        return cache.real_model()
+    raise ValueError(f"No model behind the weight source {source.value!r}.")
+
+
+def model_ready(source: WeightSource) -> bool:
+    """Load the source's model once per process; if its files are broken, say so (the page then stops)."""
+    from core.models.minilm import ModelFilesError
+
+    try:
+        model(source)
+    except ModelFilesError as error:
+        st.error(
+            "The model's files could not be loaded, so pretrained weights cannot be shown:", icon=":material/error:"
+        )
+        st.text(str(error))  # plain text: a path is not markdown
+        return False
+    return True
+
+
+def head_picker(slug: str, source: WeightSource, *, with_head: bool = True) -> tuple[int, int]:
+    """Layer (and head) boxes in the link as ?layer=L&head=H, defaulting to this lesson's measured head."""
+    from core.lessons import pretrained as pt
+
+    shape = MODELS[source]
+    default_layer, default_head = pt.DEFAULT_HEADS[slug]
+    left, right = st.columns(2)
+    layer = widgets.linked_select(
+        "Layer",
+        list(range(shape.num_layers)),
+        key=f"pretrained_layer_{slug}",
+        param="layer",
+        code=str,
+        name=lambda i: f"layer {i}" + (" (this lesson's default)" if i == default_layer else ""),
+        default=default_layer,
+        where=left,
+        help=f"Layers count from 0 (the first, reading the embeddings) to {shape.num_layers - 1}.",
+    )
+    if not with_head:
+        return layer, 0
+    head = widgets.linked_select(
+        "Head",
+        list(range(shape.num_heads)),
+        key=f"pretrained_head_{slug}",
+        param="head",
+        code=str,
+        name=lambda i: f"head {i}" + (" (this lesson's default)" if i == default_head else ""),
+        default=default_head,
+        where=right,
+        help=f"Heads count from 0 to {shape.num_heads - 1}. The default is a head whose pattern, measured on the "
+        "lesson's sentence, makes the lesson's point.",
+    )
+    return layer, head
+
+
+def usable_sentence(source: WeightSource, sentence: str) -> tuple[str, tuple[str, ...], str | None]:
+    """(the sentence the model reads, its word pieces, why the asked one could not be used or None)."""
+    from core.lessons import pretrained as pt
+
+    return cache.computed(pt.SENTENCE, model(source), sentence)
+
+
+def lesson_sentence(settings: Settings) -> tuple[str, tuple[str, ...]]:
+    """The sidebar's sentence as the model reads it, and its word pieces; a message if it gave way to the book's."""
+    from core.lessons import pretrained as pt
+
+    sentence, pieces, problem = usable_sentence(settings.weights, pt.lesson_sentence(settings))
+    if problem:
+        st.error(problem, icon=":material/error:")
+    return sentence, pieces
+
+
+def pieces_line(tokens: tuple[str, ...]) -> None:
+    st.text(f"{len(tokens)} word pieces:  " + "  ".join(tokens))  # st.text: never markdown
+
+
+def head_caption(pattern: HeadPattern, answered: bool) -> None:
+    """What the head was measured to do, drawn under the question: only once it is answered (it gives it away)."""
+    if answered:
+        st.caption(f"Layer {pattern.layer}, head {pattern.head}, measured on this sentence: {pattern.summary}.")
+    else:
+        widgets.answer_first(
+            f"What layer {pattern.layer}, head {pattern.head} was measured to do on this sentence appears"
+        )
