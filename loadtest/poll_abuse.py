@@ -147,7 +147,7 @@ async def outage(url: str, redis) -> dict:
 
 
 def run_outage() -> dict:
-    from tests.support import RedisServer
+    from testkit.harness import RedisServer
 
     redis = RedisServer().start()
     process, url = start_server(env={"ATTENTION_LAB_REDIS_URL": redis.url})

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from core.app.links import MAX_LINK_CHARS
-from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
-from tests.app.test_page_links import open_page
+from tests.support import open_page
 
 
 def test_a_very_long_link_opens_the_defaults_with_a_note() -> None:
