@@ -31,9 +31,9 @@ def keep_shared_caches() -> None:
     if getattr(AppSession._handle_clear_cache_request, "_attention_lab", False):
         return
 
-    def clear_own_session_state_only(session: AppSession) -> None:
+    def clear_own_session_state_only(self: AppSession) -> None:  # `self`, as the method it replaces names it
         LOGGER.warning("A client asked to clear every cache; only its own session state was cleared.")
-        session._session_state.clear()
+        self._session_state.clear()
 
     clear_own_session_state_only._attention_lab = True  # type: ignore[attr-defined]
     AppSession._handle_clear_cache_request = clear_own_session_state_only  # type: ignore[method-assign]

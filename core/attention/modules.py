@@ -542,4 +542,5 @@ def draw_qkv_weights(
     draw = {"rand": torch.rand, "randn": torch.randn}.get(distribution)
     if draw is None:
         raise ValueError(f"distribution must be 'rand' or 'randn', got {distribution!r}.")
-    return tuple(draw(d_in, d_out, generator=generator) for _ in range(3))  # type: ignore[return-value]
+    w_q, w_k, w_v = (draw(d_in, d_out, generator=generator) for _ in range(3))  # drawn in this order
+    return w_q, w_k, w_v
