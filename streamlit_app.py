@@ -9,14 +9,16 @@ from __future__ import annotations
 import gc
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, replace
+from typing import TypeVar
 
 import streamlit as st
 import torch
 from streamlit.delta_generator import DeltaGenerator
 
 from core.app import registry
-from core.app.links import PAGE_PARAMETERS, LinkReading, read_link, settings_implied_by_link
+from core.app.links import MAX_LINK_CHARS, PAGE_PARAMETERS, LinkReading, read_link, settings_implied_by_link
 from core.app.markup import code_span
 from core.app.settings import (
     LIMITS,
@@ -31,6 +33,8 @@ from core.inputs.device import available_devices
 from core.inputs.examples import MAX_TEXT_CHARS
 from ui import class_poll, frame, hardening, presentation, widgets
 from ui.link_notes import LINK_OFF, link_warning
+
+T = TypeVar("T")
 
 # Sessions run in threads of one process; one intra-op thread each avoids oversubscribing the
 # 1-2 cores of a small container when a class reruns at once (override with the variable).
@@ -254,12 +258,16 @@ def read_link_once(devices: list[str]) -> LinkReading:
         params = {name: st.query_params.get_all(name) for name in st.query_params}
         reading = read_link(params, devices)
         st.session_state["link_reading"] = reading
-        for note in reading.notes:
-            del st.query_params[note.parameter]  # also sets the rerun's query string
+        ignored = {note.parameter for note in reading.notes}
+        kept = {} if reading.too_long_chars else {name: v for name, v in params.items() if name not in ignored}
         respelled = reading.controls.get("present") is True and st.query_params.get("present") != "true"
         if respelled:
-            st.query_params["present"] = "true"
-        if reading.notes or respelled:
+            kept["present"] = "true"
+        if reading.too_long_chars or ignored or respelled:
+            # One message with the cleaned link (also the rerun's query string): deleting the
+            # parameters one by one re-sent the whole remaining link each time (issue 31: a 450 kB
+            # link made the server send 10 MB).
+            st.query_params.from_dict(kept)
             st.rerun()
     return st.session_state["link_reading"]
 
@@ -269,6 +277,12 @@ def link_notes(reading: LinkReading) -> None:
 
     Notes on the frame's and pages' own controls appear on the page (`ui.frame.page_start`).
     """
+    if reading.too_long_chars:
+        st.warning(
+            f"This link is {reading.too_long_chars:,} characters long, more than the {MAX_LINK_CHARS:,} "
+            "the app reads; it was ignored, and the page opened with its defaults.",
+            icon=LINK_OFF,
+        )
     for note in reading.sidebar_notes():
         link_warning(note.parameter, note.value, note.reason)
     if reading.unknown:
@@ -294,7 +308,7 @@ def freeze_import_time_objects() -> bool:
     import into the garbage collector's permanent generation.
 
     Streamlit runs a full collection after every script run, holding the GIL; over that heap,
-    under a class's load, the server stopped answering for a minute at a time (bench/load.py;
+    under a class's load, the server stopped answering for a minute at a time (loadtest/load.py;
     the timings are in bench/NOTES.md).
     """
     gc.collect()
@@ -350,25 +364,54 @@ def lesson_failed(page: st.Page, settings: Settings, *, offer_the_book: bool) ->
     return True
 
 
+def guarded_sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
+    """The sidebar inside the same kind of error handler as the page: whatever its widgets raise
+    (a forged value no check foresaw) is a short message and the book's example, never
+    Streamlit's raw box. st.rerun and st.stop pass through (they are not Exceptions)."""
+    try:
+        return sidebar(spec)
+    except Exception:
+        hardening.LOGGER.exception("the sidebar of %r failed", spec.slug)
+        st.sidebar.error(
+            "The settings could not be read on this run, so the lesson shows the book's example. "
+            "Reload the page, or choose the settings again.",
+            icon=":material/sentiment_dissatisfied:",
+        )
+        return Settings(), read_link({}, available_devices())
+
+
+def guarded(part: Callable[[], T], fallback: T, what: str) -> T:
+    """One of the frame's own parts (the class poll's controls and notes) inside an error handler:
+    what it raises is logged and it gives `fallback`; the lesson goes on."""
+    try:
+        return part()
+    except Exception:
+        hardening.LOGGER.exception("the frame's %s failed", what)
+        st.info("The class poll hit a problem on this run; the lesson works as usual.", icon=class_poll.POLL_ICON)
+        return fallback
+
+
 hardening.keep_shared_caches()
 hardening.drop_unreadable_widget_values()
 page = st.navigation(navigation())
 spec = registry.page(page.url_path or registry.HOME.slug)  # the default page's url_path is ""
 started = time.perf_counter()
-chosen, link = sidebar(spec)
+chosen, link = guarded_sidebar(spec)
 shown, input_problem = usable(chosen)
 step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
+present = bool(st.session_state.get("present"))
 with st.sidebar:
-    class_poll.sidebar_controls(bool(st.session_state.get("present")))
+    guarded(lambda: class_poll.sidebar_controls(present), None, "poll button")
 with step_bar:  # a class poll's notes stay in view in presentation mode
-    class_poll.read_room_link()
-    room_state = class_poll.follow_teacher(spec.slug)
+    guarded(class_poll.read_room_link, None, "poll link")
+    room_state = guarded(lambda: class_poll.follow_teacher(spec.slug), None, "poll follower")
 with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
     run_page(page, spec, shown, step_bar)
     if st.session_state.get("present"):
         with step_bar:
-            class_poll.teacher_panel(spec.slug, int(st.session_state.get("step") or 1))
+            step = int(st.session_state.get("step") or 1)
+            guarded(lambda: class_poll.teacher_panel(spec.slug, step), None, "poll panel")
     with step_bar:
-        class_poll.student_bar(room_state)
-frame.after_run(spec.slug, shown, time.perf_counter() - started)  # a benchmark's hook, if one is set
+        guarded(lambda: class_poll.student_bar(room_state), None, "poll bar")
+frame.after_run(spec.slug, shown, time.perf_counter() - started)  # one line on the app's run log
 freeze_import_time_objects()  # after the page, so that its imports are loaded too

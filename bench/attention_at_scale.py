@@ -9,7 +9,7 @@
 - the KV cache's speed-up at 256 generated tokens with the training lab's tiny transformer (total
   time without the cache / with it; each step's fastest of three generations, as the page measures);
 - the lesson page's rerun (a seed change; the measurements are cached, as in class) against the
-  reference page (bench/reference_page.py), median of the reruns.
+  reference page (loadtest/reference_page.py), median of the reruns.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import statistics
 import torch
 
 from bench import latency
-from bench.harness import use_navigation_mode
 from core.app import registry
 from core.attention.long_context import AttentionPath, measure
 from core.lessons import attention_at_scale as lesson
 from core.lessons import attention_at_scale_kv as scale_kv
+from testkit.harness import use_navigation_mode
 
 TOKENS = 4096
 GENERATED = 256

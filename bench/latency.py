@@ -1,6 +1,6 @@
 """Interaction latency: median and p95 of a rerun after a sidebar change, per page (AppTest).
 
-Measured in the same run as bench/reference_page.py, so the ratios cancel the machine's speed.
+Measured in the same run as loadtest/reference_page.py, so the ratios cancel the machine's speed.
 Each timed rerun changes the seed, so nothing is served from st.cache_data.
 """
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from bench.harness import PAGE_FILES, ROOT, percentile, use_navigation_mode
 from core.app import registry
 from core.attention.stats import MAX_TRIALS
+from testkit.harness import PAGE_FILES, ROOT, percentile, use_navigation_mode
 
 PAGES = PAGE_FILES
 LARGEST_TEXT = " ".join(f"w{i}" for i in range(24))  # the token cap
@@ -38,7 +38,7 @@ def _time_reruns(at: AppTest, change, repeats: int) -> list[float]:
 
 
 def reference(repeats: int) -> list[float]:
-    at = AppTest.from_file(str(ROOT / "bench" / "reference_page.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "loadtest" / "reference_page.py"), default_timeout=120)
     at.run()
     return _time_reruns(at, lambda a, i: a.slider(key="value").set_value(i % 100), repeats)
 

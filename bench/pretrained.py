@@ -20,10 +20,10 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from bench import harness
 from bench.latency import _time_reruns, reference
 from bench.real_model import _rss_mib
 from core.app import registry
+from testkit import harness
 
 PRETRAINED = [spec for spec in registry.PAGES if spec.pretrained is not None]
 SENTENCE = "The cat sat on the mat because it was tired"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from bench import harness
+from testkit import harness
 
 SENTENCE_32 = "the " * 30  # [CLS] + 30 pieces + [SEP] = 32 word pieces
 _MIB = 2**20

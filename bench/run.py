@@ -1,4 +1,4 @@
-"""Run every benchmark and regenerate the README's performance table and plot.
+"""Run every benchmark and regenerate the performance table and plots in bench/README.md.
 
     python -m bench.run                    # everything: ~35 minutes on 2 cores (capacity: two apps)
     python -m bench.run --quick            # fewer repeats, small classes (a smoke run)
@@ -9,9 +9,9 @@
     python -m bench.run --only capacity,training_queue --quick --capacity-steps 25,50,100 --capacity-seconds 30
 
 Writes bench/results.json, bench/results.md, bench/results.png (latency) and bench/capacity.png
-(p50/p95 against students), and replaces the part of README.md between the "bench:start" and
+(p50/p95 against students), and replaces the part of bench/README.md between the "bench:start" and
 "bench:end" markers. CUDA timings are added when a GPU is present. The 40-tab browser load run
-(bench/load.py) is no longer part of it: a browser per student measured Chromium, not the app;
+(loadtest/load.py) is no longer part of it: a browser per student measured Chromium, not the app;
 CI keeps a small browser run as the end-to-end check (tests/deployment/test_load.py).
 """
 
@@ -30,24 +30,11 @@ import altair as alt
 import pandas as pd
 import torch
 
-from bench import (
-    attention_at_scale,
-    capacity,
-    class_poll,
-    core_speed,
-    hostile_probe,
-    latency,
-    memory,
-    monte_carlo,
-    pretrained,
-    real_model,
-    replicas,
-    training,
-    training_queue,
-)
+from bench import attention_at_scale, core_speed, latency, monte_carlo, pretrained, real_model, training
+from loadtest import capacity, class_poll, hostile_probe, memory, replicas, training_queue
 
 HERE = Path(__file__).resolve().parent
-README = HERE.parent / "README.md"
+README = HERE / "README.md"  # the tables live beside the benchmarks, not in the main README
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
@@ -226,7 +213,7 @@ def real_model_rows(measured: dict | None) -> list[tuple[str, str, str, str]]:
 
 
 def public_link_rows(results: dict, ok) -> list[tuple[str, str, str, str]]:
-    """Rows for the public-link benchmarks (bench/memory.py, bench/hostile_probe.py), when measured."""
+    """Rows for the public-link benchmarks (loadtest/memory.py, loadtest/hostile_probe.py), when measured."""
     rows = []
     if "memory" in results:
         mem = results["memory"]
@@ -278,7 +265,7 @@ def training_rows(tr: dict, ok) -> list[tuple[str, str, str, str]]:
 
 
 def training_queue_rows(tq: dict, ok) -> list[tuple[str, str, str, str]]:
-    """The training queue's rows (bench/training_queue.py): twenty widest runs pressed at once on one server."""
+    """The training queue's rows (loadtest/training_queue.py): twenty widest runs pressed at once on one server."""
     widest = f"{tq['pressers']} students press Train at once at the widest setting ({tq['steps_asked']} steps asked)"
     if "load_average_1min" in tq:  # a busy machine stretches every time here; the ratios less so
         widest += f", machine load average {tq['load_average_1min']:g} on {os.cpu_count()} cores"
@@ -363,7 +350,7 @@ def reference_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
     per_change = ratio["cpu_per_change_median"]
     return [
         (
-            "Capacity, reference page (bench/reference_page.py), same class, think times and pinning, same run: "
+            "Capacity, reference page (loadtest/reference_page.py), same class, think times and pinning, same run: "
             "students per core; CPU per change",
             f"{at_least}{theirs or 'none of the steps'}; {ref['cpu_ms_per_change']:.0f} ms "
             f"(-> {ref['cpu_ceiling_students']} students keep the core busy)",

@@ -4,7 +4,7 @@
     python -m bench.training --quick    # fewer reruns, and the worst run cut to a fifth of its steps
 
 Torch runs on one intra-op thread, as in the app (streamlit_app.py). The rerun latency of the
-reference page (bench/reference_page.py) and of a lesson page is measured idle and again while
+reference page (loadtest/reference_page.py) and of a lesson page is measured idle and again while
 another thread trains the two-layer induction run (as another student's session would), all in
 the same run, so the ratios cancel the machine's speed.
 """
@@ -23,10 +23,10 @@ from dataclasses import replace
 import torch
 from streamlit.testing.v1 import AppTest
 
-from bench.harness import ROOT, percentile, use_navigation_mode
 from core.app import registry
 from core.lessons import training_lab as tt
 from core.models import tiny_transformer as model_tt
+from testkit.harness import ROOT, percentile, use_navigation_mode
 
 DEFAULT = model_tt.TrainingConfig()
 INDUCTION = tt.default_config(model_tt.Task.INDUCTION)  # the page's induction defaults
@@ -63,7 +63,7 @@ def reruns(at: AppTest, change, repeats: int, first: int = 0) -> list[float]:
 
 
 def reference_app() -> tuple[AppTest, object]:
-    at = AppTest.from_file(str(ROOT / "bench" / "reference_page.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "loadtest" / "reference_page.py"), default_timeout=120)
     at.run()
     return at, lambda a, i: a.slider(key="value").set_value(i % 100)
 

@@ -7,7 +7,7 @@ from core.app.settings import PresetKey, effective_d_in
 from core.inputs.examples import MAX_D_IN, MAX_TEXT_CHARS
 from core.lessons import cross_attention
 from core.lessons.cross_attention import DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT
-from ui import cache, draw, widgets
+from ui import cache, cross_trained, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
 
@@ -23,7 +23,7 @@ elif own_sentence:
 else:
     first_help = "Each of its tokens asks which tokens of the second sequence to read."
 first_text = st.text_input(
-    "First sequence (queries): the translation being written",
+    "First sequence (queries): the one being written",
     DEFAULT_FIRST_TEXT,
     max_chars=MAX_TEXT_CHARS,
     key=PageControl.FIRST_TEXT,
@@ -33,7 +33,7 @@ first_text = st.text_input(
 )
 c1, c2, c3 = st.columns([4, 1, 1])
 second_text = c1.text_input(
-    "Second sequence (keys and values): the source sentence",
+    "Second sequence (keys and values): the one it reads",
     DEFAULT_SECOND_TEXT,
     max_chars=MAX_TEXT_CHARS,
     key=PageControl.SECOND_TEXT,
@@ -63,6 +63,10 @@ except ValueError as error:
     st.stop()
 if article:
     st.caption("The self-attention article's sentence reads a random second sequence of 8 tokens, as in the article.")
+# Only the overview's pair is a translation: your own sentences are not called one.
+translating = not (article or own_sentence) and (first_text, second_text) == (DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT)
+if translating:
+    widgets.prose("cross_attention", "pair")
 step("Queries from one sequence, keys from another")
 widgets.predict(lesson.prediction, key="predict_cross_attention")
 draw.heatmap(
@@ -74,6 +78,8 @@ draw.heatmap(
     y_title="query (first sequence)",
 )
 widgets.prose("cross_attention", "weights")
+if translating:
+    widgets.prose("cross_attention", "weights_translation")
 widgets.number_table(lesson.strongest, hide_index=True)
 step("Context vectors")
 widgets.prose("cross_attention", "context")
@@ -93,3 +99,4 @@ st.markdown(
 )
 st.dataframe([{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
 widgets.code_box(lesson.code)
+cross_trained.section(settings, int(d_v))

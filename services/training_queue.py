@@ -1,4 +1,4 @@
-"""A bounded, first-come-first-served queue for the trainings students start (no streamlit here).
+"""A bounded, fair queue for the trainings students start (no streamlit here).
 
 Why: every session of a class runs in one server process. Twenty students pressing Train at once
 used to start twenty trainings side by side: each took ~150 MiB, all shared the CPU and finished
@@ -6,8 +6,16 @@ together, and every other student's rerun slowed down meanwhile. Here at most `s
 run at once, on the queue's own worker threads; the rest wait in the order they were asked for.
 
 The rules, each tested in tests/unit/test_training_queue.py:
-- order: a run starts in the order it was first asked for (first come, first served);
-- bound: never more than `slots` computations at once;
+- order: the cheapest expected run first, with ageing (its cost is divided by 1 + waited/`ageing_s`,
+  so a costly run still starts); equal costs in the order they were first asked for. Issue 31: ten
+  tabs of the widest "Compare" (20 runs of ~30 s) put an honest default run (~2 s) at place 20;
+- share: a client (a network address; a class behind one NAT is one client) holds `client_share`
+  runs in the fair order; its runs beyond that wait behind every other client's. A compare is two
+  runs, and a request holds at most a compare (MAX_RUNS_PER_REQUEST);
+- bound: never more than `slots` computations at once, plus one express slot for a run expected
+  to take at most `express_max_s` (a default run starts while a widest one trains);
+- priority: the worker threads run at a lower CPU priority (`niceness`), so the students' page
+  reruns go first on a busy machine;
 - dedup: a run that is queued, running or finished is never computed a second time; a second
   session asking for it joins it (and keeps the place of whoever asked first);
 - replacement: a session holds one queued request; a new request replaces the runs of its old
@@ -22,6 +30,7 @@ between the sessions that asked for the same key, so they must never be mutated.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import heapq
 import itertools
@@ -39,6 +48,11 @@ Result = TypeVar("Result")
 ProgressCallback = Callable[[int, int], None]  # (steps done, steps in all)
 PACE_MEMORY = 0.7  # how much of the pace learned so far each finished run keeps
 SLOTS_VARIABLE = "ATTENTION_LAB_TRAINING_SLOTS"  # overrides default_slots(), e.g. on a large machine
+MAX_RUNS_PER_REQUEST = 2  # the training lab's "Compare": a request holds at most two runs
+DEFAULT_CLIENT_SHARE = 4  # runs one client holds in the fair order: two compares
+DEFAULT_AGEING_S = 30.0  # a run's cost counts half after waiting this long, a third after twice, ...
+DEFAULT_EXPRESS_MAX_S = 5.0  # runs expected to take at most this may use the express slot
+DEFAULT_NICENESS = 10  # the workers' CPU priority, below the page reruns' (Linux: per thread)
 
 
 class Cancelled(Exception):
@@ -73,8 +87,11 @@ class Status(Generic[Result]):
 @dataclass(eq=False)
 class _Job(Generic[Key]):
     key: Key
-    order: int  # when it was first asked for: the queue's order
+    order: int  # when it was first asked for: breaks ties in the fair order
     estimate_s: float
+    asked_at: float = 0.0  # the queue's clock when it was first asked for (ageing)
+    client: str = ""  # the network address of whoever asked first (the share)
+    express: bool = False  # started in the express slot
     waiters: set[str] = field(default_factory=set)  # session ids
     state: State = State.QUEUED
     started_at: float = 0.0
@@ -145,9 +162,15 @@ class TrainingQueue(Generic[Key, Result]):
         result_ttl_s: float = 3600.0,
         liveness_every_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        client_share: int = DEFAULT_CLIENT_SHARE,
+        ageing_s: float = DEFAULT_AGEING_S,
+        express_max_s: float = DEFAULT_EXPRESS_MAX_S,
+        niceness: int = DEFAULT_NICENESS,
     ) -> None:
         if slots < 1:
             raise ValueError(f"slots must be at least 1, got {slots}")
+        self.client_share, self.ageing_s, self.express_max_s = client_share, ageing_s, express_max_s
+        self._niceness = niceness
         self._compute, self._estimate_s, self._is_alive = compute, estimate_s, is_alive
         self.slots = slots
         self._max_results, self._ttl_s, self._liveness_every_s = max_results, result_ttl_s, liveness_every_s
@@ -169,9 +192,12 @@ class TrainingQueue(Generic[Key, Result]):
         self.peak_running = 0  # the most computations ever running at once
 
     # ---------------------------------------------------------------- what sessions call
-    def request(self, session: str, keys: Sequence[Key]) -> None:
-        """Ask for `keys` on behalf of `session`; replaces the session's previous request."""
+    def request(self, session: str, keys: Sequence[Key], client: str = "") -> None:
+        """Ask for `keys` on behalf of `session` (from network address `client`); replaces the
+        session's previous request. At most MAX_RUNS_PER_REQUEST keys (a compare)."""
         keys = tuple(dict.fromkeys(keys))  # in order, each once
+        if len(keys) > MAX_RUNS_PER_REQUEST:
+            raise ValueError(f"a request holds at most {MAX_RUNS_PER_REQUEST} runs, got {len(keys)}")
         with self._lock:
             self._leave_queued(session, keep=set(keys))
             self._requests[session] = keys
@@ -181,7 +207,7 @@ class TrainingQueue(Generic[Key, Result]):
                     continue
                 job = self._jobs.get(key)
                 if job is None:
-                    job = _Job(key, next(self._order), float(self._estimate_s(key)))
+                    job = _Job(key, next(self._order), float(self._estimate_s(key)), self._clock(), client)
                     self._jobs[key] = job
                 job.waiters.add(session)
             self._start_workers()
@@ -267,17 +293,42 @@ class TrainingQueue(Generic[Key, Result]):
             if not job.waiters:
                 del self._jobs[key]
 
+    def _fair_order(self, now: float) -> list[_Job[Key]]:
+        """The queued runs in the order they will start (module docstring: order and share).
+
+        A client's share goes to its running runs, then to its cheapest queued ones: a student
+        behind the same address as ten costly tabs still counts among that address's first runs.
+        """
+        aged = {
+            job: job.estimate_s / (1.0 + max(0.0, now - job.asked_at) / self.ageing_s) for job in self._jobs.values()
+        }
+        held: dict[str, int] = {}
+        beyond_share: dict[_Job[Key], bool] = {}
+        for job in sorted(self._jobs.values(), key=lambda j: (j.state != State.RUNNING, aged[j], j.order)):
+            beyond_share[job] = held.get(job.client, 0) >= self.client_share
+            held[job.client] = held.get(job.client, 0) + 1
+        queued = (job for job in self._jobs.values() if job.state == State.QUEUED)
+        return sorted(queued, key=lambda j: (beyond_share[j], aged[j], j.order))
+
     def _place(self, job: _Job[Key], now: float) -> tuple[int, float]:
         """(place in the queue, seconds until it starts): the runs ahead of it, given to slots as they free."""
-        ahead = sorted(
-            (j for j in self._jobs.values() if j.state == State.QUEUED and j.order < job.order), key=lambda j: j.order
-        )
-        free_at = [j.remaining_s(now, self.pace) for j in self._jobs.values() if j.state == State.RUNNING]
-        free_at += [0.0] * (self.slots - len(free_at))
+        order = self._fair_order(now)
+        ahead = order[: order.index(job)]
+        running = [j for j in self._jobs.values() if j.state == State.RUNNING]
+        starts_in = self._starts_in(ahead, [j for j in running if not j.express], self.slots, now)
+        if job.estimate_s <= self.express_max_s:  # the express slot takes it, after the cheap runs ahead
+            cheap = [j for j in ahead if j.estimate_s <= self.express_max_s]
+            starts_in = min(starts_in, self._starts_in(cheap, [j for j in running if j.express], 1, now))
+        return len(ahead) + 1, starts_in
+
+    def _starts_in(self, ahead: list[_Job[Key]], running: list[_Job[Key]], slots: int, now: float) -> float:
+        """Seconds until a run behind `ahead` gets one of `slots` slots that `running` occupy now."""
+        free_at = [j.remaining_s(now, self.pace) for j in running]
+        free_at += [0.0] * max(0, slots - len(free_at))
         heapq.heapify(free_at)
         for j in ahead:
             heapq.heappush(free_at, heapq.heappop(free_at) + j.estimate_s * self.pace)
-        return len(ahead) + 1, free_at[0]
+        return free_at[0]
 
     def _alive(self, session: str) -> bool:
         """is_alive, where an error counts as alive: a worker thread must never die of it."""
@@ -296,20 +347,33 @@ class TrainingQueue(Generic[Key, Result]):
                 del self._jobs[job.key]
 
     def _next_job(self) -> _Job[Key] | None:
-        if self._running_count() >= self.slots:
+        """The next run to start, marked express when it takes the express slot; None if none may start."""
+        running = [job for job in self._jobs.values() if job.state == State.RUNNING]
+        slot_free = sum(not job.express for job in running) < self.slots
+        express_free = self.express_max_s > 0 and not any(job.express for job in running)
+        if not (slot_free or express_free):
             return None
         self._drop_abandoned()
-        queued = [job for job in self._jobs.values() if job.state == State.QUEUED]
-        return min(queued, key=lambda job: job.order) if queued else None
+        for job in self._fair_order(self._clock()):
+            if slot_free:
+                return job
+            if job.estimate_s <= self.express_max_s:
+                job.express = True
+                return job
+        return None
 
     def _start_workers(self) -> None:
-        while len(self._workers) < self.slots:
+        while len(self._workers) < self.slots + (self.express_max_s > 0):
             worker = threading.Thread(target=self._work, name=f"training-queue-{len(self._workers)}", daemon=True)
             self._workers.append(worker)
             worker.start()
 
     # ---------------------------------------------------------------- the worker threads
     def _work(self) -> None:
+        # Linux schedules each thread on its own: this one yields to the page reruns (elsewhere, or
+        # where it is not allowed, the thread keeps the default priority).
+        with contextlib.suppress(AttributeError, OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self._niceness)
         while True:
             with self._lock:
                 job = self._next_job()

@@ -53,3 +53,28 @@ def browser() -> Iterator[object]:
         chromium = p.chromium.launch(executable_path=support.CHROMIUM, args=support.CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+# ---------------------------------------------------------------- AppTest: run the frame, not pages/ (tests/support.py)
+@pytest.fixture
+def navigation_not_pages_directory() -> Iterator[None]:
+    """AppTest under Streamlit 1.67 can run a page from pages/ as a legacy multipage app after
+    switch_page, skipping the frame; this keeps it in st.navigation mode for one test."""
+    support.use_navigation_mode()
+    yield
+    support.restore_pages_manager()
+
+
+# ---------------------------------------------------------------- test layers
+# `python -m pytest` (the README's command) runs the fast layer; `python -m pytest -m slow` the rest, and
+# .ci/run runs both. Slow: real browsers and servers (browser/, deployment/ but its two file checks), and
+# the tests marked `@pytest.mark.slow` in place (live training, every lesson at its largest settings, ...).
+SLOW_FOLDERS = frozenset({"browser", "deployment"})
+FAST_IN_SLOW_FOLDERS = frozenset({"test_pins.py", "test_deploy.py"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.parent.name in SLOW_FOLDERS and item.path.name not in FAST_IN_SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)

@@ -10,7 +10,12 @@ The store (rooms, answers, counts) is `services.class_poll`; this module only dr
   teacher reveals it;
 - anyone else: the lesson as usual.
 Every failure (a bad or expired code, a full room, Redis away) is one plain note, and the lesson
-goes on as usual.
+goes on as usual. In a poll the right answer fails closed: while the store does not answer, a
+student sees it only once the teacher's reveal reaches them; a student who opened the link during
+an outage is retried every REFRESH_S and joins when the store is back (issue 31, items 4 and 5).
+The student's anonymous id lives in session state and survives the session's own "clear cache"
+(ui/hardening.KEPT_ON_CLEAR); a reload is a new session, and so a new student, within the
+store's per-address bounds.
 """
 
 from __future__ import annotations
@@ -29,16 +34,28 @@ from core.app import registry
 from core.app.markup import code_span, literal
 from core.lessons.common import Prediction
 from services import class_poll
-from services.class_poll import Answered, PollError, PollStore, Room, RoomState, Tally
-from ui import draw
+from services.class_poll import (
+    Answered,
+    JoinsTooFast,
+    PollError,
+    PollStore,
+    PollUnavailable,
+    Room,
+    RoomGone,
+    RoomState,
+    Tally,
+)
+from ui import draw, hardening
 
 PARAM = "room"  # ?room=<code>: the one link parameter of the poll, read here only
 REFRESH_S = 2.0  # the teacher's counts and the students' "where is the teacher" check
+HEARTBEAT_S = 30.0  # the teacher's page tells the store it is there (a room lives 10 minutes past the last)
 _TEACHER = "class_poll_room"  # Room(code, secret) of the poll this session started
 _STUDENT = "class_poll_student"  # this session's anonymous id (random, never shown)
 _FOLLOWING = "class_poll_following"  # the code from the link, once read and found valid
 _LINK_NOTE = "class_poll_link_note"  # what reading ?room= found: "" or the note to show
 _SENT = "class_poll_sent"  # question id -> the option this session last sent
+_WAITING = "class_poll_waiting"  # the link's code while the store cannot take this student yet (retried)
 POLL_ICON = ":material/how_to_vote:"
 
 
@@ -54,6 +71,7 @@ class Role:
 
     teacher: Room | None
     following: str | None
+    waiting: str | None = None  # a link's room this student joins once the store answers
 
     @property
     def code(self) -> str | None:
@@ -61,7 +79,7 @@ class Role:
 
 
 def role() -> Role:
-    return Role(st.session_state.get(_TEACHER), st.session_state.get(_FOLLOWING))
+    return Role(st.session_state.get(_TEACHER), st.session_state.get(_FOLLOWING), st.session_state.get(_WAITING))
 
 
 def question_id(page: str, key: str) -> str:
@@ -77,8 +95,8 @@ def _student_id() -> str:
 
 # ------------------------------------------------------------------ the teacher
 def _start() -> None:
-    try:
-        st.session_state[_TEACHER] = store().create_room()
+    try:  # the owner is this session: a second room replaces its first (also after a "clear cache")
+        st.session_state[_TEACHER] = store().create_room(owner=_student_id(), address=hardening.client_address())
     except PollError as error:
         st.session_state["class_poll_problem"] = str(error)
 
@@ -152,6 +170,18 @@ def teacher_panel(page: str, step: int) -> None:
             st.code(link, language=None, wrap_lines=True)
             st.caption("They follow your lesson and step; their answers are anonymous.")
         code.image(qr_png(link), caption="Scan to join the class poll", width=420)
+    _heartbeat(room, page, step)
+
+
+@st.fragment(run_every=HEARTBEAT_S)
+def _heartbeat(room: Room, page: str, step: int) -> None:
+    """The teacher is still here: a room without this expires within minutes (services.class_poll.DEFAULT_TTL_S)."""
+    try:
+        store().move(room.code, room.secret, page, step)
+    except RoomGone:
+        st.rerun(scope="app")  # teacher_panel says so and ends the poll
+    except PollError:
+        pass  # Redis away: the next beat tries again; the panel's note says it on the next run
 
 
 def teacher_tally(page: str, key: str, prediction: Prediction) -> None:
@@ -166,14 +196,17 @@ def _live_tally(room: Room, question: str, prediction: Prediction) -> None:
     """The teacher's live counts for one question: redrawn every REFRESH_S seconds, this part only."""
     try:
         counts = store().counts(room.code, question, len(prediction.options))
-        revealed = question in store().room(room.code).revealed
+        state = store().room(room.code)
     except PollError as error:
         st.info(str(error), icon=POLL_ICON)
         return
+    revealed = question in state.revealed
     # In the order the radio shows them, on this screen and the students': "option 2" means one thing.
     order = prediction.display_order()
     tally = Tally(tuple(counts[i] for i in order), tuple(prediction.options[i] for i in order))
-    st.markdown(f"**Class poll: {tally.headline()}**")
+    st.markdown(f"**Class poll: {tally.headline()}** from {state.joined} joined")
+    if getattr(counts, "damaged", False) or state.damaged:
+        st.caption("Some of the poll's stored values could not be read; they count as 0 (the server logged them).")
     draw.draw(
         class_poll.tally_chart(tally, order.index(prediction.answer) if revealed else None),
         f"The class's answers: {tally.headline()}; "
@@ -193,16 +226,21 @@ def _live_tally(room: Room, question: str, prediction: Prediction) -> None:
 
 # ------------------------------------------------------------------ the students
 def read_room_link() -> None:
-    """Read ?room= once per session: a valid code of a live room makes this session follow it.
+    """Read ?room= once per session: a valid code of a live room makes this session join and follow it.
 
     A value that cannot be a code, or a room that is gone, is a note (kept, and shown on every
-    run like the sidebar's link notes); the lesson goes on.
+    run like the sidebar's link notes); the lesson goes on. While the store does not answer (or
+    too many students join from this network at once), the session waits and retries every
+    REFRESH_S, and says so.
     """
     if _LINK_NOTE not in st.session_state:
         st.session_state[_LINK_NOTE] = _room_from_link()
     note = st.session_state[_LINK_NOTE]
     if note:
         st.info(note, icon=POLL_ICON)
+    waiting = role().waiting
+    if waiting is not None and role().following is None:
+        _retry_join(waiting)
 
 
 def _room_from_link() -> str:
@@ -213,12 +251,38 @@ def _room_from_link() -> str:
     code = class_poll.parse_code(given[0]) if len(given) == 1 else None
     if code is None:
         return f"{code_span(PARAM + '=' + ' & '.join(given), 40)} is not a class poll code; the lesson works as usual."
+    return _join(code)
+
+
+def _join(code: str) -> str:
+    """Join the room: "" once joined (or while waiting to: _WAITING holds the code), else the note."""
     try:
         store().room(code)
+        store().join(code, _student_id(), hardening.client_address())
+    except (PollUnavailable, JoinsTooFast):
+        st.session_state[_WAITING] = code
+        return ""
     except PollError as error:
+        st.session_state.pop(_WAITING, None)
         return f"{error} The lesson works as usual."
+    st.session_state.pop(_WAITING, None)
     st.session_state[_FOLLOWING] = code
     return ""
+
+
+@st.fragment(run_every=REFRESH_S)
+def _retry_join(code: str) -> None:
+    """A student whose link came while the store could not take them: try again, every REFRESH_S."""
+    note = _join(code)
+    if note or role().following == code:
+        st.session_state[_LINK_NOTE] = note
+        st.rerun(scope="app")  # joined (or the room is gone): the page follows the teacher from here
+    st.info(
+        f"Joining class poll {class_poll.spoken(code)}: it cannot take you yet (its store does not answer, or "
+        f"many students are joining from this network). This page tries again every {REFRESH_S:.0f} s and "
+        "joins by itself; the answers stay hidden until the teacher reveals them.",
+        icon=POLL_ICON,
+    )
 
 
 def follow_teacher(current_page: str) -> RoomState | None:
@@ -269,25 +333,50 @@ def student_bar(state: RoomState | None) -> None:
 def predict_in_poll(page: str, key: str, prediction: Prediction, choice: int | None) -> bool | None:
     """The poll's part of a predict box. Returns whether to show the right answer now:
     True/False in a poll (after / before the reveal), None outside one (the box decides as usual).
+
+    Fails closed: when the store cannot say whether the teacher revealed the answer, it stays hidden.
     """
     current = role()
-    if current.code is None or current.teacher is not None:
-        return None  # no poll, or the teacher (whose box shows the counts: teacher_tally)
+    if current.teacher is not None:
+        return None  # the teacher, whose box shows the counts: teacher_tally
+    if current.code is None:
+        if current.waiting is None:
+            return None  # no poll
+        st.caption("Class poll: the answer shows once you have joined and the teacher reveals it.")
+        return False
     question = question_id(page, key)
     try:
         if choice is not None and st.session_state.get(_SENT, {}).get(question) != choice:
-            outcome = store().answer(current.code, question, _student_id(), choice, len(prediction.options))
+            outcome = store().answer(
+                current.code,
+                question,
+                _student_id(),
+                choice,
+                len(prediction.options),
+                address=hardening.client_address(),
+            )
             if outcome is not Answered.CLOSED:
                 st.session_state[_SENT] = {**st.session_state.get(_SENT, {}), question: choice}
-        revealed = question in store().room(current.code).revealed
-    except PollError as error:
+    except RoomGone as error:
         st.info(str(error), icon=POLL_ICON)
+        st.session_state.pop(_FOLLOWING, None)
+        return None  # the poll is over: the lesson as usual
+    except PollError as error:
+        st.info(f"{error} Your answer is not in yet.", icon=POLL_ICON)
+    try:
+        state = store().room(current.code)
+    except RoomGone as error:
+        st.info(str(error), icon=POLL_ICON)
+        st.session_state.pop(_FOLLOWING, None)
         return None
-    if revealed:
+    except PollError as error:
+        st.info(f"{error} The right answer stays hidden until the teacher's reveal reaches you.", icon=POLL_ICON)
+        return False
+    if question in state.revealed:
         return True
     if choice is None:
         st.caption("Class poll: choose an answer; the teacher reveals the right one when the class has voted.")
-    else:
+    elif st.session_state.get(_SENT, {}).get(question) == choice:
         st.info(
             "Your answer is in (anonymous). You may change it until the teacher reveals the right one.",
             icon=POLL_ICON,

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import json
+import logging
 import os
-import pkgutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.app.links import LinkReading
 from core.app.registry import FRAME_CONTROLS, PageSpec
@@ -84,10 +87,26 @@ def page_start() -> Frame:
     return state
 
 
-AFTER_RUN_HOOK = "ATTENTION_LAB_AFTER_RUN"  # "module:function", called after each finished run
+RUN_LOG_FILE = "ATTENTION_LAB_RUN_LOG"  # a file path: where the run log also goes (the load tests read it)
+
+
+@functools.cache
+def run_log() -> logging.Logger:
+    """The app's run log, `attention_lab.runs`: one JSON line per finished run (session, page, seed, seconds).
+
+    It propagates to Python's logging like any logger; with ATTENTION_LAB_RUN_LOG set, its lines also go to
+    that file (one handler per process, whose lock keeps the lines of many sessions whole), so a load test can
+    check what the server computed for each session, not only what its tabs painted.
+    """
+    logger = logging.getLogger("attention_lab.runs")
+    logger.setLevel(logging.INFO)
+    if path := os.environ.get(RUN_LOG_FILE):
+        logger.addHandler(logging.FileHandler(path, encoding="utf-8"))
+    return logger
 
 
 def after_run(page: str, shown: Settings, seconds: float) -> None:
-    """Call the hook a benchmark names in ATTENTION_LAB_AFTER_RUN (bench/run_log.py); the app sets none."""
-    if hook := os.environ.get(AFTER_RUN_HOOK):
-        pkgutil.resolve_name(hook)(page, shown, seconds)
+    """Log one line for a finished run of `page` with the settings it showed (interrupted runs never get here)."""
+    context = get_script_run_ctx()
+    line = {"session": context.session_id if context else None, "page": page, "seed": shown.seed, "seconds": seconds}
+    run_log().info(json.dumps(line))

@@ -19,6 +19,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.lessons import training_lab as tt
 from services.training_queue import ProgressCallback, State, Status, TrainingQueue, default_slots
+from ui import hardening
 
 PENDING = "training_pending"  # session state: the configs this session asked for and has not received
 UPDATE_S = 0.5  # how often a waiting student's bar is redrawn (and a widget change can interrupt the wait)
@@ -59,7 +60,7 @@ def _session_id() -> str:
 def ask(configs: Sequence[tt.TrainingConfig]) -> None:
     """Queue these runs for this session (replacing whatever it had queued and not started)."""
     st.session_state[PENDING] = tuple(configs)
-    training_queue().request(_session_id(), tuple(configs))
+    training_queue().request(_session_id(), tuple(configs), client=hardening.client_address())
 
 
 def forget() -> None:
@@ -76,7 +77,8 @@ def collect() -> list[tt.TrainingRun]:
     queue, session = training_queue(), _session_id()
     statuses = [queue.status(session, config) for config in pending]
     if any(s.state == State.UNKNOWN for s in statuses):
-        queue.request(session, pending)  # the queue lost it (the tab reconnected after a drop): ask again
+        # the queue lost it (the tab reconnected after a drop): ask again
+        queue.request(session, pending, client=hardening.client_address())
         return []
     if any(s.state in (State.QUEUED, State.RUNNING) for s in statuses):
         return []

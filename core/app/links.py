@@ -17,7 +17,6 @@ Pure Python (no streamlit).
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -143,14 +142,16 @@ def _real_model_examples() -> tuple[str, ...]:
     return (*(example.key for example in real_model.EXAMPLES), real_model.OWN_SENTENCE)
 
 
-def _scale_choices(module: str, name: str) -> Callable[[], tuple[str, ...]]:
-    """Lesson 9's choices of one of its select boxes (`name` in `core.lessons.<module>`), read when a link
-    carries the parameter."""
+def _block_choices() -> tuple[str, ...]:
+    from core.lessons import attention_at_scale  # lesson 9's own module: loaded only when a link names a block
 
-    def codes() -> tuple[str, ...]:
-        return _numbers(getattr(importlib.import_module(f"core.lessons.{module}"), name))
+    return _numbers(attention_at_scale.BLOCK_CHOICES)
 
-    return codes
+
+def _generated_choices() -> tuple[str, ...]:
+    from core.lessons import attention_at_scale_kv  # as above
+
+    return _numbers(attention_at_scale_kv.TIMING_CHOICES)
 
 
 def _pretrained_pairs() -> tuple[str, ...]:
@@ -238,10 +239,10 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "scale_longest": CheckedByItsControl(),
         "scale_keys": Whole(2, 16, point_zero=True),
         "scale_block": Whole(1, 16, point_zero=True),
-        "scale_block_q": Choice(_scale_choices("attention_at_scale", "BLOCK_CHOICES")),
-        "scale_block_k": Choice(_scale_choices("attention_at_scale", "BLOCK_CHOICES")),
+        "scale_block_q": Choice(_block_choices),
+        "scale_block_k": Choice(_block_choices),
         "scale_causal": Flag(),
-        "scale_generated": Choice(_scale_choices("attention_at_scale_kv", "TIMING_CHOICES")),
+        "scale_generated": Choice(_generated_choices),
     }
 )
 
@@ -271,12 +272,29 @@ class LinkReading:
     notes: tuple[LinkNote, ...]  # at most one per known parameter
     unknown: tuple[str, ...]  # names of parameters the app does not know, in link order
     controls: Mapping[str, object] = field(default_factory=dict)  # accepted values of the frame's and pages' controls
+    too_long_chars: int = 0  # the link's size when it was over MAX_LINK_CHARS and ignored whole (else 0)
 
     def sidebar_notes(self) -> tuple[LinkNote, ...]:
         return tuple(note for note in self.notes if note.parameter in Settings.__dataclass_fields__)
 
     def page_notes(self) -> tuple[LinkNote, ...]:
         return tuple(note for note in self.notes if note.parameter not in Settings.__dataclass_fields__)
+
+
+# The longest link the app writes is about 1,500 characters (a 400-character sentence and every
+# control of a page); a link over this bound is ignored whole, with one note. Under it, each ignored
+# value gets its own note (a 10 kB number included), and the cleaned link goes back in one message:
+# what the server sends never grows with what a link holds beyond its valid values.
+MAX_LINK_CHARS = 16_000
+
+
+def link_chars(params: Mapping[str, str | list[str]]) -> int:
+    """A link's size as "name=value&" per value, in characters of its decoded query parameters."""
+    return sum(
+        len(name) + len(value) + 2
+        for name, raw in params.items()
+        for value in (raw if isinstance(raw, list) else [raw])
+    )
 
 
 def rules(devices: list[str]) -> Mapping[str, Rule]:
@@ -287,8 +305,11 @@ def rules(devices: list[str]) -> Mapping[str, Rule]:
 def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> LinkReading:
     """Read a link's query parameters by the one rule (see the module docstring).
 
-    `params` maps each name to its value, or to all its values when it was repeated.
+    `params` maps each name to its value, or to all its values when it was repeated. A link over
+    MAX_LINK_CHARS gives the defaults, with its size in `too_long_chars`.
     """
+    if (size := link_chars(params)) > MAX_LINK_CHARS:
+        return LinkReading(Settings(), (), (), too_long_chars=size)
     by_name = rules(devices)
     accepted: dict[str, object] = {}
     notes: list[LinkNote] = []

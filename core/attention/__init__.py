@@ -6,5 +6,4 @@ modules      the book's classes, SelfAttention_v1 ... MultiHeadAttention, and th
 stats        why scale: variance of q·k, softmax peakiness, saturation
 head_measures  what a head does: previous-token share, sink share, entropy
 long_context online softmax, tiled (FlashAttention-style) attention, time and memory
-kv_cache     generation with and without a KV cache
 """

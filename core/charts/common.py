@@ -258,7 +258,7 @@ def heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
 
 def heatmap_altair(frame: pd.DataFrame, title: str, **options) -> alt.LayerChart:
     """The same heatmap as one Altair chart with its values inline: how a plain Streamlit app draws it,
-    built and validated by Altair on every run (bench/reference_page.py, the benchmarks' yardstick)."""
+    built and validated by Altair on every run (loadtest/reference_page.py, the benchmarks' yardstick)."""
     look, values, columns = _look_and_values(frame, title, options)
     chart = heatmap_chart(look, values)
     chart.data = pd.DataFrame(columns)

@@ -2,7 +2,7 @@
 
 Every number the page shows is computed here: the timings by `core.attention.long_context.measure` on the
 chosen device, the online softmax and tiles by the reference functions, generation by
-`core.attention.kv_cache` with the training lab's tiny transformer. Sentences that depend on a measurement
+`core.models.kv_cache` with the training lab's tiny transformer. Sentences that depend on a measurement
 are chosen from the measurement, since on a shared CPU the order of two timings can change.
 
 This module holds sections (a) and (c); (b) is in `attention_at_scale_online.py`, (d) in

@@ -1,6 +1,6 @@
 """Lesson 9, section (d): the KV cache with the training lab's tiny transformer (the page's KV).
 
-Generation runs through `core.attention.kv_cache`; the timings are each step's fastest of a few runs.
+Generation runs through `core.models.kv_cache`; the timings are each step's fastest of a few runs.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import torch
 
 from core import recipes
 from core.app.registry import LessonSpec
-from core.attention import kv_cache
 from core.charts import at_scale as charts_scale
 from core.charts.spec import VegaChart
 from core.inputs.device import resolve_device
 from core.lessons.attention_at_scale import BYTES_FLOAT32, bytes_text
 from core.lessons.common import CPU, Prediction, generator
+from core.models import kv_cache
 from core.models import tiny_transformer as tt
 
 # ----------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ disabled states are page-specific), so such a regression cannot pass silently.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -17,39 +18,9 @@ from streamlit.testing.v1 import AppTest
 from core.app import registry
 from core.app.settings import PRESETS, Settings, settings_for_preset
 from core.lessons import trainable_weights, without_weights
-from tests.support import PAGE_FILES, restore_pages_manager, use_navigation_mode
-
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+from tests.support import APP, PAGE_FILES, app, assert_clean, markdown_text
 
 PAGES = PAGE_FILES
-
-
-@pytest.fixture(autouse=True)
-def navigation_not_pages_directory() -> Iterator[None]:
-    """The test-side patch for the AppTest pitfall described in the module docstring."""
-    use_navigation_mode()
-    yield
-    restore_pages_manager()
-
-
-def app(page: str | None = None, **params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    if page is not None and page != PAGES[0]:
-        at.switch_page(page).run()
-    return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert at.title, "page drew nothing"
-    assert at.sidebar.slider, "the frame's sidebar did not run"
-
-
-def markdown_text(at: AppTest) -> str:
-    return "\n".join(m.value for m in at.markdown)
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -250,22 +221,14 @@ def test_cross_attention_bad_second_sentence() -> None:
     assert any("Second sequence" in e.value for e in at.error)
 
 
-FINISHED_RUNS: list[tuple[str, int, float]] = []
-
-
-def record_run(page: str, shown, seconds: float) -> None:
-    """An after-run hook, as bench/run_log.py's `record` is one (tests/deployment/test_load.py runs that)."""
-    FINISHED_RUNS.append((page, shown.seed, seconds))
-
-
-def test_the_after_run_hook_sees_each_finished_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """bench/load.py learns what the server computed for each session through this hook."""
-    FINISHED_RUNS.clear()
-    monkeypatch.setenv("ATTENTION_LAB_AFTER_RUN", f"{__name__}:record_run")
-    at = app(PAGES[2], seed="4321")
+def test_the_run_log_has_one_line_per_finished_run(caplog: pytest.LogCaptureFixture) -> None:
+    """The load tests learn what the server computed for each session from the app's run log (no hook code)."""
+    with caplog.at_level(logging.INFO, logger="attention_lab.runs"):
+        at = app(PAGES[2], seed="4321")
     assert_clean(at)
-    assert [(page, seed) for page, seed, _ in FINISHED_RUNS] == [("overview", 4321), ("trainable_weights", 4321)]
-    assert all(seconds > 0 for _, _, seconds in FINISHED_RUNS)
+    lines = [json.loads(record.getMessage()) for record in caplog.records if record.name == "attention_lab.runs"]
+    assert [(line["page"], line["seed"]) for line in lines] == [("overview", 4321), ("trainable_weights", 4321)]
+    assert all(line["seconds"] > 0 for line in lines)
 
 
 def test_each_page_keeps_its_own_query_after_switching_pages() -> None:

@@ -292,7 +292,7 @@ def test_a_new_sentence_reuses_the_heatmap_template() -> None:
 
 
 def test_the_benchmarks_reference_page_draws_our_heatmap_the_plain_altair_way() -> None:
-    """bench/reference_page.py, the yardstick of every latency and capacity ratio: one slider and one
+    """loadtest/reference_page.py, the yardstick of every latency and capacity ratio: one slider and one
     Altair heatmap built on each run. Its chart is ours, values inline (the old one sent none)."""
     frame = lessons.matrix_frame(torch.arange(36.0).reshape(6, 6) / 36, list("abcdef"), list("abcdef"))
     plain = charts.heatmap_altair(frame, "reference").to_dict()  # validated by Altair
@@ -301,7 +301,7 @@ def test_the_benchmarks_reference_page_draws_our_heatmap_the_plain_altair_way() 
     for spec in (plain, ours):
         spec.pop("data", None), spec.pop("datasets")
     assert plain == ours
-    at = AppTest.from_file(str(support.ROOT / "bench" / "reference_page.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(support.ROOT / "loadtest" / "reference_page.py"), default_timeout=60).run()
     assert not at.exception
     at.slider(key="value").set_value(70).run()
     assert not at.exception and len(at.get("vega_lite_chart")) == 1

@@ -7,14 +7,31 @@ session is what the teacher's live refresh does every two seconds.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from types import SimpleNamespace
+
 import pyarrow as pa
+import pytest
+from streamlit.runtime.app_session import AppSession
 from streamlit.testing.v1 import AppTest
 
 from core.app import registry
 from services import class_poll
-from tests.app.test_app import app, assert_clean, navigation_not_pages_directory  # noqa: F401 - autouse fixture
+from tests.support import app, assert_clean
 
 PAGE = registry.page("why_scale")
+
+
+@pytest.fixture(autouse=True)
+def fresh_store() -> Iterator[None]:
+    """Each test its own in-process store: the sessions of one test share it, as one server's do."""
+    from ui import class_poll as class_poll_ui
+
+    class_poll_ui.store.clear()
+    yield
+    class_poll_ui.store.clear()
+
+
 QUESTION = "predict_why_scale"
 
 
@@ -117,16 +134,17 @@ def test_a_student_who_edits_the_link_cannot_reveal() -> None:
     assert not forged.success and not any("Not quite" in w.value for w in forged.warning)
 
 
-def test_a_full_room_and_a_room_that_ends_are_plain_notes() -> None:
+def test_a_full_room_and_a_room_that_ends_are_plain_notes(monkeypatch: pytest.MonkeyPatch) -> None:
     teacher, room = start_poll()
     store = class_poll_store()
     student = app(None, room=room.code, present="true")
-    for index in range(class_poll.DEFAULT_MAX_ANSWERS):  # the class fills the room to its bound
+    monkeypatch.setattr(store, "max_answers", 3)
+    for index in range(3):  # the class fills the room to its bound
         store.answer(room.code, "why_scale:filler", f"filler-{index}", 0, 2)
     question(student).set_value(0).run()
     assert_clean(student)
     assert any("This class poll is full" in i.value for i in student.info), [i.value for i in student.info]
-    assert student.success or student.warning  # the question reveals as usual: the lesson goes on
+    assert not student.success and not student.warning  # in a poll, the answer waits for the reveal
 
     (end,) = [b for b in teacher.sidebar.button if "End the class poll" in b.label]
     end.click().run()
@@ -140,3 +158,95 @@ def class_poll_store() -> class_poll.PollStore:
     from ui import class_poll as class_poll_ui
 
     return class_poll_ui.store()
+
+
+def verdicts(at: AppTest) -> list[str]:
+    """What reveals the right answer on a student's page: "Right." or "Not quite" or the teacher's reveal."""
+    return [s.value for s in at.success] + [w.value for w in at.warning if "Not quite" in w.value]
+
+
+def clear_cache(at: AppTest) -> None:
+    """What Streamlit runs for this session's "clear cache" message (with the app's guard in place),
+    then the next run, which sends no widget values (AppTest would read them from the cleared state)."""
+    from ui import hardening
+
+    hardening.keep_shared_caches()
+    AppSession._handle_clear_cache_request(SimpleNamespace(_session_state=at._session_state._state))
+    at._run()
+
+
+def test_a_students_id_survives_clear_cache_so_they_answer_once() -> None:
+    """Issue 31, item 3: each clear_cache gave the session a new anonymous id, and one more answer."""
+    teacher, room = start_poll()
+    student = app(None, room=room.code, present="true")
+    question(student).set_value(0).run()
+    for _ in range(3):
+        clear_cache(student)
+        question(student).set_value(1).run()
+        question(student).set_value(0).run()
+    assert_clean(student)
+    assert sum(class_poll_store().counts(room.code, "why_scale:" + QUESTION, 4)) == 1
+    assert class_poll_store().room(room.code).joined == 1
+    teacher.run()
+    assert "Class poll: 1 answer** from 1 joined" in page_text(teacher)
+
+
+def test_a_teachers_clear_cache_keeps_their_one_room() -> None:
+    teacher, room = start_poll()
+    clear_cache(teacher)
+    assert teacher.session_state["class_poll_room"] == room  # still the teacher of the same room
+    assert class_poll_store().room(room.code)
+
+
+def test_the_teacher_sees_how_many_joined_and_answered() -> None:
+    teacher, room = start_poll()
+    students = [app(None, room=room.code, present="true") for _ in range(3)]
+    question(students[0]).set_value(0).run()
+    teacher.run()
+    assert "Class poll: 1 answer** from 3 joined" in page_text(teacher)
+
+
+def unavailable(*args: object, **kwargs: object) -> None:
+    raise class_poll.PollUnavailable()
+
+
+def test_during_an_outage_a_student_never_sees_the_answer_before_the_reveal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31, item 4: "Right. ..." showed under "The class poll is unavailable"."""
+    teacher, room = start_poll()
+    student = app(None, room=room.code, present="true")
+    store = class_poll_store()
+    for method in ("room", "answer", "counts", "join"):
+        monkeypatch.setattr(store, method, unavailable)
+    for choice in (0, 1, 2):
+        question(student).set_value(choice).run()
+        assert not student.exception, [e.value for e in student.exception]
+        assert not verdicts(student), verdicts(student)
+        assert any("stays hidden" in i.value for i in student.info), [i.value for i in student.info]
+    monkeypatch.undo()
+    teacher.run()
+    (reveal,) = [b for b in teacher.button if b.label == "Reveal"]
+    reveal.click().run()
+    student.run()
+    assert len(verdicts(student)) == 1  # the reveal reached the student once the store was back
+
+
+def test_a_student_who_opens_the_link_during_an_outage_joins_when_the_store_returns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 31, item 5: ?room= was read once per session, and the note stayed."""
+    teacher, room = start_poll()
+    store = class_poll_store()
+    monkeypatch.setattr(store, "room", unavailable)
+    monkeypatch.setattr(store, "join", unavailable)
+    student = app(None, room=room.code, present="true")
+    assert not student.exception
+    assert any("tries again" in i.value for i in student.info), [i.value for i in student.info]
+    student.switch_page(PAGE.file).run()
+    question(student).set_value(0).run()
+    assert not verdicts(student)  # waiting to join is in the poll too: the answer stays hidden
+    monkeypatch.undo()
+    student.run()  # the retry (a fragment AppTest runs with the page)
+    assert_clean(student)
+    assert student.session_state["class_poll_following"] == room.code
+    assert not any("tries again" in i.value for i in student.info)
+    assert store.room(room.code).joined == 1

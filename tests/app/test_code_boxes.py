@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 
 from core.app import registry
-from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
-from tests.app.test_page_links import open_page
+from tests.support import open_page
 
 
 @pytest.mark.parametrize("slug", [spec.slug for spec in registry.PAGES])

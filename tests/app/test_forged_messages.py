@@ -15,8 +15,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import ElementTree
 
-from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
-from tests.app.test_page_links import open_page
+from tests.support import open_page
 
 
 @pytest.fixture
@@ -78,3 +77,62 @@ def test_a_chart_selection_that_is_not_what_the_chart_sends(forge, payload: str)
     assert at.title and not at.error, [e.value for e in at.error]
     if payload == "{not json":
         assert any("cannot read" in w.value for w in at.warning)
+
+
+# Issue 31, item 1: a value of the wrong type, or an option the box does not have, for a selectbox or
+# a radio passed the unreadable-value check (it deserialises) and then failed when the widget
+# registered (Streamlit re-serialises it by the forged field: TypeError), outside every handler.
+WRONG_TYPES = [
+    {"double_value": 2.5},
+    {"int_value": 7},
+    {"bool_value": True},
+    {"trigger_value": True},
+    {"bytes_value": b"\x00\xff"},
+]
+
+
+@pytest.mark.parametrize("field", WRONG_TYPES, ids=lambda f: next(iter(f)))
+@pytest.mark.parametrize("key", ["preset", "device", "weights"])
+def test_a_sidebar_choice_of_the_wrong_type(forge, key: str, field: dict) -> None:
+    at = open_page("trainable_weights")
+    widget = next(node for node in [*at.selectbox, *at.radio] if node.key == key)
+    at = forge(at, widget.id, **field)
+    assert_noted_not_crashed(at, key)
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("key", ["preset", "device", "weights"])
+def test_a_sidebar_choice_that_is_not_an_option(forge, key: str) -> None:
+    at = open_page("trainable_weights")
+    widget = next(node for node in [*at.selectbox, *at.radio] if node.key == key)
+    before = widget.value
+    at = forge(at, widget.id, string_value="nope")
+    assert_noted_not_crashed(at, key)
+    assert not at.error, [e.value for e in at.error]
+    assert next(node for node in [*at.selectbox, *at.radio] if node.key == key).value == before
+
+
+@pytest.mark.parametrize("field", [*WRONG_TYPES, {"string_value": "nope"}], ids=lambda f: next(iter(f)))
+def test_a_predict_radio_sent_what_it_never_sends(forge, field: dict) -> None:
+    at = open_page("trainable_weights")
+    radio = next(node for node in at.radio if node.key and node.key != "weights")
+    at = forge(at, radio.id, **field)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title and not at.error, [e.value for e in at.error]
+    assert any("cannot read" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_the_sidebar_runs_inside_the_error_handler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the frame's widgets raise (a value no check foresaw) is the friendly message, not the raw box."""
+    import ui.widgets
+
+    at = open_page("trainable_weights")
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise TypeError("a forged value no check foresaw")
+
+    monkeypatch.setattr(ui.widgets, "linked_select", broken)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title, "the page drew nothing"
+    assert any("settings" in e.value for e in at.sidebar.error), [e.value for e in at.error]

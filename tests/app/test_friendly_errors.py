@@ -8,7 +8,8 @@ import logging
 import pytest
 
 from core.lessons import trainable_weights
-from tests.app.test_app import PAGES, app, assert_clean, navigation_not_pages_directory  # noqa: F401 - fixture
+from tests.support import PAGE_FILES as PAGES
+from tests.support import app, assert_clean
 from ui import cache
 
 

@@ -13,8 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.app import registry
+from core.app.links import read_link
 from core.app.settings import LIMITS
-from tests.app.test_app import PAGES, app, navigation_not_pages_directory  # noqa: F401 - autouse fixture
+from tests.support import PAGE_FILES as PAGES
+from tests.support import app
 
 PARAMS = [*LIMITS, "preset", "text", "scale", "device"]
 NASTY = [
@@ -73,9 +75,26 @@ def assert_safe(at) -> None:
         assert not re.search(r"http|\$|\[|<|\*\*|\n", outside_code_spans(note.value)), note.value
 
 
+# One value of each kind the rule meets (empty, overflow, a non-ASCII digit, markup, oversize, a bidi
+# control): AppTest proves the frame applies the rule; `test_the_link_rule_reads_every_nasty_value`
+# checks every value against every parameter on the pure rule, which costs no app run.
+NASTY_KINDS = ["", "1e9999", "１２", "<script>alert(1)</script>", "x" * 10_000, "\u202eevil"]
+
+
+def test_the_link_rule_reads_every_nasty_value() -> None:
+    for name in PARAMS:
+        for value in NASTY:
+            reading = read_link({name: value}, ["cpu"])
+            if name == "text" and len(value) <= 400:
+                continue  # any sentence is a sentence; the page explains an unusable one
+            valid = value in ("true", "false") and name == "scale"
+            assert valid or [note for note in reading.notes if note.parameter == name], (name, value[:40])
+            assert valid or reading.settings == read_link({}, ["cpu"]).settings, (name, value[:40])
+
+
 @pytest.mark.parametrize("name", PARAMS)
 def test_every_link_parameter_with_nasty_values(name: str) -> None:
-    for value in NASTY:
+    for value in NASTY_KINDS:
         at = app(None, **{name: value})
         assert_safe(at)
         if name != "text" or len(value) > 400:
@@ -91,7 +110,7 @@ def test_random_link_parameters(params: dict[str, str]) -> None:
     assert_safe(at)
 
 
-@pytest.mark.parametrize("name", PARAMS)
+@pytest.mark.parametrize("name", ["d_out", "preset", "text"])  # a number, a choice and a sentence
 def test_markup_in_a_link_value_stays_inert(name: str) -> None:
     for value in MARKUP:
         at = app(None, **{name: value})
@@ -111,6 +130,7 @@ SENTENCES = ["one", "one two", "one two three", "__init__ is ok", "<script>alert
 SENTENCES += ["a" * 399, "   ", "!!!", "x " * 30, "$$x$$ [a](http://evil.example)"]
 
 
+@pytest.mark.slow  # 110 app runs
 @pytest.mark.parametrize("text", SENTENCES)
 @pytest.mark.parametrize("page", PAGES)
 def test_nasty_sentences(page: str, text: str) -> None:

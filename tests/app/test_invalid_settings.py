@@ -7,8 +7,7 @@ import pytest
 from core.app.settings import Settings
 from core.charts import common as charts
 from core.lessons import causal_dropout, multi_head
-from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
-from tests.app.test_page_links import open_page
+from tests.support import open_page
 
 
 # ------------------------------------------------------------------ item 5: heads that do not split d_out

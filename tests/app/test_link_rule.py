@@ -17,7 +17,6 @@ from core.app.links import read_link
 from core.app.markup import code_span, literal, visible
 from core.app.settings import Settings
 from core.inputs.examples import MAX_TEXT_CHARS
-from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
 
 DEVICES = ["cpu"]
 # Spellings Python's int()/float() accept but a link must not: Streamlit's widgets took them
@@ -117,7 +116,7 @@ def app_with(params: dict):
     """AppTest with query parameters, repeated ones included (AppTest's dict takes lists)."""
     from streamlit.testing.v1 import AppTest
 
-    from tests.app.test_app import APP
+    from tests.support import APP
 
     at = AppTest.from_file(APP, default_timeout=120)
     for key, value in params.items():

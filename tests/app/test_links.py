@@ -17,8 +17,7 @@ from core.app import links
 from core.app.links import PAGE_PARAMETERS, Choice, Flag, Text, Whole, read_link
 from core.charts import common as charts
 from core.models.minilm import EncoderConfig, default_folder
-from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
-from tests.app.test_page_links import open_page
+from tests.support import open_page
 
 DEVICES = ["cpu"]
 ODD_SPELLINGS = ["１２００", "٣٠٠", "1_000", "1e3", " 500 ", "500 ", "+500", "0x1f4", "500.5", "inf", "-1", "nan"]

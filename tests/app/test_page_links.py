@@ -9,21 +9,11 @@ from streamlit.testing.v1 import AppTest
 
 from core.app import registry
 from core.lessons.real_model import Measure
+from tests.support import open_page
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "streamlit_app.py")
 QUERY_PAGES = ("without_weights", "trainable_weights")
-
-
-def open_page(slug: str, **params: str) -> AppTest:
-    """The frame with a link's parameters, then the page (AppTest starts on the overview)."""
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page(registry.page(slug).file).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def query_box(at: AppTest):

@@ -10,8 +10,7 @@ import pytest
 
 from core.inputs.examples import MAX_TEXT_CHARS
 from core.models import minilm as rm
-from tests.app.test_app import navigation_not_pages_directory  # noqa: F401 - autouse fixture
-from tests.app.test_page_links import open_page
+from tests.support import open_page
 
 SPECIAL = ("[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]")
 

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from core.lessons import attention_at_scale as lesson
-from tests.browser.test_browser import CHROMIUM, wait_for_rerun
-from tests.browser.test_page_links_browser import choose
+from tests.support import CHROMIUM_PATH as CHROMIUM
+from tests.support import choose, wait_for_rerun
 
 pytestmark = [
     pytest.mark.browser,

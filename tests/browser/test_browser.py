@@ -14,6 +14,7 @@ import pytest
 
 from core.app import registry
 from tests import support
+from tests.support import wait_for_rerun
 
 CHROMIUM = Path(support.CHROMIUM)
 PAGES = support.PAGE_URLS
@@ -23,12 +24,6 @@ pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed"),
 ]
 playwright_api = pytest.importorskip("playwright.sync_api")
-
-
-def wait_for_rerun(page) -> None:
-    """Wait until Streamlit has finished running the script (the status widget is gone)."""
-    page.wait_for_selector(support.IDLE, timeout=60_000)
-    page.wait_for_timeout(300)
 
 
 def d_out_slider(page):

@@ -13,7 +13,8 @@ import pytest
 
 from core.app.settings import PRESETS
 from tests import support
-from tests.browser.test_browser import CHROMIUM, wait_for_rerun  # the browser and server fixtures are in conftest
+from tests.support import CHROMIUM_PATH as CHROMIUM
+from tests.support import wait_for_rerun
 
 pytestmark = [
     pytest.mark.browser,

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_browser import CHROMIUM, wait_for_rerun
+from tests.support import CHROMIUM_PATH as CHROMIUM
+from tests.support import wait_for_rerun
 
 pytestmark = [
     pytest.mark.browser,

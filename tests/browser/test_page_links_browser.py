@@ -9,25 +9,13 @@ from __future__ import annotations
 import pytest
 
 from core.app.settings import PRESETS
-from tests.browser.test_browser import CHROMIUM, wait_for_rerun  # the browser and server fixtures are in conftest
+from tests.support import CHROMIUM_PATH as CHROMIUM
+from tests.support import choose, wait_for_rerun
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed"),
 ]
-
-
-def choose(page, label: str, option: str, *, where: str = '[data-testid="stMain"]') -> None:
-    """Pick `option` (its shown name) in the select box labelled `label`."""
-    box = page.locator(f'{where} [data-testid="stSelectbox"]').filter(has=page.get_by_text(label, exact=True)).first
-    # Typed, then Enter: clicking an option in the open list failed now and then when the list
-    # closed while Playwright scrolled it into view (the box sits below a tall chart).
-    field = box.locator("input")
-    field.click()
-    field.fill(option)
-    page.get_by_role("option", name=option, exact=True).wait_for(state="attached", timeout=30_000)
-    field.press("Enter")
-    wait_for_rerun(page)
 
 
 def visit(page, url: str):  # noqa: ANN201 - a Playwright page

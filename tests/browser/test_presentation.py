@@ -6,8 +6,9 @@ import pytest
 
 from core.app import registry
 from tests import support
-from tests.app.test_app import app, assert_clean, navigation_not_pages_directory  # noqa: F401 - autouse fixture
+from tests.support import app, assert_clean
 
+pytestmark = pytest.mark.usefixtures("navigation_not_pages_directory")
 LESSONS = [pytest.param(spec, id=spec.slug) for spec in registry.lessons()]
 
 

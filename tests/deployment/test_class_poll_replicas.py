@@ -1,6 +1,6 @@
 """The class poll across replicas: two app processes behind HAProxy sharing one redis-server.
 
-A teacher on one replica, six students spread over both (bench/class_poll.py drives them over
+A teacher on one replica, six students spread over both (loadtest/class_poll.py drives them over
 Streamlit's websocket protocol); then Redis is stopped mid-poll and started again. Timings are
 reported (bench/results), never asserted.
 """
@@ -20,7 +20,7 @@ pytestmark = [
 
 
 def test_students_on_both_replicas_are_counted_exactly_and_a_redis_restart_is_survived() -> None:
-    from bench import class_poll
+    from loadtest import class_poll
 
     run = class_poll.run(students=6, answer_window_s=2.0, restart_redis=True)
     summary = run.summary()

@@ -82,7 +82,7 @@ def test_the_replicas_share_one_redis_for_the_class_poll() -> None:
 
 
 def test_ingress_uses_cookie_affinity_and_long_websocket_timeouts() -> None:
-    from bench.replicas import COOKIE
+    from loadtest.replicas import COOKIE
 
     notes = manifests()["Ingress"]["metadata"]["annotations"]
     prefix = "nginx.ingress.kubernetes.io/"

@@ -26,7 +26,7 @@ def only_timeouts(result: dict) -> bool:
 
 
 def test_eight_sessions_for_fifteen_seconds() -> None:
-    from bench import load
+    from loadtest import load
 
     result = load.run(sessions=8, seconds=15)
     if only_timeouts(result):  # one retry, for waits that ran out on a busy machine; never for wrong output

@@ -9,8 +9,8 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.NumberInput_pb2 import NumberInput
 from streamlit.proto.Slider_pb2 import Slider
 
-from bench import load_client
-from bench.load_client import RunView, check, read_message, widget_state
+from loadtest import load_client
+from loadtest.load_client import RunView, check, read_message, widget_state
 
 
 def element(message: ForwardMsg, kind: str):
@@ -59,12 +59,18 @@ def test_an_exception_element_is_a_problem() -> None:
 
 
 def test_widget_states_are_what_a_browser_would_send() -> None:
-    seed_box = NumberInput(id="$$ID-x-seed", default=123.0, value=5000.0, set_value=True)
+    seed_box = NumberInput(
+        id="$$ID-x-seed", default=123.0, value=5000.0, set_value=True, data_type=NumberInput.DataType.FLOAT
+    )
     assert widget_state("number_input", seed_box, None).double_value == 5000.0
     previous = widget_state("number_input", seed_box, None)
     previous.double_value = 5001.0  # the student clicked "+"; the server does not set it again
-    unset = NumberInput(id="$$ID-x-seed", default=123.0)
+    unset = NumberInput(id="$$ID-x-seed", default=123.0, data_type=NumberInput.DataType.FLOAT)
     assert widget_state("number_input", unset, previous).double_value == 5001.0
+    # An integer box's value goes as int_value, as the browser sends it (the server drops any other field).
+    heads_box = NumberInput(id="$$ID-x-train_heads", default=2.0, data_type=NumberInput.DataType.INT)
+    assert widget_state("number_input", heads_box, None).WhichOneof("value") == "int_value"
+    assert widget_state("number_input", heads_box, None).int_value == 2
     select_slider = Slider(id="$$ID-x-trials", options=["1000", "20000", "100000"], default=[1.0])
     assert list(widget_state("slider", select_slider, None).string_array_value.data) == ["20000"]
     plain_slider = Slider(id="$$ID-x-d_out", default=[2.0])
@@ -114,7 +120,7 @@ def test_a_run_that_never_finishes_is_reported_as_such() -> None:
 
 
 def test_a_reference_student_moves_its_slider_and_checks_only_errors() -> None:
-    """The capacity run's yardstick class (bench/capacity.py): same random draws, one slider, one page."""
+    """The capacity run's yardstick class (loadtest/capacity.py): same random draws, one slider, one page."""
     student = load_client.ReferenceStudent(0, "http://127.0.0.1:1", 0.0, random.Random(0), "overview", seed=1000)
     message = ForwardMsg()
     slider = element(message, "slider")

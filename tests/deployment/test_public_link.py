@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import streamlit as st
 from streamlit.byte_util import config_max_cache_data_size_to_bytes
 from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.state.session_state import SessionState
 
 from ui import cache, hardening
 
@@ -37,10 +38,11 @@ def test_a_clients_clear_cache_message_keeps_everyones_caches() -> None:
     """Before the guard, the handler emptied st.cache_data and st.cache_resource for all sessions."""
     hardening.keep_shared_caches()
     assert _square(3) == 9
-    cleared: list[bool] = []
-    session = SimpleNamespace(_session_state=SimpleNamespace(clear=lambda: cleared.append(True)))
-    AppSession._handle_clear_cache_request(session)  # what Streamlit runs for a clear_cache BackMsg
-    assert cleared == [True]  # the client's own session state goes, as before
+    state = SessionState()
+    state._new_session_state.update({"preset": "article", "class_poll_student": "abc"})
+    AppSession._handle_clear_cache_request(SimpleNamespace(_session_state=state))  # a clear_cache BackMsg
+    assert "preset" not in state  # the client's own session state goes, as before ...
+    assert state["class_poll_student"] == "abc"  # ... but its poll identity stays (issue 31: one answer each)
     assert _square(3) == 9
     assert COMPUTED.count(3) == 1  # still cached for everyone: not recomputed
     hardening.keep_shared_caches()  # idempotent
@@ -49,8 +51,18 @@ def test_a_clients_clear_cache_message_keeps_everyones_caches() -> None:
 
 def test_a_websocket_clients_clear_cache_leaves_the_caches_on_a_real_server() -> None:
     """End to end: `streamlit run`, one session fills a cache, another sends clear_cache."""
-    from bench import hostile_probe
+    from loadtest import hostile_probe
 
     result = hostile_probe.probe_clear_cache()
     assert result["cache_bytes_before"] > 500_000, result  # the largest trainable lesson is cached
     assert result["cache_survived"], result
+
+
+def test_a_very_long_link_is_not_amplified_on_a_real_server() -> None:
+    """Issue 31: 10 kB in each of 45 parameters made the server send ~22 times the link per run
+    (each ignored parameter's removal re-sent the whole remaining query string)."""
+    from loadtest import hostile_probe
+
+    result = hostile_probe.probe_amplification(parameters=45, chars=10_000)
+    assert result["clean"], result
+    assert result["amplification"] <= 3, result

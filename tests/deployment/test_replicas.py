@@ -1,6 +1,6 @@
 """Two replicas behind HAProxy (cookie affinity), a few simulated students, one replica killed mid-run.
 
-Checked from both sides: the students' websocket sessions and cookies (bench/load_client.py) and
+Checked from both sides: the students' websocket sessions and cookies (loadtest/load_client.py) and
 each replica's own run log (ATTENTION_LAB_RUN_LOG: which sessions it ran, with which seed).
 Timings are reported, never asserted.
 """
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(shutil.which("haproxy") is None, reason="Debian'
 
 
 def test_sessions_stay_on_their_replica_and_only_the_killed_ones_move() -> None:
-    from bench import replicas
+    from loadtest import replicas
 
     run = replicas.run(replicas=2, students=6, seconds=25.0, kill_after_s=10.0)
     summary = run.summary()

@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import recipes
-from core.attention import kv_cache
 from core.attention.functional import scaled_dot_product_attention
 from core.attention.long_context import (
     AttentionPath,
@@ -29,6 +28,7 @@ from core.charts import at_scale as charts_scale
 from core.lessons import attention_at_scale as lesson
 from core.lessons import attention_at_scale_kv as scale_kv
 from core.lessons import attention_at_scale_online as scale_online
+from core.models import kv_cache
 from core.models import tiny_transformer as tt
 from tests.support import validated_spec
 

@@ -6,6 +6,8 @@ against a redis-server started on a free loopback port (skipped cleanly without 
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
 import time
 from collections import Counter
@@ -161,19 +163,89 @@ def test_rooms_and_answers_are_bounded(make_store) -> None:
     assert class_poll.parse_code(store.create_room().code)  # a closed room frees its place
 
 
-def test_an_idle_room_expires_and_activity_keeps_it(make_store) -> None:
+def test_a_room_without_its_teachers_heartbeat_expires_and_answers_do_not_keep_it(make_store) -> None:
+    """Issue 31: rooms lived three hours whatever happened; now only the teacher's page keeps one."""
     store = make_store(ttl_s=1.0, max_rooms=2)
     idle, busy = store.create_room(), store.create_room()
-    for _ in range(3):  # 1.5 s in all: the busy room is touched every 0.5 s
+    for _ in range(3):  # 1.5 s in all: the busy room's teacher beats every 0.5 s, the idle one only gets answers
         time.sleep(0.5)
-        store.answer(busy.code, QUESTION, "s1", 0, 2)
+        store.move(busy.code, busy.secret, "why_scale", 1)
+        with contextlib.suppress(RoomGone):
+            store.answer(idle.code, QUESTION, "s1", 0, 2)
     with pytest.raises(RoomGone):
         store.room(idle.code)
-    assert store.counts(busy.code, QUESTION, 2) == (1, 0)
+    assert store.room(busy.code).page == "why_scale"
     store.create_room()  # the expired room's place is free again (max_rooms=2)
     time.sleep(1.2)
     with pytest.raises(RoomGone):
         store.counts(busy.code, QUESTION, 2)
+
+
+def test_the_default_room_lives_minutes_not_hours() -> None:
+    assert 60 <= class_poll.DEFAULT_TTL_S <= 15 * 60
+
+
+def test_one_session_holds_at_most_one_room(make_store) -> None:
+    store = make_store()
+    first = store.create_room(owner="teacher-1")
+    second = store.create_room(owner="teacher-1")
+    with pytest.raises(RoomGone):
+        store.room(first.code)
+    assert store.room(second.code).code == second.code
+    assert store.room(store.create_room(owner="teacher-2").code)  # another session has its own
+
+
+def test_creating_rooms_is_rate_limited_per_address(make_store) -> None:
+    store = make_store(max_creations_per_address=3)
+    for index in range(3):
+        store.create_room(owner=f"tab-{index}", address="10.0.0.9")
+    with pytest.raises(class_poll.TooManyRooms):
+        store.create_room(owner="tab-4", address="10.0.0.9")
+    assert store.create_room(owner="teacher", address="10.0.0.1")  # a real teacher elsewhere still starts one
+
+
+def test_a_full_store_reclaims_its_idlest_room_before_it_refuses(make_store) -> None:
+    store = make_store(max_rooms=2, reclaim_idle_s=0.3)
+    abandoned, taught = store.create_room(), store.create_room()
+    time.sleep(0.5)
+    store.move(taught.code, taught.secret, "why_scale", 2)  # its teacher's heartbeat
+    newest = store.create_room()  # full: the room nobody taught for 0.5 s goes
+    with pytest.raises(RoomGone):
+        store.room(abandoned.code)
+    assert store.room(taught.code).step == 2
+    with pytest.raises(class_poll.RoomsFull):  # both rooms have a teacher present: refused
+        store.create_room()
+    assert store.room(newest.code)
+
+
+def test_one_address_never_fills_a_room_and_the_room_counts_who_joined(make_store) -> None:
+    store = make_store(max_students=6, max_students_per_address=3)
+    room = store.create_room()
+    for index in range(3):
+        store.join(room.code, f"script-{index}", address="10.0.0.9")
+    store.join(room.code, "script-0", address="10.0.0.9")  # joining again changes nothing
+    with pytest.raises(class_poll.AddressFull):
+        store.join(room.code, "script-3", address="10.0.0.9")
+    with pytest.raises(class_poll.AddressFull):  # an answer from a new id is a join too
+        store.answer(room.code, QUESTION, "script-4", 0, 2, address="10.0.0.9")
+    for index in range(3):
+        assert store.answer(room.code, QUESTION, f"student-{index}", 1, 2, address=f"10.1.0.{index}")
+    assert store.room(room.code).joined == 6
+    with pytest.raises(class_poll.RoomFull):
+        store.join(room.code, "late", address="10.2.0.1")
+    assert store.counts(room.code, QUESTION, 2) == (0, 3)
+
+
+def test_new_students_from_one_address_are_rate_limited(make_store) -> None:
+    store = make_store(join_burst=3, joins_per_s=5.0)
+    room = store.create_room()
+    for index in range(3):
+        store.answer(room.code, QUESTION, f"s{index}", 0, 2, address="10.0.0.9")
+    with pytest.raises(class_poll.JoinsTooFast):
+        store.answer(room.code, QUESTION, "s3", 0, 2, address="10.0.0.9")
+    assert store.answer(room.code, QUESTION, "s0", 1, 2, address="10.0.0.9") is Answered.CHANGED  # no new id
+    time.sleep(0.3)  # 5 a second: one more place
+    assert store.answer(room.code, QUESTION, "s3", 0, 2, address="10.0.0.9") is Answered.RECORDED
 
 
 def test_redis_going_away_is_a_note_and_its_return_a_recovery() -> None:
@@ -208,3 +280,30 @@ def test_the_environment_chooses_the_store(monkeypatch) -> None:
     assert isinstance(store, RedisPollStore)
     with pytest.raises(class_poll.PollUnavailable):  # nothing listens on port 1
         store.create_room()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("step", "abc"), ("step", "2.5"), ("step", ""), ("step", "-3"), ("step", "1e3")]
+)
+def test_a_hostile_step_in_redis_is_read_as_step_one_and_logged(redis_url, caplog, field: str, value: str) -> None:
+    """Issue 31, item 6: every value read from Redis is checked; a bad one is a safe default and a log line."""
+    store = RedisPollStore(redis_url, prefix=f"test:hostile-step:{value}:")
+    room = store.create_room()
+    store._redis.hset(store._keys(room.code)[1], field, value)
+    with caplog.at_level(logging.WARNING, logger="attention_lab"):
+        state = store.room(room.code)
+    assert state.step == 1 and state.damaged
+    assert any("step" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.parametrize("value", ["abc", "1e3", "-7", "2.5", ""])
+def test_a_hostile_count_in_redis_is_read_as_zero_and_logged(redis_url, caplog, value: str) -> None:
+    store = RedisPollStore(redis_url, prefix=f"test:hostile-count:{value}:")
+    room = store.create_room()
+    store.answer(room.code, QUESTION, "s1", 1, 2)
+    store._redis.hset(store._keys(room.code)[3], f"{QUESTION}{class_poll.SEPARATOR}0", value)
+    with caplog.at_level(logging.WARNING, logger="attention_lab"):
+        counts = store.counts(room.code, QUESTION, 2)
+    assert counts == (0, 1) and counts.damaged
+    assert any("count" in record.getMessage() for record in caplog.records)
+    assert class_poll.Tally(counts, ("a", "b")).headline() == "1 answer"

@@ -298,8 +298,7 @@ def test_notebook_numbers_in_view_on_lesson_1() -> None:
     from core.app.registry import page
     from core.app.settings import settings_for_preset
     from core.lessons.without_weights import without_weights_lesson
-    from tests.app.test_app import app, assert_clean, markdown_text
-    from tests.support import restore_pages_manager, use_navigation_mode
+    from tests.support import app, assert_clean, markdown_text, restore_pages_manager, use_navigation_mode
 
     use_navigation_mode()
     try:

@@ -413,7 +413,7 @@ def test_the_app_path_never_imports_the_reference_libraries() -> None:
     """transformers and sentence-transformers are test references only (memory, start-up time)."""
     code = (
         "import sys\n"
-        "from core import charts_real_model\n"
+        "from core.charts import real_model as charts_real_model\n"
         "from core.lessons import real_model\n"
         "from core.models import minilm\n"
         "from ui import cache, draw, frame, widgets\n"

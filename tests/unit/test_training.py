@@ -23,6 +23,8 @@ from core.lessons import training_lab as tt
 from core.models import tiny_transformer as model_tt
 from tests.support import restore_pages_manager, use_navigation_mode, validated_spec
 
+pytestmark = pytest.mark.slow  # live training runs
+
 APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
 PAGE = registry.page("training_lab").file
 INDUCTION = tt.default_config(model_tt.Task.INDUCTION)  # the page's induction defaults: 2 layers, 1,500 steps

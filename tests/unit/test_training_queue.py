@@ -346,3 +346,103 @@ def test_a_tiny_runs_fixed_costs_do_not_dominate_the_pace() -> None:
         assert queue.pace == pytest.approx((0.7 * 5.0 + 20.0) / (0.7 * 0.1 + 10.0))  # ~2.3, not ~36
     finally:
         queue.close()
+
+
+# ---------------------------------------------------------------- fairness (issue 31, item 7)
+# Ten tabs pressing "Compare" at the widest setting queued 20 runs of ~30 s; an honest default run
+# then waited at place 20 ("about 594 s"). Expected cost orders the queue (cheap first, with ageing
+# so a costly run still starts), a cheap run may use one express slot, a compare counts as two runs,
+# and runs beyond a client's share wait behind everyone else's.
+@pytest.fixture
+def closing() -> Iterator[list[TrainingQueue]]:
+    made: list[TrainingQueue] = []
+    yield made
+    for queue in made:
+        queue.close()
+
+
+def test_a_cheap_run_starts_before_the_costly_runs_asked_earlier(gates: Gates, closing) -> None:
+    queue = TrainingQueue(
+        gates.compute, lambda k: 1.0 if k == "cheap" else 30.0, express_max_s=0.0, liveness_every_s=0.01
+    )
+    closing.append(queue)
+    queue.request("first", ["blocker"])
+    gates.wait_started(1)
+    for tab in range(10):  # ten tabs, each a widest compare
+        queue.request(f"tab{tab}", [f"wide{tab}a", f"wide{tab}b"])
+    queue.request("honest", ["cheap"])
+    status = queue.status("honest", "cheap")
+    assert status.place == 1 and status.wait_s < 60, status
+    gates.release("blocker")
+    gates.wait_started(2)
+    assert gates.started[1] == "cheap"
+    gates.all_open = True
+    for key in list(gates._events):
+        gates.release(key)
+
+
+def test_ageing_lets_a_costly_run_start_in_the_end(gates: Gates, closing) -> None:
+    now = [0.0]
+    queue = TrainingQueue(
+        gates.compute,
+        lambda k: 1.0 if k.startswith("cheap") else 30.0,
+        express_max_s=0.0,
+        liveness_every_s=0.01,
+        clock=lambda: now[0],
+    )
+    closing.append(queue)
+    queue.request("first", ["blocker"])
+    gates.wait_started(1)
+    queue.request("patient", ["wide"])
+    queue.request("fresh", ["cheap-1"])
+    assert queue.status("patient", "wide").place == 2  # a fresh cheap run goes first ...
+    now[0] = 3600.0  # ... but not forever: an hour of waiting outweighs a 30x cost
+    queue.request("fresher", ["cheap-2"])
+    assert queue.status("patient", "wide").place < queue.status("fresher", "cheap-2").place
+    gates.all_open = True
+    for key in list(gates._events):
+        gates.release(key)
+
+
+def test_a_cheap_run_takes_the_express_slot_while_a_costly_one_runs(gates: Gates, closing) -> None:
+    queue = TrainingQueue(gates.compute, lambda k: 1.0 if k.startswith("cheap") else 30.0, liveness_every_s=0.01)
+    closing.append(queue)
+    queue.request("wide", ["wide"])
+    gates.wait_started(1)
+    queue.request("a", ["cheap-a"])
+    queue.request("b", ["cheap-b"])
+    gates.wait_started(2)  # at once, beside the costly run
+    time.sleep(0.1)
+    assert gates.started == ["wide", "cheap-a"] and queue.running() == 2  # one express slot, not more
+    queue.request("w2", ["wide-2"])
+    gates.release("cheap-a")
+    gates.wait_started(3)
+    assert gates.started[2] == "cheap-b"  # the express slot takes cheap runs only
+    gates.release("cheap-b")
+    time.sleep(0.1)
+    assert len(gates.started) == 3 and queue.running() == 1
+    gates.all_open = True
+    for key in list(gates._events):
+        gates.release(key)
+
+
+def test_runs_beyond_a_clients_share_wait_behind_other_clients(gates: Gates, closing) -> None:
+    queue = TrainingQueue(gates.compute, lambda k: 30.0, express_max_s=0.0, client_share=4, liveness_every_s=0.01)
+    closing.append(queue)
+    queue.request("tab0", ["blocker"], client="10.0.0.9")
+    gates.wait_started(1)
+    for tab in range(1, 10):  # one client's tabs: a compare counts as two runs
+        queue.request(f"tab{tab}", [f"wide{tab}a", f"wide{tab}b"], client="10.0.0.9")
+    queue.request("student", ["theirs"], client="10.0.0.1")
+    assert queue.status("student", "theirs").place == 4  # behind the client's first 4 runs (one running)
+    assert queue.status("tab9", "wide9b").place == 19
+    gates.all_open = True
+    for key in list(gates._events):
+        gates.release(key)
+
+
+def test_a_request_holds_at_most_a_compare(gates: Gates, closing) -> None:
+    queue = TrainingQueue(gates.compute, lambda k: 30.0, liveness_every_s=0.01)
+    closing.append(queue)
+    with pytest.raises(ValueError):
+        queue.request("s", ["a", "b", "c"])

@@ -1,6 +1,6 @@
-"""Where a profiled server spent its time: `python -m bench.profile_summary PROFILE [PROFILE ...]`.
+"""Where a profiled server spent its time: `python -m loadtest.profile_summary PROFILE [PROFILE ...]`.
 
-Reads py-spy's collapsed stacks (`bench/capacity.py --profile`) and prints, for each file, the share
+Reads py-spy's collapsed stacks (`loadtest/capacity.py --profile`) and prints, for each file, the share
 of the samples in which one of a list of places was on the stack (inclusive time): our modules by
 job, and Streamlit's and the libraries' own work. Two profiles side by side give a before and after.
 """

@@ -5,8 +5,8 @@ sizes (24 tokens, d_in = d_out = 64, 8 heads, dropout 0.9; a new seed each time,
 comes from the cache), through Streamlit's websocket protocol (bench/hostile_probe.Session).
 Reports the server's RSS before and after, and st.cache_data's own byte count.
 
-    python -m bench.memory             # 300 settings x 7 pages (~10 minutes on 2 cores)
-    python -m bench.memory --count 20  # a smoke run
+    python -m loadtest.memory             # 300 settings x 7 pages (~10 minutes on 2 cores)
+    python -m loadtest.memory --count 20  # a smoke run
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from bench import harness
-from bench.hostile_probe import LARGEST, LARGEST_TEXT, METRICS_TTL_S, Session, cache_bytes
+from loadtest.hostile_probe import LARGEST, LARGEST_TEXT, METRICS_TTL_S, Session, cache_bytes
+from testkit import harness
 
 
 def rss_mib(pid: int) -> float:

@@ -27,8 +27,10 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from bench import run_log as run_log_hook
-from bench.harness import (
+from core.app.settings import settings_for_preset
+from core.lessons import trainable_weights
+from loadtest import run_log as run_log_hook
+from testkit.harness import (
     CHROMIUM_ARGS,
     IDLE,
     NO_SEED_PAGES,
@@ -38,8 +40,6 @@ from bench.harness import (
     percentile,
     start_server,
 )
-from core.app.settings import settings_for_preset
-from core.lessons import trainable_weights
 
 PAGES = PAGE_URLS
 SEED_PAGES = [name for name in PAGES if name not in NO_SEED_PAGES]  # where a session clicks the seed's "+"

@@ -8,7 +8,7 @@ Streamlit's own protobuf classes) and two probes against `streamlit run` on loop
 - flood: one client holds N connections that change settings as fast as the server answers;
   a victim session times its own reruns before and during the flood.
 
-    python -m bench.hostile_probe            # both probes, prints JSON
+    python -m loadtest.hostile_probe            # both probes, prints JSON
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from bench import harness
+from testkit import harness
 
 LARGEST = {"preset": "custom", "d_in": "64", "d_out": "64", "num_heads": "8", "dropout": "0.9"}
 METRICS_TTL_S = 5.5
@@ -38,6 +38,7 @@ class Session:
     def __init__(self, url: str) -> None:
         self.ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
         self.socket = None
+        self.received_bytes = 0  # every message the server sent this session
 
     async def __aenter__(self) -> Session:
         self.socket = await websockets.connect(self.ws_url, max_size=2**26, open_timeout=60)
@@ -61,6 +62,7 @@ class Session:
         deadline = started + timeout_s
         while True:
             raw = await asyncio.wait_for(self.socket.recv(), timeout=max(0.1, deadline - time.perf_counter()))
+            self.received_bytes += len(raw)
             forward = ForwardMsg()
             forward.ParseFromString(raw)
             kind = forward.WhichOneof("type")
@@ -143,6 +145,87 @@ async def _flood(url: str, connections: int) -> dict:
         "victim_max_flood_s": max(loaded),
         "attacker_runs_per_s": rate,
     }
+
+
+def long_link(parameters: int = 45, chars: int = 10_000) -> dict[str, str]:
+    """A link that fills `parameters` of the app's known parameters with `chars` characters each."""
+    from core.app.links import rules
+
+    return {name: "x" * chars for name in list(rules(["cpu"]))[:parameters]}
+
+
+async def _amplification(url: str, parameters: int, chars: int) -> dict:
+    """Bytes the server sends for one run of a very long link, against the bytes of the link."""
+    query = long_link(parameters, chars)
+    sent = len(urllib.parse.urlencode(query))
+    async with Session(url) as client:  # a session reads its link on its first run
+        _, clean = await client.rerun("trainable_weights", query)
+    return {
+        "link_bytes": sent,
+        "server_sent_bytes": client.received_bytes,
+        "amplification": round(client.received_bytes / sent, 2),
+        "clean": clean,
+    }
+
+
+def probe_amplification(parameters: int = 45, chars: int = 10_000) -> dict:
+    """The long-link probe against a fresh server (issue 31: 10 kB in each of 45 parameters)."""
+    process, url = harness.start_server()
+    try:
+        return asyncio.run(_amplification(url, parameters, chars))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+# What a browser never sends for a choice box (selectbox, radio): issue 31, item 1.
+FORGED_CHOICES = (
+    {"double_value": 2.5},
+    {"int_value": 7},
+    {"bool_value": True},
+    {"trigger_value": True},
+    {"bytes_value": b"\x00\xff"},
+    {"string_value": "nope"},
+)
+
+
+async def _forged_choices(url: str) -> dict:
+    """Every page's every selectbox and radio, sent each forged value once; the runs that showed
+    Streamlit's raw error box (an exception element) are counted."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    from core.app import registry
+    from loadtest.load_client import Action, Student
+    tried, raw_boxes, failures = 0, 0, []
+    for spec in registry.PAGES:
+        student = Student(0, url, time.monotonic(), None, spec.slug, seed=123)
+        await student.connect()
+        try:
+            await student.rerun(Action.OPEN)
+            clean = dict(student.view.widgets)
+            choices = [wid for wid, kind in student.view.kinds.items() if kind in ("selectbox", "radio")]
+            for widget in choices:
+                for forged in FORGED_CHOICES:
+                    student.view.widgets = {**clean, widget: WidgetState(id=widget, **forged)}
+                    _, view = await student.rerun(Action.SEED)
+                    tried += 1
+                    if any(p.startswith("exception") for p in view.problems):
+                        raw_boxes += 1
+                        failures.append(f"{spec.slug}:{widget.rsplit('-', 1)[-1]}:{next(iter(forged))}")
+                    student.view.widgets = dict(clean)
+        finally:
+            await student.socket.close()
+    return {"forged_runs": tried, "raw_error_boxes": raw_boxes, "examples": failures[:5]}
+
+
+def probe_forged_choices() -> dict:
+    """The forged-choice probe against a fresh server."""
+    process, url = harness.start_server()
+    try:
+        return asyncio.run(_forged_choices(url))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def probe_clear_cache(env: dict[str, str] | None = None) -> dict:

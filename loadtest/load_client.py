@@ -42,7 +42,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from bench.harness import NO_SEED_PAGES, PAGE_URLS, percentile
+from testkit.harness import NO_SEED_PAGES, PAGE_URLS, percentile
 
 THINK_MEDIAN_S = 5.0  # median pause between two actions of one student
 THINK_SIGMA = 0.6  # lognormal shape: 90% of pauses within median · e^(±1.645·0.6) = 1.9 .. 13.4 s
@@ -64,7 +64,7 @@ class Action(enum.StrEnum):
     OPEN = "open"  # open the link (first arrival, or again after a lost connection)
     SEED = "seed"  # step the seed up by one
     PAGE = "page"  # open another lesson through the sidebar
-    POLL = "poll"  # start a class poll, or answer its question (bench/class_poll.py)
+    POLL = "poll"  # start a class poll, or answer its question (loadtest/class_poll.py)
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ class RunView:
     pages: dict[str, str] = field(default_factory=dict)  # URL path -> page script hash (navigation)
     page_names: dict[str, str] = field(default_factory=dict)  # page script hash -> URL path (hidden aliases too)
     widgets: dict[str, WidgetState] = field(default_factory=dict)
-    buttons: dict[str, str] = field(default_factory=dict)  # button label -> widget id (bench/training_queue.py)
+    buttons: dict[str, str] = field(default_factory=dict)  # button label -> widget id (loadtest/training_queue.py)
     code_seeds: list[int] = field(default_factory=list)
     z: str | None = None
     problems: list[str] = field(default_factory=list)
@@ -154,6 +154,7 @@ class RunView:
     texts: list[str] = field(default_factory=list)  # markdown, notes and chart descriptions, in order
     radio_options: dict[str, list[str]] = field(default_factory=dict)  # a radio's id -> its option labels
     fragments: dict[str, str] = field(default_factory=dict)  # a widget's key -> the st.fragment it is in
+    kinds: dict[str, str] = field(default_factory=dict)  # a widget's id -> its element type (loadtest/hostile_probe.py)
 
 
 def widget_state(element_type: str, proto, previous: WidgetState | None) -> WidgetState | None:
@@ -165,8 +166,12 @@ def widget_state(element_type: str, proto, previous: WidgetState | None) -> Widg
     state = WidgetState(id=proto.id)
     if previous is not None and not getattr(proto, "set_value", False):
         return previous
-    if element_type == "number_input":
-        state.double_value = proto.value if proto.set_value else proto.default
+    if element_type == "number_input":  # the browser sends an integer box's value as int_value
+        value = proto.value if proto.set_value else proto.default
+        if proto.data_type == proto.DataType.INT:
+            state.int_value = int(value)
+        else:
+            state.double_value = value
     elif element_type == "slider" and proto.options:  # a select_slider: its options' labels
         if proto.set_value:
             return None  # never set by the server on our pages; the server keeps its own value
@@ -212,6 +217,7 @@ def read_message(message: ForwardMsg, view: RunView) -> None:
             view.widget_ids[proto.id.rsplit("-", 1)[-1]] = proto.id  # "$$ID-<hash>-<key>"
             if message.delta.fragment_id:
                 view.fragments[proto.id.rsplit("-", 1)[-1]] = message.delta.fragment_id
+            view.kinds[proto.id] = element_type
             if element_type == "radio":
                 view.radio_options[proto.id] = list(proto.options)
             state = widget_state(element_type, proto, view.widgets.get(proto.id))
@@ -317,6 +323,7 @@ class Student:
             widget_ids=dict(self.view.widget_ids),
             radio_options=dict(self.view.radio_options),
             fragments=dict(self.view.fragments),
+            kinds=dict(self.view.kinds),
             page_hash=self.view.page_hash if fragment_id else "",
         )
         sent = time.monotonic()
@@ -357,7 +364,7 @@ class Student:
 
 
 class ReferenceStudent(Student):
-    """A student of the reference page (bench/reference_page.py): one slider, one heatmap, no pages.
+    """A student of the reference page (loadtest/reference_page.py): one slider, one heatmap, no pages.
 
     Same arrivals and think times as a lesson student (the same random draws); each change moves the
     slider to a new value (the seed modulo 101), where a lesson student steps the seed or switches
@@ -465,7 +472,7 @@ async def run_class(
     Arrivals are spread evenly over `arrival_s` (default: 0.1 s per student, at most 20 s), as a
     class opens a shared link. `first_student` offsets the seed ranges (two classes, no overlap).
     `on_started(recorder)` is awaited once the class has started (the replica test kills a server then).
-    `student_class`: ReferenceStudent for a class on the reference page (bench/reference_page.py).
+    `student_class`: ReferenceStudent for a class on the reference page (loadtest/reference_page.py).
     """
     arrival_s = min(0.1 * students, 20.0) if arrival_s is None else arrival_s
     started = time.monotonic()

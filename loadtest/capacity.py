@@ -1,16 +1,16 @@
 """Students per core, ours and the reference page's: step a class up until one server on one core falls behind.
 
-    python -m bench.capacity                      # 25, 50, 100, 150, 200, 250, 300 students, 60 s each
-    python -m bench.capacity --steps 25,50 --seconds 20
+    python -m loadtest.capacity                      # 25, 50, 100, 150, 200, 250, 300 students, 60 s each
+    python -m loadtest.capacity --steps 25,50 --seconds 20
 
 Two apps are measured in the same run, step by step, one after the other at each class size:
-Attention Lab (streamlit_app.py) and the reference page (bench/reference_page.py: one slider,
+Attention Lab (streamlit_app.py) and the reference page (loadtest/reference_page.py: one slider,
 one 6x6 heatmap), with the same students, the same think times (the same random draws) and the
 same pinning, so that their ratio cancels most of what the machine adds. A reference student
 moves the slider where a lesson student steps the seed or switches page.
 
 For each step a fresh `streamlit run` is pinned to core 0 (`taskset -c 0`) and this process, the
-load client (bench/load_client.py), to core 1, so the client never takes the server's CPU. A step
+load client (loadtest/load_client.py), to core 1, so the client never takes the server's CPU. A step
 *holds* when the p95 of the students' changes (seed steps and page switches, sent once the whole
 class has arrived) is under P95_TARGET_S and nothing went wrong (no error, no wrong number).
 Capacity is the largest step that holds; stepping stops once a step is clearly overloaded
@@ -36,8 +36,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench import load_client
-from bench.harness import start_server
+from loadtest import load_client
+from testkit.harness import start_server
 
 P95_TARGET_S = 1.0
 STOP_P95_S = 5.0  # a step this slow is overloaded: larger classes would only be slower
@@ -51,10 +51,10 @@ class App(enum.StrEnum):
     """The two apps a capacity run compares."""
 
     LAB = "lab"  # Attention Lab, streamlit_app.py
-    REFERENCE = "reference"  # bench/reference_page.py
+    REFERENCE = "reference"  # loadtest/reference_page.py
 
 
-SCRIPTS = {App.LAB: "streamlit_app.py", App.REFERENCE: "bench/reference_page.py"}
+SCRIPTS = {App.LAB: "streamlit_app.py", App.REFERENCE: "loadtest/reference_page.py"}
 STUDENTS = {App.LAB: load_client.Student, App.REFERENCE: load_client.ReferenceStudent}
 WARM_UP_PAGES = {App.LAB: ("trainable_weights",), App.REFERENCE: ("overview",)}
 
@@ -115,7 +115,7 @@ def measure(
     """One step: a fresh pinned server of `app`, `students` students for `seconds` after their arrival.
 
     `profile`: py-spy samples the server over the measured seconds into this file (collapsed stacks,
-    `python -m bench.profile_summary` reads them); py-spy runs on the client's core.
+    `python -m loadtest.profile_summary` reads them); py-spy runs on the client's core.
     """
     cpus = SERVER_CPU if (os.cpu_count() or 1) > 1 else None
     process, url = start_server(env=env, cpus=cpus, script=SCRIPTS[app])

@@ -1,10 +1,10 @@
 """The class poll across replicas, and a class of 100 answering at once.
 
-    python -m bench.class_poll --students 100            # the load row: a class answers within ~3 s
-    python -m bench.class_poll --students 6 --restart-redis   # what tests/deployment/test_class_poll_replicas.py runs
+    python -m loadtest.class_poll --students 100            # the load row: a class answers within ~3 s
+    python -m loadtest.class_poll --students 6 --restart-redis  # what tests/deployment/test_class_poll_replicas.py runs
 
-Two app processes behind HAProxy share one redis-server (bench/replicas.py starts them). Everyone
-speaks Streamlit's own websocket protocol (bench/load_client.py):
+Two app processes behind HAProxy share one redis-server (loadtest/replicas.py starts them). Everyone
+speaks Streamlit's own websocket protocol (loadtest/load_client.py):
 - the teacher opens the why-scale lesson in presentation mode on one replica and clicks
   "Start a class poll"; the room's code is read from the teacher's page;
 - the students open the lesson with ?room=<code> (the balancer spreads them over both replicas),
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from bench import load_client, replicas
-from bench.harness import percentile
-from bench.load_client import Action, RunView
+from loadtest import load_client, replicas
+from loadtest.load_client import Action, RunView
+from testkit.harness import percentile
 
 PAGE = "why_scale"
 QUESTION_KEY = "predict_why_scale"

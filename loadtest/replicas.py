@@ -1,7 +1,7 @@
 """Replicas behind HAProxy with cookie affinity, all on loopback, started with one command.
 
-    python -m bench.replicas --replicas 3 --port 8500     # serve until Ctrl-C: http://127.0.0.1:8500
-    python -m bench.replicas --class 12 --seconds 40      # send a simulated class through, kill one replica
+    python -m loadtest.replicas --replicas 3 --port 8500     # serve until Ctrl-C: http://127.0.0.1:8500
+    python -m loadtest.replicas --class 12 --seconds 40      # send a simulated class through, kill one replica
 
 N `streamlit run` processes on free loopback ports, each writing its own run log
 (ATTENTION_LAB_RUN_LOG: one line per finished run, with the session id), behind Debian's HAProxy:
@@ -13,7 +13,7 @@ N `streamlit run` processes on free loopback ports, each writing its own run log
 - health checks on /_stcore/health every 2 s; a replica that fails three in a row is taken out (one
   that refuses connections is skipped at once), and `option redispatch` sends its students (cookie
   and all) to another one, which sets a new cookie.
-A student who loses its replica reconnects with the settings in its link (bench/load_client.py).
+A student who loses its replica reconnects with the settings in its link (loadtest/load_client.py).
 The replicas share one Debian redis-server on a loopback port (ATTENTION_LAB_REDIS_URL), the class
 poll's store, as deploy/kubernetes/redis.yaml does (where redis-server is installed).
 """
@@ -34,10 +34,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import load_client, run_log
-from bench.harness import free_port, start_server
+from loadtest import load_client, run_log
 from services.class_poll import REDIS_URL_VARIABLE
-from tests.support import RedisServer, redis_available
+from testkit.harness import RedisServer, free_port, redis_available, start_server
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 COOKIE = "ATTENTION_LAB_REPLICA"

@@ -1,0 +1,47 @@
+"""Lesson 7 shows the trained cross-attention: a held-out sentence, the question, then the trained weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from core.app import registry
+
+APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+
+
+def shown_text(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_page_7_trains_the_model_and_reveals_its_alignment_only_after_a_choice() -> None:
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page(registry.page("cross_attention").file).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(h.value == "Trained: the weights become the alignment" for h in at.subheader)
+    picker = at.selectbox(key="cross_trained_example")
+    assert picker.value == 0 and len(picker.options) == 12
+    assert picker.options[0].startswith("Kannst du mir helfen diesen Satz zu übersetzen →")
+    assert not [m for m in at.metric if m.label.startswith("held-out share")]  # not before the answer
+    assert any("how well they align the words" in c.value for c in at.caption)
+    radio = next(r for r in at.radio if r.key and r.key.startswith("predict_cross_trained"))
+    radio.set_value(radio.options.index("übersetzen")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    share = next(m for m in at.metric if m.label.startswith("held-out share"))
+    assert float(share.value.rstrip("%")) >= 80.0
+    table = next(df.value for df in at.dataframe if "its German partner" in df.value.columns)
+    assert table["English word"].tolist() == ["Can", "you", "help", "me", "translate", "this", "sentence"]
+
+
+def test_own_sentences_are_not_called_a_translation() -> None:
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page(registry.page("cross_attention").file).run()
+    assert "übersetzen" in shown_text(at).split("**Trained weights.**")[0]
+    at.text_input(key="first_text").input("the cat sat on the mat").run()
+    at.text_input(key="second_text").input("a dog barked").run()
+    assert not at.exception, [e.value for e in at.exception]
+    before_trained = shown_text(at).split("**Trained weights.**")[0]  # the trained step is about its own task
+    assert "übersetzen" not in before_trained and "English translation" not in before_trained
