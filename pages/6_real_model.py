@@ -163,14 +163,14 @@ def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int) -> None:
         key=PageControl.REAL_MEASURE,
         param=PageControl.REAL_MEASURE,
         code=lambda m: m.value,
-        name=lambda m: m.title,
+        name=lambda m: m.label,
         default=lesson_rm.Measure.PREVIOUS,
     )
     draw.draw(
         charts_rm.measure(
-            frames_rm.measure_frame(lesson, measure, layer, head), f"{measure.title}, every head", measure.title
+            frames_rm.measure_frame(lesson, measure, layer, head), f"{measure.label}, every head", measure.label
         ),
-        f"A 6 by 12 map of each head's {measure.title} on this sentence.",
+        f"A 6 by 12 map of each head's {measure.label} on this sentence.",
         key="real_measures",
         on_select=lambda: draw.select_head_from_chart("real_measures", charts_rm.HEAD_SELECTION, LAYER, HEAD),
     )

@@ -42,7 +42,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from core.charts.spec import VegaChart
@@ -287,7 +287,7 @@ class _MemoryRoom:
 class MemoryPollStore:
     """Rooms in a dict of this process, behind one lock (sessions run in threads)."""
 
-    def __init__(self, clock=time.monotonic, **bounds: float) -> None:
+    def __init__(self, clock=time.monotonic, **bounds: Any) -> None:  # Any: Bounds fields, int or float by field
         self.bounds = Bounds(**bounds)
         self.ttl_s, self.max_rooms, self.max_answers = self.bounds.ttl_s, self.bounds.max_rooms, self.bounds.max_answers
         self._clock = clock
@@ -582,7 +582,7 @@ class RedisPollStore:
     re-sends the Lua scripts, which a restarted Redis has forgotten).
     """
 
-    def __init__(self, url: str, prefix: str = "attention-lab:poll:", timeout_s: float = 0.5, **bounds: float) -> None:
+    def __init__(self, url: str, prefix: str = "attention-lab:poll:", timeout_s: float = 0.5, **bounds: Any) -> None:
         import redis  # only where Redis is used: the in-process store needs nothing installed
 
         self._errors = (redis.exceptions.RedisError, OSError)

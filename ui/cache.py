@@ -30,7 +30,8 @@ R = TypeVar("R")
 @functools.cache
 def cached(spec: LessonSpec[R]) -> Callable[..., R]:
     """The st.cache_data of one lesson computation, made once per process and bounded by its spec."""
-    return st.cache_data(spec.compute, show_spinner=False, max_entries=spec.max_entries, ttl=spec.ttl_s)
+    # The decorator-with-arguments form: Streamlit's overloads do not type cache_data(func, **options).
+    return st.cache_data(show_spinner=False, max_entries=spec.max_entries, ttl=spec.ttl_s)(spec.compute)
 
 
 def computed(spec: LessonSpec[R], *args: Any) -> R:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from collections.abc import Mapping
 
 import streamlit as st
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -36,7 +37,8 @@ def client_address() -> str:
     """
     try:
         peer = st.context.ip_address or ""  # None on loopback
-        forwarded = (st.context.headers or {}).get("X-Forwarded-For", "")
+        headers: Mapping[str, str] = st.context.headers or {}
+        forwarded = headers.get("X-Forwarded-For", "")
     except Exception:  # no client context (AppTest): every session counts as one address
         return ""
     try:
@@ -62,9 +64,9 @@ def keep_shared_caches() -> None:
     if getattr(AppSession._handle_clear_cache_request, "_attention_lab", False):
         return
 
-    def clear_own_session_state_only(session: AppSession) -> None:
+    def clear_own_session_state_only(self: AppSession) -> None:  # `self`, as the method it replaces names it
         LOGGER.warning("A client asked to clear every cache; only its own session state was cleared.")
-        state = session._session_state
+        state = self._session_state
         kept = {key: state[key] for key in KEPT_ON_CLEAR if key in state}
         state.clear()
         for key, value in kept.items():  # read by the next run like any value set before it

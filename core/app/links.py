@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from core.app import registry
 from core.app.settings import LIMITS, PRESET_CONTROLS, PRESETS, PresetKey, Settings, settings_for_preset
@@ -172,7 +173,7 @@ REAL_MODEL_HEADS = 12
 MAX_PRESENTATION_STEPS = 30  # more than any page has; the presentation bar checks the page's own count
 
 
-def _whole(name: str, **options: bool) -> Whole:
+def _whole(name: registry.Control, **options: bool) -> Whole:
     low, high = LIMITS[name]
     return Whole(int(low), int(high), **options)
 
@@ -183,11 +184,11 @@ SIDEBAR_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
     {
         "preset": Choice(tuple(PRESETS)),
         "text": Text(),
-        "d_in": _whole("d_in"),
-        "d_out": _whole("d_out"),
-        "seed": _whole("seed", point_zero=True),  # the seed box is float-typed: "7.0" is 7
-        "dropout": Rate(*LIMITS["dropout"]),
-        "num_heads": _whole("num_heads"),
+        "d_in": _whole(registry.Control.D_IN),
+        "d_out": _whole(registry.Control.D_OUT),
+        "seed": _whole(registry.Control.SEED, point_zero=True),  # the seed box is float-typed: "7.0" is 7
+        "dropout": Rate(*LIMITS[registry.Control.DROPOUT]),
+        "num_heads": _whole(registry.Control.NUM_HEADS),
         "scale": Flag(),
         "weights": Choice(tuple(source.value for source in WeightSource)),
     }
@@ -324,7 +325,8 @@ def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> Link
             notes.append(note)
         else:
             accepted[name] = value
-    sidebar = {name: value for name, value in accepted.items() if name in Settings.__dataclass_fields__}
+    # Any: each sidebar rule returns its Settings field's type (tests/test_links.py), which no static type states.
+    sidebar: dict[str, Any] = {name: value for name, value in accepted.items() if name in Settings.__dataclass_fields__}
     if "preset" in sidebar:
         sidebar["preset"] = PresetKey(sidebar["preset"])
     if "weights" in sidebar:
@@ -349,7 +351,7 @@ def settings_implied_by_link(params: Mapping[str, str | list[str]], devices: lis
     """
     raw = params.get("preset")
     key = raw[-1] if isinstance(raw, list) else raw
-    if key not in PRESETS or key == PresetKey.CUSTOM:
+    if key is None or key not in PRESETS or key == PresetKey.CUSTOM:
         return {}
     ignored = {note.parameter for note in read_link(params, devices).notes}
     given = set(params) - ignored

@@ -94,6 +94,13 @@ class PageControl(StrEnum):
     LAYER = "layer"  # pretrained weights (lessons 2, 4, 5, 7): the real head's layer
     HEAD = "head"  # ... and head
     PAIR = "pair"  # lesson 7 with pretrained weights: which two sentences
+    SCALE_LONGEST = "scale_longest"  # lesson 9: the longest sequence timed
+    SCALE_KEYS = "scale_keys"
+    SCALE_BLOCK = "scale_block"
+    SCALE_BLOCK_Q = "scale_block_q"
+    SCALE_BLOCK_K = "scale_block_k"
+    SCALE_CAUSAL = "scale_causal"
+    SCALE_GENERATED = "scale_generated"
 
 
 class Section(StrEnum):
@@ -328,13 +335,13 @@ PAGES: tuple[PageSpec, ...] = (
             scale="every path scales by 1/√d_k, as real models do",
         ),
         controls=(
-            "scale_longest",
-            "scale_keys",
-            "scale_block",
-            "scale_block_q",
-            "scale_block_k",
-            "scale_causal",
-            "scale_generated",
+            PageControl.SCALE_LONGEST,
+            PageControl.SCALE_KEYS,
+            PageControl.SCALE_BLOCK,
+            PageControl.SCALE_BLOCK_Q,
+            PageControl.SCALE_BLOCK_K,
+            PageControl.SCALE_CAUSAL,
+            PageControl.SCALE_GENERATED,
         ),
     ),
 )

@@ -160,7 +160,7 @@ class Settings:
         return None if self.scale else 1.0
 
 
-def settings_for_preset(key: str, base: Settings | None = None) -> Settings:
+def settings_for_preset(key: PresetKey, base: Settings | None = None) -> Settings:
     """The settings a preset sets: its dimensions, seed, heads and dropout."""
     preset = PRESETS[key]
     base = base or Settings()

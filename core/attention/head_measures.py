@@ -28,7 +28,7 @@ class Measure(StrEnum):
     NEXT = "next"
 
     @property
-    def title(self) -> str:
+    def label(self) -> str:  # not `title`: that would shadow str.title
         return _MEASURE_TITLES[self]
 
 

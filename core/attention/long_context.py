@@ -349,9 +349,8 @@ def random_qkv(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Q, K, V (1, T, E) drawn from a private generator on `device`."""
     generator = torch.Generator(device=device).manual_seed(seed)
-    return tuple(  # type: ignore[return-value]
-        torch.randn(1, num_tokens, head_dim, generator=generator, device=device) for _ in range(3)
-    )
+    query, key, value = (torch.randn(1, num_tokens, head_dim, generator=generator, device=device) for _ in range(3))
+    return query, key, value
 
 
 def measure(

@@ -16,6 +16,8 @@ h = heads, hd = head_dim = d_out // h.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import cast
 
 import torch
 import torch.nn as nn
@@ -123,6 +125,8 @@ class SelfAttention_v2(nn.Module):
 class CausalAttention(nn.Module):
     """Single-head attention that cannot look ahead, with dropout on the weights."""
 
+    mask: torch.Tensor  # a registered buffer: nn.Module's __getattr__ alone would type it Tensor | Module
+
     def __init__(
         self,
         d_in: int,
@@ -211,7 +215,8 @@ class MultiHeadAttentionWrapper(nn.Module):
     def trace(
         self, x: torch.Tensor, *, generator: torch.Generator | None = None, scale: float | None = None
     ) -> AttentionTrace:
-        traces = [head.trace(x, generator=generator, scale=scale) for head in self.heads]
+        heads = cast(Iterable[CausalAttention], self.heads)  # nn.ModuleList yields plain Modules
+        traces = [head.trace(x, generator=generator, scale=scale) for head in heads]
         head_axis = x.dim() - 2  # heads go just before the token axis: (b, h, T, ...)
 
         def stack(name: str) -> torch.Tensor:
@@ -237,6 +242,8 @@ class MultiHeadAttentionWrapper(nn.Module):
 
 class MultiHeadAttention(nn.Module):
     """One set of projections split into heads, attention per head, then `out_proj`."""
+
+    mask: torch.Tensor  # a registered buffer
 
     def __init__(
         self,
@@ -330,6 +337,8 @@ class SimpleAverageSelfAttention(nn.Module):
     to each of the first i+1 tokens. Nothing is learned.
     """
 
+    causal_mask: torch.Tensor  # a registered buffer
+
     def __init__(self, chunk_size: int):
         super().__init__()
         _check_dims(chunk_size=chunk_size)
@@ -348,6 +357,8 @@ class SimpleAverageSelfAttention(nn.Module):
 
 class SingleSelfAttentionHead(nn.Module):
     """The decoder blog's causal head: `key`, `query`, `value` layers created in that order."""
+
+    causal_mask: torch.Tensor  # a registered buffer
 
     def __init__(
         self,
@@ -447,7 +458,7 @@ def multihead_from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAtten
     Head i of the wrapper becomes rows [i*hd, (i+1)*hd) of each projection, so the
     split-heads view slices out exactly that head again.
     """
-    first = wrapper.heads[0]
+    first = cast(CausalAttention, wrapper.heads[0])  # nn.ModuleList indexes to a plain Module
     head_dim, d_in = first.W_query.weight.shape
     num_heads = len(wrapper.heads)
     d_out = head_dim * num_heads
@@ -491,7 +502,9 @@ def torch_multihead_from(mha: MultiHeadAttention) -> nn.MultiheadAttention:
     ).to_empty(device=mha.W_query.weight.device)
     weights = [mha.W_query.weight, mha.W_key.weight, mha.W_value.weight]
     reference.in_proj_weight.copy_(torch.cat(weights, dim=0))  # (3 * d_out, d_out)
-    biases = [lin.bias if lin.bias is not None else torch.zeros(d_out) for lin in (mha.W_query, mha.W_key, mha.W_value)]
+    biases: list[torch.Tensor] = [
+        lin.bias if lin.bias is not None else torch.zeros(d_out) for lin in (mha.W_query, mha.W_key, mha.W_value)
+    ]
     reference.in_proj_bias.copy_(torch.cat(biases))
     reference.out_proj.weight.copy_(mha.out_proj.weight)
     reference.out_proj.bias.copy_(mha.out_proj.bias)
@@ -529,4 +542,5 @@ def draw_qkv_weights(
     draw = {"rand": torch.rand, "randn": torch.randn}.get(distribution)
     if draw is None:
         raise ValueError(f"distribution must be 'rand' or 'randn', got {distribution!r}.")
-    return tuple(draw(d_in, d_out, generator=generator) for _ in range(3))  # type: ignore[return-value]
+    w_q, w_k, w_v = (draw(d_in, d_out, generator=generator) for _ in range(3))  # drawn in this order
+    return w_q, w_k, w_v

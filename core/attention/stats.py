@@ -180,7 +180,7 @@ def saturation_sweep(
     diagonal entry of the Jacobian: the gradient that reaches the weakest token).
     """
     if multipliers is None:
-        multipliers = np.geomspace(0.25, 32, 36)
+        multipliers = np.geomspace(0.25, 32, 36).tolist()
     base = torch.tensor(list(base_scores), dtype=torch.float64)
     rows = []
     for m in multipliers:

@@ -10,11 +10,13 @@ import functools
 import json
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import cast
 
 import altair as alt
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from altair.expr.core import Expression
 
 from core.charts.spec import READABLE_TEXT, SpecPath, VegaChart, from_altair, readable, template
 
@@ -321,7 +323,7 @@ def token_axis(count: int, title: str | None = None) -> alt.Axis:
     return alt.Axis(title=title, labelAngle=-45 if count <= 10 else -90, labelOverlap=False, labelLimit=120)
 
 
-def _color_if(test: alt.expr.core.Expression, then: str, otherwise: str) -> alt.ColorValue:
+def _color_if(test: Expression, then: str, otherwise: str) -> alt.ColorValue:
     """`alt.condition(test, alt.value(then), alt.value(otherwise))`, the same spec, built fast.
 
     Altair turns a channel given as a dict or a shorthand string (what alt.condition and
@@ -412,7 +414,8 @@ def _variance_chart() -> alt.LayerChart:
             tooltip=["d_k:Q", "series:N", alt.Tooltip("variance:Q", format=".4f")],
         )
     )
-    return alt.layer(lines, points, data=alt.NamedData(name=VARIANCE_DATA)).properties(
+    # cast: alt.layer() returns a FacetChart only for layers with shared facet channels (none here).
+    return cast(alt.LayerChart, alt.layer(lines, points, data=alt.NamedData(name=VARIANCE_DATA))).properties(
         title="Variance of the dot product: unscaled grows like d_k"
     )
 
@@ -489,12 +492,12 @@ _PEAKINESS_TITLES = {
 }
 
 
-def peakiness_label(metric: str) -> str:
+def peakiness_label(metric: PeakMetric) -> str:
     """The human name of a peakiness measure (for the page's measure picker)."""
     return _PEAKINESS_TITLES.get(metric, metric)
 
 
-def _peakiness_chart(metric: str) -> alt.Chart:
+def _peakiness_chart(metric: PeakMetric) -> alt.Chart:
     """`metric` (max_weight / entropy / effective_tokens) vs d_k, scaled and unscaled.
 
     The values come from the named dataset PEAKINESS_DATA (= peakiness_vs_dk's table).
@@ -518,11 +521,11 @@ def _peakiness_chart(metric: str) -> alt.Chart:
 
 
 @functools.lru_cache(maxsize=8)
-def _peakiness_template(metric: str) -> str:
+def _peakiness_template(metric: PeakMetric) -> str:
     return template(_peakiness_chart(metric))
 
 
-def peakiness(frame: pd.DataFrame, metric: str) -> VegaChart:
+def peakiness(frame: pd.DataFrame, metric: PeakMetric) -> VegaChart:
     """The peakiness chart with `frame`'s values (structure built once per metric)."""
     return VegaChart(_peakiness_template(metric), {PEAKINESS_DATA: frame})
 

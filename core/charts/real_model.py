@@ -10,6 +10,7 @@ Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in co
 from __future__ import annotations
 
 import functools
+from typing import cast
 
 import altair as alt
 import pandas as pd
@@ -139,7 +140,8 @@ def head_lines(num_tokens: int, title: str, label_chars: int = 10) -> alt.LayerC
         x=alt.datum(1.0, scale=x_scale, axis=_NO_AXIS)
     )
     pad = label_padding(label_chars)
-    return alt.layer(strokes, left, right).properties(
+    # cast: alt.layer() returns a FacetChart only for layers with shared facet channels (none here).
+    return cast(alt.LayerChart, alt.layer(strokes, left, right)).properties(
         title=alt.TitleParams(title, color="currentColor"),
         width=260,
         height=max(120, 20 * num_tokens),
@@ -181,7 +183,8 @@ def measure_map(title: str, value_title: str) -> alt.LayerChart:
             ),
         )
     )
-    return alt.layer(rect, text).properties(title=title, width="container", height=alt.Step(30))
+    layered = cast(alt.LayerChart, alt.layer(rect, text))  # no facet channels, so alt.layer() built a LayerChart
+    return layered.properties(title=title, width="container", height=alt.Step(30))
 
 
 @functools.lru_cache(maxsize=128)

@@ -16,18 +16,28 @@ import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypeAlias, TypedDict
 
 import altair as alt
 import pandas as pd
 import pyarrow as pa
 
-Dataset = pd.DataFrame | pa.Table | list[dict]
+Dataset: TypeAlias = pd.DataFrame | pa.Table | list[dict]
 SpecPath = tuple[str | int, ...]  # keys into the spec, e.g. ("layer", 0, "encoding", "x", "sort")
 
 # Axis and legend text in the page's own text colour: SVG's currentColor is the colour Streamlit's
 # theme gives the chart's container (near-black in light, near-white in dark). Streamlit's chart
 # theme uses a grey that reaches only 3.8:1 on white, and 12 px labels are too small on a projector.
-READABLE_TEXT = {
+class TextStyle(TypedDict):
+    """Keyword arguments of Altair's configure_axis / configure_legend (typed, so the call is checked)."""
+
+    labelColor: str
+    titleColor: str
+    labelFontSize: int
+    titleFontSize: int
+
+
+READABLE_TEXT: dict[str, TextStyle] = {
     "axis": {"labelColor": "currentColor", "titleColor": "currentColor", "labelFontSize": 14, "titleFontSize": 14},
     "legend": {"labelColor": "currentColor", "titleColor": "currentColor", "labelFontSize": 14, "titleFontSize": 14},
 }

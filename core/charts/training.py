@@ -73,7 +73,7 @@ def curve_charts(frame: pd.DataFrame, chance: pd.DataFrame | None = None) -> tup
     (what a model without the task's lookup scores), labelled at its right end.
     """
     loss = _curve(frame, "loss", "Training loss", alt.Y("value:Q", title="cross-entropy", scale=alt.Scale(type="log")))
-    accuracy = _curve(
+    accuracy: alt.Chart | alt.LayerChart | alt.FacetChart = _curve(  # alt.layer() types its result as either
         frame,
         "accuracy",
         "Held-out accuracy",

@@ -154,9 +154,9 @@ def _projected(
         module = CrossAttention(d_in, settings.d_out, settings.d_out + 4, generator=g).to(x.device)
         trace = module.trace(x, x, scale=settings.scale_factor)
         return trace, (module.W_query.T, module.W_key.T, module.W_value.T)
-    module = SelfAttention_v1(d_in, settings.d_out, generator=g).to(x.device)  # the book: torch.rand, x @ W
-    trace = module.trace(x, scale=settings.scale_factor)
-    return trace, (module.W_query, module.W_key, module.W_value)
+    v1 = SelfAttention_v1(d_in, settings.d_out, generator=g).to(x.device)  # the book: torch.rand, x @ W
+    trace = v1.trace(x, scale=settings.scale_factor)
+    return trace, (v1.W_query, v1.W_key, v1.W_value)
 
 
 def _versions(settings: Settings, x: torch.Tensor, tokens: tuple[str, ...]) -> Versions:

@@ -44,7 +44,7 @@ def logits_without_cache(model: TinyTransformer, tokens: torch.Tensor) -> torch.
     """tokens (1, T) -> logits (1, T, V): the whole prefix again, keys and values of every token recomputed."""
     positions = torch.arange(tokens.shape[1], device=tokens.device)
     x = model.token_embedding(tokens) + model.position_embedding(positions)  # (1, T, D)
-    for layer in model.layers:
+    for layer in model.attention_layers:
         attention = layer.attention
         normed = layer.norm(x)
         queries = attention.split_heads(attention.W_query(normed))  # (1, h, T, hd)
@@ -60,7 +60,7 @@ def logits_with_cache(model: TinyTransformer, token: torch.Tensor, cache: KVCach
     position = torch.tensor([cache.length], device=token.device)
     x = model.token_embedding(token) + model.position_embedding(position)  # (1, 1, D)
     first = not cache.keys
-    for index, layer in enumerate(model.layers):
+    for index, layer in enumerate(model.attention_layers):
         attention = layer.attention
         normed = layer.norm(x)
         query = attention.split_heads(attention.W_query(normed))  # (1, h, 1, hd)

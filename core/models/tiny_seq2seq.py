@@ -175,7 +175,7 @@ def _questions() -> list[Clause]:
         clauses.append(Clause(Form.HELP, (*opening_de, helped_de, "helfen"), (*opening_en, "help", helped_en)))
         for noun, this, (verb_de, verb_en) in itertools.product(NOUNS, (False, True), INFINITIVES):
             thing_de, thing_en = _object(noun, this)
-            german = (*opening_de, helped_de, "helfen", *thing_de, "zu", verb_de)
+            german: tuple[str, ...] = (*opening_de, helped_de, "helfen", *thing_de, "zu", verb_de)
             clauses.append(Clause(Form.HELP_TO, german, (*opening_en, "help", helped_en, verb_en, *thing_en)))
     for (modal_en, modal_de), subject, noun, this, (verb_de, verb_en) in itertools.product(
         MODALS, SUBJECTS, NOUNS, (False, True), INFINITIVES

@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import cast
 
 import numpy as np
 import torch
@@ -241,6 +242,11 @@ class TinyTransformer(nn.Module):
         self.final_norm = nn.LayerNorm(config.d_model)
         self.unembedding = make_linear(config.d_model, vocab, False, generator)
 
+    @property
+    def attention_layers(self) -> list[AttentionLayer]:
+        """`self.layers` with their type: iterating an nn.ModuleList yields plain Modules."""
+        return cast(list[AttentionLayer], list(self.layers))
+
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(tokens.shape[1])
         return self.token_embedding(tokens) + self.position_embedding(positions)  # (B, T, D)
@@ -256,7 +262,7 @@ class TinyTransformer(nn.Module):
         """The readable path, keeping each layer's scores and weights; `scale` overrides the layers'."""
         x = self.embed(tokens)
         scores, weights = [], []
-        for layer in self.layers:
+        for layer in self.attention_layers:
             step = layer.attention.trace(layer.norm(x), scale=scale)
             scores.append(step.masked_scores)
             weights.append(step.weights)
@@ -316,8 +322,8 @@ def _one_side(model: TinyTransformer, held_out: Batch, scale: float) -> tuple[fl
     entropy = float(-(weights * weights.clamp_min(1e-30).log()).sum(dim=-1).mean())
     loss_of(traced.logits, held_out.targets).backward()
     squares = sum(
-        float(p.grad.pow(2).sum())
-        for layer in model.layers
+        float(cast(torch.Tensor, p.grad).pow(2).sum())  # backward() above filled every grad
+        for layer in model.attention_layers
         for p in (layer.attention.W_query.weight, layer.attention.W_key.weight)
     )
     return logit_std, entropy, math.sqrt(squares)

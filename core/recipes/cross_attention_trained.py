@@ -186,10 +186,10 @@ train_tensors, held_tensors = as_tensors(train), as_tensors(held_out)
 by_form = [torch.tensor([i for i, c in enumerate(train) if c[0] == form]) for form in FORMS]
 optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
 for _step in range(1, steps + 1):
-    forms = torch.randint(0, len(FORMS), (batch_size,), generator=generator)  # each form equally often
+    form_ids = torch.randint(0, len(FORMS), (batch_size,), generator=generator)  # each form equally often
     place = torch.rand(batch_size, generator=generator)
-    inside = (place * torch.tensor([len(r) for r in by_form])[forms]).long()
-    rows = torch.stack([by_form[f][i] for f, i in zip(forms.tolist(), inside.tolist(), strict=True)])
+    inside = (place * torch.tensor([len(r) for r in by_form])[form_ids]).long()
+    rows = torch.stack([by_form[f][i] for f, i in zip(form_ids.tolist(), inside.tolist(), strict=True)])
     logits, _ = model(train_tensors[0][rows], train_tensors[1][rows])
     loss = F.cross_entropy(logits.flatten(0, 1), train_tensors[2][rows].flatten(), ignore_index=IGNORE)
     optimizer.zero_grad()
