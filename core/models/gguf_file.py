@@ -18,6 +18,7 @@ Nothing here imports `transformers` or `llama_cpp`; the tests compare against th
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -46,10 +47,9 @@ def dequantize(raw: torch.Tensor, kind: GGMLQuantizationType) -> torch.Tensor:
     done in float32, in the same order as `gguf.quants` (d * q, then + m), so the result is equal
     bit for bit.
     """
-    if kind == GGMLQuantizationType.F32:
-        return raw.to(torch.float32)
-    if kind == GGMLQuantizationType.F16:
-        return raw.to(torch.float32)
+    if kind in (GGMLQuantizationType.F32, GGMLQuantizationType.F16):
+        # A copy, never a view: a view would keep the whole mapped file alive (and resident).
+        return raw.to(torch.float32, copy=True)
     if kind not in BLOCK_BYTES:
         raise GGUFError(f"Tensors quantized as {kind.name} are not supported (only Q4_1, Q8_0, F16, F32).")
     rows = raw.shape[0]
@@ -79,7 +79,9 @@ class RawTensor:
 
     def raw(self) -> torch.Tensor:
         """The bytes as a torch tensor sharing the file's memory (read-only: never write to it)."""
-        return torch.from_numpy(np.asarray(self.data))
+        with warnings.catch_warnings():  # torch warns that the mapping is read-only: we only read it
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            return torch.from_numpy(np.asarray(self.data))
 
     def to_float32(self) -> torch.Tensor:
         """The tensor's numbers in float32, shaped `shape`."""

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -245,13 +244,11 @@ def load_model(
         contents = read_gguf(path)
         metadata = contents.metadata
         config = DecoderConfig.from_metadata(metadata, has_output_weight="output.weight" in contents.tensors)
-        with warnings.catch_warnings():  # the file is mapped read-only; we only ever read it
-            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-            weights = DecoderWeights(
-                embeddings=_stored(contents.tensors["token_embd.weight"].to_float32(), precision, device),
-                layers=tuple(_layer_weights(contents, i, precision, device) for i in range(config.num_layers)),
-                final_norm=contents.tensors["output_norm.weight"].to_float32().to(device),
-            )
+        weights = DecoderWeights(
+            embeddings=_stored(contents.tensors["token_embd.weight"].to_float32(), precision, device),
+            layers=tuple(_layer_weights(contents, i, precision, device) for i in range(config.num_layers)),
+            final_norm=contents.tensors["output_norm.weight"].to_float32().to(device),
+        )
         tokenizer = build_tokenizer(
             metadata["tokenizer.ggml.tokens"], metadata["tokenizer.ggml.merges"], metadata["tokenizer.ggml.token_type"]
         )
