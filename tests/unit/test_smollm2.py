@@ -3,8 +3,8 @@
 The fast tests (tokenizer, dequantization, chat template, sampling, RoPE) run in seconds. The
 `slow` ones load transformers' model once per module (~30-40 s) and compare forward passes.
 The comparison with transformers uses Precision.FLOAT32 (the weights dequantized to float32, as
-transformers does): the app's bfloat16 storage rounds the weights, which moves logits by ~0.5,
-so a separate test bounds the bfloat16 model's gap to the float32 one instead.
+transformers does): the app's precisions (Q4_BLOCKS on a CPU, BFLOAT16) compute in bfloat16, which
+moves logits by up to ~1, so a separate test bounds their gap to the float32 model instead.
 """
 
 from __future__ import annotations
@@ -59,6 +59,12 @@ def model32() -> sm.SmolLM2:
 @pytest.fixture(scope="module")
 def model16() -> sm.SmolLM2:
     return sm.load_model(precision=sm.Precision.BFLOAT16)
+
+
+@pytest.fixture(scope="module")
+def model_app() -> sm.SmolLM2:
+    """What the app loads on a CPU: the default precision (Q4_BLOCKS)."""
+    return sm.load_model()
 
 
 @pytest.fixture(scope="module")
@@ -150,6 +156,20 @@ def test_config_comes_from_the_file(model16) -> None:
     assert config.rms_norm_eps == pytest.approx(1e-5) and config.tied_embeddings
     assert [config.kv_head_of(h) for h in range(9)] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     assert model16.weights.layers[0].query.dtype == torch.bfloat16
+
+
+def test_the_cpu_default_keeps_the_file_s_4_bit_blocks(model_app, contents) -> None:
+    assert model_app.precision is sm.Precision.Q4_BLOCKS
+    query = model_app.weights.layers[0].query
+    assert isinstance(query, sm.PackedQ4) and query.packed.dtype == torch.uint8
+    assert query.packed.numel() == 576 * 576 // 2  # two 4-bit codes a byte
+    x = torch.randn(5, 576, generator=torch.Generator().manual_seed(0))
+    dense = contents.tensors["blk.0.attn_q.weight"].to_float32()  # (576, 576)
+    exact = x.to(torch.bfloat16).float() @ dense.T
+    ours = sm._linear(x, query)
+    assert (ours - exact).abs().max() < 0.02 * exact.abs().max()  # bfloat16 scales and output only
+    with pytest.raises(ValueError, match="CPU"):
+        sm.load_model(precision=sm.Precision.Q4_BLOCKS, device="cuda")
 
 
 def test_kv_cache_bytes_per_token(model16) -> None:
@@ -294,11 +314,11 @@ def test_generation_with_and_without_cache_agree(model32) -> None:
 
 
 @pytest.mark.slow
-def test_seeded_sampling_repeats(model16) -> None:
-    ids = sm.encode(model16, TEXTS[5])
+def test_seeded_sampling_repeats(model_app) -> None:
+    ids = sm.encode(model_app, TEXTS[5])
     settings = SamplingSettings(temperature=1.0, top_k=20, top_p=0.9)
     runs = [
-        [s.token_id for s in sm.generate(model16, ids, max_new_tokens=5, settings=settings,
+        [s.token_id for s in sm.generate(model_app, ids, max_new_tokens=5, settings=settings,
                                          generator=torch.Generator().manual_seed(11)).steps]
         for _ in range(2)
     ]
@@ -306,11 +326,13 @@ def test_seeded_sampling_repeats(model16) -> None:
 
 
 @pytest.mark.slow
-def test_bfloat16_stays_close_to_float32(model16, model32) -> None:
+@pytest.mark.parametrize("which", ["model16", "model_app"])
+def test_bfloat16_precisions_stay_close_to_float32(model32, which: str, request) -> None:
+    model = request.getfixturevalue(which)
     for text in _texts(model32)[:3]:
         ids = sm.encode(model32, text)
         a = sm.forward(model32, ids, return_attentions=True)
-        b = sm.forward(model16, ids, return_attentions=True)
+        b = sm.forward(model, ids, return_attentions=True)
         assert (a.logits.softmax(-1) - b.logits.softmax(-1)).abs().max() < 0.06, text
         assert (a.attentions - b.attentions).abs().max() < 0.08, text
         agree = (a.logits.argmax(-1) == b.logits.argmax(-1)).float().mean()
@@ -318,19 +340,19 @@ def test_bfloat16_stays_close_to_float32(model16, model32) -> None:
 
 
 @pytest.mark.slow
-def test_induction_heads_exist_and_ablating_them_hurts(model16) -> None:
-    report = dm.induction_report(model16, 30, torch.Generator().manual_seed(0))
+def test_induction_heads_exist_and_ablating_them_hurts(model_app) -> None:
+    report = dm.induction_report(model_app, 30, torch.Generator().manual_seed(0))
     top = report.top_heads(3)
     assert top[0][2] > 0.5
     assert float(report.scores.median()) < 0.2  # most heads are not induction heads
     assert report.loss.first_loss > report.loss.second_loss + 5.0
     assert report.loss.second_accuracy > report.loss.first_accuracy + 0.3
     heads = frozenset((layer, head) for layer, head, _ in top)
-    effect = dm.ablation_effect(model16, report.token_ids, 30, sm.Ablation(heads))
+    effect = dm.ablation_effect(model_app, report.token_ids, 30, sm.Ablation(heads))
     assert effect.loss_after > effect.loss_before + 1.0
     assert 0.0 < effect.probability_shift <= 1.0
     for mode in (sm.AblationMode.MEAN, sm.AblationMode.UNIFORM):
-        changed = dm.ablation_effect(model16, report.token_ids, 30, sm.Ablation(heads, mode))
+        changed = dm.ablation_effect(model_app, report.token_ids, 30, sm.Ablation(heads, mode))
         assert changed.loss_after != pytest.approx(changed.loss_before)
 
 
@@ -343,8 +365,8 @@ def test_zero_ablation_zeroes_the_head_output(model32) -> None:
 
 
 @pytest.mark.slow
-def test_sink_and_previous_token_heads(model16) -> None:
-    out = sm.forward(model16, sm.encode(model16, TEXTS[0]), return_attentions=True)
+def test_sink_and_previous_token_heads(model_app) -> None:
+    out = sm.forward(model_app, sm.encode(model_app, TEXTS[0]), return_attentions=True)
     sink = dm.sink_share(out.attentions)
     assert float(sink.mean()) > 0.3 and int((sink > 0.5).sum()) > 50
     assert float(dm.previous_token_score(out.attentions).max()) > 0.5
