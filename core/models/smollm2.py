@@ -16,13 +16,13 @@ Weight storage (measured on this 2-core CPU, one thread; bench/smollm2.py gives 
   layer; a float16/bfloat16 copy widened to float32 per use costs ~4x a float32 product for one
   token (generation), so generation would run ~3x slower than transformers' float32 model.
 - bfloat16 storage with bfloat16 products (float32 accumulation inside the kernel): no conversion,
-  as fast as float32 here, but ~256 MiB of weights, and the server then grew ~310-370 MiB.
+  as fast as float32 here, but ~256 MiB of weights: a process grew ~360 MiB once it was used.
 - `Precision.Q4_BLOCKS`, the CPU default: the layers' Q4_1 blocks are kept as they are in the file
   (4-bit codes plus a scale and offset per 32 numbers) and multiplied by torch's int4 CPU kernel
   in bfloat16 (`_weight_int4pack_mm_for_cpu`; torch is pinned, and a test runs it): the layers
-  take ~66 MiB, the embeddings (bfloat16, shared by the input and the tied output) ~54 MiB.
-  Generation with the cache beats transformers' float32 `generate`; a 64-token analysis stays
-  within its eager forward's time.
+  take ~66 MiB, the embeddings (bfloat16, shared by the input and the tied output) ~54 MiB; a
+  process grew ~150 MiB at load and ~225 MiB once used. Generation with the cache took ~0.5x the
+  time per token of transformers' float32 `generate`, a 64-token analysis ~0.9x its eager forward.
 - float16 products are very slow on this CPU (~50x bfloat16 for this kernel): not an option.
 The price of both bfloat16 modes: activations and outputs rounded to bfloat16 move probabilities
 by up to ~0.03-0.06 against float32 (attention weights by up to ~0.06), so two candidates closer
