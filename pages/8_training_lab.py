@@ -150,7 +150,8 @@ for finished in training_queue.collect():  # asked for now or earlier, and ready
 st.session_state["training_runs"] = runs
 waiting = st.empty()  # the place in the queue, or the run's progress, while this session waits
 
-widgets.predict(tt.spread_question(config.d_k), key="predict_training_lab")
+# The start statistics' table and chart measure the answer (the spread's ratio): they wait for a choice.
+answered = widgets.predict(tt.spread_question(config.d_k), key="predict_training_lab")
 step("Loss and held-out accuracy")
 widgets.prose("training_lab", "curves")
 if runs:
@@ -185,12 +186,17 @@ if latest is not None:
 
 step("At the start: what scaling changes")
 widgets.prose("training_lab", "start")
-if latest is not None:
+if not answered:
+    widgets.answer_first("The spread both ways, the table and its chart appear")
+elif latest is not None:
+    widgets.prose("training_lab", "start_spread")
     st.dataframe(tt.start_table(latest.start).round(4), hide_index=True, width="stretch")
     draw.draw(
         charts_training.start_chart(tt.start_frame(latest.start)),
         "Bars: logit spread, softmax entropy and gradient norm at initialisation, scaled and unscaled.",
     )
+else:
+    widgets.prose("training_lab", "start_spread")
 widgets.prose("training_lab", "cost")
 widgets.code_box(tt.code(config))
 training_queue.wait(waiting)  # last: the page is complete while the student waits

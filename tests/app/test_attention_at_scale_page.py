@@ -45,7 +45,11 @@ def opened(**params: str) -> AppTest:
 def page() -> AppTest:
     use_navigation_mode()
     try:
-        return opened(scale_longest="1024", scale_generated="64")
+        at = opened(scale_longest="1024", scale_generated="64")
+        # Each measurement appears once its question is answered (predict, then reveal): answer them all.
+        for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
+            at.radio(key=key).set_value(0).run()
+        return at
     finally:
         restore_pages_manager()
 
@@ -80,10 +84,13 @@ def test_tiling_controls_change_the_tile_counts(page: AppTest) -> None:
     page.selectbox(key="scale_block_q").set_value(4).run()
     page.selectbox(key="scale_block_k").set_value(16).run()
     assert not page.exception
+    assert not any(" skipped" in c.value for c in page.caption if "once you have answered" not in c.value)
+    prediction_radio(page, "predict_scale_tiles").set_value(0).run()  # a new question: the grid waits for it
     expected = lesson.tiling_lesson(123, 4, 16, True)
     caption = "\n".join(c.value for c in page.caption)
     assert f"{expected.computed} of {len(expected.tiles)} tiles computed, {expected.skipped} skipped" in caption
     page.toggle(key="scale_causal").set_value(False).run()
+    prediction_radio(page, "predict_scale_tiles").set_value(0).run()
     caption = "\n".join(c.value for c in page.caption)
     assert f"{len(expected.tiles)} of {len(expected.tiles)} tiles computed, 0 skipped" in caption
 

@@ -243,6 +243,8 @@ def test_the_outlined_heatmap_row_follows_the_query_picker(page: str, picker: st
         at.switch_page(page).run()
         for query in (at.selectbox(key=picker).value, 0, 4):
             at.selectbox(key=picker).set_value(query).run()
+            for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
+                at.radio(key=key).set_value(0).run()  # the weights appear once the question is answered
             cells = drawn_heatmaps(at)[description]
             assert {c["row_index"] for c in cells if c["is_query"]} == {query}
     finally:
