@@ -331,7 +331,8 @@ def run_page(page: st.Page, spec: registry.PageSpec, settings: Settings, step_ba
     if st.session_state.get("present"):
         try:
             with step_bar:
-                presentation.presentation_bar(presentation.steps_drawn())
+                following = class_poll.role().following is not None
+                presentation.presentation_bar(presentation.steps_drawn(), spec.slug, following=following)
         except Exception:
             lesson_failed(page, settings, offer_the_book=not failed)
 

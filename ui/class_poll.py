@@ -151,7 +151,7 @@ def teacher_panel(page: str, step: int) -> None:
             st.markdown(f"Code **{class_poll.spoken(room.code)}**. Students open this link or scan the code:")
             st.code(link, language=None, wrap_lines=True)
             st.caption("They follow your lesson and step; their answers are anonymous.")
-        code.image(qr_png(link), caption="Scan to join the class poll", width=420)
+        code.image(qr_png(link), caption="Scan to join the class poll", width="stretch")  # never wider than its column
 
 
 def teacher_tally(page: str, key: str, prediction: Prediction) -> None:

@@ -140,3 +140,26 @@ def class_poll_store() -> class_poll.PollStore:
     from ui import class_poll as class_poll_ui
 
     return class_poll_ui.store()
+
+
+def test_a_new_lesson_opens_at_step_1_for_the_teacher_and_the_class() -> None:
+    # Issue 30, defect 2: the teacher at step 3 of one lesson switched lesson and landed on step 3 of the new
+    # one, past its question; every student followed. Students also saw Back/Next and a step box that did nothing.
+    teacher, room = start_poll()
+    student = app(None, room=room.code, present="true")
+    teacher.number_input(key="step").set_value(3).run()
+    student.run()
+    assert student.session_state["step"] == 3
+    teacher.switch_page(registry.page("without_weights").file).run()
+    assert_clean(teacher)
+    assert teacher.number_input(key="step").value == 1
+    assert class_poll_store().room(room.code).step == 1
+    student.run()  # the watcher's rerun: the student follows to the new lesson
+    student.run()
+    assert_clean(student)
+    assert student.title[0].value == teacher.title[0].value
+    assert student.session_state["step"] == 1
+    assert student.query_params.get("step") in (None, "1", ["1"])  # the link shows the teacher's step, not 3
+    assert not [b for b in student.button if b.label in ("← Back", "Next →")]
+    assert any("as the teacher shows it" in c.value for c in student.caption)
+    assert [b for b in teacher.button if b.label == "Next →"]  # the teacher keeps them
