@@ -5,14 +5,15 @@ import streamlit as st
 from core.app.markup import literal
 from core.app.registry import PageControl
 from core.app.settings import PresetKey
-from core.charts import common as charts
 from core.lessons import common, without_weights
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
 
 
-def context_charts(lesson: without_weights.WithoutWeightsLesson, query: int) -> None:
+def context_charts(
+    lesson: without_weights.WithoutWeightsLesson, query: int, colours: without_weights.WeightColours
+) -> None:
     """Every query's weights (click a row to pick the query) beside the context vectors."""
     c1, c2 = st.columns(2)
     with c1:
@@ -23,6 +24,8 @@ def context_charts(lesson: without_weights.WithoutWeightsLesson, query: int) -> 
             chart_key="weights_chart",
             picker_key="query_without_weights",
             highlight_row=query,
+            value_title=colours.legend,
+            domain=colours.domain,
         )
     with c2:
         draw.heatmap(
@@ -39,7 +42,7 @@ def context_charts(lesson: without_weights.WithoutWeightsLesson, query: int) -> 
         widgets.number_table(lesson.context_table, where=e2)
 
 
-def shuffled_charts(shuffled: without_weights.ShuffledTokens) -> None:
+def shuffled_charts(shuffled: without_weights.ShuffledTokens, colours: without_weights.WeightColours) -> None:
     """The weights computed on the shuffled tokens beside the original ones put in that order."""
     s1, s2 = st.columns(2)
     with s1:
@@ -47,14 +50,16 @@ def shuffled_charts(shuffled: without_weights.ShuffledTokens) -> None:
             shuffled.weights,
             "Weights computed on the shuffled sentence",
             "Heatmap of the attention weights computed from the shuffled tokens.",
-            value_title="weight",
+            value_title=colours.legend,
+            domain=colours.domain,
         )
     with s2:
         draw.heatmap(
             shuffled.reordered,
             "The original weights, rows and columns reordered",
             "Heatmap of the original attention weights with rows and columns put in the shuffled order.",
-            value_title="weight",
+            value_title=colours.legend,
+            domain=colours.domain,
         )
 
 
@@ -91,9 +96,7 @@ step(f"Scores of the query “{literal(token)}”")
 widgets.prose("without_weights", "dots")
 if answered:
     draw.draw(
-        charts.grouped_bars(
-            lesson.dots_long, "token", "score", "measure", f"Dot product and cosine similarity with “{token}”"
-        ),
+        without_weights.dots_chart(lesson, query),
         f"Bar chart: the dot product and the cosine similarity of the query {token} with every token.",
     )
 else:
@@ -103,9 +106,7 @@ step("Three ways to normalise")
 widgets.prose("without_weights", "norms")
 if answered:
     draw.draw(
-        charts.grouped_bars(
-            lesson.norms, "token", "weight", "method", f"Weights for “{token}” with scores × {scale:g}"
-        ),
+        without_weights.norms_chart(lesson, query, scale),
         "Bar chart comparing divide-by-sum, naive softmax and stable softmax weights for the chosen query.",
     )
 else:
@@ -151,8 +152,17 @@ else:
 
 step("Context vectors for every token")
 widgets.prose("without_weights", "context")
+stretch = st.toggle(
+    "Stretch the colours to these weights",
+    False,
+    key=PageControl.STRETCH,
+    bind="query-params",
+    help="On the fixed 0–1 scale, weights a few hundredths apart look alike; stretched, the colours run "
+    "from the smallest weight to the largest (the legend says so).",
+)
+colours = without_weights.weight_colours(lesson.weights, bool(stretch))
 if answered:
-    context_charts(lesson, query)
+    context_charts(lesson, query, colours)
 else:
     widgets.answer_first("The heatmaps of every weight and context vector appear")
 z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
@@ -168,7 +178,7 @@ widgets.prose("without_weights", "position")
 shuffled = lesson.shuffled
 st.markdown("Shuffled sentence: " + " · ".join(f"“{literal(t)}”" for t in shuffled.tokens))
 if answered:
-    shuffled_charts(shuffled)
+    shuffled_charts(shuffled, colours)
 else:
     widgets.answer_first("The two heatmaps of the shuffled sentence's weights appear")
 differences = (

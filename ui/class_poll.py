@@ -145,7 +145,9 @@ def teacher_panel(page: str, step: int) -> None:
         st.info(str(error), icon=POLL_ICON)
         return
     link = students_link(room.code)
-    with st.expander(f"Class poll {class_poll.spoken(room.code)}: the students' link and QR code", expanded=True):
+    # Open on the lesson's first step, when the class joins; folded after it, so that it does not push the
+    # step's content below a projector's fold (the teacher can open it again).
+    with st.expander(f"Class poll {class_poll.spoken(room.code)}: the students' link and QR code", expanded=step <= 1):
         text, code = st.columns([3, 2], vertical_alignment="center")
         with text:
             st.markdown(f"Code **{class_poll.spoken(room.code)}**. Students open this link or scan the code:")

@@ -71,17 +71,27 @@ def _picked(chart_key: str, selection: str, *fields: str) -> dict[str, int] | No
 
 
 def query_weights_heatmap(
-    frame, title: str, description: str, *, chart_key: str, picker_key: str, highlight_row: int
+    frame,
+    title: str,
+    description: str,
+    *,
+    chart_key: str,
+    picker_key: str,
+    highlight_row: int,
+    value_title: str = "weight",
+    domain: tuple[float, float] | None = None,
 ) -> object:
     """The attention weights, whose rows a click makes the query of the picker `picker_key`.
 
     The outlined row is the picker's current query (`highlight_row`), not the last clicked one.
+    `domain` stretches the colours to a range (say so in `value_title`: the legend is the only place that can).
     """
     return heatmap(
         frame,
         title,
         description,
-        value_title="weight",
+        value_title=value_title,
+        domain=domain,
         select_rows=True,
         highlight_row=highlight_row,
         key=chart_key,

@@ -165,3 +165,10 @@ def test_lesson_6_hides_the_heads_that_answer_its_question_until_a_choice() -> N
     assert "Measured by the" not in on_screen(at) and locks(at) == 4
     answer_every_question(at)
     assert "Measured by the" in on_screen(at) and locks(at) == 0
+
+
+def test_lesson_1_stretches_its_weight_colours_from_the_link_and_says_so_on_the_legend() -> None:
+    at = answer_every_question(open_lesson("without_weights", stretch="true"))
+    assert at.toggle(key="stretch").value is True
+    alts = [c.proto.spec for c in at.get("vega_lite_chart") if "attention weights" in c.proto.alt]
+    assert alts and all("colours stretched to" in spec for spec in alts)
