@@ -78,9 +78,14 @@ st.latex(
     r"o \leftarrow o\, e^{m_{\text{old}} - m_{\text{new}}} + \sum_j e^{s_j - m_{\text{new}}} v_j"
 )
 k1, k2 = st.columns(2)
-num_keys = k1.number_input("Keys in the row", 2, 16, 12, key="scale_keys", **widgets.LINKED)
-block_size = k2.number_input("Keys per block", 1, 16, 4, key="scale_block", **widgets.LINKED)
-online = cache.computed(scale_online.ONLINE, settings.seed, int(num_keys), int(block_size))
+# Select boxes, not number boxes: a number typed out of range turned the box red and silently kept the old
+# result. A block wider than the row is read as the whole row, and the page says so.
+key_choices, block_choices = list(scale_online.KEY_CHOICES), list(scale_online.BLOCK_CHOICES)
+num_keys = k1.selectbox("Keys in the row", key_choices, key_choices.index(12), key="scale_keys", **widgets.LINKED)
+block_size = k2.selectbox("Keys per block", block_choices, block_choices.index(4), key="scale_block", **widgets.LINKED)
+if block_size > num_keys:
+    st.caption(f"A block of {block_size} keys holds the whole row of {num_keys}: one block of {num_keys}.")
+online = cache.computed(scale_online.ONLINE, settings.seed, int(num_keys), min(int(block_size), int(num_keys)))
 widgets.number_table(online.table, hide_index=True)
 if widgets.predict(online.prediction, key="predict_scale_online"):  # the two results side by side answer it
     widgets.prose("attention_at_scale", "online_exact")

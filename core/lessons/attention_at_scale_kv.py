@@ -184,23 +184,28 @@ REAL_MODEL_SOURCES = (
 
 
 def real_cache_table(tokens: int) -> pd.DataFrame:
-    """KV cache per token and for `tokens` tokens, for GPT-2 small and Llama 3 8B with and without sharing."""
+    """KV cache per token and for `tokens` tokens, for GPT-2 small and Llama 3 8B with and without sharing.
+
+    One column per model, one row per quantity: eight columns side by side were cut off on the right of
+    a laptop's page. A model whose released context is shorter than `tokens` gets no size there (GPT-2
+    small reads 1,024 tokens; its cache at 8,192 would describe a model that does not exist).
+    """
     shapes = (kv_cache.GPT2_SMALL, kv_cache.LLAMA3_8B, kv_cache.without_grouping(kv_cache.LLAMA3_8B))
     size = kv_cache.BYTES_PER_VALUE
-    return pd.DataFrame(
-        {
-            "model": [s.name for s in shapes],
-            "layers": [s.layers for s in shapes],
-            "query heads": [s.query_heads for s in shapes],
-            "K/V heads": [s.kv_heads for s in shapes],
-            "head width": [s.head_dim for s in shapes],
-            "per token": [bytes_text(s.bytes_per_token(size)) for s in shapes],
-            f"at {tokens:,} tokens": [bytes_text(s.cache_bytes(tokens, size)) for s in shapes],
-            "at its released context": [
-                f"{bytes_text(s.cache_bytes(s.context, size))} ({s.context:,})" for s in shapes
-            ],
-        }
-    )
+    rows = {
+        "layers": [str(s.layers) for s in shapes],
+        "query heads": [str(s.query_heads) for s in shapes],
+        "K/V heads": [str(s.kv_heads) for s in shapes],
+        "head width": [str(s.head_dim) for s in shapes],
+        "per token": [bytes_text(s.bytes_per_token(size)) for s in shapes],
+        f"at {tokens:,} tokens": [
+            bytes_text(s.cache_bytes(tokens, size)) if tokens <= s.context else f"past its {s.context:,}-token context"
+            for s in shapes
+        ],
+        "at its released context": [f"{bytes_text(s.cache_bytes(s.context, size))} ({s.context:,})" for s in shapes],
+    }
+    names = [shapes[0].name, shapes[1].name, "the same, one K/V head per query head"]  # short headers fit
+    return pd.DataFrame(rows, index=names).T.rename_axis("KV cache, 16-bit").reset_index()
 
 
 def grouping_question() -> Prediction:

@@ -19,6 +19,7 @@ from core.lessons.common import CPU, Prediction, generator
 ROW_WIDTH = 4  # q and k width in the online-softmax example
 VALUE_WIDTH = 3  # value width: three columns of output fit the table
 KEY_CHOICES = range(2, 17)  # keys in the online-softmax example: few enough to read every row
+BLOCK_CHOICES = range(1, 17)  # keys per block (the page reads a block wider than the row as the row)
 
 
 @dataclass(frozen=True)

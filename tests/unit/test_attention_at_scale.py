@@ -262,8 +262,18 @@ def test_real_model_cache_sizes() -> None:
     assert plain.bytes_per_token() == 4 * kv_cache.LLAMA3_8B.bytes_per_token()
     question = scale_kv.grouping_question()
     assert question.options[question.answer] == "4 times smaller"
+    table = scale_kv.real_cache_table(8192).set_index("KV cache, 16-bit")
+    assert list(table.loc["at 8,192 tokens"])[1:] == ["1.0 GiB", "4.0 GiB"]
+
+
+def test_the_real_cache_table_fits_a_page_and_gives_no_size_past_a_models_context() -> None:
+    # The table was cut off on the right (eight columns), and gave GPT-2 small a cache at 8,192 tokens,
+    # past its 1,024-token context.
     table = scale_kv.real_cache_table(8192)
-    assert list(table["at 8,192 tokens"]) == ["288.0 MiB", "1.0 GiB", "4.0 GiB"]
+    assert len(table.columns) == 4  # the quantity and one column per model
+    row = table.set_index("KV cache, 16-bit").loc["at 8,192 tokens"]
+    assert row[kv_cache.GPT2_SMALL.name] == "past its 1,024-token context"
+    assert scale_kv.real_cache_table(1024).set_index("KV cache, 16-bit").loc["at 1,024 tokens"].iloc[0] == "36.0 MiB"
 
 
 # ----------------------------------------------------------------------------------------- recipes
@@ -366,3 +376,33 @@ def test_float32_online_softmax_stays_within_the_rounding_bound(seed: int) -> No
     for keys, block in ((16, 1), (16, 5), (9, 2), (2, 2)):
         online = scale_online.online_lesson(seed, keys, block)
         assert online.online_error <= online.rounding_bound and online.ordinary_error <= online.rounding_bound
+
+
+def test_the_tile_grid_numbers_its_blocks_1_to_n_at_their_middles() -> None:
+    # Four key blocks were labelled 0, 1, 2, 3, 4 (ticks at the edges): five labels for four blocks.
+    tiling = lesson.tiling_lesson(5, 8, 8, True)
+    spec = tiling.chart.spec()
+    blocks = int(tiling.tiles.key_block.max()) + 1
+    for channel in ("x", "y"):
+        axis = spec["encoding"][channel]["axis"]
+        assert axis["values"] == [b + 0.5 for b in range(blocks)] and axis["labelExpr"] == "floor(datum.value) + 1"
+
+
+def test_the_cost_charts_legend_shows_each_line_not_a_merged_symbol() -> None:
+    from core.charts import at_scale
+
+    table = pd.DataFrame(
+        {
+            "tokens": [64, 128],
+            "milliseconds": [0.1, 0.3],
+            "fused_milliseconds": [0.1, 0.2],
+            "t2_milliseconds": [0.075, 0.3],
+            "peak_bytes": [2.0**16, 2.0**18],
+            "fused_peak_bytes": [2.0**14, 2.0**15],
+            "scores_bytes": [2.0**14, 2.0**16],
+        }
+    )
+    for chart in (at_scale.cost_chart(table), at_scale.memory_chart(table)):
+        encoding = chart.spec()["encoding"]
+        assert encoding["color"]["legend"]["symbolType"] == "stroke"
+        assert encoding["shape"]["legend"] is None
