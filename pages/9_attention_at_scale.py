@@ -27,10 +27,14 @@ def cost_charts(view: lesson.CostView, device: str) -> None:
         )
     m1, m2, m3 = st.columns(3)
     m1.metric(
-        "slope of log(time), plain", f"{cost.time_slope:.2f}", help="2 = grows like T²; fitted from 512 tokens on"
+        "slope of log(time), plain",
+        f"{cost.time_slope:.2f}",
+        help=f"2 = grows like T²; fitted from {cost.fit_from:,} tokens on",
     )
     m2.metric("slope of log(peak memory), plain", f"{cost.memory_slope:.2f}")
     m3.metric(f"memory ×, {cost.longest // 2:,} → {cost.longest:,} tokens", f"{cost.last_doubling_memory:.2f}")
+    for sentence in lesson.time_sentences(cost):
+        st.markdown(f"- {sentence}")
     with st.expander("Exact values of these charts"):
         widgets.number_table(view.table, decimals=3, hide_index=True)
     widgets.prose("attention_at_scale", "long_context")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -406,3 +407,59 @@ def test_the_cost_charts_legend_shows_each_line_not_a_merged_symbol() -> None:
         encoding = chart.spec()["encoding"]
         assert encoding["color"]["legend"]["symbolType"] == "stroke"
         assert encoding["shape"]["legend"] is None
+
+
+def synthetic_cost(milliseconds: list[float], fused: list[float], device: str = "cpu") -> lesson.CostResult:
+    """A CostResult with chosen times (64 … 1,024 tokens): the sentences must follow whatever was measured."""
+    tokens = np.array([64, 128, 256, 512, 1024])
+    times = np.array(milliseconds)
+    table = pd.DataFrame(
+        {
+            "tokens": tokens,
+            "scores_bytes": tokens * tokens * 4,
+            "peak_bytes": tokens * tokens * 13,
+            "milliseconds": times,
+            "fused_milliseconds": fused,
+            "fused_peak_bytes": tokens * 256,
+            "t2_milliseconds": times[-1] * (tokens / 1024) ** 2,
+        }
+    )
+    start = lesson.time_fit_start(tokens, times)
+    timed = table[table.tokens >= start]
+    measured = Measurement(1.0, 1)
+    return lesson.CostResult(
+        device=device,
+        table=table,
+        time_slope=lesson.slope(timed.tokens.to_numpy(), timed.milliseconds.to_numpy()),
+        memory_slope=2.0,
+        long_scores_bytes=1,
+        long_milliseconds=1.0,
+        tiled=measured,
+        tiled_small_ms=1.0,
+        longest=1024,
+        fit_from=start,
+    )
+
+
+def test_the_time_sentences_follow_a_slope_steeper_than_2_and_a_fused_kernel_that_loses() -> None:
+    # The page printed "fused kernel 1.6× slower than the plain path" and slopes of 2.36–3.08 under a text
+    # that promised 2. The fit starts where T² dominates, and each sentence follows the numbers.
+    cost = synthetic_cost([0.3, 0.3, 0.35, 2.0, 12.0], [0.2, 0.3, 0.5, 3.0, 20.0])
+    assert cost.fit_from == 512 and cost.time_slope > 2.3
+    said = " ".join(lesson.time_sentences(cost))
+    assert "steeper than 2" in said and "close to the 2" not in said
+    assert "what every call pays whatever T" in said  # the 64-token call is far above the T² line
+    assert "slower than the plain path at 256, 512, 1,024 tokens on this CPU" in said
+
+
+def test_the_time_sentences_say_2_only_when_the_slope_is_near_2() -> None:
+    times = [0.05 * (t / 64) ** 2 + 0.2 for t in (64, 128, 256, 512, 1024)]
+    cost = synthetic_cost(times, [t / 2 for t in times])
+    said = " ".join(lesson.time_sentences(cost))
+    assert 1.7 <= cost.time_slope <= 2.3 and "close to the 2 of a T² law" in said
+    assert "never slower than the plain path" in said
+
+
+def test_one_slow_short_call_on_a_busy_machine_does_not_move_the_fit() -> None:
+    tokens = np.array([64, 128, 256, 512, 1024])
+    assert lesson.time_fit_start(tokens, np.array([90.0, 90.0, 0.3, 1.4, 6.0])) == 512
