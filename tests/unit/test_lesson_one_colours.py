@@ -29,3 +29,18 @@ def test_stretched_colours_run_over_the_weights_range_and_the_legend_says_so() -
     low, high = lesson.weights["value"].min(), lesson.weights["value"].max()
     assert stretched.domain == (low, high) and 0 < low < high < 1
     assert f"stretched to {low:.2f}–{high:.2f}" in stretched.legend
+
+
+def test_the_text_on_dividing_by_the_sum_holds_for_all_negative_scores_too() -> None:
+    # "Dividing by the sum does that only when all scores are positive": all negative scores work as well.
+    import torch
+
+    from core.app import prose
+
+    negative = torch.tensor([-1.0, -3.0, -0.5])
+    weights = negative / negative.sum()
+    assert bool((weights > 0).all()) and float(weights.sum()) == 1.0 and int(weights.argmax()) == 1
+    mixed = torch.tensor([2.0, -1.0, 0.5])
+    assert bool(((mixed / mixed.sum()) < 0).any())
+    text = prose.section("without_weights", "norms")
+    assert "only when all scores are positive" not in text and "all negative works too" in text
