@@ -18,6 +18,7 @@ from core.attention import kv_cache
 from core.charts import at_scale as charts_scale
 from core.charts.spec import VegaChart
 from core.inputs.device import resolve_device
+from core.lessons import training_lab
 from core.lessons.attention_at_scale import BYTES_FLOAT32, bytes_text
 from core.lessons.common import CPU, Prediction, generator
 from core.models import tiny_transformer as tt
@@ -62,6 +63,17 @@ def lab_model() -> tt.TinyTransformer:
         if LAB_CONFIG not in _TRAINED:
             _TRAINED[LAB_CONFIG] = trained_model(LAB_CONFIG)
         return _TRAINED[LAB_CONFIG]
+
+
+def kv_code() -> str:
+    """The Code box: the training lab's recipe for the page's model (LAB_CONFIG), then generation both ways.
+
+    It used to build an untrained seed-0 toy and print other tokens (11, 11, 12, ...) and another difference
+    than the page; this trains the page's model with the page's draws and prints the page's tokens.
+    """
+    training = recipes.fill("training_lab", training_lab.recipe_values(LAB_CONFIG))
+    generation = recipes.fill("attention_at_scale_kv_cache", {"prompt": list(PROMPT), "new_tokens": GENERATED})
+    return training + "\n\n# ---- generation with the model just trained ----\n" + generation
 
 
 def kv_lesson(device_name: str, timed_tokens: int) -> CacheLesson:
@@ -110,7 +122,7 @@ def cache_lesson(model: tt.TinyTransformer, timed_tokens: int, device: torch.dev
         timing=timing,
         speedup=speedup,
         timed_tokens=timed_tokens,
-        code=recipes.fill("attention_at_scale_kv_cache", {"new_tokens": GENERATED}),
+        code=kv_code(),
         prediction=_cache_question(model),
         chart=charts_scale.generation_chart(timing),
     )

@@ -303,10 +303,14 @@ def test_cost_recipe_measures_the_same_scores_sizes() -> None:
     assert namespace["scores"].numel() * 4 == 256 * 256 * 4
 
 
-def test_kv_cache_recipe_gives_identical_logits() -> None:
-    namespace = recipes.run(recipes.fill("attention_at_scale_kv_cache", {"new_tokens": 10}))
-    assert namespace["largest"] < 1e-4
-    assert namespace["cache"]["k"].shape[0] == 4 + 10  # the prompt's first 4 rows, then one per step
+def test_kv_cache_recipe_rebuilds_the_pages_model_and_prints_its_tokens_and_difference(capsys) -> None:
+    # The Code box built an untrained seed-0 toy and printed 11, 11, 12, ... and 1.9e-6 while the page showed
+    # 1, 5, 1, 5, ...: it now trains the page's model and generates from the page's prompt.
+    page = scale_kv.cache_lesson(scale_kv.lab_model(), 64, torch.device("cpu"))
+    namespace = recipes.run(page.code)
+    assert namespace["cached_tokens"] == list(page.tokens) == namespace["plain_tokens"]
+    assert f"{namespace['largest']:.1e}" == f"{page.max_logit_difference:.1e}"
+    assert f"tokens: {list(page.tokens)}" in capsys.readouterr().out
 
 
 def test_online_and_tiled_recipes_are_short() -> None:
