@@ -163,3 +163,16 @@ def test_a_new_lesson_opens_at_step_1_for_the_teacher_and_the_class() -> None:
     assert not [b for b in student.button if b.label in ("← Back", "Next →")]
     assert any("as the teacher shows it" in c.value for c in student.caption)
     assert [b for b in teacher.button if b.label == "Next →"]  # the teacher keeps them
+
+
+def test_the_teachers_reveal_unlocks_what_the_answer_gives_away_on_the_projected_screen() -> None:
+    # The teacher presses Reveal without choosing an answer: the bars that answer the question were still
+    # locked on the projector ("appear once you have answered").
+    teacher, room = start_poll()
+    teacher.number_input(key="step").set_value(2).run()
+    assert any("once you have answered" in c.value for c in teacher.caption)
+    (reveal,) = [b for b in teacher.button if b.label == "Reveal"]
+    reveal.click().run()
+    assert_clean(teacher)
+    assert not any("once you have answered" in c.value for c in teacher.caption)
+    assert [m for m in teacher.metric if "largest weight" in m.label]
