@@ -358,6 +358,8 @@ spec = registry.page(page.url_path or registry.HOME.slug)  # the default page's 
 started = time.perf_counter()
 chosen, link = sidebar(spec)
 shown, input_problem = usable(chosen)
+# The sidebar's lesson titles wrap instead of ending in "Attention without trainable wei…".
+st.html('<style>[data-testid="stSidebarNavLink"] span {white-space: normal; overflow: visible;}</style>')
 step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
 with st.sidebar:
     class_poll.sidebar_controls(bool(st.session_state.get("present")))

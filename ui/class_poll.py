@@ -176,11 +176,12 @@ def _live_tally(room: Room, question: str, prediction: Prediction) -> None:
     order = prediction.display_order()
     tally = Tally(tuple(counts[i] for i in order), tuple(prediction.options[i] for i in order))
     st.markdown(f"**Class poll: {tally.headline()}**")
-    draw.draw(
-        class_poll.tally_chart(tally, order.index(prediction.answer) if revealed else None),
-        f"The class's answers: {tally.headline()}; "
-        + "; ".join(f"{text}: {count}" for text, count in zip(tally.options, tally.counts, strict=True)),
-    )
+    if tally.total > 0:  # at 0 answers an empty axis says nothing: the headline already reads "0 answers"
+        draw.draw(
+            class_poll.tally_chart(tally, order.index(prediction.answer) if revealed else None),
+            f"The class's answers: {tally.headline()}; "
+            + "; ".join(f"{text}: {count}" for text, count in zip(tally.options, tally.counts, strict=True)),
+        )
     if revealed:
         right = literal(prediction.options[prediction.answer])
         st.success(f"Revealed to the class: “{right}”. {literal(prediction.explanation)}", icon=POLL_ICON)

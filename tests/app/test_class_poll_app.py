@@ -45,6 +45,7 @@ def test_a_class_answers_the_teacher_sees_the_split_and_the_reveal_reaches_every
     assert "present=true" in link and room.code in link and room.secret not in link
     assert teacher.get("image"), "no QR code drawn"
     assert "0 answers" in shown
+    assert not [c for c in teacher.get("vega_lite_chart") if "The class's answers" in c.proto.alt]  # no empty axis
 
     students = [app(None, room=room.code, present="true") for _ in range(3)]  # they land on the overview
     for student in students:
