@@ -467,3 +467,9 @@ def test_the_time_sentences_say_2_only_when_the_slope_is_near_2() -> None:
 def test_one_slow_short_call_on_a_busy_machine_does_not_move_the_fit() -> None:
     tokens = np.array([64, 128, 256, 512, 1024])
     assert lesson.time_fit_start(tokens, np.array([90.0, 90.0, 0.3, 1.4, 6.0])) == 512
+
+
+def test_the_tiling_caption_keeps_m_and_l_per_query_block_not_for_every_query() -> None:
+    # "plus m and ℓ for each of the 32 queries": the loop keeps them for the rows of one query block at a time.
+    caption = lesson.tiling_caption(lesson.tiling_lesson(5, 8, 4, True))
+    assert "for each of the 32 queries" not in caption and "the 8 queries of the block" in caption
