@@ -15,4 +15,4 @@ def test_the_repeated_title_and_the_bars_label_row_shrink_on_every_step() -> Non
         size = re.search(r"\.st-key-al-title h1 \{font-size: ([\d.]+)rem", css)
         assert size is not None and float(size.group(1)) <= 1.5, css
         assert '.st-key-al-bar [data-testid="stWidgetLabel"] {display: none;}' in css
-        assert "stMainBlockContainer\"] {padding-top" in css
+        assert 'stMainBlockContainer"] {padding-top' in css

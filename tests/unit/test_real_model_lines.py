@@ -11,9 +11,7 @@ from core.charts import real_model as charts_rm
 
 def lines_spec(num_tokens: int) -> dict:
     tokens = pd.DataFrame({"query_index": range(num_tokens), "token": [f"t{i}" for i in range(num_tokens)]})
-    lines = pd.DataFrame(
-        {"query_index": [0], "key_index": [0], "weight": [1.0], "query": ["t0"], "key": ["t0"]}
-    )
+    lines = pd.DataFrame({"query_index": [0], "key_index": [0], "weight": [1.0], "query": ["t0"], "key": ["t0"]})
     return charts_rm.lines(lines, tokens, "Who attends to whom").spec()
 
 
