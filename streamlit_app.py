@@ -340,7 +340,8 @@ def run_page(page: st.Page, settings: Settings, step_bar: DeltaGenerator) -> Non
     if st.session_state.get("present"):
         try:
             with step_bar:
-                presentation.presentation_bar(presentation.steps_drawn())
+                following = class_poll.role().following is not None
+                presentation.presentation_bar(presentation.steps_drawn(), spec.slug, following=following)
         except Exception:
             lesson_failed(page, settings, offer_the_book=not failed)
 
@@ -393,6 +394,8 @@ spec = registry.page(page.url_path or registry.HOME.slug)  # the default page's 
 started = time.perf_counter()
 chosen, link = guarded_sidebar(spec)
 shown, input_problem = usable(chosen)
+# The sidebar's lesson titles wrap instead of ending in "Attention without trainable wei…".
+st.html('<style>[data-testid="stSidebarNavLink"] span {white-space: normal; overflow: visible;}</style>')
 step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
 present = bool(st.session_state.get("present"))
 with st.sidebar:

@@ -2,9 +2,42 @@
 
 import streamlit as st
 
+from core.app import registry
+from core.charts import block_diagram
 from core.lessons import overview
 from ui import cache, draw, widgets
 from ui.frame import page_start
+
+
+def block_map() -> None:
+    """The decoder block, bottom to top, each part labelled with its lessons, and a link to each lesson."""
+    st.subheader("The whole block in one picture")
+    widgets.prose("overview", "block")
+    dark = st.context.theme.type == "dark"
+    st.graphviz_chart(block_diagram.decoder_block_dot(dark=dark), width="stretch")
+    by_lesson = block_diagram.parts_by_lesson()
+    columns = st.columns(3)
+    for index, spec in enumerate(registry.lessons()):
+        parts = by_lesson.get(spec.slug, ())
+        where = "; ".join(part.label for part in parts)
+        with columns[index % 3]:
+            st.page_link(spec.file, label=f"{spec.number}. {spec.title}", icon=spec.icon)
+            st.caption(where)
+
+
+def lecture() -> None:
+    """Minutes per lesson and what to put on the projector, for every lesson in the registry."""
+    st.subheader("A lecture path")
+    widgets.prose("overview", "lecture")
+    plan = overview.lecture_path()
+    st.dataframe(
+        plan,
+        hide_index=True,
+        width="stretch",
+        column_config={"what to show": st.column_config.TextColumn(width="large")},
+    )
+    st.caption(f"{int(plan['minutes'].sum())} minutes in all; presentation mode (sidebar) shows one step at a time.")
+
 
 frame = page_start()
 st.caption("How transformer LLMs decide what to look at: step by step, with real numbers.")
@@ -36,3 +69,5 @@ with right:
             "into one row of the heatmap."
         )
     widgets.code_box(lesson.code)
+block_map()
+lecture()

@@ -5,11 +5,63 @@ import streamlit as st
 from core.app.markup import literal
 from core.app.registry import PageControl
 from core.app.settings import PresetKey
-from core.charts import common as charts
 from core.lessons import common, without_weights
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
+
+
+def context_charts(
+    lesson: without_weights.WithoutWeightsLesson, query: int, colours: without_weights.WeightColours
+) -> None:
+    """Every query's weights (click a row to pick the query) beside the context vectors."""
+    c1, c2 = st.columns(2)
+    with c1:
+        draw.query_weights_heatmap(
+            lesson.weights,
+            "Attention weights (click a row to pick the query)",
+            "Heatmap of the attention weights, queries as rows and keys as columns.",
+            chart_key="weights_chart",
+            picker_key="query_without_weights",
+            highlight_row=query,
+            value_title=colours.legend,
+            domain=colours.domain,
+        )
+    with c2:
+        draw.heatmap(
+            lesson.context,
+            "Context vectors z = weights @ inputs",
+            "Heatmap of the context vectors, one row per token.",
+            x_title="dimension",
+            y_title="token",
+            signed=True,
+        )
+    with st.expander("Exact values of these two charts"):
+        e1, e2 = st.columns(2)
+        widgets.number_table(lesson.weights_table, where=e1)
+        widgets.number_table(lesson.context_table, where=e2)
+
+
+def shuffled_charts(shuffled: without_weights.ShuffledTokens, colours: without_weights.WeightColours) -> None:
+    """The weights computed on the shuffled tokens beside the original ones put in that order."""
+    s1, s2 = st.columns(2)
+    with s1:
+        draw.heatmap(
+            shuffled.weights,
+            "Weights computed on the shuffled sentence",
+            "Heatmap of the attention weights computed from the shuffled tokens.",
+            value_title=colours.legend,
+            domain=colours.domain,
+        )
+    with s2:
+        draw.heatmap(
+            shuffled.reordered,
+            "The original weights, rows and columns reordered",
+            "Heatmap of the original attention weights with rows and columns put in the shuffled order.",
+            value_title=colours.legend,
+            domain=colours.domain,
+        )
+
 
 frame = page_start()
 settings = frame.settings
@@ -36,24 +88,29 @@ scale = st.slider(
     help="Large multipliers push exp() past the float32 limit (about 88.7).",
 )
 lesson = cache.computed(without_weights.LESSON, settings, query, scale)
-widgets.predict(lesson.prediction, key="predict_without_weights")
+# Every score and weight of the query's row names the token it attends to most: they wait for a choice.
+answered = widgets.predict(lesson.prediction, key="predict_without_weights")
 token = lesson.tokens[query]
 
 step(f"Scores of the query “{literal(token)}”")
 widgets.prose("without_weights", "dots")
-draw.draw(
-    charts.grouped_bars(
-        lesson.dots_long, "token", "score", "measure", f"Dot product and cosine similarity with “{token}”"
-    ),
-    f"Bar chart: the dot product and the cosine similarity of the query {token} with every token.",
-)
+if answered:
+    draw.draw(
+        without_weights.dots_chart(lesson, query),
+        f"Bar chart: the dot product and the cosine similarity of the query {token} with every token.",
+    )
+else:
+    widgets.answer_first("The dot products and cosine similarities of this query appear")
 
 step("Three ways to normalise")
 widgets.prose("without_weights", "norms")
-draw.draw(
-    charts.grouped_bars(lesson.norms, "token", "weight", "method", f"Weights for “{token}” with scores × {scale:g}"),
-    "Bar chart comparing divide-by-sum, naive softmax and stable softmax weights for the chosen query.",
-)
+if answered:
+    draw.draw(
+        without_weights.norms_chart(lesson, query, scale),
+        "Bar chart comparing divide-by-sum, naive softmax and stable softmax weights for the chosen query.",
+    )
+else:
+    widgets.answer_first("The three normalisations' weights for this query appear")
 if lesson.naive_overflows:
     st.error(
         f"The naive softmax overflowed: the largest score is {lesson.max_scaled_score:.1f}, "
@@ -68,12 +125,15 @@ else:
     )
 
 widgets.prose("without_weights", "sums")
-widgets.number_table(lesson.norms_table)
-(most, most_share), (least, least_share) = lesson.largest_share, lesson.smallest_share
-st.markdown(
-    f"Divide by sum: “{literal(token)}” puts **{most_share:.2%}** of its attention on “{literal(most)}” "
-    f"and only **{least_share:.2%}** on “{literal(least)}”."
-)
+if answered:
+    widgets.number_table(lesson.norms_table)
+    (most, most_share), (least, least_share) = lesson.largest_share, lesson.smallest_share
+    st.markdown(
+        f"Divide by sum: “{literal(token)}” puts **{most_share:.2%}** of its attention on “{literal(most)}” "
+        f"and only **{least_share:.2%}** on “{literal(least)}”."
+    )
+else:
+    widgets.answer_first("The table of these weights and the query's largest and smallest share appear")
 st.markdown(
     f"float32 sums of the weights at ×1 (whatever the multiplier above): divide by sum **{lesson.sums.by_sum!r}**, "
     f"naive softmax "
@@ -85,33 +145,26 @@ if settings.preset == PresetKey.NOTEBOOK and query == 2:
         "1.0 and 1.0000001192092896."
     )
 st.markdown("**All scores ω = inputs @ inputsᵀ** (one row per query, one column per key):")
-widgets.number_table(lesson.scores_table)
+if answered:
+    widgets.number_table(lesson.scores_table)
+else:
+    widgets.answer_first("The scores appear")
 
 step("Context vectors for every token")
 widgets.prose("without_weights", "context")
-c1, c2 = st.columns(2)
-with c1:
-    draw.query_weights_heatmap(
-        lesson.weights,
-        "Attention weights (click a row to pick the query)",
-        "Heatmap of the attention weights, queries as rows and keys as columns.",
-        chart_key="weights_chart",
-        picker_key="query_without_weights",
-        highlight_row=query,
-    )
-with c2:
-    draw.heatmap(
-        lesson.context,
-        "Context vectors z = weights @ inputs",
-        "Heatmap of the context vectors, one row per token.",
-        x_title="dimension",
-        y_title="token",
-        signed=True,
-    )
-with st.expander("Exact values of these two charts"):
-    e1, e2 = st.columns(2)
-    widgets.number_table(lesson.weights_table, where=e1)
-    widgets.number_table(lesson.context_table, where=e2)
+stretch = st.toggle(
+    "Stretch the colours to these weights",
+    False,
+    key=PageControl.STRETCH,
+    bind="query-params",
+    help="On the fixed 0–1 scale, weights a few hundredths apart look alike; stretched, the colours run "
+    "from the smallest weight to the largest (the legend says so).",
+)
+colours = without_weights.weight_colours(lesson.weights, bool(stretch))
+if answered:
+    context_charts(lesson, query, colours)
+else:
+    widgets.answer_first("The heatmaps of every weight and context vector appear")
 z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
 st.markdown(f"z for “{literal(token)}” = **[{z}]**")
 if lesson.loop_matches_matrix:
@@ -124,21 +177,10 @@ step("Word order: shuffle the tokens")
 widgets.prose("without_weights", "position")
 shuffled = lesson.shuffled
 st.markdown("Shuffled sentence: " + " · ".join(f"“{literal(t)}”" for t in shuffled.tokens))
-s1, s2 = st.columns(2)
-with s1:
-    draw.heatmap(
-        shuffled.weights,
-        "Weights computed on the shuffled sentence",
-        "Heatmap of the attention weights computed from the shuffled tokens.",
-        value_title="weight",
-    )
-with s2:
-    draw.heatmap(
-        shuffled.reordered,
-        "The original weights, rows and columns reordered",
-        "Heatmap of the original attention weights with rows and columns put in the shuffled order.",
-        value_title="weight",
-    )
+if answered:
+    shuffled_charts(shuffled, colours)
+else:
+    widgets.answer_first("The two heatmaps of the shuffled sentence's weights appear")
 differences = (
     f"the largest difference is {shuffled.max_difference:.1e} for the weights "
     f"and {shuffled.max_context_difference:.1e} for the context vectors."

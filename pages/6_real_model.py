@@ -97,9 +97,12 @@ def word_pieces(lesson: lesson_rm.RealModelLesson, example: lesson_rm.ExampleSen
                 st.caption(lesson_rm.contrast_caption(reading, example))
 
 
-def head_grid(lesson: lesson_rm.RealModelLesson) -> None:
+def head_grid(lesson: lesson_rm.RealModelLesson, answered: bool) -> None:
     step(f"All {lesson.num_layers * lesson.num_heads} heads")
     widgets.prose("real_model", "grid")
+    if not answered:  # the previous-token stripes are in plain sight on the grid
+        widgets.answer_first("The grid of every head's weights appears")
+        return
     # 12 panels a row are wider than a phone: the grid shrinks to its column instead of scrolling sideways.
     st.html("<style>.st-key-al-fit-grid svg, .st-key-al-fit-grid canvas {max-width: 100%; height: auto;}</style>")
     with st.container(key="al-fit-grid"):
@@ -125,10 +128,14 @@ def head_picker(lesson: lesson_rm.RealModelLesson) -> tuple[int, int]:
     return int(layer), int(head)
 
 
-def chosen_head(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame: pd.DataFrame) -> None:
+def chosen_head(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame: pd.DataFrame, answered: bool) -> None:
     """The chosen head as a heatmap (tokens on both axes) and as lines."""
     st.markdown(f"**Layer {layer}, head {head}**")
     widgets.prose("real_model", "head")
+    if not answered:  # the page opens on the clearest previous-token head: the question's answer
+        widgets.answer_first("This head's heatmap and lines appear")
+        widgets.prose("real_model", "lines")
+        return
     num_tokens = len(lesson.tokens)
     draw.heatmap(  # the lab's one heatmap path (core.charts.common): readable cells, contrast, both themes
         frame,
@@ -153,7 +160,7 @@ def chosen_head(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame:
         )
 
 
-def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int) -> None:
+def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int, answered: bool) -> None:
     """A map of one measure over all heads, then each pattern with the heads that show it here."""
     step("What the heads do: measured")
     widgets.prose("real_model", "measures")
@@ -166,6 +173,11 @@ def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int) -> None:
         name=lambda m: m.label,
         default=lesson_rm.Measure.PREVIOUS,
     )
+    if not answered:  # the map of every head's previous-token share, and the heads named below, answer it
+        widgets.answer_first("The map of this measure over every head, and the heads that show each pattern,")
+        for finding in lesson.findings:
+            widgets.prose("real_model", finding.pattern.value)
+        return
     draw.draw(
         charts_rm.measure(
             frames_rm.measure_frame(lesson, measure, layer, head), f"{measure.label}, every head", measure.label
@@ -196,9 +208,12 @@ def bridge(lesson: lesson_rm.RealModelLesson) -> None:
     m4.metric("score scale 1/√d_k", f"{lesson.scale:.4f}")
 
 
-def causal(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame: pd.DataFrame) -> None:
+def causal(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame: pd.DataFrame, answered: bool) -> None:
     """The chosen head without a mask and with a causal mask put back, side by side."""
     widgets.prose("real_model", "causal")
+    if not answered:
+        widgets.answer_first("The chosen head with and without a causal mask appears")
+        return
     view = frames_rm.causal_view(lesson, layer, head)
     st.metric(
         f"weight layer {layer}, head {head} puts on later pieces (mean over queries)",
@@ -228,15 +243,16 @@ page_start()
 widgets.prose("real_model", "intro")
 model_or_stop()
 lesson, example = sentence_picker()
-widgets.predict(lesson_rm.previous_token_question(lesson), key="predict_real_model")
+# The heads' weights answer "which head looks at the previous piece?": they wait for a choice.
+answered = widgets.predict(lesson_rm.previous_token_question(lesson), key="predict_real_model")
 widgets.prose("real_model", "input")
 word_pieces(lesson, example)
-head_grid(lesson)
+head_grid(lesson, answered)
 layer, head = head_picker(lesson)
 chosen = frames_rm.head_frame(lesson, layer, head)
-chosen_head(lesson, layer, head, chosen)
-measures(lesson, layer, head)
+chosen_head(lesson, layer, head, chosen, answered)
+measures(lesson, layer, head, answered)
 bridge(lesson)
-causal(lesson, layer, head, chosen)
+causal(lesson, layer, head, chosen, answered)
 widgets.prose("real_model", "code")
 widgets.code_box(lesson_rm.code(lesson, layer, head))

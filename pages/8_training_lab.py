@@ -107,6 +107,11 @@ def show_heads(run: tt.TrainingRun) -> None:
         )
     wide = len(run.example_tokens) > 20
     where = "on the first copy" if run.config.task is tt.Task.INDUCTION else "per row"
+    if run.config.task is tt.Task.INDUCTION:
+        st.caption(
+            f"Labels are position:token; {tt.FIRST_COPY_MARK} marks the first copy, {tt.REPEAT_MARK} its repeat. "
+            "An induction head looks from each repeated token to the token after its first copy."
+        )
     for view in tt.head_views(run, layer):
         st.markdown(
             f"**Layer {view.layer}, head {view.head}**: mean weight on the previous token {where} "
@@ -135,13 +140,21 @@ for reason in limited.reasons:
 st.caption(f"Estimated time on one core: about {tt.estimated_seconds(config):.0f} s (less if someone ran it already).")
 
 runs: list[tt.TrainingRun] = st.session_state.setdefault("training_runs", [])
-b1, b2, b3 = st.columns(3)
+b1, b2, b4, b3 = st.columns(4)
 # A press queues the run(s) (one training per setting for the whole class, a few at once per process);
 # a run someone already trained is ready at once and drawn in this very rerun.
 if b1.button("Train", type="primary", icon=":material/play_arrow:", key="train_button"):
     training_queue.ask([config])
 if b2.button("Compare scaled vs unscaled", icon=":material/compare:", key="train_compare"):
     training_queue.ask([replace(config, scale=scaled) for scaled in (True, False)])
+if b4.button(
+    "Compare with the book's init",
+    icon=":material/science:",
+    key="train_compare_book",
+    help="The same setting with the book's torch.rand weights, scaled and unscaled: a start where the scale matters.",
+):
+    training_queue.ask([replace(config, init=tt.Init.BOOK, scale=scaled) for scaled in (True, False)])
+st.caption(tt.COMPARE_NOTE)
 if b3.button("Clear the runs", icon=":material/delete:", key="train_clear"):
     runs = []
     training_queue.forget()
@@ -150,7 +163,8 @@ for finished in training_queue.collect():  # asked for now or earlier, and ready
 st.session_state["training_runs"] = runs
 waiting = st.empty()  # the place in the queue, or the run's progress, while this session waits
 
-widgets.predict(tt.spread_question(config.d_k), key="predict_training_lab")
+# The start statistics' table and chart measure the answer (the spread's ratio): they wait for a choice.
+answered = widgets.predict(tt.spread_question(config.d_k), key="predict_training_lab")
 step("Loss and held-out accuracy")
 widgets.prose("training_lab", "curves")
 if runs:
@@ -185,12 +199,17 @@ if latest is not None:
 
 step("At the start: what scaling changes")
 widgets.prose("training_lab", "start")
-if latest is not None:
+if not answered:
+    widgets.answer_first("The spread both ways, the table and its chart appear")
+elif latest is not None:
+    widgets.prose("training_lab", "start_spread")
     st.dataframe(tt.start_table(latest.start).round(4), hide_index=True, width="stretch")
     draw.draw(
         charts_training.start_chart(tt.start_frame(latest.start)),
         "Bars: logit spread, softmax entropy and gradient norm at initialisation, scaled and unscaled.",
     )
+else:
+    widgets.prose("training_lab", "start_spread")
 widgets.prose("training_lab", "cost")
 widgets.code_box(tt.code(config))
 training_queue.wait(waiting)  # last: the page is complete while the student waits

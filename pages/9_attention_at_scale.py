@@ -9,6 +9,40 @@ from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
 
+
+def cost_charts(view: lesson.CostView, device: str) -> None:
+    """Time and memory against T, their slopes, the exact values and the bill at 128k tokens."""
+    cost = view.cost
+    left, right = st.columns(2)
+    with left:
+        draw.draw(
+            view.time_chart,
+            "Log-log chart of the measured time of plain and fused attention against the number of tokens, "
+            "with a T squared line.",
+        )
+    with right:
+        draw.draw(
+            view.memory_chart,
+            "Log-log chart of the measured peak memory of plain and fused attention and the size of one T by T matrix.",
+        )
+    m1, m2, m3 = st.columns(3)
+    m1.metric(
+        "slope of log(time), plain",
+        f"{cost.time_slope:.2f}",
+        help=f"2 = grows like T²; fitted from {cost.fit_from:,} tokens on",
+    )
+    m2.metric("slope of log(peak memory), plain", f"{cost.memory_slope:.2f}")
+    m3.metric(f"memory ×, {cost.longest // 2:,} → {cost.longest:,} tokens", f"{cost.last_doubling_memory:.2f}")
+    for sentence in lesson.time_sentences(cost):
+        st.markdown(f"- {sentence}")
+    with st.expander("Exact values of these charts"):
+        widgets.number_table(view.table, decimals=3, hide_index=True)
+    widgets.prose("attention_at_scale", "long_context")
+    l1, l2 = st.columns(2)
+    l1.metric(f"scores of {lesson.LONG_CONTEXT:,} tokens, one head", lesson.bytes_text(cost.long_scores_bytes))
+    l2.metric(f"time on the T² line, this {device.upper()}", lesson.duration_text(cost.long_milliseconds))
+
+
 frame = page_start()
 settings = frame.settings
 device = settings.device
@@ -29,30 +63,11 @@ longest = st.selectbox(
 )
 with st.spinner(f"Measuring attention on the {device.upper()} (once per setting for the whole class)…"):
     view = cache.computed(lesson.COST, device, int(longest))
-cost = view.cost
-widgets.predict(view.prediction, key="predict_scale_doubling")
-left, right = st.columns(2)
-with left:
-    draw.draw(
-        view.time_chart,
-        "Log-log chart of the measured time of plain and fused attention against the number of tokens, "
-        "with a T squared line.",
-    )
-with right:
-    draw.draw(
-        view.memory_chart,
-        "Log-log chart of the measured peak memory of plain and fused attention and the size of one T by T matrix.",
-    )
-m1, m2, m3 = st.columns(3)
-m1.metric("slope of log(time), plain", f"{cost.time_slope:.2f}", help="2 = grows like T²; fitted from 512 tokens on")
-m2.metric("slope of log(peak memory), plain", f"{cost.memory_slope:.2f}")
-m3.metric(f"memory ×, {cost.longest // 2:,} → {cost.longest:,} tokens", f"{cost.last_doubling_memory:.2f}")
-with st.expander("Exact values of these charts"):
-    widgets.number_table(view.table, decimals=3, hide_index=True)
-widgets.prose("attention_at_scale", "long_context")
-l1, l2 = st.columns(2)
-l1.metric(f"scores of {lesson.LONG_CONTEXT:,} tokens, one head", lesson.bytes_text(cost.long_scores_bytes))
-l2.metric(f"time on the T² line, this {device.upper()}", lesson.duration_text(cost.long_milliseconds))
+# The memory chart, its slope, the doubling's factor and the table answer the question: they wait for a choice.
+if widgets.predict(view.prediction, key="predict_scale_doubling"):
+    cost_charts(view, device)
+else:
+    widgets.answer_first("The measured time and memory, their slopes and the 128k-token bill appear")
 widgets.code_box(
     lesson.cost_code(int(longest)),
     "Plain PyTorch: the same measurement, timed with perf_counter.",
@@ -67,15 +82,23 @@ st.latex(
     r"o \leftarrow o\, e^{m_{\text{old}} - m_{\text{new}}} + \sum_j e^{s_j - m_{\text{new}}} v_j"
 )
 k1, k2 = st.columns(2)
-num_keys = k1.number_input("Keys in the row", 2, 16, 12, key="scale_keys", **widgets.LINKED)
-block_size = k2.number_input("Keys per block", 1, 16, 4, key="scale_block", **widgets.LINKED)
-online = cache.computed(scale_online.ONLINE, settings.seed, int(num_keys), int(block_size))
-widgets.predict(online.prediction, key="predict_scale_online")
+# Select boxes, not number boxes: a number typed out of range turned the box red and silently kept the old
+# result. A block wider than the row is read as the whole row, and the page says so.
+key_choices, block_choices = list(scale_online.KEY_CHOICES), list(scale_online.BLOCK_CHOICES)
+num_keys = k1.selectbox("Keys in the row", key_choices, key_choices.index(12), key="scale_keys", **widgets.LINKED)
+block_size = k2.selectbox("Keys per block", block_choices, block_choices.index(4), key="scale_block", **widgets.LINKED)
+if block_size > num_keys:
+    st.caption(f"A block of {block_size} keys holds the whole row of {num_keys}: one block of {num_keys}.")
+online = cache.computed(scale_online.ONLINE, settings.seed, int(num_keys), min(int(block_size), int(num_keys)))
 widgets.number_table(online.table, hide_index=True)
-o1, o2 = st.columns(2)
-o1.metric("online result", scale_online.vector_text(online.output))
-o2.metric("softmax · V in one go", scale_online.vector_text(online.reference))
-st.caption(scale_online.online_caption(online))
+if widgets.predict(online.prediction, key="predict_scale_online"):  # the two results side by side answer it
+    widgets.prose("attention_at_scale", "online_exact")
+    o1, o2 = st.columns(2)
+    o1.metric("online result", scale_online.vector_text(online.output))
+    o2.metric("softmax · V in one go", scale_online.vector_text(online.reference))
+    st.caption(scale_online.online_caption(online))
+else:
+    widgets.answer_first("The online result beside softmax · V in one go, and their difference,")
 widgets.code_box(
     online.code,
     "The online softmax in plain PyTorch, with the page's query, keys, values and blocks.",
@@ -90,12 +113,14 @@ block_q = t1.selectbox("Query block (rows)", blocks, index=blocks.index(8), key=
 block_k = t2.selectbox("Key block (columns)", blocks, index=blocks.index(8), key="scale_block_k", **widgets.LINKED)
 causal = t3.toggle("Causal mask", value=True, key="scale_causal", **widgets.LINKED)
 tiling = cache.computed(lesson.TILING, settings.seed, int(block_q), int(block_k), bool(causal))
-widgets.predict(tiling.prediction, key="predict_scale_tiles")
-draw.draw(
-    tiling.chart,
-    f"Grid of {len(tiling.tiles)} tiles: {tiling.computed} computed and {tiling.skipped} skipped.",
-)
-st.caption(lesson.tiling_caption(tiling))
+if widgets.predict(tiling.prediction, key="predict_scale_tiles"):  # the grid counts the skipped tiles
+    draw.draw(
+        tiling.chart,
+        f"Grid of {len(tiling.tiles)} tiles: {tiling.computed} computed and {tiling.skipped} skipped.",
+    )
+    st.caption(lesson.tiling_caption(tiling))
+else:
+    widgets.answer_first("The grid of computed and skipped tiles appears")
 widgets.prose("attention_at_scale", "fused")
 st.info(view.verdict, icon=":material/speed:")
 widgets.code_box(
@@ -116,8 +141,10 @@ generated = st.selectbox(
 with st.spinner("Training the lab's model once, then generating with and without the cache…"):
     kv = cache.computed(scale_kv.KV, device, int(generated))
 st.caption(scale_kv.generation_caption(kv))
-widgets.number_table(kv.growth, hide_index=True)
-widgets.predict(kv.prediction, key="predict_scale_cache")
+if widgets.predict(kv.prediction, key="predict_scale_cache"):  # the growth table shows the step per token
+    widgets.number_table(kv.growth, hide_index=True)
+else:
+    widgets.answer_first("The table of the cache growing token by token appears")
 widgets.prose("attention_at_scale", "cache_timing")
 draw.draw(
     kv.chart,
@@ -130,6 +157,9 @@ widgets.code_box(
     title="generation with and without a KV cache",
 )
 widgets.prose("attention_at_scale", "real_models")
-widgets.predict(scale_kv.grouping_question(), key="predict_scale_grouping")
-widgets.number_table(scale_kv.real_cache_table(8192), hide_index=True)
+if widgets.predict(scale_kv.grouping_question(), key="predict_scale_grouping"):  # the table's sizes answer it
+    widgets.prose("attention_at_scale", "real_models_answer")
+    widgets.number_table(scale_kv.real_cache_table(8192), hide_index=True)
+else:
+    widgets.answer_first("The caches of GPT-2 small and Llama 3 8B, with and without sharing, appear")
 st.caption(scale_kv.REAL_MODEL_SOURCES)

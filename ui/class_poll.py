@@ -163,13 +163,15 @@ def teacher_panel(page: str, step: int) -> None:
         st.info(str(error), icon=POLL_ICON)
         return
     link = students_link(room.code)
-    with st.expander(f"Class poll {class_poll.spoken(room.code)}: the students' link and QR code", expanded=True):
+    # Open on the lesson's first step, when the class joins; folded after it, so that it does not push the
+    # step's content below a projector's fold (the teacher can open it again).
+    with st.expander(f"Class poll {class_poll.spoken(room.code)}: the students' link and QR code", expanded=step <= 1):
         text, code = st.columns([3, 2], vertical_alignment="center")
         with text:
             st.markdown(f"Code **{class_poll.spoken(room.code)}**. Students open this link or scan the code:")
             st.code(link, language=None, wrap_lines=True)
             st.caption("They follow your lesson and step; their answers are anonymous.")
-        code.image(qr_png(link), caption="Scan to join the class poll", width=420)
+        code.image(qr_png(link), caption="Scan to join the class poll", width="stretch")  # never wider than its column
     _heartbeat(room, page, step)
 
 
@@ -207,11 +209,12 @@ def _live_tally(room: Room, question: str, prediction: Prediction) -> None:
     st.markdown(f"**Class poll: {tally.headline()}** from {state.joined} joined")
     if getattr(counts, "damaged", False) or state.damaged:
         st.caption("Some of the poll's stored values could not be read; they count as 0 (the server logged them).")
-    draw.draw(
-        class_poll.tally_chart(tally, order.index(prediction.answer) if revealed else None),
-        f"The class's answers: {tally.headline()}; "
-        + "; ".join(f"{text}: {count}" for text, count in zip(tally.options, tally.counts, strict=True)),
-    )
+    if tally.total > 0:  # at 0 answers an empty axis says nothing: the headline already reads "0 answers"
+        draw.draw(
+            class_poll.tally_chart(tally, order.index(prediction.answer) if revealed else None),
+            f"The class's answers: {tally.headline()}; "
+            + "; ".join(f"{text}: {count}" for text, count in zip(tally.options, tally.counts, strict=True)),
+        )
     if revealed:
         right = literal(prediction.options[prediction.answer])
         st.success(f"Revealed to the class: “{right}”. {literal(prediction.explanation)}", icon=POLL_ICON)

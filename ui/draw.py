@@ -3,7 +3,8 @@
 Every chart builder in core (no streamlit there) returns a `VegaChart`: a cached Vega-Lite
 template and the data that fill it. `draw` turns it into one st.vega_lite_chart call: Streamlit's
 theme (light or dark, as the viewer's), the column's full width, a text description for screen
-readers, and every dataset as an Arrow table (which Streamlit sends as it is).
+readers, every dataset as an Arrow table (which Streamlit sends as it is), and the chart menu's
+Save as SVG / PNG under a file name that holds the page, the chart's title and the link's settings.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ import streamlit as st
 
 from core.charts import common as charts
 from core.charts.common import QUERY_SELECTION
-from core.charts.spec import VegaChart
+from core.charts.spec import VegaChart, chart_title, download_name, with_export
+from ui.frame import current_slug
+
+_NOT_SETTINGS = frozenset({"room", "step", "present"})  # in the link, but not what a chart shows
+
+
+def _link_settings() -> dict[str, str]:
+    """The settings in the address bar (what the chart shows), for a saved chart's file name."""
+    return {key: st.query_params[key] for key in st.query_params if key not in _NOT_SETTINGS}
 
 
 def draw(
@@ -26,6 +35,7 @@ def draw(
 ) -> object:
     """Draw `chart` the house way; `on_select` (with its widget `key`) makes its selections clickable."""
     spec = chart.spec()  # a fresh dict: the cached template and data are never changed
+    spec = with_export(spec, download_name(current_slug(), chart_title(spec), _link_settings()))
     if on_select is None:
         return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
     return st.vega_lite_chart(
@@ -71,17 +81,27 @@ def _picked(chart_key: str, selection: str, *fields: str) -> dict[str, int] | No
 
 
 def query_weights_heatmap(
-    frame, title: str, description: str, *, chart_key: str, picker_key: str, highlight_row: int
+    frame,
+    title: str,
+    description: str,
+    *,
+    chart_key: str,
+    picker_key: str,
+    highlight_row: int,
+    value_title: str = "weight",
+    domain: tuple[float, float] | None = None,
 ) -> object:
     """The attention weights, whose rows a click makes the query of the picker `picker_key`.
 
     The outlined row is the picker's current query (`highlight_row`), not the last clicked one.
+    `domain` stretches the colours to a range (say so in `value_title`: the legend is the only place that can).
     """
     return heatmap(
         frame,
         title,
         description,
-        value_title="weight",
+        value_title=value_title,
+        domain=domain,
         select_rows=True,
         highlight_row=highlight_row,
         key=chart_key,

@@ -71,6 +71,12 @@ def frame() -> Frame:
     st.rerun()
 
 
+def current_slug() -> str:
+    """The page this run draws, or "" outside a hand-over; unlike `frame()`, never reruns the script."""
+    state = st.session_state.get(_FRAME_KEY)
+    return state.page.slug if isinstance(state, Frame) else ""
+
+
 def page_start() -> Frame:
     """Every page's first line: the hand-over, the title, and what of this session's input could
     not be used (the sentence, a link's values for this page's controls, a forged control value)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 _STEPS_KEY = "steps_drawn"  # how many steps this run's page has drawn so far
+_STEP_PAGE = "step_page"  # the page the session's current step belongs to
 
 
 def start_counting() -> None:
@@ -41,21 +42,67 @@ def presentation_style(current: int) -> str:
     rules = [
         f"{marker(current + 1)}, {marker(current + 1)} ~ div {{display: none;}}",
         "html {font-size: 20px;}",
+        *_COMPACT_HEAD,
     ]
     if current > 1:
         rules.append(f"{blocks}:has(~ div > .st-key-al-step-{current}){keep} {{display: none;}}")
     return "<style>" + "\n".join(rules) + "</style>"
 
 
+# A projector is about 1280×720 CSS pixels, often zoomed to 1.5× (853×480): the repeated title and the step bar
+# took about 40% of that height, and the step's chart started below the fold. The title shrinks to a line, the
+# bar loses its label row and padding, and the page's top margin goes.
+_COMPACT_HEAD = (
+    '[data-testid="stMainBlockContainer"] {padding-top: 0.75rem;}',
+    ".st-key-al-title h1 {font-size: 1.35rem; padding: 0 0 0.15rem 0; line-height: 1.25;}",
+    ".st-key-al-title {gap: 0.25rem;}",
+    '.st-key-al-bar [data-testid="stWidgetLabel"] {display: none;}',
+    ".st-key-al-bar {gap: 0.25rem;}",
+    '.st-key-al-bar [data-testid="stHorizontalBlock"] {gap: 0.5rem;}',
+)
+
+
+def start_step_on(page: str, *, following: bool) -> None:
+    """Before the step box is drawn: a lesson the session has just switched to opens at step 1.
+
+    The step is one widget shared by every page, so a teacher who moved from step 3 of one lesson to
+    another landed on its step 3 (past its question), and the class followed. A student following
+    a poll takes the teacher's step instead (ui.class_poll.follow_teacher has set it).
+    """
+    previous = st.session_state.get(_STEP_PAGE)
+    st.session_state[_STEP_PAGE] = page
+    if previous is not None and previous != page and not following:
+        st.session_state["step"] = 1
+
+
 def _move_step(delta: int, total: int) -> None:
     st.session_state["step"] = min(max(1, int(st.session_state.get("step", 1) or 1) + delta), total)
 
 
-def presentation_bar(total: int) -> None:
-    """Back / step k of n / Next, with the step bound to the link so students follow the teacher."""
-    back, where, forward = st.columns([1, 3, 1], vertical_alignment="bottom")
+def presentation_bar(total: int, page: str, *, following: bool = False) -> None:
+    """Back / step k of n / Next, with the step bound to the link so students follow the teacher.
+
+    The box starts at "min" (step 1), not at a default value: the step is also set through session
+    state (a new lesson, the teacher's step), which Streamlit warns about beside a default.
+
+    A student `following` a class poll gets no buttons and no box (they did nothing: the teacher moves the
+    class), only "Step k of n"; the step box is still drawn, hidden, so that their link keeps the step.
+    """
+    start_step_on(page, following=following)
+    if following:
+        with st.container(key="al-follow-step"):
+            chosen = st.number_input(f"Step (of {total})", 1, max(total, 1), "min", key="step", bind="query-params")
+        st.html("<style>.st-key-al-follow-step {display: none;}</style>")
+        current = min(int(chosen or 1), total)
+        st.caption(f"Step {current} of {total}, as the teacher shows it.")
+        st.html(presentation_style(current))
+        return
+    back, where, forward = st.columns([1, 3, 1], vertical_alignment="center")
     with where:
-        chosen = st.number_input(f"Step (of {total})", 1, max(total, 1), 1, key="step", bind="query-params")
+        chosen = st.number_input(
+            f"Step (of {total})", 1, max(total, 1), "min", key="step", bind="query-params", label_visibility="collapsed"
+        )
+        st.caption(f"of {total} steps")
     current = min(int(chosen or 1), total)
     back.button("← Back", on_click=_move_step, args=(-1, total), disabled=current <= 1, width="stretch")
     forward.button("Next →", on_click=_move_step, args=(1, total), disabled=current >= total, width="stretch")

@@ -13,6 +13,7 @@ import streamlit as st
 from core.app import prose as core_prose
 from core.app.markup import literal
 from core.lessons.common import Prediction
+from services.class_poll import PollError
 from ui import class_poll
 from ui.frame import frame
 from ui.link_notes import link_warning
@@ -71,6 +72,18 @@ def in_fragment_rerun() -> bool:
     return bool(context is not None and context.fragment_ids_this_run)
 
 
+def _teacher_revealed(page: str, key: str) -> bool:
+    """Whether this session is a poll's teacher who pressed Reveal for this question: on the projected
+    screen, what the answer unlocks must appear then, without the teacher also choosing an answer."""
+    room = class_poll.role().teacher
+    if room is None:
+        return False
+    try:
+        return class_poll.question_id(page, key) in class_poll.store().room(room.code).revealed
+    except PollError:  # the store away: the teacher's own choice still unlocks it
+        return False
+
+
 @st.fragment
 def _predict_box(prediction: Prediction, key: str, page: str) -> None:
     """The question and its verdict. A fragment: choosing an answer reruns this box, then the page once
@@ -87,7 +100,8 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
     )
     choice = None if shown_option is None else order[shown_option]  # an index into prediction.options
     shown = class_poll.predict_in_poll(page, key, prediction, choice)
-    _record_answer_out(prediction, key, bool(shown) if shown is not None else choice is not None)
+    out = bool(shown) if shown is not None else choice is not None or _teacher_revealed(page, key)
+    _record_answer_out(prediction, key, out)
     if shown is False:  # in a poll, before the Reveal
         return
     if choice is None and shown:

@@ -204,6 +204,7 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         # lessons 1, 2: the query token, counted from 1
         "query": CheckedByItsControl(),
         "logit_scale": Whole(1, 200, point_zero=True),
+        "stretch": Flag(),  # lesson 1: colours stretched to the weights' own range
         # lesson 3
         "multiplier": Choice(_numbers((1.0, 2.0, 4.0, 8.0, 16.0))),
         "trials": Choice(_numbers((1_000, 20_000, MAX_TRIALS))),

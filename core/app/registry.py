@@ -67,6 +67,7 @@ class PageControl(StrEnum):
     """
 
     LOGIT_SCALE = "logit_scale"
+    STRETCH = "stretch"  # lesson 1: the weights' colours stretched to their own range
     QUERY = "query"
     MULTIPLIER = "multiplier"
     TRIALS = "trials"
@@ -193,7 +194,7 @@ PAGES: tuple[PageSpec, ...] = (
             num_heads="one head only",
             scale="raw dot products, as in the sources' first version",
         ),
-        controls=(PageControl.LOGIT_SCALE,),
+        controls=(PageControl.LOGIT_SCALE, PageControl.STRETCH),
         random_weights=False,
     ),
     PageSpec(

@@ -11,6 +11,7 @@ without colour also differ in their dash or their point shape.
 from __future__ import annotations
 
 import functools
+from typing import Literal
 
 import altair as alt
 import pandas as pd
@@ -37,12 +38,18 @@ def _log_log_lines(long: pd.DataFrame, title: str, field: str, unit: str, order:
                 sort=order,
                 scale=alt.Scale(scheme="tableau10"),
                 title=None,
-                legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0),
+                # Each entry a short stretch of its line, dash included: the merged colour, dash and shape
+                # legend drew a circle, a square and a cross with odd dashes through them.
+                legend=alt.Legend(
+                    orient="bottom", direction="vertical", labelLimit=0, symbolType="stroke", symbolStrokeWidth=3
+                ),
             ),
             strokeDash=alt.StrokeDash(
                 "series:N", sort=order, scale=alt.Scale(domain=order, range=[[1, 0], [4, 2], [6, 4]]), title=None
             ),
-            shape=alt.Shape("series:N", sort=order, title=None),
+            shape=alt.Shape(
+                "series:N", sort=order, title=None, legend=None
+            ),  # the points differ; the legend shows lines
             tooltip=["series:N", alt.Tooltip("tokens:Q", format=","), alt.Tooltip(f"{field}:Q", format=",.3f")],
         )
         .properties(height=HEIGHT, autosize=FIT_WIDTH)
@@ -103,6 +110,17 @@ def tiles_chart(tiles: pd.DataFrame) -> VegaChart:
     return VegaChart(_tiles_template(rows, cols), {TILES_DATA: tiles})
 
 
+def _block_axis(blocks: int, *, orient: Literal["top", "bottom", "left", "right"]) -> alt.Axis:
+    """Block numbers 1…n at the middle of each block: ticks at the edges labelled 4 blocks as 0–4."""
+    return alt.Axis(
+        orient=orient,
+        values=[block + 0.5 for block in range(blocks)],
+        labelExpr="floor(datum.value) + 1",
+        ticks=False,
+        grid=False,
+    )
+
+
 @functools.lru_cache(maxsize=64)
 def _tiles_template(rows: int, cols: int) -> str:
     kinds = list(TILE_COLOURS)
@@ -115,14 +133,14 @@ def _tiles_template(rows: int, cols: int) -> str:
                 "key_block:Q",
                 title="key block",
                 scale=alt.Scale(domain=[0, cols], nice=False),
-                axis=alt.Axis(orient="top", tickMinStep=1, format="d"),
+                axis=_block_axis(cols, orient="top"),
             ),
             x2="key_end:Q",
             y=alt.Y(
                 "query_block:Q",
                 title="query block",
                 scale=alt.Scale(domain=[0, rows], nice=False, reverse=True),
-                axis=alt.Axis(tickMinStep=1, format="d"),
+                axis=_block_axis(rows, orient="left"),
             ),
             y2="query_end:Q",
             color=alt.Color(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import cast
@@ -368,16 +369,36 @@ def _grouped_bars_template(
 X_SORT: SpecPath = ("encoding", "x", "sort")  # the bar charts' category order
 
 
+COLOR_DOMAIN: SpecPath = ("encoding", "color", "scale", "domain")  # the groups, in a fixed order
+X_OFFSET_SCALE: SpecPath = ("encoding", "xOffset", "scale")
+
+
 def grouped_bars(
-    frame: pd.DataFrame, x: str, value: str, group: str, title: str, *, value_title: str | None = None
+    frame: pd.DataFrame,
+    x: str,
+    value: str,
+    group: str,
+    title: str,
+    *,
+    value_title: str | None = None,
+    groups: Sequence[str] | None = None,
 ) -> VegaChart:
     """Bars of `value` per `x` (in the frame's order), one colour per `group`, side by side.
+
+    `groups` fixes the colours and the bars' places: Vega-Lite leaves out a group whose values are
+    all NaN (lesson 1's naive softmax past float32's limit), and without a fixed domain the next
+    group took its colour and its place in the legend. With it, a series keeps its colour and its
+    legend entry whatever its values.
 
     The template is built once per number of categories, not per sentence (bench/NOTES.md).
     """
     categories = list(dict.fromkeys(frame[x]))
     cached = _grouped_bars_template(len(categories), x, value, group, title, value_title)
-    return VegaChart(cached, {BARS_DATA: frame}, {X_SORT: categories})
+    slots: dict[SpecPath, object] = {X_SORT: categories}
+    if groups is not None:
+        slots[COLOR_DOMAIN] = list(groups)
+        slots[X_OFFSET_SCALE] = {"domain": list(groups)}
+    return VegaChart(cached, {BARS_DATA: frame}, slots)
 
 
 VARIANCE_DATA = "variance_values"

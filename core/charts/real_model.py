@@ -94,6 +94,10 @@ def label_padding(label_chars: int) -> int:
     return int(8.5 * max(label_chars, 3)) + 12
 
 
+LINE_ROW_PX = 30  # height per word piece in the lines chart: a row a finger or a projector pointer can hit
+LINE_TARGET_PX = 60  # how far a row's click target reaches left of the lines
+
+
 def head_lines(num_tokens: int, title: str, label_chars: int = 10) -> alt.LayerChart:
     """One head as lines from each query (left) to the keys it attends to (right).
 
@@ -125,26 +129,43 @@ def head_lines(num_tokens: int, title: str, label_chars: int = 10) -> alt.LayerC
             ],
         )
     )
+    # Every mark names its own tooltip: with none, Streamlit's default tooltip listed raw fields ("query_index").
+    piece = [alt.Tooltip("token:N", title="word piece")]
     labels = alt.Chart(alt.NamedData(name=TOKENS_DATA)).encode(
-        y=alt.Y("query_index:Q", scale=y_scale, axis=_NO_AXIS), text="token:N"
+        y=alt.Y("query_index:Q", scale=y_scale, axis=_NO_AXIS), text="token:N", tooltip=piece
     )
-    left = (
-        labels.mark_text(align="right", dx=-6, fontSize=14, color="currentColor")
+    # The click target: a wide, nearly invisible bar over each query's row on the left (the text alone
+    # was a target a few pixels tall); the query's label dims the others once picked.
+    targets = (
+        alt.Chart(alt.NamedData(name=TOKENS_DATA))
+        .mark_tick(
+            orient="horizontal",
+            thickness=LINE_ROW_PX - 4,
+            size=LINE_TARGET_PX,
+            xOffset=-LINE_TARGET_PX // 2,
+            opacity=0.001,
+            cursor="pointer",
+        )
         .encode(
             x=alt.datum(0.0, scale=x_scale, axis=_NO_AXIS),
-            opacity=alt.condition(pick, alt.value(1), alt.value(0.4)),
+            y=alt.Y("query_index:Q", scale=y_scale, axis=_NO_AXIS),
+            tooltip=[alt.Tooltip("token:N", title="click to follow")],
         )
         .add_params(pick)
     )
-    right = labels.mark_text(align="left", dx=6, fontSize=14, color="currentColor").encode(
+    left = labels.mark_text(align="right", dx=-6, fontSize=15, color="currentColor", cursor="pointer").encode(
+        x=alt.datum(0.0, scale=x_scale, axis=_NO_AXIS),
+        opacity=alt.condition(pick, alt.value(1), alt.value(0.4)),
+    )
+    right = labels.mark_text(align="left", dx=6, fontSize=15, color="currentColor").encode(
         x=alt.datum(1.0, scale=x_scale, axis=_NO_AXIS)
     )
     pad = label_padding(label_chars)
     # cast: alt.layer() returns a FacetChart only for layers with shared facet channels (none here).
-    return cast(alt.LayerChart, alt.layer(strokes, left, right)).properties(
+    return cast(alt.LayerChart, alt.layer(strokes, targets, left, right)).properties(
         title=alt.TitleParams(title, color="currentColor"),
         width=260,
-        height=max(120, 20 * num_tokens),
+        height=max(320, LINE_ROW_PX * num_tokens),  # about 240 px before: too small to aim at on a projector
         padding={"left": pad, "right": pad},
     )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias, TypedDict
@@ -97,3 +98,40 @@ def from_altair(chart: alt.TopLevelMixin) -> VegaChart:
     spec = readable(chart.to_dict(validate=False))
     data = spec.pop("datasets", {})
     return VegaChart(json.dumps(spec), data)
+
+
+# Vega-Embed's menu, which Streamlit turns off, back on for export only: Save as SVG and Save as PNG. A
+# spec's usermeta.embedOptions overrides the options Streamlit passes (Vega-Embed merges them last).
+EXPORT_ACTIONS = {"export": True, "source": False, "compiled": False, "editor": False}
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_NAME = 150  # characters: well within every file system's limit
+
+
+def download_name(page: str, title: str, settings: Mapping[str, str]) -> str:
+    """A file name for a saved chart that says what it shows: the lab, the page, the chart, the settings.
+
+    "attention-lab_why_scale_peakiness_multiplier-16_seed-7": a teacher's slides keep where a figure came from.
+    Only letters, digits, dot, dash and underscore survive, whatever a setting (a student's sentence) holds.
+    """
+    parts = ["attention-lab", page, title, *(f"{key}-{value}" for key, value in sorted(settings.items()))]
+    cleaned = [_UNSAFE.sub("-", part).strip("-") for part in parts]
+    return "_".join(part for part in cleaned if part)[:MAX_NAME]
+
+
+def with_export(spec: dict, file_name: str) -> dict:
+    """`spec` with the chart menu's Save as SVG / PNG, saving under `file_name` (its own usermeta kept)."""
+    usermeta = dict(spec.get("usermeta", {}))
+    embed = dict(usermeta.get("embedOptions", {}))
+    embed.update(actions=dict(EXPORT_ACTIONS), downloadFileName=file_name)
+    usermeta["embedOptions"] = embed
+    return {**spec, "usermeta": usermeta}
+
+
+def chart_title(spec: dict) -> str:
+    """The chart's own title as plain text ("chart" if it has none): the first layer's or the top's."""
+    title = spec.get("title") or next((layer.get("title") for layer in spec.get("layer", []) if layer.get("title")), "")
+    if isinstance(title, dict):
+        title = title.get("text", "")
+    if isinstance(title, list):
+        title = " ".join(map(str, title))
+    return str(title) or "chart"

@@ -15,7 +15,10 @@ import pandas as pd
 
 from core.charts.spec import VegaChart, from_altair
 
-CURVE_HEIGHT = 240
+CURVE_HEIGHT = 260
+# The height is the plot's own: a plain "fit" autosize took the legend below the lines (up to six runs, two
+# columns) out of the 240 px and left about 60 px of plot, unreadable on a projector.
+FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
 
 
 def run_names(frame: pd.DataFrame) -> list[str]:
@@ -86,7 +89,7 @@ def curve_charts(frame: pd.DataFrame, chance: pd.DataFrame | None = None) -> tup
             text="label:N"
         )
         accuracy = alt.layer(accuracy, rule, label)
-    return from_altair(loss), from_altair(accuracy)
+    return from_altair(loss.properties(autosize=FIT_WIDTH)), from_altair(accuracy.properties(autosize=FIT_WIDTH))
 
 
 def start_chart(frame: pd.DataFrame) -> VegaChart:
@@ -107,7 +110,7 @@ def start_chart(frame: pd.DataFrame) -> VegaChart:
             ),
             tooltip=[alt.Tooltip("quantity:N"), alt.Tooltip("scores:N"), alt.Tooltip("value:Q", format=".4g")],
         )
-        .properties(width=240, height=70)
+        .properties(width=240, height=90)
         .facet(
             row=alt.Row(
                 "quantity:N",

@@ -65,8 +65,10 @@ class CostResult:
 
     table: tokens, scores_bytes (T × T float32), peak_bytes, milliseconds (measured), t2_milliseconds
     (a T² line through the longest measurement), per path: fused_milliseconds, fused_peak_bytes.
-    time_slope, memory_slope: the slopes of log(time) and log(peak memory) against log(T), fitted over the
-    points from 512 tokens on (below that fixed costs hide the growth). 2 means T².
+    time_slope: the slope of log(time) against log(T) where T² dominates: over the lengths whose time is at
+    least DOMINANT_FACTOR times the shortest call's (below that, what every call costs whatever T hides the
+    growth), from `fit_from` tokens on. memory_slope: the same for the peak memory, from 512 tokens on.
+    2 means T².
     """
 
     device: str
@@ -78,6 +80,7 @@ class CostResult:
     tiled: Measurement  # the tiled path at the longest length, block TILE_BLOCK
     tiled_small_ms: float  # the tiled path at the longest length, block SMALL_BLOCK (time only)
     longest: int
+    fit_from: int = SHORTEST  # the shortest length in the time slope's fit
 
     @property
     def last_doubling_memory(self) -> float:
@@ -89,6 +92,18 @@ class CostResult:
 def slope(tokens: np.ndarray, values: np.ndarray) -> float:
     """The least-squares slope of log(values) against log(tokens)."""
     return float(np.polyfit(np.log(tokens), np.log(values), 1)[0])
+
+
+DOMINANT_FACTOR = 8  # a length's time counts as T²-dominated once it is 8 × the quickest call's
+
+
+def time_fit_start(tokens: np.ndarray, milliseconds: np.ndarray) -> int:
+    """The first length whose time is DOMINANT_FACTOR × the quickest call's: from there the T×T work, not the
+    cost every call pays (Python, dispatch, allocation, the parts that grow like T), sets the time. The quickest,
+    not the shortest: on a busy machine one short call can be slow. At least the last two lengths are fitted."""
+    below = np.flatnonzero(milliseconds < DOMINANT_FACTOR * milliseconds.min())  # never empty: the quickest
+    first = int(below[-1]) + 1  # every length after the last quick one
+    return int(tokens[min(first, len(tokens) - 2)])
 
 
 def cost_of_attention(device: torch.device, longest: int, repeats: int = 3) -> CostResult:
@@ -111,16 +126,19 @@ def cost_of_attention(device: torch.device, longest: int, repeats: int = 3) -> C
     longest_ms = float(table.milliseconds.iloc[-1])
     table["t2_milliseconds"] = longest_ms * (table.tokens / longest) ** 2
     fitted = table[table.tokens >= min(512, longest // 2)]
+    fit_from = time_fit_start(table.tokens.to_numpy(), table.milliseconds.to_numpy())
+    timed = table[table.tokens >= fit_from]
     return CostResult(
         device=device.type,
         table=table,
-        time_slope=slope(fitted.tokens.to_numpy(), fitted.milliseconds.to_numpy()),
+        time_slope=slope(timed.tokens.to_numpy(), timed.milliseconds.to_numpy()),
         memory_slope=slope(fitted.tokens.to_numpy(), fitted.peak_bytes.to_numpy()),
         long_scores_bytes=LONG_CONTEXT * LONG_CONTEXT * BYTES_FLOAT32,
         long_milliseconds=longest_ms * (LONG_CONTEXT / longest) ** 2,
         tiled=measure(AttentionPath.TILED, longest, HEAD_DIM, device, 1, TILE_BLOCK),
         tiled_small_ms=measure(AttentionPath.TILED, longest, HEAD_DIM, device, 1, SMALL_BLOCK, False).milliseconds,
         longest=longest,
+        fit_from=fit_from,
     )
 
 
@@ -252,6 +270,61 @@ def tiled_verdict(cost: CostResult) -> str:
     )
 
 
+def time_sentences(cost: CostResult) -> tuple[str, ...]:
+    """What the measured times say, each sentence chosen by the numbers (never a promise of slope 2)."""
+    table = cost.table
+    shortest = table.iloc[0]
+    line_at_shortest = float(shortest.t2_milliseconds)
+    fixed = float(shortest.milliseconds) / line_at_shortest if line_at_shortest > 0 else math.inf
+    said = [
+        f"At {int(shortest.tokens):,} tokens a call took {duration_text(float(shortest.milliseconds))}, "
+        f"{fixed:,.0f}× what the T² line predicts there: at small T what every call pays whatever T (Python, "
+        "dispatching each operation, allocating its output) and the parts that grow only like T (the T × 64 inputs "
+        "and output) take most of the time."
+        if fixed >= 2
+        else f"Even at {int(shortest.tokens):,} tokens the time is close to the T² line."
+    ]
+    fit = f"fitted from {cost.fit_from:,} tokens on (where calls take {DOMINANT_FACTOR}× the quickest or more)"
+    if cost.time_slope > 2.3:
+        said.append(
+            f"The slope, {fit}, is {cost.time_slope:.2f}: steeper than 2, so something besides the T×T work grew "
+            f"too. On a CPU that is typically the matrix ({bytes_text(float(table.scores_bytes.iloc[-1]))} at "
+            f"{cost.longest:,} tokens) outgrowing the processor's faster caches, so that each pass over it waits "
+            "on slower memory, or other work sharing the machine while it was measured."
+        )
+    elif cost.time_slope < 1.7:
+        said.append(
+            f"The slope, {fit}, is {cost.time_slope:.2f}: below 2, so the costs that do not grow like T² still "
+            "weigh at these lengths; longer sequences bring it closer to 2."
+        )
+    else:
+        said.append(f"The slope, {fit}, is {cost.time_slope:.2f}: close to the 2 of a T² law.")
+    said.append(fused_sentence(cost))
+    return tuple(said)
+
+
+def fused_sentence(cost: CostResult) -> str:
+    """Where PyTorch's fused kernel was slower than the plain path on this device, and why that can happen."""
+    table = cost.table
+    rows = zip(table.tokens, table.fused_milliseconds, table.milliseconds, strict=True)
+    slower = [int(tokens) for tokens, fused, plain in rows if fused > 1.1 * plain]
+    if not slower:
+        return (
+            f"PyTorch's fused kernel was never slower than the plain path here (within 10%), from "
+            f"{int(table.tokens.iloc[0]):,} to {cost.longest:,} tokens."
+        )
+    where = "at every length measured" if len(slower) == len(table) else "at " + ", ".join(f"{t:,}" for t in slower)
+    if cost.device != "cpu":
+        return f"PyTorch's fused kernel was slower than the plain path {where} tokens on this {cost.device.upper()}."
+    return (
+        f"PyTorch's fused kernel was slower than the plain path {where} tokens on this CPU. What it saves is "
+        "the T×T matrix's trips to memory, which cost far less on a CPU, whose caches are large, than on a GPU; "
+        "what it pays is its tile-by-tile loop of small products and a running softmax, where the plain path "
+        "hands the processor one large matrix product, the work CPU libraries are most tuned for. With one head "
+        "and one sequence it also has little work to spread over the cores."
+    )
+
+
 def cost_code(longest: int) -> str:
     return recipes.fill("attention_at_scale_cost", {"longest": int(longest)})
 
@@ -317,8 +390,9 @@ def tiling_caption(tiling: TilingLesson) -> str:
     return (
         f"{tiling.computed} of {total} tiles computed, {tiling.skipped} skipped; largest |tiled − reference path| "
         f"= {tiling.max_difference:.1e}. Plain attention holds all {PICTURE_TOKENS}×{PICTURE_TOKENS} scores at once; "
-        f"the loop holds one {tiling.block_q}×{tiling.block_k} tile of scores, plus m and ℓ for each of the "
-        f"{PICTURE_TOKENS} queries."
+        f"the loop holds one {tiling.block_q}×{tiling.block_k} tile of scores, plus m, ℓ and the running output of "
+        f"the {tiling.block_q} queries of the block it is working on. The Code box compares its loop with PyTorch's "
+        "own kernel instead of this page's reference path, so its last digits may differ."
     )
 
 

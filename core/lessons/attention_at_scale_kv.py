@@ -17,6 +17,7 @@ from core.app.registry import LessonSpec
 from core.charts import at_scale as charts_scale
 from core.charts.spec import VegaChart
 from core.inputs.device import resolve_device
+from core.lessons import training_lab
 from core.lessons.attention_at_scale import BYTES_FLOAT32, bytes_text
 from core.lessons.common import CPU, Prediction, generator
 from core.models import kv_cache
@@ -62,6 +63,17 @@ def lab_model() -> tt.TinyTransformer:
         if LAB_CONFIG not in _TRAINED:
             _TRAINED[LAB_CONFIG] = trained_model(LAB_CONFIG)
         return _TRAINED[LAB_CONFIG]
+
+
+def kv_code() -> str:
+    """The Code box: the training lab's recipe for the page's model (LAB_CONFIG), then generation both ways.
+
+    It used to build an untrained seed-0 toy and print other tokens (11, 11, 12, ...) and another difference
+    than the page; this trains the page's model with the page's draws and prints the page's tokens.
+    """
+    training = recipes.fill("training_lab", training_lab.recipe_values(LAB_CONFIG))
+    generation = recipes.fill("attention_at_scale_kv_cache", {"prompt": list(PROMPT), "new_tokens": GENERATED})
+    return training + "\n\n# ---- generation with the model just trained ----\n" + generation
 
 
 def kv_lesson(device_name: str, timed_tokens: int) -> CacheLesson:
@@ -110,7 +122,7 @@ def cache_lesson(model: tt.TinyTransformer, timed_tokens: int, device: torch.dev
         timing=timing,
         speedup=speedup,
         timed_tokens=timed_tokens,
-        code=recipes.fill("attention_at_scale_kv_cache", {"new_tokens": GENERATED}),
+        code=kv_code(),
         prediction=_cache_question(model),
         chart=charts_scale.generation_chart(timing),
     )
@@ -184,23 +196,28 @@ REAL_MODEL_SOURCES = (
 
 
 def real_cache_table(tokens: int) -> pd.DataFrame:
-    """KV cache per token and for `tokens` tokens, for GPT-2 small and Llama 3 8B with and without sharing."""
+    """KV cache per token and for `tokens` tokens, for GPT-2 small and Llama 3 8B with and without sharing.
+
+    One column per model, one row per quantity: eight columns side by side were cut off on the right of
+    a laptop's page. A model whose released context is shorter than `tokens` gets no size there (GPT-2
+    small reads 1,024 tokens; its cache at 8,192 would describe a model that does not exist).
+    """
     shapes = (kv_cache.GPT2_SMALL, kv_cache.LLAMA3_8B, kv_cache.without_grouping(kv_cache.LLAMA3_8B))
     size = kv_cache.BYTES_PER_VALUE
-    return pd.DataFrame(
-        {
-            "model": [s.name for s in shapes],
-            "layers": [s.layers for s in shapes],
-            "query heads": [s.query_heads for s in shapes],
-            "K/V heads": [s.kv_heads for s in shapes],
-            "head width": [s.head_dim for s in shapes],
-            "per token": [bytes_text(s.bytes_per_token(size)) for s in shapes],
-            f"at {tokens:,} tokens": [bytes_text(s.cache_bytes(tokens, size)) for s in shapes],
-            "at its released context": [
-                f"{bytes_text(s.cache_bytes(s.context, size))} ({s.context:,})" for s in shapes
-            ],
-        }
-    )
+    rows = {
+        "layers": [str(s.layers) for s in shapes],
+        "query heads": [str(s.query_heads) for s in shapes],
+        "K/V heads": [str(s.kv_heads) for s in shapes],
+        "head width": [str(s.head_dim) for s in shapes],
+        "per token": [bytes_text(s.bytes_per_token(size)) for s in shapes],
+        f"at {tokens:,} tokens": [
+            bytes_text(s.cache_bytes(tokens, size)) if tokens <= s.context else f"past its {s.context:,}-token context"
+            for s in shapes
+        ],
+        "at its released context": [f"{bytes_text(s.cache_bytes(s.context, size))} ({s.context:,})" for s in shapes],
+    }
+    names = [shapes[0].name, shapes[1].name, "the same, one K/V head per query head"]  # short headers fit
+    return pd.DataFrame(rows, index=names).T.rename_axis("KV cache, 16-bit").reset_index()
 
 
 def grouping_question() -> Prediction:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from core import recipes
+from core.app import registry
 from core.app.registry import LessonSpec
 from core.app.settings import PresetKey, Settings, load_example
 from core.inputs.examples import life_vocabulary
@@ -44,3 +45,61 @@ def overview_lesson(settings: Settings) -> OverviewLesson:
 
 # The cached computation the page calls (ui/cache.py `computed`); keyed on the settings it reads.
 LESSON = LessonSpec(overview_lesson, uses=frozenset(), max_entries=64)
+
+
+@dataclass(frozen=True)
+class LecturePart:
+    """One lesson in a lecture: about how long it takes in class, and what to put on the projector."""
+
+    minutes: int
+    show: str
+
+
+# A 90-minute path through the lab. Keyed by slug: `lecture_path` walks the registry, so a lesson added there
+# without a line here fails the overview's test instead of silently missing from the plan.
+LECTURE_PLAN: dict[str, LecturePart] = {
+    "without_weights": LecturePart(
+        12,
+        "Ask the question first; then the dot-product bars and the three normalisations, and push the "
+        "multiplier to 200 to show the naive softmax overflow. End on the shuffled sentence: no word order yet.",
+    ),
+    "trainable_weights": LecturePart(
+        12, "Q, K and V for one query, the scaled scores and the weights; change the seed to show new weights."
+    ),
+    "why_scale": LecturePart(
+        8, "The ×1…×16 question, then the bars turning peaky and the gradient falling towards zero."
+    ),
+    "causal_dropout": LecturePart(
+        10, "The masked heatmap (the future greyed out), then a dropout draw and the rescaled weights."
+    ),
+    "multi_head": LecturePart(10, "The heads side by side on one sentence; one matrix split into heads."),
+    "real_model": LecturePart(
+        12,
+        "Let the class vote on the previous-token head, then the 72-head grid and the measures map; "
+        "the example sentences' pronoun heads.",
+    ),
+    "cross_attention": LecturePart(8, "Queries from one sentence, keys and values from the other: the shapes."),
+    "training_lab": LecturePart(
+        10, "Start a run in class (it trains in seconds) and watch a head find the previous token."
+    ),
+    "attention_at_scale": LecturePart(
+        8, "The doubling question, the T² time and memory, the skipped tiles and the KV cache's speed-up."
+    ),
+}
+
+
+def lecture_path() -> pd.DataFrame:
+    """Every lesson of the registry, in order, with its minutes, a running total and what to show."""
+    rows, total = [], 0
+    for spec in registry.lessons():
+        part = LECTURE_PLAN[spec.slug]  # a KeyError names a lesson the plan forgot
+        total += part.minutes
+        rows.append(
+            {
+                "lesson": f"{spec.number}. {spec.title}",
+                "minutes": part.minutes,
+                "after (min)": total,
+                "what to show": part.show,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -11,6 +11,8 @@ from core import recipes
 from core.app.registry import Control, LessonSpec
 from core.app.settings import Settings
 from core.attention import simple
+from core.charts import common as charts
+from core.charts.spec import VegaChart
 from core.lessons.common import (
     Prediction,
     clamp_index,
@@ -227,3 +229,51 @@ def without_weights_lesson(settings: Settings, query_index: int, multiplier: flo
 
 # The cached computation the page calls (ui/cache.py `computed`); keyed on the settings it reads.
 LESSON = LessonSpec(without_weights_lesson, uses=frozenset({Control.DEVICE}), max_entries=64)
+
+
+def norms_chart(lesson: WithoutWeightsLesson, query_index: int, scale: float) -> VegaChart:
+    """The three normalisations of the query's scores as grouped bars, each always in its own colour.
+
+    At ×200 every naive-softmax weight is NaN: the fixed groups keep that series in the legend and
+    the stable softmax in its own colour (it used to take the naive softmax's).
+    """
+    token = lesson.tokens[query_index]
+    return charts.grouped_bars(
+        lesson.norms,
+        "token",
+        "weight",
+        "method",
+        f"Weights for “{token}” with scores × {scale:g}",
+        groups=NORMALISATIONS,
+    )
+
+
+def dots_chart(lesson: WithoutWeightsLesson, query_index: int) -> VegaChart:
+    """The query's dot products and cosine similarities with every token, as grouped bars."""
+    token = lesson.tokens[query_index]
+    return charts.grouped_bars(
+        lesson.dots_long,
+        "token",
+        "score",
+        "measure",
+        f"Dot product and cosine similarity with “{token}”",
+        groups=tuple(lesson.dots.columns.drop("token")),
+    )
+
+
+@dataclass(frozen=True)
+class WeightColours:
+    """How a weights heatmap maps weights to colours: the fixed 0–1 scale, or stretched to the weights' range."""
+
+    domain: tuple[float, float] | None  # None: the heatmap's own 0–1 scale
+    legend: str  # the legend's title, which says which
+
+
+def weight_colours(weights: pd.DataFrame, stretch: bool) -> WeightColours:
+    """On the fixed 0–1 scale every weight between 0.09 and 0.24 is one dark colour; stretched, the
+    colours run from the smallest weight to the largest, and the legend says so (it then no longer
+    reads as "0 is dark, 1 is bright")."""
+    low, high = float(weights["value"].min()), float(weights["value"].max())
+    if not stretch or high - low < 1e-6:  # a constant matrix has no range to stretch over
+        return WeightColours(None, "weight")
+    return WeightColours((low, high), f"weight, colours stretched to {low:.2f}–{high:.2f}")

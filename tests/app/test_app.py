@@ -180,6 +180,8 @@ def test_naive_softmax_overflow_is_explained() -> None:
     at.slider(key="logit_scale").set_value(200.0).run()
     assert_clean(at)
     assert any("overflowed" in e.value for e in at.error)
+    for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
+        at.radio(key=key).set_value(0).run()  # the weights' table appears once the question is answered
     # The NaN weights read as what they are, not as st.dataframe's "None" for a float NaN.
     norms = next(d.value for d in at.dataframe if "naive softmax" in d.value.index)
     naive = list(norms.loc["naive softmax"])

@@ -45,7 +45,11 @@ def opened(**params: str) -> AppTest:
 def page() -> AppTest:
     use_navigation_mode()
     try:
-        return opened(scale_longest="1024", scale_generated="64")
+        at = opened(scale_longest="1024", scale_generated="64")
+        # Each measurement appears once its question is answered (predict, then reveal): answer them all.
+        for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
+            at.radio(key=key).set_value(0).run()
+        return at
     finally:
         restore_pages_manager()
 
@@ -67,8 +71,8 @@ def test_page_renders_its_sections_and_numbers(page: AppTest) -> None:
 
 
 def test_online_controls_change_the_table(page: AppTest) -> None:
-    page.number_input(key="scale_keys").set_value(7).run()
-    page.number_input(key="scale_block").set_value(3).run()
+    page.selectbox(key="scale_keys").set_value(7).run()
+    page.selectbox(key="scale_block").set_value(3).run()
     assert not page.exception
     table = next(df.value for df in page.dataframe if "m (running max)" in df.value.columns)
     assert len(table) == 3  # 7 keys in blocks of 3: 3 + 3 + 1
@@ -80,10 +84,13 @@ def test_tiling_controls_change_the_tile_counts(page: AppTest) -> None:
     page.selectbox(key="scale_block_q").set_value(4).run()
     page.selectbox(key="scale_block_k").set_value(16).run()
     assert not page.exception
+    assert not any(" skipped" in c.value for c in page.caption if "once you have answered" not in c.value)
+    prediction_radio(page, "predict_scale_tiles").set_value(0).run()  # a new question: the grid waits for it
     expected = lesson.tiling_lesson(123, 4, 16, True)
     caption = "\n".join(c.value for c in page.caption)
     assert f"{expected.computed} of {len(expected.tiles)} tiles computed, {expected.skipped} skipped" in caption
     page.toggle(key="scale_causal").set_value(False).run()
+    prediction_radio(page, "predict_scale_tiles").set_value(0).run()
     caption = "\n".join(c.value for c in page.caption)
     assert f"{len(expected.tiles)} of {len(expected.tiles)} tiles computed, 0 skipped" in caption
 
@@ -123,5 +130,19 @@ def test_nasty_values_for_every_page_control_in_the_link(value: str) -> None:
     assert all(not m.proto.allow_html for m in at.markdown)
     assert at.selectbox(key="scale_longest").value in lesson.token_choices("cpu")
     assert at.selectbox(key="scale_generated").value in scale_kv.TIMING_CHOICES
-    assert 2 <= at.number_input(key="scale_keys").value <= 16
+    assert 2 <= at.selectbox(key="scale_keys").value <= 16
     assert at.selectbox(key="scale_block_q").value in lesson.BLOCK_CHOICES
+
+
+def test_keys_in_the_row_cannot_be_typed_out_of_range_and_a_wide_block_is_the_whole_row() -> None:
+    # A number box took 40 keys, turned red and silently kept the old result; it is a choice of 2 to 16 now.
+    at = opened(scale_keys="40", scale_longest="1024", scale_generated="64")
+    assert at.selectbox(key="scale_keys").value == 12 and list(at.selectbox(key="scale_keys").options) == [
+        str(k) for k in range(2, 17)
+    ]
+    at.selectbox(key="scale_keys").set_value(5).run()
+    at.selectbox(key="scale_block").set_value(16).run()
+    assert not at.exception and not at.error
+    assert any("holds the whole row of 5" in c.value for c in at.caption)
+    table = next(df.value for df in at.dataframe if "m (running max)" in df.value.columns)
+    assert len(table) == 1

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import core
 from core import lessons
+from core.app import registry
 from core.charts import common as charts
 from tests import support
 from tests.support import PAGE_FILES, restore_pages_manager, use_navigation_mode
@@ -243,11 +244,8 @@ def test_the_outlined_heatmap_row_follows_the_query_picker(page: str, picker: st
         at.switch_page(page).run()
         for query in (at.selectbox(key=picker).value, 0, 4):
             at.selectbox(key=picker).set_value(query).run()
-            # A new query asks the page's question again; the weights heatmap answers it, so it is drawn
-            # once that is answered (predict, then reveal).
-            question = next((r for r in at.radio if r.key and r.key.startswith("predict_")), None)
-            if question is not None and question.value is None:
-                question.set_value(0).run()
+            for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
+                at.radio(key=key).set_value(0).run()  # the weights appear once the question is answered
             cells = drawn_heatmaps(at)[description]
             assert {c["row_index"] for c in cells if c["is_query"]} == {query}
     finally:
@@ -310,3 +308,23 @@ def test_the_benchmarks_reference_page_draws_our_heatmap_the_plain_altair_way() 
     assert not at.exception
     at.slider(key="value").set_value(70).run()
     assert not at.exception and len(at.get("vega_lite_chart")) == 1
+
+
+def test_every_chart_on_a_page_offers_svg_and_png_under_a_name_with_its_settings() -> None:
+    import json
+
+    use_navigation_mode()
+    try:
+        at = AppTest.from_file(str(support.ROOT / "streamlit_app.py"), default_timeout=120)
+        at.query_params["multiplier"] = "16.0"
+        at.run()
+        at.switch_page(registry.page("why_scale").file).run()
+    finally:
+        restore_pages_manager()
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    assert specs
+    for spec in specs:
+        options = spec["usermeta"]["embedOptions"]
+        assert options["actions"]["export"] is True
+        assert options["downloadFileName"].startswith("attention-lab_why_scale_")
+        assert "multiplier-16.0" in options["downloadFileName"]

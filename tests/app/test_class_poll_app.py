@@ -62,6 +62,7 @@ def test_a_class_answers_the_teacher_sees_the_split_and_the_reveal_reaches_every
     assert "present=true" in link and room.code in link and room.secret not in link
     assert teacher.get("image"), "no QR code drawn"
     assert "0 answers" in shown
+    assert not [c for c in teacher.get("vega_lite_chart") if "The class's answers" in c.proto.alt]  # no empty axis
 
     students = [app(None, room=room.code, present="true") for _ in range(3)]  # they land on the overview
     for student in students:
@@ -250,3 +251,39 @@ def test_a_student_who_opens_the_link_during_an_outage_joins_when_the_store_retu
     assert student.session_state["class_poll_following"] == room.code
     assert not any("tries again" in i.value for i in student.info)
     assert store.room(room.code).joined == 1
+
+
+def test_a_new_lesson_opens_at_step_1_for_the_teacher_and_the_class() -> None:
+    # Issue 30, defect 2: the teacher at step 3 of one lesson switched lesson and landed on step 3 of the new
+    # one, past its question; every student followed. Students also saw Back/Next and a step box that did nothing.
+    teacher, room = start_poll()
+    student = app(None, room=room.code, present="true")
+    teacher.number_input(key="step").set_value(3).run()
+    student.run()
+    assert student.session_state["step"] == 3
+    teacher.switch_page(registry.page("without_weights").file).run()
+    assert_clean(teacher)
+    assert teacher.number_input(key="step").value == 1
+    assert class_poll_store().room(room.code).step == 1
+    student.run()  # the watcher's rerun: the student follows to the new lesson
+    student.run()
+    assert_clean(student)
+    assert student.title[0].value == teacher.title[0].value
+    assert student.session_state["step"] == 1
+    assert student.query_params.get("step") in (None, "1", ["1"])  # the link shows the teacher's step, not 3
+    assert not [b for b in student.button if b.label in ("← Back", "Next →")]
+    assert any("as the teacher shows it" in c.value for c in student.caption)
+    assert [b for b in teacher.button if b.label == "Next →"]  # the teacher keeps them
+
+
+def test_the_teachers_reveal_unlocks_what_the_answer_gives_away_on_the_projected_screen() -> None:
+    # The teacher presses Reveal without choosing an answer: the bars that answer the question were still
+    # locked on the projector ("appear once you have answered").
+    teacher, room = start_poll()
+    teacher.number_input(key="step").set_value(2).run()
+    assert any("once you have answered" in c.value for c in teacher.caption)
+    (reveal,) = [b for b in teacher.button if b.label == "Reveal"]
+    reveal.click().run()
+    assert_clean(teacher)
+    assert not any("once you have answered" in c.value for c in teacher.caption)
+    assert [m for m in teacher.metric if "largest weight" in m.label]

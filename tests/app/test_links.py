@@ -72,6 +72,7 @@ def test_every_rule_reads_what_its_control_writes() -> None:
         "train_init": "book", "train_lr": "0.0003", "train_steps": "400", "train_show_layer": "1",
         "scale_longest": "2,048", "scale_keys": "12", "scale_block": "4", "scale_block_q": "8", "scale_block_k": "4",
         "scale_causal": "false", "scale_generated": "256", "layer": "1", "head": "8", "pair": "question",
+        "stretch": "true",
     }  # fmt: skip
     assert set(written) == set(PAGE_PARAMETERS)
     reading = read_link(written, DEVICES)

@@ -91,3 +91,84 @@ def test_lesson_3_shows_the_bars_that_answer_its_question_only_after_a_choice() 
     assert not at.exception, [e.value for e in at.exception]
     assert "80%" in shown() and [m for m in at.metric if "largest weight" in m.label]
     assert not any("once you have answered" in c.value for c in at.caption)
+
+
+def open_lesson(slug: str, **params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=300)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    at.switch_page(registry.page(slug).file).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def answer_every_question(at: AppTest) -> AppTest:
+    """Choose the first shown option of every predict box on the page (each choice reruns the page)."""
+    for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
+        at.radio(key=key).set_value(0).run()
+        assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def on_screen(at: AppTest) -> str:
+    """Every markdown, caption and metric label and value the page shows, as one text."""
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [f"{m.label} {m.value}" for m in at.metric]
+    return "\n".join(parts)
+
+
+def charts_drawn(at: AppTest) -> int:
+    return len(at.get("vega_lite_chart"))
+
+
+def locks(at: AppTest) -> int:
+    return sum("once you have answered" in c.value for c in at.caption)
+
+
+def test_lesson_1_keeps_the_querys_scores_and_weights_until_a_choice() -> None:
+    # "Which token will 'journey' attend to most?" stood above its own dot products, weights and shares.
+    at = open_lesson("without_weights")
+    assert "Divide by sum:" not in on_screen(at) and locks(at) >= 4
+    before = charts_drawn(at)
+    answer_every_question(at)
+    assert "Divide by sum:" in on_screen(at) and locks(at) == 0
+    assert charts_drawn(at) >= before + 5  # the two bar charts and the three weight heatmaps
+
+
+def test_lesson_8_says_exactly_sqrt_dk_only_after_a_choice() -> None:
+    # "Without the factor their spread is exactly √d_k times larger" sat in the text under the question.
+    at = open_lesson("training_lab")
+    assert "exactly √d_k times" not in on_screen(at) and locks(at) == 1
+    answer_every_question(at)
+    assert "exactly √d_k times" in on_screen(at) and locks(at) == 0
+
+
+def test_lesson_9_shows_each_measurement_only_after_its_question() -> None:
+    # "memory ×, 1,024 → 2,048: 4.00", the tile grid's "skipped", the cache's growth table and the real caches
+    # all stood right under (or above) the questions they answer.
+    at = open_lesson("attention_at_scale", scale_longest="1024")
+    labels = " ".join(m.label for m in at.metric)
+    assert "memory ×" not in labels and "online result" not in labels and "Exact, not approximate" not in on_screen(at)
+    assert "skipped" not in " ".join(c.value for c in at.caption if "once you have answered" not in c.value)
+    assert locks(at) == 5
+    tables = len(at.dataframe)
+    answer_every_question(at)
+    labels = " ".join(m.label for m in at.metric)
+    assert "memory ×" in labels and "online result" in labels and "Exact, not approximate" in on_screen(at)
+    assert locks(at) == 0 and len(at.dataframe) >= tables + 2  # the growth table and the real models' caches
+
+
+def test_lesson_6_hides_the_heads_that_answer_its_question_until_a_choice() -> None:
+    # The page opened on the clearest previous-token head, under "which head looks at the previous piece?".
+    at = open_lesson("real_model")
+    assert "Measured by the" not in on_screen(at) and locks(at) == 4
+    answer_every_question(at)
+    assert "Measured by the" in on_screen(at) and locks(at) == 0
+
+
+def test_lesson_1_stretches_its_weight_colours_from_the_link_and_says_so_on_the_legend() -> None:
+    at = answer_every_question(open_lesson("without_weights", stretch="true"))
+    assert at.toggle(key="stretch").value is True
+    alts = [c.proto.spec for c in at.get("vega_lite_chart") if "attention weights" in c.proto.alt]
+    assert alts and all("colours stretched to" in spec for spec in alts)

@@ -56,9 +56,10 @@ def test_every_section_is_rendered_on_its_page(spec: registry.PageSpec, navigati
     if spec is not registry.HOME:
         at.switch_page(spec.file).run()
     assert not at.exception, [e.value for e in at.exception]
+    # Some sections explain a question's answer and appear only once it is chosen (widgets.predict).
     for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
-        at.radio(key=key).set_value(0).run()  # a section that answers a question shows once it is answered
-    assert not at.exception, [e.value for e in at.exception]
+        at.radio(key=key).set_value(0).run()
+        assert not at.exception, [e.value for e in at.exception]
     shown = [m.value.strip() for m in at.markdown]
     for name, body in prose.read_sections(spec.slug).items():
         assert body.strip() in shown, f"{spec.prose_path}: section {name!r} is not on the page"

@@ -30,6 +30,10 @@ def open_page(slug: str, **params: str) -> AppTest:
     if spec is not registry.HOME:
         at.switch_page(spec.file).run()
     assert not at.exception, [e.value for e in at.exception]
+    # The numbers that answer a question appear once it is answered (predict, then reveal).
+    for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
+        at.radio(key=key).set_value(0).run()
+    assert not at.exception, [e.value for e in at.exception]
     return at
 
 

@@ -300,7 +300,7 @@ def test_lines_and_measure_map_specs_validate(lesson) -> None:
     assert lines["weight"].min() >= 0.05
     tokens = frames_rm.tokens_frame(lesson)
     spec = validated_spec(charts_rm.lines(lines, tokens, "head"))
-    assert len(spec["layer"]) == 3
+    assert len(spec["layer"]) == 4  # lines, click targets, labels left and right (validated above)
     table = frames_rm.measure_frame(lesson, lesson_rm.Measure.PREVIOUS, 0, 2)
     assert list(table.columns) == ["layer", "head", "value", "chosen"] and len(table) == 72
     assert table[table["chosen"]][["layer", "head"]].values.tolist() == [[0, 2]]
@@ -343,6 +343,14 @@ def page(navigation_mode) -> AppTest:
     at.run()
     at.switch_page(PAGE).run()
     assert not at.exception, [e.value for e in at.exception]
+    return answered(at)
+
+
+def answered(at: AppTest) -> AppTest:
+    """Answer the page's question: the heads that answer it appear only then (predict, then reveal)."""
+    for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
+        at.radio(key=key).set_value(0).run()
+    assert not at.exception, [e.value for e in at.exception]
     return at
 
 
@@ -376,6 +384,7 @@ def test_page_with_own_sentence_and_a_chosen_head(navigation_mode, model: rm.Rea
     at.text_input(key="real_sentence").input("Paris is the capital of France.").run()
     at.selectbox(key="real_layer").set_value(4).run()
     at.selectbox(key="real_head").set_value(9).run()
+    answered(at)  # a new sentence asks its own question
     assert not at.exception and not at.error
     own = lesson_rm.real_model_lesson(model, "Paris is the capital of France.")
     view = frames_rm.causal_view(own, 4, 9)

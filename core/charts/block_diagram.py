@@ -1,0 +1,111 @@
+"""The overview's map of a decoder block: each part with the lesson that explains it. No streamlit here.
+
+`decoder_block_dot` returns Graphviz DOT text, which st.graphviz_chart draws in the browser (no
+Python graphviz package, nothing downloaded). The parts and their lessons are data (`BLOCK_PARTS`),
+so a test can check that every lesson of the registry is placed on the map exactly where it says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from core.app import registry
+
+
+class Region(StrEnum):
+    """Where a part sits: in the stack of blocks, on the way in, on the way out, or beside the block."""
+
+    INPUT = "input"
+    BLOCK = "block"  # repeated N times
+    OUTPUT = "output"
+    BESIDE = "beside"  # not in a decoder-only block, drawn dashed beside it
+
+
+@dataclass(frozen=True)
+class BlockPart:
+    """One box of the diagram; `lessons` are the slugs of the lessons that explain it (may be empty)."""
+
+    key: str  # the DOT node name
+    label: str
+    region: Region
+    lessons: tuple[str, ...] = ()
+
+
+# Bottom to top, as data flows through a decoder-only model (GPT). The edges follow this order within the
+# input, block and output regions; the parts beside the block attach to the attention part.
+BLOCK_PARTS: tuple[BlockPart, ...] = (
+    BlockPart("tokens", "tokens of the text so far", Region.INPUT),
+    BlockPart("embed", "token embeddings + position embeddings", Region.INPUT, ("without_weights",)),
+    BlockPart("qkv", "queries, keys, values: x W_q, x W_k, x W_v", Region.BLOCK, ("trainable_weights",)),
+    BlockPart("scores", "scores q·k / √d_k, softmax", Region.BLOCK, ("without_weights", "why_scale")),
+    BlockPart("mask", "causal mask (and dropout while training)", Region.BLOCK, ("causal_dropout",)),
+    BlockPart("heads", "h heads side by side, joined by W_o", Region.BLOCK, ("multi_head", "real_model")),
+    BlockPart("residual1", "add the input back (residual), normalise", Region.BLOCK),
+    BlockPart("mlp", "MLP on each token", Region.BLOCK),
+    BlockPart("residual2", "add back, normalise", Region.BLOCK),
+    BlockPart("unembed", "unembedding: one score per word of the vocabulary", Region.OUTPUT),
+    BlockPart("softmax", "softmax: the next token's probabilities", Region.OUTPUT, ("training_lab",)),
+    BlockPart("cross", "cross-attention: keys and values from an encoder", Region.BESIDE, ("cross_attention",)),
+    BlockPart("scale", "long contexts: FlashAttention tiles, KV cache", Region.BESIDE, ("attention_at_scale",)),
+)
+_BESIDE_OF = "mask"  # the attention part the side boxes attach to
+
+
+def part_label(part: BlockPart) -> str:
+    """The box's text: its name, then the lessons that explain it by number ("lessons 1, 3")."""
+    numbers = [str(registry.page(slug).number) for slug in part.lessons]
+    if not numbers:
+        return part.label
+    return f"{part.label}\\n(lesson{'s' if len(numbers) > 1 else ''} {', '.join(numbers)})"
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', "'") + '"'
+
+
+def _node(part: BlockPart, fill: str, indent: str) -> str:
+    """One box: filled where a lesson explains it, dashed beside the block."""
+    style = ["rounded"] + (["filled"] if part.lessons else []) + (["dashed"] if part.region is Region.BESIDE else [])
+    label, styles = _quoted(part_label(part)), _quoted(",".join(style))
+    return f"{indent}{part.key} [label={label}, style={styles}, fillcolor={_quoted(fill)}];"
+
+
+def decoder_block_dot(dark: bool = False) -> str:
+    """The decoder block as DOT, bottom to top: the N-times block in a frame, the side parts dashed.
+
+    Lesson boxes are filled; parts no lesson covers are plain, so a teacher sees what the lab leaves out.
+    """
+    ink, fill = ("#e6e6e6", "#3b4a6b") if dark else ("#262730", "#dbe7f7")
+    lines = [
+        "digraph decoder {",
+        "  rankdir=BT; nodesep=0.25; ranksep=0.3; bgcolor=transparent;",
+        f'  node [shape=box, style="rounded", fontname="sans-serif", fontsize=12, color="{ink}", fontcolor="{ink}"];',
+        f'  edge [color="{ink}"];',
+    ]
+    lines += [_node(part, fill, "  ") for part in BLOCK_PARTS if part.region is not Region.BLOCK]
+    lines.append('  subgraph cluster_block { label="one block, repeated N times"; style="rounded,dashed";')
+    lines.append(f'    fontname="sans-serif"; fontsize=11; color={_quoted(ink)}; fontcolor={_quoted(ink)};')
+    lines += [_node(part, fill, "    ") for part in BLOCK_PARTS if part.region is Region.BLOCK]
+    lines.append("  }")
+    chain = [part.key for part in BLOCK_PARTS if part.region is not Region.BESIDE]
+    lines += [f"  {a} -> {b};" for a, b in zip(chain, chain[1:], strict=False)]
+    # The residual paths: each sub-layer's input skips it and is added back to its output.
+    lines.append('  embed -> residual1 [style=dashed, constraint=false, label=" residual", fontsize=10];')
+    lines.append('  residual1 -> residual2 [style=dashed, constraint=false, label=" residual", fontsize=10];')
+    lines += [
+        f"  {part.key} -> {_BESIDE_OF} [style=dashed, arrowhead=none];"
+        for part in BLOCK_PARTS
+        if part.region is Region.BESIDE
+    ]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def parts_by_lesson() -> dict[str, tuple[BlockPart, ...]]:
+    """Each lesson's slug -> the parts of the diagram it explains (in the diagram's order)."""
+    found: dict[str, list[BlockPart]] = {}
+    for part in BLOCK_PARTS:
+        for slug in part.lessons:
+            found.setdefault(slug, []).append(part)
+    return {slug: tuple(parts) for slug, parts in found.items()}

@@ -1,0 +1,25 @@
+"""The overview page (AppTest): the decoder-block map, a link to every lesson, the lecture path."""
+
+from __future__ import annotations
+
+from core.app import registry
+
+
+def test_the_overview_draws_the_map_links_every_lesson_and_shows_the_plan() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support import APP, restore_pages_manager, use_navigation_mode
+
+    use_navigation_mode()
+    try:
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.run()
+    finally:
+        restore_pages_manager()
+    assert not at.exception, [e.value for e in at.exception]
+    (diagram,) = at.get("graphviz_chart")
+    assert "cluster_block" in diagram.proto.spec
+    links = {link.proto.page for link in at.get("page_link")}
+    assert all(spec.file in " ".join(links) or spec.slug in " ".join(links) for spec in registry.lessons()), links
+    plan = next(df.value for df in at.dataframe if "what to show" in df.value.columns)
+    assert len(plan) == len(registry.lessons())

@@ -1,0 +1,18 @@
+"""Presentation mode on a projector (issue 30, defect 6): the title and the step bar leave room for the step."""
+
+from __future__ import annotations
+
+import re
+
+from ui import presentation
+
+
+def test_the_repeated_title_and_the_bars_label_row_shrink_on_every_step() -> None:
+    # At 1280×720 CSS pixels zoomed 1.5× the full-size title and the bar's label row took about 40% of the
+    # height, and the step's chart started below the fold. Every step's style now shrinks them.
+    for current in (1, 3):
+        css = presentation.presentation_style(current)
+        size = re.search(r"\.st-key-al-title h1 \{font-size: ([\d.]+)rem", css)
+        assert size is not None and float(size.group(1)) <= 1.5, css
+        assert '.st-key-al-bar [data-testid="stWidgetLabel"] {display: none;}' in css
+        assert 'stMainBlockContainer"] {padding-top' in css

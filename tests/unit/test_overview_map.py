@@ -1,0 +1,35 @@
+"""The overview's decoder-block map and lecture path (issue 30): every lesson placed, nothing downloaded."""
+
+from __future__ import annotations
+
+import re
+
+from core.app import registry
+from core.charts import block_diagram
+from core.lessons import overview
+
+
+def test_every_lesson_is_on_the_map_at_the_part_it_explains() -> None:
+    placed = block_diagram.parts_by_lesson()
+    assert set(placed) == {spec.slug for spec in registry.lessons()}
+    dot = block_diagram.decoder_block_dot()
+    for spec in registry.lessons():
+        for part in placed[spec.slug]:
+            label = re.search(rf"\b{part.key} \[label=\"([^\"]*)\"", dot)
+            assert label is not None and str(spec.number) in label.group(1).split("(lesson")[-1], (spec.slug, part)
+
+
+def test_the_map_runs_from_embeddings_through_the_block_to_the_next_token() -> None:
+    dot = block_diagram.decoder_block_dot(dark=True)
+    chain = ["tokens", "embed", "qkv", "scores", "mask", "heads", "residual1", "mlp", "residual2", "unembed", "softmax"]
+    for a, b in zip(chain, chain[1:], strict=False):
+        assert f"  {a} -> {b};" in dot
+    assert "subgraph cluster_block" in dot and dot.count("{") == dot.count("}")
+    assert "http" not in dot  # nothing to fetch
+
+
+def test_the_lecture_path_lists_every_lesson_in_order_with_its_minutes() -> None:
+    plan = overview.lecture_path()
+    assert list(plan["lesson"]) == [f"{s.number}. {s.title}" for s in registry.lessons()]
+    assert (plan["minutes"] > 0).all() and plan["after (min)"].iloc[-1] == plan["minutes"].sum() == 90
+    assert plan["what to show"].str.len().min() > 20

@@ -1,0 +1,44 @@
+"""Lesson 8 on a projector (issue 30, defect 4): plot heights, and the induction example's copies marked."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+
+from core.charts import training as charts_training
+from core.lessons import training_lab as tt
+from core.models.tiny_transformer import INDUCTION_PART, Task, train
+
+
+def test_the_curves_keep_their_plot_height_below_the_legend() -> None:
+    # A plain "fit" took the legend out of the 240 px and left about 60 px of plot.
+    frame = pd.DataFrame(
+        {
+            "run": ["1. a"] * 4,
+            "scaling": ["scaled"] * 4,
+            "step": [0, 10, 0, 10],
+            "metric": ["loss", "loss", "accuracy", "accuracy"],
+            "value": [2.0, 1.0, 0.1, 0.9],
+        }
+    )
+    for chart in charts_training.curve_charts(frame):
+        spec = chart.spec()
+        layers = [spec, *spec.get("layer", [])]
+        assert (
+            any(layer.get("autosize", {}).get("type") == "fit-x" for layer in layers)
+            or spec.get("autosize", {}).get("type") == "fit-x"
+        ), spec.get("autosize")
+        assert max(layer.get("height", 0) for layer in layers) >= 240
+
+
+def test_the_induction_heatmaps_mark_the_first_copy_and_the_repeat() -> None:
+    run = train(replace(tt.default_config(Task.INDUCTION), steps=10))
+    labels = tt.example_labels(run)
+    first = [label for label in labels if label.endswith(tt.FIRST_COPY_MARK)]
+    repeat = [label for label in labels if label.endswith(tt.REPEAT_MARK)]
+    assert len(first) == len(repeat) == INDUCTION_PART
+    # the same tokens, in the same order, in both copies
+    assert [label.split(":")[1][:-1] for label in first] == [label.split(":")[1][:-1] for label in repeat]
+    previous = train(replace(tt.default_config(Task.PREVIOUS_TOKEN), steps=10))
+    assert tt.example_labels(previous) == tt.token_labels(previous.example_tokens)
