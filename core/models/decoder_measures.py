@@ -1,0 +1,164 @@
+"""What the decoder's heads do, measured from a forward pass: sink, previous-token and induction scores,
+the loss on a repeated sequence, head ablation, and RoPE's offset invariance.
+
+Every score is per head, an (L, H) tensor. Scores other than the sink's leave the first token out
+as a key: most heads park a large share of their attention on token 0 (the attention sink), which
+would swamp any other pattern. "Leaving it out" means: drop key 0 from each query's row and
+renormalise the rest to sum to 1 (`without_sink`), then measure.
+
+Shape legend as in core.models.smollm2: L layers, H query heads, T tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from core.models.smollm2 import (
+    Ablation,
+    AttentionPath,
+    DecoderConfig,
+    SmolLM2,
+    forward,
+    rope_angles,
+    rotate_pairs,
+)
+
+FIRST_ORDINARY_TOKEN = 17  # ids 0-16 are special tokens (<|endoftext|>, <|im_start|>, ...): never drawn
+
+
+def sink_share(attentions: torch.Tensor) -> torch.Tensor:
+    """Mean weight on token 0 over queries 1..T-1 (query 0 sees only token 0): (L, H, T, T) -> (L, H)."""
+    return attentions[..., 1:, 0].mean(dim=-1)
+
+
+def without_sink(attentions: torch.Tensor) -> torch.Tensor:
+    """Each row with key 0 dropped and the rest renormalised: (..., T, T) -> (..., T, T - 1).
+
+    Query 0 has nothing left (its row was all on key 0): its row becomes zeros.
+    """
+    rest = attentions[..., 1:]  # (..., T, T - 1): keys 1..T-1
+    return rest / rest.sum(dim=-1, keepdim=True).clamp(min=1e-12)
+
+
+def previous_token_score(attentions: torch.Tensor) -> torch.Tensor:
+    """Mean renormalised weight (key 0 left out) each query puts on the token just before it.
+
+    Queries 2..T-1 (query 1's previous token is token 0, left out): (L, H, T, T) -> (L, H).
+    """
+    rest = without_sink(attentions)  # (L, H, T, T - 1): column c is key c + 1
+    tokens = attentions.shape[-1]
+    queries = torch.arange(2, tokens)
+    return rest[..., queries, queries - 2].mean(dim=-1)  # key i - 1 sits in column i - 2
+
+
+def random_repeated_tokens(length: int, generator: torch.Generator, vocab_size: int) -> torch.Tensor:
+    """`length` random ordinary tokens, then the same tokens again: (2 * length,)."""
+    first = torch.randint(FIRST_ORDINARY_TOKEN, vocab_size, (length,), generator=generator)
+    return torch.cat((first, first))
+
+
+def induction_score(attentions: torch.Tensor, length: int) -> torch.Tensor:
+    """Attention from each token of the second copy to the token after its first occurrence.
+
+    For the token at position length + i (a repeat of position i), the induction target is
+    position i + 1; mean over i = 0..length-2 of the renormalised weight (key 0 left out; the target
+    is never 0). The last token's target would be position `length` itself, the copy's start, so
+    it is left out too. (L, H, 2 * length, 2 * length) -> (L, H).
+    """
+    rest = without_sink(attentions)  # column c is key c + 1
+    offsets = torch.arange(0, length - 1)
+    queries, targets = length + offsets, offsets + 1
+    return rest[..., queries, targets - 1].mean(dim=-1)
+
+
+@dataclass(frozen=True)
+class CopyLoss:
+    """Next-token loss (nats) and accuracy on the first copy against the second copy.
+
+    Both over the same number of predictions: positions 1..length-1 of each copy, each predicted
+    from what comes before it (the first token of each copy cannot be known from before it).
+    """
+
+    first_loss: float
+    second_loss: float
+    first_accuracy: float
+    second_accuracy: float
+
+
+def copy_loss(logits: torch.Tensor, token_ids: torch.Tensor, length: int) -> CopyLoss:
+    """logits (2 * length, V) of a sequence made of `length` tokens repeated twice."""
+    predicted = logits[:-1]  # (2 * length - 1, V): position p predicts token p + 1
+    targets = token_ids[1:].to(logits.device)  # (2 * length - 1,)
+    losses = F.cross_entropy(predicted.float(), targets, reduction="none")
+    correct = (predicted.argmax(dim=-1) == targets).float()
+    first, second = slice(0, length - 1), slice(length, 2 * length - 1)  # targets 1..n-1 and n+1..2n-1
+    return CopyLoss(
+        first_loss=float(losses[first].mean()),
+        second_loss=float(losses[second].mean()),
+        first_accuracy=float(correct[first].mean()),
+        second_accuracy=float(correct[second].mean()),
+    )
+
+
+@dataclass(frozen=True)
+class InductionReport:
+    token_ids: torch.Tensor  # (2 * length,)
+    scores: torch.Tensor  # (L, H) induction scores
+    sink: torch.Tensor  # (L, H) sink shares on this sequence
+    loss: CopyLoss
+
+    def top_heads(self, count: int = 5) -> list[tuple[int, int, float]]:
+        """(layer, head, score) of the `count` highest induction scores, highest first."""
+        heads = self.scores.shape[1]
+        values, flat = self.scores.flatten().topk(count)
+        return [(int(i) // heads, int(i) % heads, float(v)) for v, i in zip(values, flat, strict=True)]
+
+
+def induction_report(model: SmolLM2, length: int, generator: torch.Generator) -> InductionReport:
+    """Forward a seeded random sequence repeated twice and measure every head and the loss."""
+    ids = random_repeated_tokens(length, generator, model.config.vocab_size)
+    out = forward(model, ids, return_attentions=True)
+    attentions = out.attentions.cpu()  # (L, H, 2n, 2n)
+    return InductionReport(ids, induction_score(attentions, length), sink_share(attentions),
+                           copy_loss(out.logits.cpu(), ids, length))
+
+
+@dataclass(frozen=True)
+class AblationEffect:
+    """The loss on the second copy with and without the ablation, and the shift of the last position's
+    next-token probabilities (total variation distance, 0 = unchanged, 1 = disjoint)."""
+
+    loss_before: float
+    loss_after: float
+    probability_shift: float
+
+
+def ablation_effect(model: SmolLM2, token_ids: torch.Tensor, length: int, ablation: Ablation) -> AblationEffect:
+    """Run the repeated sequence with and without `ablation` (fast path) and compare."""
+    before = forward(model, token_ids, path=AttentionPath.FAST)
+    after = forward(model, token_ids, path=AttentionPath.FAST, ablation=ablation)
+    p, q = before.logits[-1].softmax(-1), after.logits[-1].softmax(-1)
+    return AblationEffect(
+        loss_before=copy_loss(before.logits.cpu(), token_ids, length).second_loss,
+        loss_after=copy_loss(after.logits.cpu(), token_ids, length).second_loss,
+        probability_shift=float(0.5 * (p - q).abs().sum()),
+    )
+
+
+def rope_score(query: torch.Tensor, key: torch.Tensor, i: int, j: int, config: DecoderConfig) -> float:
+    """q . k after rotating the query as at position i and the key as at position j (both (d,))."""
+    angles = rope_angles(torch.tensor([i, j]), config.head_dim, config.rope_base)  # (2, d / 2)
+    q = rotate_pairs(query[None, :], angles[:1])[0]  # (d,)
+    k = rotate_pairs(key[None, :], angles[1:])[0]  # (d,)
+    return float(q.double() @ k.double())
+
+
+def rope_offset_scores(
+    query: torch.Tensor, key: torch.Tensor, i: int, j: int, shifts: list[int], config: DecoderConfig
+) -> list[float]:
+    """The score of the same query and key at positions (i + s, j + s) for each shift s: all equal,
+    because each pair turns by (i - j) x its frequency relative to the other, whatever s is."""
+    return [rope_score(query, key, i + s, j + s, config) for s in shifts]

