@@ -55,7 +55,12 @@ class ExamplePrompt:
 # Prompts checked with our forward pass (tests/unit/test_inside_gpt.py holds their top tokens).
 EXAMPLES = (
     ExamplePrompt("capital", "Chat: the capital of France", "What is the capital of France?", PromptKind.CHAT),
-    ExamplePrompt("fox", "A sentence seen before", "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy", PromptKind.TEXT),  # noqa: E501
+    ExamplePrompt(
+        "fox",
+        "A sentence seen before",
+        "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy",
+        PromptKind.TEXT,
+    ),  # noqa: E501
     ExamplePrompt("count", "Counting", "one, two, three, four, five,", PromptKind.TEXT),
     ExamplePrompt("code", "Python code", "def add(a, b):\n    return", PromptKind.TEXT),
 )
@@ -150,9 +155,7 @@ def sampling_view(
     distribution = next_token_distribution(torch.from_numpy(analysis.last_logits), settings)
     top = distribution.before.topk(TOP_CANDIDATES).indices.tolist()
     drawn = sample(distribution, torch.Generator().manual_seed(seed))
-    candidates = tuple(
-        Candidate(tokens[i], float(distribution.before[i]), float(distribution.after[i])) for i in top
-    )
+    candidates = tuple(Candidate(tokens[i], float(distribution.before[i]), float(distribution.after[i])) for i in top)
     return SamplingView(settings, seed, candidates, distribution.kept, tokens[drawn])
 
 
@@ -322,7 +325,7 @@ class AblationLesson:
 def ablation_lesson(
     _model: smollm2.SmolLM2, length: int, seed: int, layer: int, head: int, choice: AblationChoice
 ) -> AblationLesson:
-    """Switch one head off on the repeated sequence: the loss on the second copy and the next token, with and without."""
+    """One head switched off on the repeated sequence: the loss on the second copy, the next token."""
     repeated = measures.random_repeated_tokens(length, torch.Generator().manual_seed(seed), _model.config.vocab_size)
     ablation = smollm2.Ablation(frozenset({(layer, head)}), choice.mode)
     effect = measures.ablation_effect(_model, repeated, length, ablation)
@@ -332,9 +335,15 @@ def ablation_lesson(
     before = smollm2.forward(_model, ids, path=smollm2.AttentionPath.FAST, last_logits_only=True)
     after = smollm2.forward(_model, ids, path=smollm2.AttentionPath.FAST, last_logits_only=True, ablation=ablation)
     return AblationLesson(
-        layer, head, choice, effect.loss_before, effect.loss_after, effect.probability_shift,
-        _top(_model, before.logits[-1]), _top(_model, after.logits[-1]),
-    )  # fmt: skip
+        layer,
+        head,
+        choice,
+        effect.loss_before,
+        effect.loss_after,
+        effect.probability_shift,
+        _top(_model, before.logits[-1]),
+        _top(_model, after.logits[-1]),
+    )
 
 
 def _top(model: smollm2.SmolLM2, logits: torch.Tensor, count: int = 5) -> tuple[tuple[str, float], ...]:
@@ -434,8 +443,9 @@ def cache_timing(_model: smollm2.SmolLM2, text: str, kind: PromptKind, new_token
     cache, cached_feed, sequence = None, ids, ids
     for _ in range(steps):
         start = time.perf_counter()
-        out = smollm2.forward(_model, cached_feed, path=smollm2.AttentionPath.FAST, last_logits_only=True,
-                              cache=cache, use_cache=True)  # fmt: skip
+        out = smollm2.forward(
+            _model, cached_feed, path=smollm2.AttentionPath.FAST, last_logits_only=True, cache=cache, use_cache=True
+        )
         with_ms.append(1000 * (time.perf_counter() - start))
         start = time.perf_counter()
         full = smollm2.forward(_model, sequence, path=smollm2.AttentionPath.FAST, last_logits_only=True)

@@ -83,7 +83,7 @@ A = A / A.sum(-1, keepdim=True).clamp(min=1e-12)
 offsets = torch.arange(length - 1)
 scores = A[:, :, length + offsets, offsets].mean(-1)  # (30, 9)
 top = scores.flatten().topk(5)
-for value, index in zip(top.values, top.indices):
+for value, index in zip(top.values, top.indices, strict=True):
     print(f"layer {int(index) // n_heads}, head {int(index) % n_heads}: {float(value):.2f}")
 
 losses = F.cross_entropy(logits[:-1], ids[1:], reduction="none")  # position p predicts token p + 1
