@@ -470,9 +470,11 @@ def code(lesson: InductionLesson) -> str:
 
 
 # Bounds: a prompt's analysis is at most 30 x 9 x 64 x 64 float16 (2.2 MB) plus the logits (0.2 MB).
-PROMPT = LessonSpec(analyse_prompt, uses=None, max_entries=16)
+# tests/unit/test_inside_gpt.py measures the largest of each and holds the sum under CACHE_BUDGET_MIB.
+CACHE_BUDGET_MIB = 40
+PROMPT = LessonSpec(analyse_prompt, uses=None, max_entries=8)
 VOCABULARY = LessonSpec(vocabulary_texts, uses=None, max_entries=1)  # 49,152 short strings, one model
-GENERATION = LessonSpec(generate_steps, uses=None, max_entries=32, ttl_s=30 * 60)  # <= 16 x 270 x 80 float16
+GENERATION = LessonSpec(generate_steps, uses=None, max_entries=16, ttl_s=30 * 60)  # <= 16 x 270 x 80 float16
 INDUCTION = LessonSpec(induction_lesson, uses=None, max_entries=32)
 ABLATION = LessonSpec(ablation_lesson, uses=None, max_entries=128)
 ROPE = LessonSpec(rope_lesson, uses=None, max_entries=64)
