@@ -68,7 +68,7 @@ def test_the_top_token_question_is_the_models_own_ranking() -> None:
         ("gpt_top_p", "0.5", lambda at: "49,152 tokens can" not in captions(at)),
         ("gpt_seed", "7", lambda at: "seed 7 draws" in captions(at)),
         ("gpt_new_tokens", "3", lambda at: at.slider(key="gpt_new_tokens").value == 3),
-        ("gpt_layer", "17", lambda at: "loss on the second copy, layer 17 head" in " ".join(m.label for m in at.metric)),
+        ("gpt_layer", "17", lambda at: "layer 17 head" in " ".join(m.label for m in at.metric)),
         ("gpt_head", "3", lambda at: "head 3 on" in " ".join(m.label for m in at.metric)),
         ("gpt_length", "10", lambda at: "20 random tokens" in captions(at)),
         ("gpt_ablation", "mean", lambda at: at.selectbox(key="gpt_ablation").value == gpt.AblationChoice.MEAN),

@@ -30,7 +30,7 @@ def vocabulary(model) -> tuple[str, ...]:
 
 
 def test_link_bounds_are_the_models_and_the_lessons(model) -> None:
-    assert (links.GPT_LAYERS, links.GPT_HEADS) == (model.config.num_layers, model.config.num_heads)
+    assert (model.config.num_layers, model.config.num_heads) == (links.GPT_LAYERS, links.GPT_HEADS)
     assert links.GPT_MAX_NEW_TOKENS == gpt.MAX_NEW_TOKENS
     assert links.GPT_REPEAT == (gpt.MIN_REPEAT, gpt.MAX_REPEAT)
 
