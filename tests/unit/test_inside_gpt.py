@@ -167,3 +167,27 @@ def test_the_lessons_caches_stay_under_their_budget(model) -> None:
     assert set(largest) == set(gpt.LESSONS)
     total = sum(len(pickle.dumps(value)) * spec.max_entries for spec, value in largest.items())
     assert total / 2**20 < gpt.CACHE_BUDGET_MIB
+
+
+def test_every_chart_of_the_lesson_is_valid_vega_lite(model, vocabulary) -> None:
+    from core.charts import inside_gpt as charts_gpt
+    from core.charts import real_model as charts_rm
+    from tests.support import validated_spec
+
+    analysis = gpt.analyse_prompt(model, gpt.EXAMPLES[2].text, gpt.EXAMPLES[2].kind)
+    view = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(0.7, 5, 1.0), 0)
+    result = gpt.generate_steps(model, gpt.EXAMPLES[2].text, gpt.EXAMPLES[2].kind, view.settings, 0, 2)
+    tokens = result.prompt_tokens + tuple(s.token for s in result.steps)
+    lesson = gpt.induction_lesson(model, 8, 0)
+    timing = gpt.cache_timing(model, gpt.EXAMPLES[2].text, gpt.EXAMPLES[2].kind, 2)
+    charts = [
+        charts_gpt.probabilities(frames.probability_frame(view)),
+        charts_gpt.attention_row(frames.row_frame(result.steps[-1], tokens, 0, 0), "row"),
+        charts_gpt.groups(frames.group_frame(30, 9, gpt.kv_groups(9, 3), lesson.scores)),
+        charts_gpt.timing(frames.timing_frame(timing)),
+        charts_rm.grid(frames.grid_frame(analysis, 0, 0), len(analysis.tokens), 30, 9),
+        charts_rm.measure(frames.measure_frame(analysis.sink, 0, 0), "sink", "sink"),
+    ]
+    for chart in charts:
+        spec = validated_spec(chart)
+        assert all(len(table) > 0 for table in spec["datasets"].values())
