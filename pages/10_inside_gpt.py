@@ -105,6 +105,7 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
         "Bars of the ten most probable next tokens, before and after the filters.",
     )
     st.caption(f"{view.kept:,} tokens can still be drawn; seed {seed} draws {view.sampled!r}.")
+    widgets.code_box(gpt.next_token_code(analysis, view), title="the next token from the model's file")
     generation(model, analysis, settings, seed, text, kind)
 
 

@@ -469,6 +469,19 @@ def code(lesson: InductionLesson) -> str:
     return recipes.fill("inside_gpt", {"length": lesson.length, "seed": lesson.seed})
 
 
+def next_token_code(analysis: PromptAnalysis, view: SamplingView) -> str:
+    """The filled recipe core/recipes/inside_gpt_next_token.py: this prompt's ids, these filters, this seed."""
+    settings = view.settings
+    values = {
+        "ids": list(analysis.token_ids),
+        "temperature": settings.temperature,
+        "top_k": settings.top_k or 0,
+        "top_p": 1.0 if settings.top_p is None else settings.top_p,
+        "seed": view.seed,
+    }
+    return recipes.fill("inside_gpt_next_token", values)
+
+
 # Bounds: a prompt's analysis is at most 30 x 9 x 64 x 64 float16 (2.2 MB) plus the logits (0.2 MB).
 # tests/unit/test_inside_gpt.py measures the largest of each and holds the sum under CACHE_BUDGET_MIB.
 CACHE_BUDGET_MIB = 40

@@ -191,3 +191,22 @@ def test_every_chart_of_the_lesson_is_valid_vega_lite(model, vocabulary) -> None
     for chart in charts:
         spec = validated_spec(chart)
         assert all(len(table) > 0 for table in spec["datasets"].values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("temperature", "top_k", "top_p", "seed"), [(1.0, 0, 1.0, 0), (0.7, 20, 0.9, 3), (0.0, 0, 1.0, 1)]
+)
+def test_the_next_token_code_box_reproduces_the_page(model, vocabulary, temperature, top_k, top_p, seed) -> None:
+    analysis = gpt.analyse_prompt(model, "What is the capital of France?", gpt.PromptKind.CHAT)
+    view = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(temperature, top_k, top_p), seed)
+    namespace = recipes.run(gpt.next_token_code(analysis, view))
+    top = namespace["before"].topk(gpt.TOP_CANDIDATES).indices.tolist()
+    assert [vocabulary[i] for i in top[:3]] == [c.token for c in view.candidates[:3]]
+    # float32 here, bfloat16 weights on the page: the probabilities agree to about 1e-2
+    assert namespace["before"][top].tolist() == pytest.approx([c.before for c in view.candidates], abs=0.01)
+    assert namespace["after"][top].tolist() == pytest.approx([c.after for c in view.candidates], abs=0.02)
+    # top-p's cut falls where the kept mass reaches p: a token right at the edge may fall either side
+    # between float32 and bfloat16 (0.7, 20, 0.9 keeps 9 tokens here, 8 on the page)
+    assert abs(int(namespace["keep"].sum()) - view.kept) <= (0 if top_p == 1.0 else 1)
+    assert vocabulary[namespace["drawn"]] == view.sampled
