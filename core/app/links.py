@@ -161,6 +161,19 @@ def _pretrained_pairs() -> tuple[str, ...]:
     return pretrained_cross.pair_choices()
 
 
+def _gpt(name: str) -> tuple[str, ...]:
+    from core.lessons import inside_gpt  # lesson 10's module: loaded only when a link names one of its choices
+
+    choices = {
+        "prompt": (*(example.key for example in inside_gpt.EXAMPLES), inside_gpt.OWN_PROMPT),
+        "temperature": _numbers(inside_gpt.TEMPERATURES),
+        "top_k": _numbers(inside_gpt.TOP_KS),
+        "top_p": _numbers(inside_gpt.TOP_PS),
+        "ablation": tuple(choice.value for choice in inside_gpt.AblationChoice),
+    }
+    return choices[name]
+
+
 def _real_model_measures() -> tuple[str, ...]:
     from core.attention.head_measures import Measure
 
@@ -170,6 +183,10 @@ def _real_model_measures() -> tuple[str, ...]:
 # The real model's shape (all-MiniLM-L6-v2); tests/test_links.py checks it against the model's config.
 REAL_MODEL_LAYERS = 6
 REAL_MODEL_HEADS = 12
+# SmolLM2-135M (lesson 10); tests/unit/test_inside_gpt.py checks them against the model's config.
+GPT_LAYERS, GPT_HEADS = 30, 9
+GPT_MAX_NEW_TOKENS = 16  # core.lessons.inside_gpt.MAX_NEW_TOKENS (checked there too)
+GPT_REPEAT = (5, 30)  # core.lessons.inside_gpt.MIN_REPEAT, MAX_REPEAT
 MAX_PRESENTATION_STEPS = 30  # more than any page has; the presentation bar checks the page's own count
 
 
@@ -218,6 +235,19 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "real_layer": Whole(0, REAL_MODEL_LAYERS - 1),
         "real_head": Whole(0, REAL_MODEL_HEADS - 1),
         "real_measure": Choice(_real_model_measures),
+        # lesson 10 (inside a GPT)
+        "gpt_prompt": Choice(lambda: _gpt("prompt")),
+        "gpt_text": Text(),
+        "gpt_chat": Flag(),
+        "gpt_temperature": Choice(lambda: _gpt("temperature")),
+        "gpt_top_k": Choice(lambda: _gpt("top_k")),
+        "gpt_top_p": Choice(lambda: _gpt("top_p")),
+        "gpt_seed": Whole(0, 9999, point_zero=True),
+        "gpt_new_tokens": Whole(1, GPT_MAX_NEW_TOKENS, point_zero=True),
+        "gpt_layer": Whole(0, GPT_LAYERS - 1),
+        "gpt_head": Whole(0, GPT_HEADS - 1),
+        "gpt_length": Whole(*GPT_REPEAT, point_zero=True),
+        "gpt_ablation": Choice(lambda: _gpt("ablation")),
         # lesson 7
         "first_text": Text(),
         "second_text": Text(),

@@ -102,6 +102,18 @@ class PageControl(StrEnum):
     SCALE_BLOCK_K = "scale_block_k"
     SCALE_CAUSAL = "scale_causal"
     SCALE_GENERATED = "scale_generated"
+    GPT_PROMPT = "gpt_prompt"  # lesson 10 (inside a GPT): a checked prompt, or the student's own
+    GPT_TEXT = "gpt_text"
+    GPT_CHAT = "gpt_chat"  # the student's own text as a chat question (the model's template)
+    GPT_TEMPERATURE = "gpt_temperature"
+    GPT_TOP_K = "gpt_top_k"
+    GPT_TOP_P = "gpt_top_p"
+    GPT_SEED = "gpt_seed"
+    GPT_NEW_TOKENS = "gpt_new_tokens"
+    GPT_LAYER = "gpt_layer"
+    GPT_HEAD = "gpt_head"
+    GPT_LENGTH = "gpt_length"  # the random sequence's length, before it is repeated
+    GPT_ABLATION = "gpt_ablation"
 
 
 class Section(StrEnum):
@@ -268,6 +280,38 @@ PAGES: tuple[PageSpec, ...] = (
             PageControl.REAL_LAYER,
             PageControl.REAL_HEAD,
             PageControl.REAL_MEASURE,
+        ),
+    ),
+    PageSpec(  # listed after lesson 6: the navigation follows this order, the number only names it
+        10,
+        "inside_gpt",
+        "Inside a GPT",
+        ":material/smart_toy:",
+        Section.FURTHER,
+        _ignores(
+            preset="this page has its own prompt box",
+            text="type your prompt in the page's own box",
+            d_in="fixed by the model: 576 numbers per token",
+            d_out="fixed by the model: 9 heads of width 64",
+            seed="the page has its own seed, beside the sampling controls",
+            dropout="the model runs in evaluation mode, without dropout",
+            num_heads="fixed by the model: 9 query heads per layer sharing 3 key/value heads",
+            scale="the model was trained with scaling by 1/√64",
+            device="the model runs on the CPU",
+        ),
+        controls=(
+            PageControl.GPT_PROMPT,
+            PageControl.GPT_TEXT,
+            PageControl.GPT_CHAT,
+            PageControl.GPT_TEMPERATURE,
+            PageControl.GPT_TOP_K,
+            PageControl.GPT_TOP_P,
+            PageControl.GPT_SEED,
+            PageControl.GPT_NEW_TOKENS,
+            PageControl.GPT_LAYER,
+            PageControl.GPT_HEAD,
+            PageControl.GPT_LENGTH,
+            PageControl.GPT_ABLATION,
         ),
     ),
     PageSpec(

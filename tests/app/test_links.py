@@ -73,6 +73,9 @@ def test_every_rule_reads_what_its_control_writes() -> None:
         "scale_longest": "2,048", "scale_keys": "12", "scale_block": "4", "scale_block_q": "8", "scale_block_k": "4",
         "scale_causal": "false", "scale_generated": "256", "layer": "1", "head": "8", "pair": "question",
         "stretch": "true",
+        "gpt_prompt": "own", "gpt_text": "Once upon a time", "gpt_chat": "true", "gpt_temperature": "0.7",
+        "gpt_top_k": "20", "gpt_top_p": "0.9", "gpt_seed": "7.0", "gpt_new_tokens": "8", "gpt_layer": "29",
+        "gpt_head": "8", "gpt_length": "20", "gpt_ablation": "mean",
     }  # fmt: skip
     assert set(written) == set(PAGE_PARAMETERS)
     reading = read_link(written, DEVICES)

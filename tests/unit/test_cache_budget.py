@@ -26,6 +26,7 @@ from core.lessons import (
     causal_dropout,
     common,
     cross_attention,
+    inside_gpt,
     multi_head,
     overview,
     pretrained,
@@ -59,6 +60,8 @@ SECOND = " ".join(f"v{i}" for i in range(MAX_TOKENS))
 # Budgeted elsewhere: a real-model lesson (~1.2 MB at the 64-piece cap, 32 kept) and a training run
 # (~50 kB, 64 kept) would take a model load and a 30 s run to measure here.
 NOT_MEASURED_HERE = {real_model.LESSON.name, training_lab.RUN.name}
+# Lesson 10 (inside a GPT) loads SmolLM2: budgeted in tests/unit/test_inside_gpt.py.
+NOT_MEASURED_HERE |= {spec.name for spec in inside_gpt.LESSONS}
 
 
 LONGEST_PIECES = " ".join(["word"] * 62)  # + [CLS] and [SEP]: the real model's 64-piece cap

@@ -1,0 +1,101 @@
+"""Chart builders for "Inside a GPT": DataFrames in, `VegaChart` out (templates built once per look).
+
+The all-heads grid and the per-head measure maps reuse the real encoder's builders
+(core.charts.real_model.grid / measure): same columns, same click selection.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import altair as alt
+import pandas as pd
+
+from core.charts.spec import VegaChart, template
+
+PROBABILITY_DATA = "gpt_probabilities"  # token, stage, probability, rank
+ROW_DATA = "gpt_row"  # token, position, weight
+GROUP_DATA = "gpt_groups"  # layer, head, group, value
+TIMING_DATA = "gpt_timing"  # length, run, ms
+
+
+@functools.cache
+def _probability_template() -> str:
+    chart = (
+        alt.Chart(alt.NamedData(name=PROBABILITY_DATA))
+        .mark_bar()
+        .encode(
+            y=alt.Y("token:N", sort=alt.SortField("rank"), title=None),
+            x=alt.X("probability:Q", title="probability", axis=alt.Axis(format="%")),
+            color=alt.Color("stage:N", title=None, legend=alt.Legend(orient="bottom")),
+            yOffset="stage:N",
+            tooltip=["token:N", "stage:N", alt.Tooltip("probability:Q", format=".3f")],
+        )
+        .properties(title="The next token: before and after temperature, top-k and top-p", width="container")
+    )
+    return template(chart)
+
+
+def probabilities(frame: pd.DataFrame) -> VegaChart:
+    return VegaChart(_probability_template(), {PROBABILITY_DATA: frame})
+
+
+@functools.lru_cache(maxsize=16)
+def _row_template(title: str) -> str:
+    chart = (
+        alt.Chart(alt.NamedData(name=ROW_DATA))
+        .mark_bar()
+        .encode(
+            x=alt.X("token:N", sort=alt.SortField("position"), title=None, axis=alt.Axis(labelAngle=-60)),
+            y=alt.Y("weight:Q", title="weight", scale=alt.Scale(domain=[0, 1])),
+            tooltip=["token:N", alt.Tooltip("weight:Q", format=".3f")],
+        )
+        .properties(title=title, width="container")
+    )
+    return template(chart)
+
+
+def attention_row(frame: pd.DataFrame, title: str) -> VegaChart:
+    return VegaChart(_row_template(title), {ROW_DATA: frame})
+
+
+@functools.cache
+def _group_template() -> str:
+    base = alt.Chart(alt.NamedData(name=GROUP_DATA)).encode(
+        x=alt.X("head:O", title="query head", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("layer:O", title="layer"),
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color("group:N", title="reads", scale=alt.Scale(scheme="set2")),
+        opacity=alt.Opacity("value:Q", title="induction score", scale=alt.Scale(domain=[0, 1], range=[0.25, 1])),
+        tooltip=["layer:O", "head:O", "group:N", alt.Tooltip("value:Q", format=".2f", title="induction score")],
+    )
+    return template(
+        rect.properties(
+            title="Query heads coloured by the key/value head they read", width="container", height=alt.Step(16)
+        )
+    )
+
+
+def groups(frame: pd.DataFrame) -> VegaChart:
+    return VegaChart(_group_template(), {GROUP_DATA: frame})
+
+
+@functools.cache
+def _timing_template() -> str:
+    chart = (
+        alt.Chart(alt.NamedData(name=TIMING_DATA))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("length:Q", title="tokens so far", scale=alt.Scale(zero=False)),
+            y=alt.Y("ms:Q", title="ms per new token"),
+            color=alt.Color("run:N", title=None, legend=alt.Legend(orient="bottom")),
+            tooltip=["run:N", "length:Q", alt.Tooltip("ms:Q", format=".1f")],
+        )
+        .properties(title="Time per generated token, measured on this server", width="container")
+    )
+    return template(chart)
+
+
+def timing(frame: pd.DataFrame) -> VegaChart:
+    return VegaChart(_timing_template(), {TIMING_DATA: frame})

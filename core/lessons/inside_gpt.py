@@ -1,0 +1,504 @@
+"""Lesson 10: inside a GPT (SmolLM2-135M-Instruct), every number from our own forward pass.
+
+Each section has one cached computation (a `LessonSpec` below), a pure function of the shared
+model and the page's own values, returning a frozen dataclass of plain arrays: the prompt's
+forward pass (tokens, every head's weights, the next-token logits), a generation, the induction
+measurement, one head's ablation, RoPE's offset check and the KV cache's timing. Sampling from the
+stored logits is cheap and is not cached. The model is passed as `_model` so that Streamlit's
+cache does not hash it (it is one object per process, ui/cache.py).
+
+Shape legend: L layers (30), H query heads (9), G key/value heads (3), T tokens, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import torch
+
+from core import recipes
+from core.app.registry import LessonSpec
+from core.lessons.common import Prediction
+from core.models import decoder_measures as measures
+from core.models import smollm2
+from core.models.gguf_file import ChatMessage, Role
+from core.models.sampling import SamplingSettings, next_token_distribution, sample
+
+MAX_PROMPT_TOKENS = 64  # bounded work per student: 30 x 9 maps of 64 x 64 per prompt
+MAX_NEW_TOKENS = 16
+TOP_CANDIDATES = 10
+TEMPERATURES = (0.0, 0.5, 0.7, 1.0, 1.5)
+TOP_KS = (0, 5, 20, 50)  # 0: no top-k filter
+TOP_PS = (1.0, 0.9, 0.7, 0.5)  # 1.0: no top-p filter
+MIN_REPEAT, MAX_REPEAT = 5, 30
+SINK_BIG = 0.5  # a head "parks" on the first token when over half its weight lands there
+OWN_PROMPT = "own"
+
+
+class PromptKind(StrEnum):
+    TEXT = "text"  # the text as typed, continued by the model
+    CHAT = "chat"  # a question through the model's own ChatML template
+
+
+@dataclass(frozen=True)
+class ExamplePrompt:
+    key: str
+    label: str
+    text: str
+    kind: PromptKind
+
+
+# Prompts checked with our forward pass (tests/unit/test_inside_gpt.py holds their top tokens).
+EXAMPLES = (
+    ExamplePrompt("capital", "Chat: the capital of France", "What is the capital of France?", PromptKind.CHAT),
+    ExamplePrompt(
+        "fox",
+        "A sentence seen before",
+        "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy",
+        PromptKind.TEXT,
+    ),  # noqa: E501
+    ExamplePrompt("count", "Counting", "one, two, three, four, five,", PromptKind.TEXT),
+    ExamplePrompt("code", "Python code", "def add(a, b):\n    return", PromptKind.TEXT),
+)
+EXAMPLES_BY_KEY = {example.key: example for example in EXAMPLES}
+PROMPT_LABELS = {**{e.key: e.label for e in EXAMPLES}, OWN_PROMPT: "Your own text"}
+
+
+
+def _row(attention_row: torch.Tensor | None) -> np.ndarray:
+    """A generated token's attention row, stored small (float16); generate() was asked for the rows."""
+    assert attention_row is not None
+    return attention_row.cpu().half().numpy()
+
+def render(model: smollm2.SmolLM2, text: str, kind: PromptKind) -> str:
+    """What the model reads: the text itself, or the question inside the chat template."""
+    if kind is PromptKind.CHAT:
+        return smollm2.chat_prompt(model, [ChatMessage(Role.USER, text)])
+    return text
+
+
+# ----------------------------------------------------------------------------------------------
+# 1-2: one prompt's forward pass
+
+
+@dataclass(frozen=True)
+class PromptAnalysis:
+    """text: what the model read; attentions (L, H, T, T) float16; sink, previous (L, H);
+    last_logits (V,) float32: the next token's logits."""
+
+    text: str
+    token_ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    attentions: np.ndarray
+    sink: np.ndarray
+    previous: np.ndarray
+    last_logits: np.ndarray
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+
+    @property
+    def sink_mean(self) -> float:
+        return float(self.sink.mean())
+
+    @property
+    def heads_mostly_on_sink(self) -> int:
+        return int((self.sink > SINK_BIG).sum())
+
+
+def analyse_prompt(_model: smollm2.SmolLM2, text: str, kind: PromptKind) -> PromptAnalysis:
+    """The prompt's forward pass with every head's weights. Raises TextError for a prompt the model cannot take."""
+    rendered = render(_model, text, kind)
+    ids = smollm2.encode(_model, rendered, max_tokens=MAX_PROMPT_TOKENS)
+    if ids.numel() < 3:
+        raise smollm2.TextError("Give at least three tokens, so that the heads have something to look back at.")
+    out = smollm2.forward(_model, ids, return_attentions=True)
+    assert out.attentions is not None  # asked for above
+    attentions = out.attentions.cpu()  # (L, H, T, T)
+    config = _model.config
+    return PromptAnalysis(
+        text=rendered,
+        token_ids=tuple(ids.tolist()),
+        tokens=out.tokens,
+        attentions=attentions.half().numpy(),  # half the bytes in the cache; weights are in 0..1
+        sink=measures.sink_share(attentions).numpy(),
+        previous=measures.previous_token_score(attentions).numpy(),
+        last_logits=out.logits[-1].cpu().numpy(),
+        num_layers=config.num_layers,
+        num_heads=config.num_heads,
+        num_kv_heads=config.num_kv_heads,
+    )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    token: str
+    before: float  # probability after temperature, before the filters
+    after: float  # probability after top-k and top-p (what is sampled from)
+
+
+@dataclass(frozen=True)
+class SamplingView:
+    settings: SamplingSettings
+    seed: int
+    candidates: tuple[Candidate, ...]  # the most probable tokens before the filters
+    kept: int  # tokens that can still be drawn
+    sampled: str
+
+
+def sampling_settings(temperature: float, top_k: int, top_p: float) -> SamplingSettings:
+    """The page's values (0 and 1.0 meaning no filter) as the model core's settings."""
+    return SamplingSettings(temperature, top_k or None, None if top_p >= 1.0 else top_p)
+
+
+def sampling_view(
+    analysis: PromptAnalysis, tokens: Sequence[str], settings: SamplingSettings, seed: int
+) -> SamplingView:
+    """The next-token distribution before and after the filters, and one seeded draw (cheap: not cached)."""
+    distribution = next_token_distribution(torch.from_numpy(analysis.last_logits), settings)
+    top = distribution.before.topk(TOP_CANDIDATES).indices.tolist()
+    drawn = sample(distribution, torch.Generator().manual_seed(seed))
+    candidates = tuple(Candidate(tokens[i], float(distribution.before[i]), float(distribution.after[i])) for i in top)
+    return SamplingView(settings, seed, candidates, distribution.kept, tokens[drawn])
+
+
+def vocabulary_texts(_model: smollm2.SmolLM2) -> tuple[str, ...]:
+    """Every token id's text (V,): what `sampling_view` names, decoded once per process."""
+    return smollm2.token_texts(_model, list(range(_model.config.vocab_size)))
+
+
+def top_token_question(analysis: PromptAnalysis, tokens: Sequence[str]) -> Prediction:
+    """Which of four candidates does the model rank first? Answered from the stored logits."""
+    order = np.argsort(-analysis.last_logits)[:4].tolist()
+    options = tuple(repr(tokens[i]) for i in order)
+    probabilities = torch.from_numpy(analysis.last_logits).softmax(-1)
+    return Prediction(
+        "Which of these tokens does the model think most likely to come next?",
+        options,
+        0,
+        f"{options[0]} at {float(probabilities[order[0]]):.1%}, ahead of {options[1]} at "
+        f"{float(probabilities[order[1]]):.1%}.",
+    )
+
+
+def sink_sentence(analysis: PromptAnalysis) -> str:
+    total = analysis.num_layers * analysis.num_heads
+    return (
+        f"On this prompt, {analysis.sink_mean:.0%} of all attention (mean over heads and queries after the first) "
+        f"lands on the first token; {analysis.heads_mostly_on_sink} of {total} heads put more than half there."
+    )
+
+
+def best_previous_head(analysis: PromptAnalysis) -> tuple[int, int, float]:
+    layer, head = np.unravel_index(int(np.argmax(analysis.previous)), analysis.previous.shape)
+    return int(layer), int(head), float(analysis.previous[layer, head])
+
+
+# ----------------------------------------------------------------------------------------------
+# 1: generation, step by step
+
+
+@dataclass(frozen=True)
+class GeneratedToken:
+    token: str
+    probability: float  # its probability in the filtered distribution it was drawn from
+    row: np.ndarray  # (L, H, tokens so far) float16: every head's weights from the position that predicted it
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    prompt_tokens: tuple[str, ...]
+    steps: tuple[GeneratedToken, ...]
+
+    @property
+    def text(self) -> str:
+        return "".join(step.token for step in self.steps)
+
+
+def generate_steps(
+    _model: smollm2.SmolLM2, text: str, kind: PromptKind, settings: SamplingSettings, seed: int, new_tokens: int
+) -> GenerationResult:
+    """Up to `new_tokens` tokens (capped), each with the attention row that chose it; one seeded generator."""
+    ids = smollm2.encode(_model, render(_model, text, kind), max_tokens=MAX_PROMPT_TOKENS)
+    result = smollm2.generate(
+        _model,
+        ids,
+        max_new_tokens=min(new_tokens, MAX_NEW_TOKENS),
+        settings=settings,
+        generator=torch.Generator().manual_seed(seed),
+        attention_rows=True,
+    )
+    steps = tuple(
+        GeneratedToken(s.token, float(s.distribution.after[s.token_id]), _row(s.attention_row))
+        for s in result.steps
+    )
+    return GenerationResult(smollm2.token_texts(_model, ids), steps)
+
+
+# ----------------------------------------------------------------------------------------------
+# 3-5: induction heads, ablation, grouped-query attention
+
+
+@dataclass(frozen=True)
+class InductionLesson:
+    length: int
+    seed: int
+    tokens: tuple[str, ...]  # the 2 x length tokens
+    scores: np.ndarray  # (L, H) induction scores (first token left out)
+    sink: np.ndarray  # (L, H)
+    first_loss: float
+    second_loss: float
+    first_accuracy: float
+    second_accuracy: float
+    top: tuple[tuple[int, int, float], ...]  # (layer, head, score), highest first
+    num_heads: int
+    num_kv_heads: int
+
+    @property
+    def chance(self) -> float:
+        """The score of a head spreading its weight evenly (first token left out): about 1 / the tokens it sees."""
+        return 1.0 / (1.5 * self.length)
+
+    def groups_of_top(self) -> dict[tuple[int, int], list[int]]:
+        """(layer, key/value head) -> the top heads that read it."""
+        group = self.num_heads // self.num_kv_heads
+        found: dict[tuple[int, int], list[int]] = {}
+        for layer, head, _ in self.top:
+            found.setdefault((layer, head // group), []).append(head)
+        return found
+
+
+def induction_lesson(_model: smollm2.SmolLM2, length: int, seed: int) -> InductionLesson:
+    """Random tokens repeated twice (seeded), every head's induction score, and the loss on each copy."""
+    length = max(MIN_REPEAT, min(MAX_REPEAT, length))
+    report = measures.induction_report(_model, length, torch.Generator().manual_seed(seed))
+    config = _model.config
+    return InductionLesson(
+        length=length,
+        seed=seed,
+        tokens=smollm2.token_texts(_model, report.token_ids),
+        scores=report.scores.numpy(),
+        sink=report.sink.numpy(),
+        first_loss=report.loss.first_loss,
+        second_loss=report.loss.second_loss,
+        first_accuracy=report.loss.first_accuracy,
+        second_accuracy=report.loss.second_accuracy,
+        top=tuple(report.top_heads(6)),
+        num_heads=config.num_heads,
+        num_kv_heads=config.num_kv_heads,
+    )
+
+
+def induction_question(lesson: InductionLesson) -> Prediction:
+    return Prediction(
+        "The second copy repeats the first exactly. How much lower is the model's loss on it?",
+        ("about the same", "a little lower (under 2 nats)", "much lower (2 nats or more)"),
+        2 if lesson.first_loss - lesson.second_loss >= 2 else 1 if lesson.second_loss < lesson.first_loss else 0,
+        f"{lesson.first_loss:.2f} nats on the first copy, {lesson.second_loss:.2f} on the second; "
+        f"accuracy {lesson.first_accuracy:.0%} against {lesson.second_accuracy:.0%}.",
+        shuffle=False,
+    )
+
+
+class AblationChoice(StrEnum):
+    ZERO = "zero"
+    MEAN = "mean"
+
+    @property
+    def mode(self) -> smollm2.AblationMode:
+        return smollm2.AblationMode(self.value)
+
+
+@dataclass(frozen=True)
+class AblationLesson:
+    layer: int
+    head: int
+    choice: AblationChoice
+    loss_before: float
+    loss_after: float
+    probability_shift: float  # total variation distance of the last position's next-token distribution
+    top_before: tuple[tuple[str, float], ...]
+    top_after: tuple[tuple[str, float], ...]
+
+    @property
+    def loss_change(self) -> float:
+        return self.loss_after - self.loss_before
+
+
+def ablation_lesson(
+    _model: smollm2.SmolLM2, length: int, seed: int, layer: int, head: int, choice: AblationChoice
+) -> AblationLesson:
+    """One head switched off on the repeated sequence: the loss on the second copy, the next token."""
+    repeated = measures.random_repeated_tokens(length, torch.Generator().manual_seed(seed), _model.config.vocab_size)
+    ablation = smollm2.Ablation(frozenset({(layer, head)}), choice.mode)
+    effect = measures.ablation_effect(_model, repeated, length, ablation)
+    # The next-token view stops one token early: the last position then predicts the copy's last
+    # token, which only a look back at the first copy can tell.
+    ids = repeated[:-1]
+    before = smollm2.forward(_model, ids, path=smollm2.AttentionPath.FAST, last_logits_only=True)
+    after = smollm2.forward(_model, ids, path=smollm2.AttentionPath.FAST, last_logits_only=True, ablation=ablation)
+    return AblationLesson(
+        layer,
+        head,
+        choice,
+        effect.loss_before,
+        effect.loss_after,
+        effect.probability_shift,
+        _top(_model, before.logits[-1]),
+        _top(_model, after.logits[-1]),
+    )
+
+
+def _top(model: smollm2.SmolLM2, logits: torch.Tensor, count: int = 5) -> tuple[tuple[str, float], ...]:
+    values, ids = logits.softmax(-1).topk(count)
+    return tuple(zip(smollm2.token_texts(model, ids), (float(v) for v in values), strict=True))
+
+
+def kv_groups(num_heads: int, num_kv_heads: int) -> tuple[int, ...]:
+    """The key/value head each query head reads: h // (H / G)."""
+    return tuple(head // (num_heads // num_kv_heads) for head in range(num_heads))
+
+
+@dataclass(frozen=True)
+class CacheSizes:
+    per_token_shared: int  # bytes per token with the model's G key/value heads (float32)
+    per_token_full: int  # ... with one key/value head per query head
+    num_kv_heads: int
+    num_heads: int
+
+
+def cache_sizes(_model: smollm2.SmolLM2) -> CacheSizes:
+    config = _model.config
+    return CacheSizes(
+        smollm2.kv_cache_bytes_per_token(config),
+        smollm2.kv_cache_bytes_per_token(config, config.num_heads),
+        config.num_kv_heads,
+        config.num_heads,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# 6: RoPE
+
+
+@dataclass(frozen=True)
+class RopeLesson:
+    layer: int
+    head: int
+    query_token: str
+    key_token: str
+    i: int
+    j: int
+    shifts: tuple[int, ...]
+    scores: tuple[float, ...]  # the score at (i + s, j + s) for each shift
+    unrotated: float  # q . k before any rotation: what an order-blind head would score
+
+    @property
+    def spread(self) -> float:
+        return max(self.scores) - min(self.scores)
+
+
+ROPE_SHIFTS = (0, 1, 10, 100, 1000)
+
+
+def rope_lesson(_model: smollm2.SmolLM2, text: str, kind: PromptKind, head: int) -> RopeLesson:
+    """Layer 0's query of the prompt's last token and key of its first ordinary token, rotated at shifted positions.
+
+    Layer 0's queries and keys before rotation depend on the token alone (its embedding, normalised),
+    so they can be moved to any position; the score then depends only on i - j.
+    """
+    ids = smollm2.encode(_model, render(_model, text, kind), max_tokens=MAX_PROMPT_TOKENS)
+    config, layer = _model.config, _model.weights.layers[0]
+    d = config.head_dim
+    with torch.inference_mode():
+        x = _model.weights.embeddings[ids].float()  # (T, D)
+        normed = smollm2.rms_norm(x, layer.attention_norm, config.rms_norm_eps)
+        q_all = smollm2._linear(normed, layer.query)  # (T, H * d)
+        k_all = smollm2._linear(normed, layer.key)  # (T, G * d)
+    i, j = len(ids) - 1, 1
+    kv = config.kv_head_of(head)
+    query = q_all[i, head * d : (head + 1) * d]  # (d,)
+    key = k_all[j, kv * d : (kv + 1) * d]  # (d,)
+    scores = measures.rope_offset_scores(query, key, i, j, list(ROPE_SHIFTS), config)
+    tokens = smollm2.token_texts(_model, ids)
+    return RopeLesson(0, head, tokens[i], tokens[j], i, j, ROPE_SHIFTS, tuple(scores), float(query @ key))
+
+
+# ----------------------------------------------------------------------------------------------
+# 7: the KV cache
+
+
+@dataclass(frozen=True)
+class CacheTiming:
+    lengths: tuple[int, ...]  # the sequence length at each step
+    with_cache_ms: tuple[float, ...]
+    without_cache_ms: tuple[float, ...]
+    max_logit_difference: float  # between the two runs' logits at every step
+    same_tokens: bool
+    cache_bytes: int  # the cache's size after the last step, measured
+
+
+def cache_timing(_model: smollm2.SmolLM2, text: str, kind: PromptKind, new_tokens: int) -> CacheTiming:
+    """Greedy generation twice, with and without the cache, each step timed (wall clock, this machine)."""
+    ids = smollm2.encode(_model, render(_model, text, kind), max_tokens=MAX_PROMPT_TOKENS)
+    steps = min(new_tokens, MAX_NEW_TOKENS)
+    with_ms, without_ms, lengths, diffs, same = [], [], [], [], True
+    cache, cached_feed, sequence = None, ids, ids
+    for _ in range(steps):
+        start = time.perf_counter()
+        out = smollm2.forward(
+            _model, cached_feed, path=smollm2.AttentionPath.FAST, last_logits_only=True, cache=cache, use_cache=True
+        )
+        with_ms.append(1000 * (time.perf_counter() - start))
+        start = time.perf_counter()
+        full = smollm2.forward(_model, sequence, path=smollm2.AttentionPath.FAST, last_logits_only=True)
+        without_ms.append(1000 * (time.perf_counter() - start))
+        cache = out.cache
+        diffs.append(float((out.logits[-1] - full.logits[-1]).abs().max()))
+        token = int(out.logits[-1].argmax())
+        same &= token == int(full.logits[-1].argmax())
+        lengths.append(int(sequence.numel()))
+        cached_feed = torch.tensor([token])
+        sequence = torch.cat((sequence, cached_feed))
+    cache_bytes = 0 if cache is None else cache.nbytes()  # steps >= 1, so the cache is there
+    return CacheTiming(tuple(lengths), tuple(with_ms), tuple(without_ms), max(diffs), same, cache_bytes)
+
+
+# ----------------------------------------------------------------------------------------------
+# Code box
+
+
+def code(lesson: InductionLesson) -> str:
+    """The filled recipe core/recipes/inside_gpt.py: this induction run's sequence, in float32."""
+    return recipes.fill("inside_gpt", {"length": lesson.length, "seed": lesson.seed})
+
+
+def next_token_code(analysis: PromptAnalysis, view: SamplingView) -> str:
+    """The filled recipe core/recipes/inside_gpt_next_token.py: this prompt's ids, these filters, this seed."""
+    settings = view.settings
+    values = {
+        "ids": list(analysis.token_ids),
+        "temperature": settings.temperature,
+        "top_k": settings.top_k or 0,
+        "top_p": 1.0 if settings.top_p is None else settings.top_p,
+        "seed": view.seed,
+    }
+    return recipes.fill("inside_gpt_next_token", values)
+
+
+# Bounds: a prompt's analysis is at most 30 x 9 x 64 x 64 float16 (2.2 MB) plus the logits (0.2 MB).
+# tests/unit/test_inside_gpt.py measures the largest of each and holds the sum under CACHE_BUDGET_MIB.
+CACHE_BUDGET_MIB = 40
+PROMPT = LessonSpec(analyse_prompt, uses=None, max_entries=8)
+VOCABULARY = LessonSpec(vocabulary_texts, uses=None, max_entries=1)  # 49,152 short strings, one model
+GENERATION = LessonSpec(generate_steps, uses=None, max_entries=16, ttl_s=30 * 60)  # <= 16 x 270 x 80 float16
+INDUCTION = LessonSpec(induction_lesson, uses=None, max_entries=32)
+ABLATION = LessonSpec(ablation_lesson, uses=None, max_entries=128)
+ROPE = LessonSpec(rope_lesson, uses=None, max_entries=64)
+CACHE_TIMING = LessonSpec(cache_timing, uses=None, max_entries=16)
+CACHE_SIZES = LessonSpec(cache_sizes, uses=None, max_entries=1)
+LESSONS = (PROMPT, VOCABULARY, GENERATION, INDUCTION, ABLATION, ROPE, CACHE_TIMING, CACHE_SIZES)

