@@ -92,3 +92,14 @@ def choose(page, label: str, option: str, *, where: str = '[data-testid="stMain"
     page.get_by_role("option", name=option, exact=True).wait_for(state="attached", timeout=30_000)
     field.press("Enter")
     wait_for_rerun(page)
+
+
+def answer_every_question(page) -> None:
+    """In Chromium: choose the first option of every predict-then-reveal question left unanswered in the main
+    area, one rerun each (what answers a question is drawn only after a choice: `ui.widgets.predict`)."""
+    groups = page.locator('[data-testid="stMain"] [role="radiogroup"][aria-label="Your prediction"]')
+    for index in range(groups.count()):
+        group = groups.nth(index)
+        if group.locator('[data-selected="true"]').count() == 0:
+            group.locator('[data-testid="stRadioOption"]').first.click()
+            wait_for_rerun(page)
