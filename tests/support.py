@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 from core.app import registry
 from testkit.harness import (  # noqa: F401 - re-exported for the test modules
     APP,
@@ -98,8 +100,14 @@ def answer_every_question(page) -> None:
     """In Chromium: choose the first option of every predict-then-reveal question left unanswered in the main
     area, one rerun each (what answers a question is drawn only after a choice: `ui.widgets.predict`)."""
     groups = page.locator('[data-testid="stMain"] [role="radiogroup"][aria-label="Your prediction"]')
+    try:  # a question is drawn in a fragment, which can attach a moment after the run reads as finished
+        groups.first.wait_for(state="attached", timeout=15_000)
+    except PlaywrightTimeout:
+        return  # a page without a question (the overview)
     for index in range(groups.count()):
         group = groups.nth(index)
         if group.locator('[data-selected="true"]').count() == 0:
             group.locator('[data-testid="stRadioOption"]').first.click()
-            wait_for_rerun(page)
+            wait_for_rerun(page)  # the box's own rerun (a fragment) ...
+            page.wait_for_timeout(700)
+            wait_for_rerun(page)  # ... then the page's, which draws what the answer unlocks

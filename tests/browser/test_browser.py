@@ -14,7 +14,7 @@ import pytest
 
 from core.app import registry
 from tests import support
-from tests.support import wait_for_rerun
+from tests.support import answer_every_question, wait_for_rerun
 
 CHROMIUM = Path(support.CHROMIUM)
 PAGES = support.PAGE_URLS
@@ -51,6 +51,8 @@ def test_every_page_in_a_real_browser(server: str, browser, tmp_path: Path) -> N
         assert page.locator('[data-testid="stException"]').count() == 0, name
         assert page.locator('[role="dialog"]').count() == 0, name  # e.g. "Page not found"
         assert page.locator('[data-testid="stSidebar"] [data-testid="stSlider"]').count() >= 3, name
+        answer_every_question(page)  # the screenshot shows what the answers unlock
+        assert page.locator('[data-testid="stException"]').count() == 0, name
         page.screenshot(path=str(shots / f"{index}_{name}.jpg"), type="jpeg", quality=55)
     assert not js_errors, js_errors
     context.close()
@@ -90,6 +92,7 @@ def test_clicking_a_heatmap_row_selects_the_query(server: str, browser) -> None:
     page.wait_for_selector("h1", timeout=60_000)
     wait_for_rerun(page)
     assert "z for “journey”" in page.inner_text("body")  # the book's query token
+    answer_every_question(page)  # the weights heatmap answers the page's question
     weights = page.locator('[data-testid="stVegaLiteChart"]').filter(has_text="click a row")
     # Vega labels each cell for screen readers with its tooltip fields.
     weights.locator('path[aria-label*="query: step"]').first.click()
@@ -108,6 +111,7 @@ def test_clicking_a_head_in_the_real_models_grid_opens_it(server: str, browser) 
     page.goto(f"{server}/real_model", wait_until="domcontentloaded")
     page.wait_for_selector("h1", timeout=60_000)
     wait_for_rerun(page)
+    answer_every_question(page)  # the grid answers the page's question
     head_box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Head").locator("input").first
     layer_box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Layer").locator("input").first
     assert (layer_box.input_value(), head_box.input_value()) != ("4", "9")
