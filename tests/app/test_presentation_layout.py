@@ -16,3 +16,11 @@ def test_the_repeated_title_and_the_bars_label_row_shrink_on_every_step() -> Non
         assert size is not None and float(size.group(1)) <= 1.5, css
         assert '.st-key-al-bar [data-testid="stWidgetLabel"] {display: none;}' in css
         assert 'stMainBlockContainer"] {padding-top' in css
+
+
+def test_the_step_bar_stays_below_the_fixed_header() -> None:
+    # A top padding of 0.75rem put Back and Next under Streamlit's fixed 60 px header, where no click reached
+    # them (tests/browser/test_defects_browser.py clicks Next in Chromium). At 20 px a rem, 3rem is 60 px.
+    css = presentation.presentation_style(1)
+    padding = re.search(r'stMainBlockContainer"\] \{padding-top: ([\d.]+)rem', css)
+    assert padding is not None and float(padding.group(1)) * 20 >= 60, css
