@@ -96,17 +96,17 @@ def choose(page, label: str, option: str, *, where: str = '[data-testid="stMain"
     wait_for_rerun(page)
 
 
-def answer_every_question(page) -> None:
+def answer_every_question(page, timeout_ms: int = 15_000) -> None:
     """In Chromium: choose the first option of every predict-then-reveal question left unanswered in the main
     area, one rerun each (what answers a question is drawn only after a choice: `ui.widgets.predict`)."""
     groups = page.locator('[data-testid="stMain"] [role="radiogroup"][aria-label="Your prediction"]')
     try:  # a question is drawn in a fragment, which can attach a moment after the run reads as finished
-        groups.first.wait_for(state="attached", timeout=15_000)
+        groups.first.wait_for(state="attached", timeout=timeout_ms)  # longer where a model loads first
     except PlaywrightTimeout:
         return  # a page without a question (the overview)
     for index in range(groups.count()):
         group = groups.nth(index)
-        if group.locator('[data-selected="true"]').count() == 0:
+        if group.is_visible() and group.locator('[data-selected="true"]').count() == 0:  # not a hidden step's
             group.locator('[data-testid="stRadioOption"]').first.click()
             wait_for_rerun(page)  # the box's own rerun (a fragment) ...
             page.wait_for_timeout(700)

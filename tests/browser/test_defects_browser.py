@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support import CHROMIUM_PATH as CHROMIUM
-from tests.support import wait_for_rerun
+from tests.support import answer_every_question, wait_for_rerun
 
 pytestmark = [
     pytest.mark.browser,
@@ -25,6 +25,7 @@ def visit(context, url: str):  # noqa: ANN201 - a Playwright page
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector("h1", timeout=60_000)
     wait_for_rerun(page)
+    answer_every_question(page, timeout_ms=120_000)  # what these tests look at answers the page's question
     return page
 
 
