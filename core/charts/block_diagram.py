@@ -40,12 +40,16 @@ BLOCK_PARTS: tuple[BlockPart, ...] = (
     BlockPart("qkv", "queries, keys, values: x W_q, x W_k, x W_v", Region.BLOCK, ("trainable_weights",)),
     BlockPart("scores", "scores q·k / √d_k, softmax", Region.BLOCK, ("without_weights", "why_scale")),
     BlockPart("mask", "causal mask (and dropout while training)", Region.BLOCK, ("causal_dropout",)),
-    BlockPart("heads", "h heads side by side, joined by W_o", Region.BLOCK, ("multi_head", "real_model")),
+    BlockPart(
+        "heads", "h heads side by side, joined by W_o", Region.BLOCK, ("multi_head", "real_model", "inside_gpt")
+    ),
     BlockPart("residual1", "add the input back (residual), normalise", Region.BLOCK),
     BlockPart("mlp", "MLP on each token", Region.BLOCK),
     BlockPart("residual2", "add back, normalise", Region.BLOCK),
     BlockPart("unembed", "unembedding: one score per word of the vocabulary", Region.OUTPUT),
-    BlockPart("softmax", "softmax: the next token's probabilities", Region.OUTPUT, ("training_lab",)),
+    BlockPart(
+        "softmax", "softmax: the next token's probabilities", Region.OUTPUT, ("training_lab", "inside_gpt")
+    ),
     BlockPart("cross", "cross-attention: keys and values from an encoder", Region.BESIDE, ("cross_attention",)),
     BlockPart("scale", "long contexts: FlashAttention tiles, KV cache", Region.BESIDE, ("attention_at_scale",)),
 )

@@ -59,12 +59,12 @@ class LecturePart:
 # without a line here fails the overview's test instead of silently missing from the plan.
 LECTURE_PLAN: dict[str, LecturePart] = {
     "without_weights": LecturePart(
-        12,
+        10,
         "Ask the question first; then the dot-product bars and the three normalisations, and push the "
         "multiplier to 200 to show the naive softmax overflow. End on the shuffled sentence: no word order yet.",
     ),
     "trainable_weights": LecturePart(
-        12, "Q, K and V for one query, the scaled scores and the weights; change the seed to show new weights."
+        10, "Q, K and V for one query, the scaled scores and the weights; change the seed to show new weights."
     ),
     "why_scale": LecturePart(
         8, "The ×1…×16 question, then the bars turning peaky and the gradient falling towards zero."
@@ -74,13 +74,18 @@ LECTURE_PLAN: dict[str, LecturePart] = {
     ),
     "multi_head": LecturePart(10, "The heads side by side on one sentence; one matrix split into heads."),
     "real_model": LecturePart(
-        12,
+        8,
         "Let the class vote on the previous-token head, then the 72-head grid and the measures map; "
         "the example sentences' pronoun heads.",
     ),
+    "inside_gpt": LecturePart(
+        10,
+        "A chat question and its next-token probabilities, temperature up and down; then the induction heads "
+        "on the repeated sequence, and switch the top one off.",
+    ),
     "cross_attention": LecturePart(8, "Queries from one sentence, keys and values from the other: the shapes."),
     "training_lab": LecturePart(
-        10, "Start a run in class (it trains in seconds) and watch a head find the previous token."
+        8, "Start a run in class (it trains in seconds) and watch a head find the previous token."
     ),
     "attention_at_scale": LecturePart(
         8, "The doubling question, the T² time and memory, the skipped tiles and the KV cache's speed-up."
