@@ -166,7 +166,7 @@ def teacher_panel(page: str, step: int) -> None:
     # Open on the lesson's first step, when the class joins; folded after it, so that it does not push the
     # step's content below a projector's fold (the teacher can open it again).
     with st.expander(f"Class poll {class_poll.spoken(room.code)}: the students' link and QR code", expanded=step <= 1):
-        text, code = st.columns([3, 2], vertical_alignment="center")
+        text, code = st.columns([1, 1], vertical_alignment="center")  # half the width: 300+ px on a projector
         with text:
             st.markdown(f"Code **{class_poll.spoken(room.code)}**. Students open this link or scan the code:")
             st.code(link, language=None, wrap_lines=True)

@@ -182,9 +182,10 @@ def test_every_page_displays_right(server: str, browser, size: str, scheme: str)
             problems.append(f"{name}: scrolls sideways ({layout})")
         if layout["unlabelled"]:
             problems.append(f"{name}: {layout['unlabelled']} charts without a text description")
-        # The real model's overview of all 72 heads is small by design on a phone (it shrinks to the
-        # screen rather than scroll sideways); any head opens large below it.
-        squeezed = [alt for alt in layout["collapsed"] if not (alt or "").startswith("A grid of 6 by 12")]
+        # The real models' overviews of every head (72 in lesson 6, 270 in lesson 10) are small by design on a
+        # phone (they shrink to the screen rather than scroll sideways); any head opens large below them.
+        grids = ("A grid of 6 by 12", "A grid of 30 by 9")
+        squeezed = [alt for alt in layout["collapsed"] if not (alt or "").startswith(grids)]
         if squeezed:
             problems.append(f"{name}: charts with no room for their marks: {squeezed}")
         if layout["wide"]:
