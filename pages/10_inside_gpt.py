@@ -139,19 +139,16 @@ def all_heads(analysis: gpt.PromptAnalysis) -> None:
     step(f"All {analysis.num_layers * analysis.num_heads} heads")
     widgets.prose("inside_gpt", "grid")
     st.caption(gpt.sink_sentence(analysis))
-    st.html("<style>.st-key-al-gpt-grid svg, .st-key-al-gpt-grid canvas {max-width: 100%; height: auto;}</style>")
-    with st.container(key="al-gpt-grid"):
-        draw.draw(
-            charts_rm.grid(
-                frames.grid_frame(analysis, st.session_state[LAYER], st.session_state[HEAD]),
-                len(analysis.tokens),
-                analysis.num_layers,
-                analysis.num_heads,
-            ),
-            "A grid of 30 by 9 small heatmaps, one per head; rows are layers, columns heads.",
-            key="gpt_grid",
-            on_select=lambda: draw.select_head_from_chart("gpt_grid", charts_rm.HEAD_SELECTION, LAYER, HEAD),
-        )
+    draw.head_grid(
+        frames.grid_frame(analysis, st.session_state[LAYER], st.session_state[HEAD]),
+        len(analysis.tokens),
+        analysis.num_layers,
+        analysis.num_heads,
+        "A grid of 30 by 9 small heatmaps, one per head; rows are layers, columns heads.",
+        key="gpt_grid",
+        layer_key=LAYER,
+        head_key=HEAD,
+    )
     c1, c2 = st.columns(2)
     linked = {**widgets.LINKED, "help": "Counted from 0, as in the code."}
     layer = int(c1.selectbox("Layer", list(range(analysis.num_layers)), key=LAYER, **linked))

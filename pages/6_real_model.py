@@ -103,20 +103,16 @@ def head_grid(lesson: lesson_rm.RealModelLesson, answered: bool) -> None:
     if not answered:  # the previous-token stripes are in plain sight on the grid
         widgets.answer_first("The grid of every head's weights appears")
         return
-    # 12 panels a row are wider than a phone: the grid shrinks to its column instead of scrolling sideways.
-    st.html("<style>.st-key-al-fit-grid svg, .st-key-al-fit-grid canvas {max-width: 100%; height: auto;}</style>")
-    with st.container(key="al-fit-grid"):
-        draw.draw(
-            charts_rm.grid(
-                frames_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD]),
-                len(lesson.tokens),
-                lesson.num_layers,
-                lesson.num_heads,
-            ),
-            "A grid of 6 by 12 small heatmaps, one per attention head; rows are layers, columns heads.",
-            key="real_grid",
-            on_select=lambda: draw.select_head_from_chart("real_grid", charts_rm.HEAD_SELECTION, LAYER, HEAD),
-        )
+    draw.head_grid(
+        frames_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD]),
+        len(lesson.tokens),
+        lesson.num_layers,
+        lesson.num_heads,
+        "A grid of 6 by 12 small heatmaps, one per attention head; rows are layers, columns heads.",
+        key="real_grid",
+        layer_key=LAYER,
+        head_key=HEAD,
+    )
 
 
 def head_picker(lesson: lesson_rm.RealModelLesson) -> tuple[int, int]:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from core.charts import common as charts
+from core.charts import real_model as charts_rm
 from core.charts.common import QUERY_SELECTION
 from core.charts.spec import VegaChart, chart_title, download_name, with_export
 from ui.frame import current_slug
@@ -107,3 +108,27 @@ def query_weights_heatmap(
         key=chart_key,
         on_select=lambda: select_query_from_chart(chart_key, picker_key),
     )
+
+
+def head_grid(
+    frame,
+    num_tokens: int,
+    num_layers: int,
+    num_heads: int,
+    description: str,
+    *,
+    key: str,
+    layer_key: str,
+    head_key: str,
+) -> None:
+    """A real model's every head as small heatmaps (layers × heads), a click opening one in the layer and head
+    boxes. Wider than a phone, the grid shrinks to its column instead of scrolling sideways."""
+    container = f"al-grid-{key}"
+    st.html(f"<style>.st-key-{container} svg, .st-key-{container} canvas {{max-width: 100%; height: auto;}}</style>")
+    with st.container(key=container):
+        draw(
+            charts_rm.grid(frame, num_tokens, num_layers, num_heads),
+            description,
+            key=key,
+            on_select=lambda: select_head_from_chart(key, charts_rm.HEAD_SELECTION, layer_key, head_key),
+        )
