@@ -203,10 +203,15 @@ def test_the_next_token_code_box_reproduces_the_page(model, vocabulary, temperat
     namespace = recipes.run(gpt.next_token_code(analysis, view))
     top = namespace["before"].topk(gpt.TOP_CANDIDATES).indices.tolist()
     assert [vocabulary[i] for i in top[:3]] == [c.token for c in view.candidates[:3]]
-    # float32 here, bfloat16 weights on the page: the probabilities agree to about 1e-2
-    assert namespace["before"][top].tolist() == pytest.approx([c.before for c in view.candidates], abs=0.01)
-    assert namespace["after"][top].tolist() == pytest.approx([c.after for c in view.candidates], abs=0.02)
+    # float32 here, the file's 4-bit weights in bfloat16 on the page: probabilities agree within the model's
+    # measured precision (0.038 at most against float32, test_smollm2.py), as the Code box's note says
+    assert namespace["before"][top].tolist() == pytest.approx([c.before for c in view.candidates], abs=0.04)
+    assert namespace["after"][top].tolist() == pytest.approx([c.after for c in view.candidates], abs=0.04)
     # top-p's cut falls where the kept mass reaches p: a token right at the edge may fall either side
     # between float32 and bfloat16 (0.7, 20, 0.9 keeps 9 tokens here, 8 on the page)
     assert abs(int(namespace["keep"].sum()) - view.kept) <= (0 if top_p == 1.0 else 1)
-    assert vocabulary[namespace["drawn"]] == view.sampled
+    # The same seed draws from slightly different probabilities, so the draw may land on a neighbouring token (the
+    # Code box's note says so); greedy decoding is the same, and any draw is one the page keeps.
+    if temperature == 0.0:
+        assert vocabulary[namespace["drawn"]] == view.sampled
+    assert namespace["keep"][namespace["drawn"]]
