@@ -4,7 +4,7 @@ Streamlit checks a client's message against server.maxWidgetStateSize only after
 whole, and the websocket server under it (uvicorn) accepts frames up to server.maxMessageSize,
 200 MB by default: one 150 MB frame took +93 MiB of the server's memory, four at once +650 MiB.
 .streamlit/config.toml sets server.maxMessageSize to the smallest size that still carries our
-largest outgoing message (the real-model page's 6 x 12 heatmaps at 64 word pieces, ~1.1 MB);
+largest outgoing message (lesson 10's 30 x 9 heatmaps at its 64-token cap, ~1.66 MB);
 uvicorn's websocket protocol compares a frame's declared length with it and closes the
 connection (1009, message too big) before reading the payload.
 """
@@ -26,10 +26,6 @@ from tests.support import ROOT, start_server
 
 CONFIG = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
 OVERSIZE_MB = 64  # well past the limit; before it, the server read it whole (+132 MiB at its peak)
-# 62 word pieces with [CLS] and [SEP]: the largest page. Short words: a linked sentence over 400
-# characters is not used (the page says so), and "attention" × 60 was 600.
-LONG_SENTENCE = "+".join(["cat"] * 60)
-REAL_MODEL_LINK = f"seed=1000&real_example=own&real_sentence={LONG_SENTENCE}"
 FINISHED = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
 
 
@@ -114,11 +110,15 @@ def test_an_oversize_frame_is_refused_before_it_is_read(app_server: tuple[int, s
     assert grown < 16, f"server peak RSS grew {grown:.0f} MiB for one {OVERSIZE_MB} MB frame"
 
 
+# Lesson 10 at its 64-token cap: 270 heads of 64 x 64 in one grid, drawn before any question (lesson 6's grid,
+# once the largest, now waits for its question's answer, which a first rerun does not send).
+GPT_LINK = "gpt_prompt=own&gpt_text=" + "+".join(["cat"] * 70)
+
+
 def test_normal_use_still_works_including_the_largest_page(app_server: tuple[int, str]) -> None:
     _, url = app_server
-    largest, problems = asyncio.run(open_page(url, "real_model", REAL_MODEL_LINK))
+    largest, problems = asyncio.run(open_page(url, "inside_gpt", GPT_LINK))
     assert problems == []
-    # The page really sends a message of most of a megabyte (0.83 MB today; 1.09 MB before the real
-    # model's charts were trimmed), and it arrives whole under the 2 MB limit.
+    # The page really sends a large message, and it arrives whole under the 2 MB limit.
     assert largest > 500_000
     assert largest < CONFIG["server"]["maxMessageSize"] * 1_000_000
