@@ -81,6 +81,7 @@ def open_page(page, url: str) -> None:
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector('[data-testid="stSidebar"] [data-testid="stSlider"]', state="attached", timeout=60_000)
     page.wait_for_selector(support.IDLE, timeout=60_000)
+    support.answer_every_question(page)  # what a page displays includes what its answers unlock
     page.wait_for_function(
         """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
                  .filter(c => c.checkVisibility()).every(c => c.querySelector('svg'))""",
@@ -120,7 +121,13 @@ CELL_NUMBERS = """() => {
       if (!(size > 0) || text.getAttribute('opacity') === '0' || !text.textContent.trim()) continue;
       const box = text.getBoundingClientRect();
       const x = box.left + box.width / 2, y = box.top + box.height / 2;
-      const cell = document.elementsFromPoint(x, y).find(e => e.tagName === 'path' && e.closest('g.mark-rect'));
+      // the cell the number is drawn on: a visible rect, not a near-transparent click target over it
+      const seen = e => {
+        const style = getComputedStyle(e);
+        return parseFloat(style.opacity) * parseFloat(style.fillOpacity) > 0.5;
+      };
+      const cell = document.elementsFromPoint(x, y)
+        .find(e => e.tagName === 'path' && e.closest('g.mark-rect') && seen(e));
       out.push({text: text.textContent, size, height: box.height, colour: style.fill,
                 cell: cell ? getComputedStyle(cell).fill : null});
     }
