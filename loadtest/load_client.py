@@ -55,7 +55,11 @@ SEED_PAGES = frozenset(PAGE_URLS) - NO_SEED_PAGES - {"training_lab"}
 CODE_SEED = re.compile(r"manual_seed\((\d+)\)|^seed = (\d+)$", re.MULTILINE)
 # Seeds a page's Code box fixes whatever the sidebar says: lesson 9 times random tensors drawn from
 # seed 0. Simulated students' seeds start far above, so a 0 there is never another student's.
-FIXED_CODE_SEEDS: dict[str, frozenset[int]] = {"attention_at_scale": frozenset({0})}
+FIXED_CODE_SEEDS: dict[str, frozenset[int]] = {
+    "attention_at_scale": frozenset({0}),
+    "cross_attention": frozenset({123}),  # the trained cross-attention's own run (tiny_seq2seq's default seed)
+    "inside_gpt": frozenset({0}),  # lesson 10's own sampling seed box (default 0), not the sidebar's
+}
 Z_SHOWN = re.compile(r"context vector z for “[^”]*” = \*\*(\[[^\]]*\])\*\*")  # pages/3_trainable_weights.py
 FINISHED = ForwardMsg.ScriptFinishedStatus
 
