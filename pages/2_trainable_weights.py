@@ -8,7 +8,7 @@ One script and one lesson (core/lessons/trainable_weights.TrainableLesson) for e
 import streamlit as st
 
 from core.app.markup import literal
-from core.app.settings import PresetKey, Settings
+from core.app.settings import Settings
 from core.charts import common as charts
 from core.lessons import common, trainable_weights
 from core.lessons.trainable_weights import TrainableLesson
@@ -79,7 +79,7 @@ def one_query(lesson: TrainableLesson, settings: Settings, answered: bool, model
             rf"\qquad d_k = {lesson.d_k},\ \text{{scale}} = {lesson.scale:.4f}"
         )
     else:
-        widgets.prose(SLUG, "steps")
+        widgets.prose(SLUG, "steps" if settings.scale else "steps_unscaled")
         scale_text = r"\frac{1}{\sqrt{d_k}}" if settings.scale else "1"
         # Short lines: "Attention(Q, K, V) = ...", d_k and the scale on one line were cut on a 390 px phone.
         st.latex(rf"Z = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V")
@@ -158,16 +158,16 @@ def versions(lesson: TrainableLesson, settings: Settings) -> None:
     a, b = st.columns(2)
     a.metric("max |v1 − v2|, own initialisations", f"{lesson.versions.fresh_max_diff:.4f}")
     b.metric("max |v1 − v2|, v2's weights copied into v1", f"{lesson.versions.copied_max_diff:.1e}")
-    if settings.preset == PresetKey.BOOK:
-        st.caption("The book builds v2 with seed 789: set the seed to 789 to see its row 1, [-0.0739, 0.0713].")
+    if lesson.versions.book_hint is not None:
+        st.caption(lesson.versions.book_hint)
     widgets.code_box(
         lesson.versions.code,
         "SelfAttention_v1 and _v2 in plain PyTorch: the three rows of the table above.",
         title="SelfAttention_v1 and _v2",
     )
-    step("d_v may differ from d_k")
+    step("d_v: the width of the values")
     widgets.prose(SLUG, "dv")
-    st.markdown(f"Here d_k = **{lesson.d_k}** and d_v = **{lesson.d_v}**.")
+    st.markdown(f"Here d_k = **{lesson.d_k}** and d_v = **{lesson.d_v}**: the sidebar's d_out sets both.")
 
 
 def lesson_2(settings: Settings) -> None:

@@ -14,7 +14,7 @@ import torch
 
 from core import recipes
 from core.app.registry import Control, LessonSpec
-from core.app.settings import Settings, WeightLayout
+from core.app.settings import PresetKey, Settings, WeightLayout
 from core.attention import functional as fn
 from core.attention.modules import CrossAttention, SelfAttention_v1, SelfAttention_v2, draw_qkv_weights, v1_from_v2
 from core.inputs.weights import Provenance
@@ -45,6 +45,7 @@ class Versions:
     copied_max_diff: float  # v1 given v2's weights: equal up to float error
     fresh_max_diff: float  # v1 and v2 with their own initialisations: different
     code: str  # the filled recipe core/recipes/trainable_v1_v2.py
+    book_hint: str | None = None  # the book's input: how its printed v2 row relates to the row shown
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,42 @@ def _versions(settings: Settings, x: torch.Tensor, tokens: tuple[str, ...]) -> V
             "d_out": settings.d_out,
         },
     )
-    return Versions(table, float((copied_out - v2_out).abs().max()), float((v1_out - v2_out).abs().max()), code)
+    return Versions(
+        table,
+        float((copied_out - v2_out).abs().max()),
+        float((v1_out - v2_out).abs().max()),
+        code,
+        book_v2_hint(settings, tuple(float(v) for v in v2_out[0])),
+    )
+
+
+# The book prints SelfAttention_v2's output for seed 789 at d_out = 2; its row 1 (tests/unit/test_golden_sources.py).
+BOOK_V2_SEED = 789
+BOOK_V2_D_OUT = 2
+BOOK_V2_ROW = (-0.0739, 0.0713)
+
+
+def book_v2_hint(settings: Settings, v2_first_row: tuple[float, ...]) -> str | None:
+    """What the book's printed v2 row means at these settings; None away from the book's input.
+
+    The hint is only offered when it is not already true: at the book's own seed and width the row
+    shown is compared with the printed one (to its four printed decimals) instead.
+    """
+    if settings.preset != PresetKey.BOOK:
+        return None
+    printed = "[" + ", ".join(f"{v:.4f}" for v in BOOK_V2_ROW) + "]"
+    if settings.d_out != BOOK_V2_D_OUT:
+        return (
+            f"The book builds v2 with d_out = {BOOK_V2_D_OUT} and seed {BOOK_V2_SEED}: set both to see its "
+            f"row 1, {printed}."
+        )
+    if settings.seed != BOOK_V2_SEED:
+        seed = BOOK_V2_SEED
+        return f"The book builds v2 with seed {seed}: set the seed to {seed} to see its row 1, {printed}."
+    shown = "[" + ", ".join(f"{v:.4f}" for v in v2_first_row) + "]"
+    if shown == printed:
+        return f"This is the book's seed and width: v2's row 1 here, {shown}, is the row the book prints."
+    return f"At the book's seed and width v2's row 1 here is {shown}; the book prints {printed}."
 
 
 def _code(settings: Settings, query_index: int) -> str:
