@@ -11,7 +11,7 @@ from core.app.registry import PageControl
 from core.app.settings import Settings
 from core.charts import common as charts
 from core.lessons import causal_dropout, common
-from core.lessons.causal_dropout import perturb_range
+from core.lessons.causal_dropout import dropout_note, dropout_rate, perturb_range
 from core.lessons.common import token_name
 from ui import cache, draw, widgets
 from ui import weights as source
@@ -65,6 +65,7 @@ def on_random_draws(settings: Settings) -> None:
             "softmax → zero the future → renormalise",
             "Heatmap of causal weights made by masking after the softmax and renormalising.",
             value_title="weight",
+            causal=True,
         )
     with c2:
         draw.heatmap(
@@ -72,6 +73,7 @@ def on_random_draws(settings: Settings) -> None:
             "−∞ above the diagonal → softmax",
             "Heatmap of causal weights made by masking with minus infinity before the softmax.",
             value_title="weight",
+            causal=True,
         )
     with c3:
         draw.heatmap(
@@ -100,6 +102,7 @@ def on_random_draws(settings: Settings) -> None:
                     "future zeroed (masked_simple)",
                     "The printed weights with every entry above the diagonal set to zero.",
                     value_title="weight",
+                    causal=True,
                 )
             with b3:
                 draw.heatmap(
@@ -107,6 +110,7 @@ def on_random_draws(settings: Settings) -> None:
                     "rows renormalised",
                     "The masked weights with each row divided by its sum.",
                     value_title="weight",
+                    causal=True,
                 )
             st.markdown("**The printed scores with −∞ above the diagonal**, and the softmax of them divided by √2:")
             # The table gets the full width: in half a column its six columns of 20 px numbers were cut
@@ -119,6 +123,7 @@ def on_random_draws(settings: Settings) -> None:
                     "softmax(masked scores / √2)",
                     "Causal weights recomputed from the book's printed masked scores.",
                     value_title="weight",
+                    causal=True,
                 )
             st.markdown("**Code**: the chapter's steps on its printed numbers, in plain PyTorch.")
             st.code(lesson.book.code, language="python", wrap_lines=True)  # no scrolling box a keyboard cannot reach
@@ -133,6 +138,7 @@ def on_random_draws(settings: Settings) -> None:
             "Simple average (the decoder blog)",
             "Heatmap of the simple-average causal weights for cats climb trees during.",
             value_title="weight",
+            causal=True,
         )
     widgets.prose("causal_dropout", "average")
     b1, b2 = st.columns(2)
@@ -142,6 +148,7 @@ def on_random_draws(settings: Settings) -> None:
             f"Step 2: SingleSelfAttentionHead (head size {lesson.blog.head_size})",
             "Heatmap of the decoder blog's single causal head on the same four tokens.",
             value_title="weight",
+            causal=True,
         )
     b2.markdown("**Step 1 and step 2, exact weights** (average above, head below):")
     widgets.number_table(lesson.blog.simple_average_table, where=b2)
@@ -209,6 +216,7 @@ def on_random_draws(settings: Settings) -> None:
             "Weights after dropout" + (" (training; ✕ = dropped)" if training else " (evaluation: unchanged)"),
             "Heatmap of the attention weights after dropout; dropped weights are outlined and marked with a cross.",
             value_title="weight",
+            causal=True,
             marked="dropped",
         )
     with d2:
@@ -239,7 +247,8 @@ def on_a_model(settings: Settings) -> None:
     layer, head = source.head_picker("causal_dropout", settings.weights)
     why = "Dropout only acts in training mode; the sidebar sets its rate and the seed draws it."
     training = training_toggle(st.container(), why)
-    dropout, seed = float(settings.dropout), int(settings.seed)  # the seed draws the dropout mask
+    # One rule for every weight source: training at a rate of 0 uses the book's 0.5 (dropout_rate).
+    dropout, seed = dropout_rate(settings, training), int(settings.seed)  # the seed draws the dropout mask
     lesson = cache.computed(pt.CAUSAL, source.model(settings.weights), sentence, layer, head, training, dropout, seed)
     source.pieces_line(lesson.tokens)
     answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
@@ -260,6 +269,7 @@ def on_a_model(settings: Settings) -> None:
                 "Causal: −∞ above the diagonal, then softmax",
                 "Heatmap of the same head's weights with the future masked.",
                 value_title="weight",
+                causal=True,
             )
     else:
         widgets.answer_first("The head's weights with and without the mask, and the rows the mask changed appear")
@@ -278,6 +288,9 @@ def on_a_model(settings: Settings) -> None:
         st.markdown(f"The two ways of masking differ by at most **{lesson.max_method_difference:.1e}** here.")
     step("Dropout on the real weights")
     widgets.prose(source.TEXT, "causal_dropout")
+    note = dropout_note(settings, training)
+    if note:
+        st.info(note, icon=":material/info:")
     if lesson.kept_fraction is None:
         why = "training mode is off" if not training else "the dropout rate is 0"
         st.markdown(f"Nothing is dropped: {why}.")
@@ -286,7 +299,13 @@ def on_a_model(settings: Settings) -> None:
             f"Rate {lesson.dropout:.2f}: **{lesson.kept_fraction:.0%}** of the weights survived, each multiplied "
             f"by {1 / (1 - lesson.dropout):.4f}."
         )
-    draw.heatmap(lesson.dropped, "Masked weights after dropout", "Heatmap of the weights after dropout.")
+    draw.heatmap(
+        lesson.dropped,
+        "Masked weights after dropout",
+        "Heatmap of the weights after dropout.",
+        value_title="weight",
+        causal=True,
+    )
     widgets.code_box(lesson.code, source.CODE_CAPTION)
 
 

@@ -38,6 +38,8 @@ BLUE_ORANGE = (
     "#fce0ba", "#fbbf74", "#e8932f", "#c5690d", "#994a07",
 )  # fmt: skip
 WEIGHT_DOMAIN = (0.0, 1.0)  # attention weights always on 0..1: 0.099 must not look like a masked 0
+MASKED_COLOUR = "#c8c8c8"  # a causal mask's future cells: no weight colour, so a 0 never passes for a small weight
+MASKED_LABEL = "–"  # the cell's text where the number would be
 HIGHLIGHT = "#e4007c"  # outline of the query's row; stands out on viridis, blue-orange, light and dark
 MIN_CELL_FONT_PX = 14  # numbers smaller than this are hidden (the tooltip still has them)
 MAX_CELL_FONT_PX = 24
@@ -129,6 +131,7 @@ class HeatmapLook:
     x_title: str = "key"
     y_title: str = "query"
     marked: str | None = None  # what the frame's `marked` cells are (e.g. "dropped"): dashed outline and ✕
+    causal: bool = False  # grey out the cells above the diagonal (col_index > row_index): the masked future
 
     @classmethod
     def of(cls, num_rows: int, num_cols: int, title: str, **options) -> HeatmapLook:
@@ -174,6 +177,11 @@ def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[He
     }
     if look.marked:
         columns["marked"] = frame["marked"].to_numpy(dtype=bool)
+    if look.causal:
+        masked = frame["col_index"].to_numpy(dtype=np.int64) > row_index
+        columns["masked"] = masked
+        columns["cell"] = np.where(masked, "masked: a future key", "visible")
+        columns["text_color"] = np.where(masked, "black", columns["text_color"])  # dark text on the grey
     return look, HeatmapValues(lo_hi, widest, row_labels, col_labels), columns
 
 
@@ -210,14 +218,19 @@ def heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
     )
     legend = alt.Legend(orient="bottom", gradientLength=alt.ExprRef("clamp(width - 40, 60, 240)"), tickCount=4)
     # The query's row is outlined (from the data, so it follows the query picker too).
+    colour = alt.Color("value:Q", scale=scale, title=look.value_title, legend=legend)
+    tooltip = [
+        alt.Tooltip("row:N", title=look.y_title),
+        alt.Tooltip("col:N", title=look.x_title),
+        alt.Tooltip("value:Q", title=look.value_title, format=".4f"),
+    ]
+    if look.causal:  # the masked future in grey, named in the legend's title and the tooltip
+        colour = alt.Color("value:Q", scale=scale, title=f"{look.value_title} (grey: masked future)", legend=legend)
+        tooltip.append(alt.Tooltip("cell:N", title="cell"))
     rect = base.mark_rect(cursor="pointer" if look.select_rows else "default", stroke=HIGHLIGHT).encode(
-        color=alt.Color("value:Q", scale=scale, title=look.value_title, legend=legend),
+        color=alt.condition("datum.masked", alt.value(MASKED_COLOUR), colour) if look.causal else colour,
         strokeWidth=alt.condition("datum.is_query", alt.value(3), alt.value(0)),
-        tooltip=[
-            alt.Tooltip("row:N", title=look.y_title),
-            alt.Tooltip("col:N", title=look.x_title),
-            alt.Tooltip("value:Q", title=look.value_title, format=".4f"),
-        ],
+        tooltip=tooltip,
     )
     if look.select_rows:
         # A fixed view name: Altair's default is a hash of the view, domain included, which would
@@ -238,7 +251,7 @@ def heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
     if look.show_values:
         font = cell_font_expr(values.label_chars)
         text = base.mark_text(fontSize=alt.ExprRef(font), opacity=alt.ExprRef(f"({font}) > 0 ? 1 : 0")).encode(
-            text=alt.condition("datum.marked", alt.value("✕"), number) if look.marked else number,
+            text=_cell_text(look, number),
             color=alt.Color(
                 # an explicit identity scale: `scale=None` ("scale": null) breaks Streamlit's chart theming
                 "text_color:N",
@@ -255,6 +268,20 @@ def heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
         .configure_axis(**READABLE_TEXT["axis"])
         .configure_legend(**READABLE_TEXT["legend"])
     )
+
+
+def _cell_text(look: HeatmapLook, number: alt.Text) -> object:
+    """A cell's text: its number, ✕ where `marked` (dropout's zeros), – where the causal mask hid the key."""
+    if not look.causal:
+        return alt.condition("datum.marked", alt.value("✕"), number) if look.marked else number
+    tests = [("datum.masked", MASKED_LABEL)] + ([("datum.marked", "✕")] if look.marked else [])
+    # Vega-Lite takes a list of conditions, the first true one wins (a masked cell is never dropped).
+    return {
+        "field": "value",
+        "type": "quantitative",
+        "format": f".{look.decimals}f",
+        "condition": [{"test": test, "value": text} for test, text in tests],
+    }
 
 
 def heatmap_altair(frame: pd.DataFrame, title: str, **options) -> alt.LayerChart:

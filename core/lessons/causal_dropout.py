@@ -241,8 +241,19 @@ def _dropped_cells(keep: torch.Tensor, weights: torch.Tensor) -> np.ndarray:
 
 
 def dropout_rate(settings: Settings, training: bool) -> float:
-    """The rate the page applies: the sidebar's, or the book's 0.5 when training is on at a rate of 0."""
+    """The rate the page applies, for every weight source: the sidebar's, or the book's 0.5 when training
+    is on at a rate of 0 (switching training on must show dropout at work)."""
     return TEACHING_DROPOUT if training and settings.dropout == 0 else settings.dropout
+
+
+def dropout_note(settings: Settings, training: bool) -> str | None:
+    """Why the rate applied differs from the sidebar's, or None when it does not."""
+    if dropout_rate(settings, training) == settings.dropout:
+        return None
+    return (
+        f"The sidebar's dropout rate is 0, so training mode uses the book's {TEACHING_DROPOUT:g} here "
+        "to show dropout at work; set another rate in the sidebar."
+    )
 
 
 def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalLesson:
@@ -316,12 +327,7 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
         ),
         training=training,
         dropout=rate,
-        dropout_note=(
-            f"The sidebar's dropout rate is 0, so training mode uses the book's {TEACHING_DROPOUT:g} here "
-            "to show dropout at work; set another rate in the sidebar."
-            if rate != settings.dropout
-            else None
-        ),
+        dropout_note=dropout_note(settings, training),
         kept_fraction=None if keep is None else float(keep.float().mean()),
         rescale=1.0 / (1.0 - rate),
         batch_shapes=(
