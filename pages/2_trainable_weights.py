@@ -79,7 +79,7 @@ def one_query(lesson: TrainableLesson, settings: Settings, answered: bool, model
             rf"\qquad d_k = {lesson.d_k},\ \text{{scale}} = {lesson.scale:.4f}"
         )
     else:
-        widgets.prose(SLUG, "steps" if settings.scale else "steps_unscaled")
+        widgets.prose(SLUG, "steps")
         scale_text = r"\frac{1}{\sqrt{d_k}}" if settings.scale else "1"
         # Short lines: "Attention(Q, K, V) = ...", d_k and the scale on one line were cut on a 390 px phone.
         st.latex(rf"Z = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V")

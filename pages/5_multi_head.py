@@ -38,19 +38,13 @@ def on_random_draws(settings: Settings) -> None:
     answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
     step(f"{lesson.num_heads} heads of width {lesson.head_dim}")
     if answered:  # whether the heads look alike is the question
-        per_row = min(lesson.num_heads, 2)  # two per row: four leave no room for the numbers
-        heads = list(dict.fromkeys(lesson.head_weights["head"]))
-        for start in range(0, len(heads), per_row):
-            cols = st.columns(per_row)
-            for col, head in zip(cols, heads[start : start + per_row], strict=False):
-                with col:
-                    draw.heatmap(
-                        lesson.head_weights[lesson.head_weights["head"] == head],
-                        head,
-                        f"Heatmap of the causal attention weights of {head}.",
-                        value_title="weight",
-                        show_values=len(lesson.tokens) <= 8,
-                    )
+        draw.head_panels(
+            lesson.head_weights,
+            f"{lesson.num_heads} causal heads of width {lesson.head_dim}",
+            f"Small heatmaps of the causal attention weights of the {lesson.num_heads} heads, on one colour scale.",
+            key="random_heads",
+            causal=True,
+        )
         widgets.prose("multi_head", "random")
     else:
         widgets.answer_first(f"The {lesson.num_heads} heads' weights, and whether they differ, appear")
@@ -170,22 +164,15 @@ def on_a_model(settings: Settings) -> None:
 
 
 def head_grid(lesson: "pt.PretrainedMultiHeadLesson") -> None:
-    """A trained layer's heads, four to a row, each under its measured pattern."""
-    for start in range(0, lesson.num_heads, 4):
-        cols = st.columns(4)
-        for col, pattern in zip(cols, lesson.patterns[start : start + 4], strict=False):
-            with col:
-                head_weights = lesson.heads[lesson.heads["head"] == pattern.head].drop(columns="head")
-                # One title for the twelve: a heatmap's template is built once per title and labels.
-                st.markdown(f"**head {pattern.head}**")
-                draw.heatmap(
-                    head_weights,
-                    "",
-                    f"Heatmap of head {pattern.head}'s weights: {pattern.summary}.",
-                    value_title="weight",
-                    show_values=False,
-                )
-                st.caption(pattern.summary)
+    """A trained layer's heads as small multiples on one colour scale; the table below names each one's pattern."""
+    draw.head_panels(
+        lesson.heads,
+        f"The {lesson.num_heads} heads of layer {lesson.layer}",
+        f"Small heatmaps of the {lesson.num_heads} heads' weights on one colour scale: "
+        + "; ".join(f"head {p.head} {p.summary}" for p in lesson.patterns)
+        + ".",
+        key="model_heads",
+    )
 
 
 settings = page_start().settings

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from core.charts import common as charts
+from core.charts import heads as charts_heads
 from core.charts import real_model as charts_rm
 from core.charts.common import QUERY_SELECTION
 from core.charts.spec import VegaChart, chart_title, download_name, with_export
@@ -108,6 +109,15 @@ def query_weights_heatmap(
         key=chart_key,
         on_select=lambda: select_query_from_chart(chart_key, picker_key),
     )
+
+
+def head_panels(frame, title: str, description: str, *, key: str, causal: bool = False) -> None:
+    """One layer's heads as small multiples on one colour scale (core.charts.heads); on a screen narrower
+    than the panels, the chart shrinks to its column instead of clipping its labels."""
+    container = f"al-panels-{key}"
+    st.html(f"<style>.st-key-{container} svg, .st-key-{container} canvas {{max-width: 100%; height: auto;}}</style>")
+    with st.container(key=container):
+        draw(charts_heads.head_panels(frame, title, causal=causal), description)
 
 
 def head_grid(

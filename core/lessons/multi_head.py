@@ -235,7 +235,9 @@ def heads_note(d_out: int, wanted: int) -> str | None:
     fits = ", ".join(str(h) for h in range(1, min(d_out, 8) + 1) if d_out % h == 0)
     return (
         f"d_out = {d_out} does not split into {wanted} heads of equal width, so this page shows {heads} "
-        f"head{'s' if heads > 1 else ''} of width {d_out // heads}. Head counts that split d_out = {d_out}: {fits}."
+        f"head{'s' if heads > 1 else ''} of width {d_out // heads} in the book's split design. Head counts that "
+        f"split d_out = {d_out}: {fits}. The article's design further down gives every head the full width, so it "
+        f"builds all {wanted}."
     )
 
 

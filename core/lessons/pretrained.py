@@ -28,12 +28,14 @@ from core.inputs.examples import LIFE_SENTENCE
 from core.inputs.pretrained_heads import (
     HeadPattern,
     check_head,
+    head_slice,
     hidden_entering,
     real_head,
     split_form,
     wrapper_form,
 )
 from core.inputs.weights import head_trace
+from core.lessons import multi_head
 from core.lessons.common import Prediction, clamp_index, generator, matrix_frame, unique_labels
 
 # Lesson 7 has its own module; the tests read it through this one too (pt.CROSS, pt.PAIRS, ...).
@@ -221,20 +223,48 @@ class PretrainedMultiHeadLesson:
     code: str  # the filled recipe core/recipes/pretrained_multi_head.py
 
 
-def _heads_question(patterns: tuple[HeadPattern, ...]) -> Prediction:
-    """Do the twelve real heads of this layer look alike? Answered by their measured summaries."""
-    kinds = {p.summary.split(" (")[0] for p in patterns}
+def score_similarity(model: real_model.RealModel, layer: int) -> float:
+    """The largest |cosine| between two heads' score functions W_q W_kᵀ (D, D) in `layer`: 1 would be two
+    heads that score every pair of pieces alike, whatever the sentence."""
+    forms = []
+    for head in range(model.config.num_heads):
+        w_query, w_key, *_ = head_slice(model, layer, head)  # (D, d_k) each
+        forms.append((w_query @ w_key.T).flatten())  # (D, D) -> (D * D,)
+    stacked = torch.stack(forms)  # (h, D * D)
+    unit = stacked / stacked.norm(dim=1, keepdim=True)
+    cosines = (unit @ unit.T).abs()  # (h, h)
+    off_diagonal = ~torch.eye(len(forms), dtype=torch.bool)
+    return float(cosines[off_diagonal].max())
+
+
+def _heads_question(patterns: tuple[HeadPattern, ...], weights: torch.Tensor, similarity: float) -> Prediction:
+    """Do the heads of this layer look alike? weights: (h, T, T). Answered cell by cell, not by the coarse labels:
+    heads that all "park on [CLS] and [SEP]" still do it in different rows and amounts."""
+    heads = weights.shape[0]
+    pairs = [float((weights[i] - weights[j]).abs().mean()) for i in range(heads) for j in range(i + 1, heads)]
+    typical = float(torch.tensor(pairs).median())
+    kinds = sorted({p.summary.split(" (")[0] for p in patterns})
     options = ("Yes: trained heads all learn the same pattern", "No: the heads show different patterns")
+    differ = typical >= multi_head.HEADS_DIFFER
+    labels = (
+        f"The coarse labels put them in {len(kinds)} kind{'s' if len(kinds) > 1 else ''} ({'; '.join(kinds)}), "
+        + ("but " if differ and len(kinds) == 1 else "and ")
+    )
+    measured = (
+        f"measured weight by weight a typical pair of heads differs by {typical:.3f} per weight (we call at least "
+        f"{multi_head.HEADS_DIFFER} clear; the closest pair {min(pairs):.3f}, the farthest {max(pairs):.3f}). "
+    )
+    weights_part = (
+        ("Their weights say the same" if differ else "Their weights")
+        + f": the two most similar heads' W_q W_kᵀ have a cosine similarity of "
+        f"{similarity:.2f} (1 would score every pair of pieces alike)"
+        + (", so each head computes its own scores." if similarity < 0.9 else ".")
+    )
     return Prediction(
-        question=f"These are the {len(patterns)} heads of one trained layer. Will they look alike?",
+        question=f"These are the {heads} heads of one trained layer. Will they look alike?",
         options=options,
-        answer=0 if len(kinds) == 1 else 1,
-        explanation=(
-            f"Measured on this sentence, the heads fall into {len(kinds)} kind(s) of pattern: "
-            + "; ".join(sorted(kinds))
-            + ". Each head has its own W_q and W_k, and training pushed them apart because different heads "
-            "are useful for different things."
-        ),
+        answer=1 if differ else 0,
+        explanation=labels + measured + weights_part,
     )
 
 
@@ -287,7 +317,7 @@ def pretrained_multihead_lesson(model: real_model.RealModel, sentence: str, laye
         num_heads=heads,
         d_model=d_model,
         head_dim=d_k,
-        prediction=_heads_question(patterns),
+        prediction=_heads_question(patterns, weights, score_similarity(model, layer)),
         code=recipes.fill("pretrained_multi_head", {"sentence": sentence, "layer": layer}),
     )
 

@@ -48,8 +48,10 @@ def test_the_lesson_computes_the_books_row_at_seed_789() -> None:
 def test_with_the_scale_off_the_recipe_does_not_promise_scaled_scores() -> None:
     on = markdown_text(open_page("trainable_weights", scale="true"))
     off = markdown_text(open_page("trainable_weights", scale="false"))
-    assert "ω/√d_k" in on
-    assert "ω/√d_k" not in off and "unscaled" in off
+    assert "ω/√d_k" not in on + off  # "scaled scores ω/√d_k" stayed with the scale off
+    assert "or 1 while the sidebar's scale is off" in on and "or 1 while the sidebar's scale is off" in off
+    latex_off = " ".join(e.value for e in open_page("trainable_weights", scale="false").get("latex"))
+    assert r"\text{scale} = 1.0000" in latex_off
 
 
 def test_d_v_is_explained_without_promising_a_control() -> None:

@@ -1,0 +1,94 @@
+"""Small multiples: one layer's heads side by side, on one shared colour scale with one legend.
+
+Lesson 5 compares heads; eight full-size heatmaps with eight legends made that comparison a scroll.
+Here every head is a small panel of the same size, the weights share viridis on 0..1 (so equal
+colours are equal weights in every panel), and the legend is drawn once.
+
+Data: HEAD_PANELS_DATA, one row per (head, query, key): head (its label), row, col (token labels),
+value, row_index, col_index. Panels wrap at `columns`; on a narrow screen the chart shrinks to its
+column (ui/draw.head_panels) instead of clipping its labels.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from core.charts.common import MASKED_COLOUR, VIRIDIS
+from core.charts.spec import VegaChart, template
+
+HEAD_PANELS_DATA = "head_panels"
+FUTURE = "datum.col_index > datum.row_index"  # a causal head's masked cells
+MIN_PANEL_PX, MAX_PANEL_PX, PX_PER_TOKEN = 110, 200, 16
+
+
+def panel_size(num_tokens: int) -> int:
+    """A panel's side in px: 16 px a token, between 110 (labels still fit) and 200 (four fit a projector)."""
+    return max(MIN_PANEL_PX, min(MAX_PANEL_PX, PX_PER_TOKEN * num_tokens))
+
+
+def panel_columns(num_heads: int) -> int:
+    """Panels per row: all of up to four heads, else four (8 → 4 + 4, 9 → 4 + 4 + 1, 12 → three rows)."""
+    return min(num_heads, 4)
+
+
+def _panels(tokens: tuple[str, ...], heads: tuple[str, ...], title: str, causal: bool, columns: int) -> alt.FacetChart:
+    """The faceted heatmap; token labels sorted in sentence order, heads in the order given."""
+    panel = panel_size(len(tokens))
+    scale = alt.Scale(domain=[0.0, 1.0], range=list(VIRIDIS), interpolate="rgb", clamp=True)
+    colour = alt.Color(
+        "value:Q",
+        scale=scale,
+        title="weight (one scale for every head" + ("; grey: masked future)" if causal else ")"),
+        legend=alt.Legend(orient="bottom", gradientLength=200),
+    )
+    key_axis = alt.Axis(labelAngle=-90, labelOverlap=False, labelLimit=70, title=None)
+    query_axis = alt.Axis(labelOverlap=False, labelLimit=70, title=None)
+    cells = (
+        alt.Chart()
+        .mark_rect()
+        .encode(
+            x=alt.X("col:N", sort=list(tokens), axis=key_axis),
+            y=alt.Y("row:N", sort=list(tokens), axis=query_axis),
+            color=alt.condition("datum.col_index > datum.row_index", alt.value(MASKED_COLOUR), colour)
+            if causal
+            else colour,
+            tooltip=[
+                alt.Tooltip("head:N"),
+                alt.Tooltip("row:N", title="query"),
+                alt.Tooltip("col:N", title="key"),
+                alt.Tooltip("value:Q", title="weight", format=".4f"),
+            ],
+        )
+        .properties(width=panel, height=panel)
+    )
+    return (
+        cells.facet(
+            data=alt.NamedData(name=HEAD_PANELS_DATA),
+            facet=alt.Facet("head:N", sort=list(heads), title=None, header=alt.Header(labelFontSize=15)),
+            columns=columns,
+            spacing=12,
+        )
+        .resolve_scale(x="shared", y="shared", color="shared")
+        .properties(title=alt.Title(title, subtitle="rows: queries, columns: keys"))
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _panels_template(tokens: tuple[str, ...], heads: tuple[str, ...], title: str, causal: bool, columns: int) -> str:
+    return template(_panels(tokens, heads, title, causal, columns))
+
+
+def head_panels(frame: pd.DataFrame, title: str, *, causal: bool = False) -> VegaChart:
+    """One layer's heads as small multiples (see the module docstring for `frame`'s columns)."""
+    tokens = tuple(dict.fromkeys(frame.sort_values("row_index")["row"]))
+    # A model's heads are numbered (0, 1, …), the random lesson's already labelled ("head 1", …).
+    labels = frame["head"].map(lambda h: f"head {h}" if isinstance(h, int | np.integer) else str(h))
+    heads = tuple(dict.fromkeys(labels))
+    data = frame.assign(head=labels)[["head", "row", "col", "value", "row_index", "col_index"]]
+    return VegaChart(
+        _panels_template(tokens, heads, title, causal, panel_columns(len(heads))), {HEAD_PANELS_DATA: data}
+    )

@@ -1,0 +1,82 @@
+"""Lesson 5 (issue 30, defect 5 and its claims): compact small multiples on one colour scale, texts that
+agree with the heads drawn, and answers that follow the measured heads."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from core.app import prose
+from core.app.settings import PresetKey, settings_for_preset
+from core.charts import heads as charts_heads
+from core.lessons import multi_head as mh
+from core.lessons import pretrained as pt
+from core.models import minilm
+from tests.support import markdown_text, open_page, validated_spec
+
+SENTENCE = "The cat sat on the mat because it was tired"
+
+
+def test_eight_heads_are_small_multiples_with_one_legend() -> None:
+    lesson = mh.multihead_lesson(dataclasses.replace(settings_for_preset(PresetKey.ARTICLE), num_heads=8))
+    spec = validated_spec(charts_heads.head_panels(lesson.head_weights, "heads", causal=True))
+    assert spec["columns"] == 4  # 8 heads: two rows of four, not eight full-width charts
+    assert spec["resolve"]["scale"]["color"] == "shared"  # one colour scale, so one legend
+    colour = spec["spec"]["encoding"]["color"]
+    assert colour["scale"]["domain"] == [0.0, 1.0] and "one scale" in colour["title"]
+    assert colour["condition"]["test"] == charts_heads.FUTURE  # the causal heads' future is greyed
+    heads = spec["datasets"][charts_heads.HEAD_PANELS_DATA].column("head").to_pylist()
+    assert len(set(heads)) == lesson.num_heads == 8
+
+
+def test_a_models_numbered_heads_are_labelled_heads() -> None:
+    model = minilm.load_model()
+    lesson = pt.pretrained_multihead_lesson(model, SENTENCE, 0)
+    spec = charts_heads.head_panels(lesson.heads, "heads").spec()
+    heads = spec["datasets"][charts_heads.HEAD_PANELS_DATA].column("head").to_pylist()
+    assert heads[0] == "head 0" and len(set(heads)) == 12
+    assert spec["columns"] == 4 and "condition" not in spec["spec"]["encoding"]["color"]  # an encoder: no mask
+
+
+def test_eight_heads_at_d_out_2_the_texts_agree_with_what_is_drawn() -> None:
+    # The split section showed 2 heads and the article section "8 full-width heads", unexplained.
+    at = open_page("multi_head", num_heads="8", d_out="2")
+    notes = " ".join(i.value for i in at.info)
+    assert "shows 2 heads of width 1 in the book's split design" in notes
+    assert "builds all 8" in notes
+    text = markdown_text(at)
+    assert "three heads" not in text and "h heads cost h times" in text
+
+
+def test_random_heads_prose_claims_only_what_the_measurement_shows() -> None:
+    # "random heads look alike at any d_in" contradicted the page at book, d_out 64, 8 heads, scale off.
+    text = prose.section("multi_head", "random")
+    assert "at any d_in" not in text
+    book = settings_for_preset(PresetKey.BOOK)
+    assert mh.multihead_lesson(book).prediction.answer == 2  # "look alike" at the book's settings, as the text says
+    wide = dataclasses.replace(book, d_out=64, num_heads=8, scale=False)
+    assert mh.multihead_lesson(wide).prediction.answer == 0  # "differ clearly": wider heads, scale off
+
+
+@pytest.mark.parametrize("layer", range(6))
+def test_a_trained_layers_heads_answer_follows_the_measured_difference(layer: int) -> None:
+    # At layers 2-4 every head got the coarse label "parks its weight on [CLS] and [SEP]", so the page marked
+    # "Yes: they all learn the same pattern" right while its explanation said training pushed them apart.
+    model = minilm.load_model()
+    lesson = pt.pretrained_multihead_lesson(model, SENTENCE, layer)
+    prediction = lesson.prediction
+    assert prediction.options[prediction.answer].startswith("No")
+    assert "typical pair of heads differs by" in prediction.explanation
+    assert pt.score_similarity(model, layer) < 0.9
+    if lesson.distinct_patterns == 1:
+        assert "1 kind (" in prediction.explanation and "but measured" in prediction.explanation
+
+
+def test_the_model_mode_draws_its_heads_as_panels() -> None:
+    at = open_page("multi_head", weights="pretrained", layer="3")
+    charts_before = len(at.get("vega_lite_chart"))
+    radio = next(r for r in at.radio if r.key and r.key.startswith("predict_multi_head"))
+    radio.set_value(radio.options[0]).run()
+    assert not at.exception
+    assert len(at.get("vega_lite_chart")) == charts_before + 1  # the twelve heads: one chart, not twelve
