@@ -43,7 +43,7 @@ def _panels(tokens: tuple[str, ...], heads: tuple[str, ...], title: str, causal:
         "value:Q",
         scale=scale,
         title="weight (one scale for every head" + ("; grey: masked future)" if causal else ")"),
-        legend=alt.Legend(orient="bottom", gradientLength=200),
+        legend=alt.Legend(orient="bottom", gradientLength=200, titleLimit=500),
     )
     key_axis = alt.Axis(labelAngle=-90, labelOverlap=False, labelLimit=70, title=None)
     query_axis = alt.Axis(labelOverlap=False, labelLimit=70, title=None)
