@@ -59,11 +59,25 @@ DEFAULT_HEADS: dict[str, tuple[int, int]] = {
 W_ROWS_SHOWN = 12
 
 
+NEAR_TIE = 0.05  # weight: a winner ahead of the runner-up by less than this is not "singled out"
+
+
 def _strongest_question(tokens: tuple[str, ...], query: int, row: torch.Tensor, pattern: HeadPattern) -> Prediction:
     """Which piece the query attends to most in this real head, answered by its row of weights."""
     answer = int(row.argmax())
     ranked = row.argsort(descending=True)
     runner_up = int(ranked[1]) if len(ranked) > 1 else answer
+    top, second = float(row[answer]), float(row[runner_up])
+    if top - second < NEAR_TIE:
+        verdict = (
+            f"A near-tie: for this query the head barely prefers one piece to the other (by {top - second:.4f}), "
+            f"so it singles nothing out here. Over the whole sentence it {pattern.summary}."
+        )
+    else:
+        verdict = (
+            f"Over the whole sentence this head {pattern.summary}; for this query its W_q and W_k give "
+            f"“{tokens[answer]}”'s key the highest score by a clear margin ({top - second:.4f} of the weight)."
+        )
     return Prediction(
         question=(
             f"In layer {pattern.layer}, head {pattern.head}, which word piece will “{tokens[query]}” attend to most?"
@@ -71,9 +85,8 @@ def _strongest_question(tokens: tuple[str, ...], query: int, row: torch.Tensor, 
         options=tokens,
         answer=answer,
         explanation=(
-            f"“{tokens[answer]}” gets {float(row[answer]):.4f} of the weight, the next largest "
-            f"(“{tokens[runner_up]}”) {float(row[runner_up]):.4f}. Over the whole sentence this head "
-            f"{pattern.summary}: its W_q and W_k learned to make those scores stand out."
+            f"“{tokens[answer]}” gets {top:.4f} of the weight, the next largest (“{tokens[runner_up]}”) "
+            f"{second:.4f}. {verdict}"
         ),
     )
 

@@ -249,7 +249,7 @@ def trainable_lesson(settings: Settings, query_index: int) -> TrainableLesson:
         trace,
         matrices,
         query_index,
-        prediction=strongest_key_question(tokens, query_index, trace.weights[query_index]),
+        prediction=strongest_key_question(tokens, query_index, trace.weights[query_index], projected=True),
         code=_code(settings, query_index),
         versions=versions,
     )
