@@ -77,6 +77,10 @@ def real_head(model: real_model.RealModel, sentence: str, layer: int, head: int)
 
 
 # ------------------------------------------------------------------ what a head's pattern is
+SHARE = 0.3  # mean weight per row: a head is named by the strongest measure at or above this
+MOST = 0.5  # ...and said to "park" on [CLS] and [SEP] only when more than half of each row lands there
+
+
 @dataclass(frozen=True)
 class HeadPattern:
     """One head's measured pattern on this sentence (real_model_lesson's measures, in words)."""
@@ -95,15 +99,17 @@ class HeadPattern:
         """Measure a (T, T) weights matrix (rows sum to 1)."""
         m = head_measures(weights)
         self_weight = float(weights.double().diagonal().mean())
+        sinks = float(m.cls + m.sep)
+        # "Parks its weight" only where most of it lands there; 0.3-0.5 is a large share, not the weight.
         candidates = {
             "looks at the next piece": float(m.next),
             "looks at the previous piece": float(m.previous),
-            "parks its weight on [CLS] and [SEP]": float(m.cls + m.sep),
+            ("parks most of its weight on" if sinks >= MOST else "puts a large share on") + " [CLS] and [SEP]": sinks,
             "looks at itself": self_weight,
         }
         label, value = max(candidates.items(), key=lambda item: item[1])
         broad = float(m.entropy) / math.log(max(m.num_tokens, 2))
-        if value >= 0.3:
+        if value >= SHARE:
             summary = f"{label} ({value:.2f} of each row on average)"
         else:
             summary = f"spreads out (entropy {broad:.2f} of its maximum)"

@@ -391,8 +391,8 @@ def tiling_caption(tiling: TilingLesson) -> str:
         f"{tiling.computed} of {total} tiles computed, {tiling.skipped} skipped; largest |tiled − reference path| "
         f"= {tiling.max_difference:.1e}. Plain attention holds all {PICTURE_TOKENS}×{PICTURE_TOKENS} scores at once; "
         f"the loop holds one {tiling.block_q}×{tiling.block_k} tile of scores, plus m, ℓ and the running output of "
-        f"the {tiling.block_q} queries of the block it is working on. The Code box compares its loop with PyTorch's "
-        "own kernel instead of this page's reference path, so its last digits may differ."
+        f"the {tiling.block_q} queries of the block it is working on. The Code box runs the same loop against the "
+        "same reference and prints the same difference."
     )
 
 

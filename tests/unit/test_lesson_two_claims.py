@@ -36,3 +36,14 @@ def test_lesson_two_reasons_with_w_q_and_w_k_not_lesson_ones_embeddings() -> Non
             explanation = tw.trainable_lesson(Settings(seed=seed), query).prediction.explanation
             assert "its own embedding" not in explanation and "longer vector" not in explanation
             assert "W_q and W_k alone decide" in explanation
+
+
+def test_parks_only_where_most_of_the_weight_lands() -> None:
+    # "parks its weight on [CLS] and [SEP]" was said of a head that put 0.44 of each row there.
+    tokens = 5
+    weights = torch.zeros(tokens, tokens)
+    weights[:, 0], weights[:, 2] = 0.44, 0.56 / 1  # 0.44 on [CLS], the rest on one word
+    pattern = HeadPattern.of(0, 0, weights)
+    assert "parks" not in pattern.summary
+    weights[:, 0], weights[:, 2] = 0.6, 0.4
+    assert HeadPattern.of(0, 0, weights).summary.startswith("parks most of its weight on [CLS] and [SEP] (0.60")
