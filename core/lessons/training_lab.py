@@ -116,7 +116,7 @@ def chance_label(task: Task) -> str:
     """How the page names `chance_accuracy` on the curves and in the verdicts."""
     if task is Task.PREVIOUS_TOKEN:
         return "guessing (1 in 16)"
-    return "one layer without induction, best measured"
+    return "one layer without induction, best of 9 seeds"
 
 
 def steps_to_reach(run: TrainingRun, level: float) -> int | None:
