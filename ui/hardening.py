@@ -76,7 +76,8 @@ def keep_shared_caches() -> None:
     AppSession._handle_clear_cache_request = clear_own_session_state_only  # type: ignore[method-assign]
 
 
-_UNREADABLE_KEY = "al_unreadable_controls"  # keys of controls whose forged value was dropped this run
+_UNREADABLE_KEY = "al_unreadable_controls"
+_NUMBER_FIELDS = frozenset({"int_value", "double_value"})  # keys of controls whose forged value was dropped this run
 
 
 def drop_unreadable_widget_values() -> None:
@@ -129,6 +130,10 @@ def sent_as_registered(sent: WidgetState, metadata: WidgetMetadata | None) -> bo
     """
     field = sent.WhichOneof("value")
     if metadata is None or field is None:
+        return True
+    # A number box registers "double_value", and the browser sends an integer box's value as "int_value"
+    # (Streamlit reads either): both are numbers, and the box's deserializer judges the number itself.
+    if {field, metadata.value_type} <= _NUMBER_FIELDS:
         return True
     if field != metadata.value_type:
         return False
