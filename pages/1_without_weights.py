@@ -66,10 +66,17 @@ def shuffled_charts(shuffled: without_weights.ShuffledTokens, colours: without_w
 frame = page_start()
 settings = frame.settings
 widgets.prose("without_weights", "intro")
-st.latex(
-    r"\omega_{ij} = x^{(i)} \cdot x^{(j)} \qquad \alpha_{ij} = \frac{e^{\omega_{ij}}}{\sum_k e^{\omega_{ik}}}"
-    r"\qquad z^{(i)} = \sum_j \alpha_{ij}\, x^{(j)}"
-)
+# Three columns side by side on a wide screen, stacked on a phone (one line of three was cut at 390 px).
+for column, formula in zip(
+    st.columns(3),
+    (
+        r"\omega_{ij} = x^{(i)} \cdot x^{(j)}",
+        r"\alpha_{ij} = \frac{e^{\omega_{ij}}}{\sum_k e^{\omega_{ik}}}",
+        r"z^{(i)} = \sum_j \alpha_{ij}\, x^{(j)}",
+    ),
+    strict=True,
+):
+    column.latex(formula)
 
 query = widgets.query_picker(
     cache.computed(common.TOKEN_LABELS, settings),

@@ -26,11 +26,14 @@ PREDICT_KEY = "predict_multi_head"
 
 def on_random_draws(settings: Settings) -> None:
     widgets.prose("multi_head", "intro")
-    st.latex(
-        r"\text{MultiHead}(X) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)\,W_o,\quad"
-        r"\text{head}_i = \text{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{d_{head}}} + M\right) V_i"
+    # Side by side on a wide screen, stacked on a phone (one line was cut at 390 px).
+    whole, one_head = st.columns(2)
+    whole.latex(r"\text{MultiHead}(X) = [\,\text{head}_1 \cdots \text{head}_h\,]\,W_o")
+    one_head.latex(r"\text{head}_i = \text{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{d_{head}}} + M\right) V_i")
+    st.caption(
+        "[head₁ ⋯ headₕ] puts the heads' outputs side by side (concatenation). M is the causal mask: 0 where a "
+        "query may look, −∞ on the future tokens it may not see."
     )
-    st.caption("M is the causal mask: 0 where a query may look, −∞ on the future tokens it may not see.")
     lesson = cache.computed(multi_head.LESSON, settings)
     if lesson.heads_note:
         st.info(lesson.heads_note, icon=":material/call_split:")
@@ -152,10 +155,10 @@ def on_a_model(settings: Settings) -> None:
         widgets.answer_first(f"The {lesson.num_heads} heads' weights and what each was measured to do appear")
     step("Twelve heads, or one matrix split in twelve")
     widgets.prose(source.TEXT, "multi_split")
-    st.latex(
-        rf"{lesson.d_model} = {lesson.num_heads} \times {lesson.head_dim}"
-        r"\qquad \text{MultiHead}(X) = \text{concat}(\text{head}_0, \dots, \text{head}_{11})\, W_o + b_o"
-    )
+    width, whole = st.columns([1, 2])
+    width.latex(rf"{lesson.d_model} = {lesson.num_heads} \times {lesson.head_dim}")
+    whole.latex(r"\text{MultiHead}(X) = [\,h_0 \cdots h_{" + str(lesson.num_heads - 1) + r"}\,]\, W_o + b_o")
+    st.caption(f"h_i is head i's output, {lesson.head_dim} numbers per piece; the table follows the shapes.")
     st.dataframe([{"step": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
     a, b = st.columns(2)
     a.metric("max |wrapper − split form|", f"{lesson.wrapper_vs_split:.1e}")

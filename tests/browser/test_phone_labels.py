@@ -48,3 +48,25 @@ def test_no_heatmap_clips_its_labels_on_a_phone(server: str, browser) -> None:
         clipped += [f"{name}: {label}" for label in page.evaluate(CLIPPED, SLACK_PX)]
     context.close()
     assert not clipped, "\n".join(clipped)
+
+
+def test_no_formula_is_cut_on_a_phone(server: str, browser) -> None:
+    # Lesson 1's three formulas on one line and lesson 5's MultiHead line ran past a 390 px screen.
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    cut: list[str] = []
+    for name in ("without_weights", "multi_head", "multi_head?weights=pretrained"):
+        page.goto(f"{server}/{name}", wait_until="domcontentloaded")
+        page.wait_for_selector(support.IDLE, timeout=60_000)
+        support.answer_every_question(page)
+        page.wait_for_timeout(800)
+        cut += [
+            f"{name}: {width}"
+            for width in page.evaluate(
+                """() => [...document.querySelectorAll('.katex-display')]
+                       .filter(k => k.checkVisibility() && k.scrollWidth > k.clientWidth + 2)
+                       .map(k => k.textContent.slice(0, 40))"""
+            )
+        ]
+    context.close()
+    assert not cut, cut
