@@ -22,12 +22,14 @@ from core.charts.spec import VegaChart, template
 
 HEAD_PANELS_DATA = "head_panels"
 FUTURE = "datum.col_index > datum.row_index"  # a causal head's masked cells
-MIN_PANEL_PX, MAX_PANEL_PX, PX_PER_TOKEN = 110, 200, 16
+MIN_PANEL_PX, MAX_PANEL_PX = 110, 240
 
 
-def panel_size(num_tokens: int) -> int:
-    """A panel's side in px: 16 px a token, between 110 (labels still fit) and 200 (four fit a projector)."""
-    return max(MIN_PANEL_PX, min(MAX_PANEL_PX, PX_PER_TOKEN * num_tokens))
+def panel_size(num_tokens: int, num_heads: int) -> int:
+    """A panel's side in px: two heads get 34 px a token (a projector's back row must read them), four get 24,
+    more get 16; never under 110 (the labels still fit) nor over 240 (two fit beside each other)."""
+    per_token = 34 if num_heads <= 2 else 24 if num_heads <= 4 else 16
+    return max(MIN_PANEL_PX, min(MAX_PANEL_PX, per_token * num_tokens))
 
 
 def panel_columns(num_heads: int) -> int:
@@ -37,7 +39,7 @@ def panel_columns(num_heads: int) -> int:
 
 def _panels(tokens: tuple[str, ...], heads: tuple[str, ...], title: str, causal: bool, columns: int) -> alt.FacetChart:
     """The faceted heatmap; token labels sorted in sentence order, heads in the order given."""
-    panel = panel_size(len(tokens))
+    panel = panel_size(len(tokens), len(heads))
     scale = alt.Scale(domain=[0.0, 1.0], range=list(VIRIDIS), interpolate="rgb", clamp=True)
     colour = alt.Color(
         "value:Q",

@@ -80,3 +80,9 @@ def test_the_model_mode_draws_its_heads_as_panels() -> None:
     radio.set_value(radio.options[0]).run()
     assert not at.exception
     assert len(at.get("vega_lite_chart")) == charts_before + 1  # the twelve heads: one chart, not twelve
+
+
+def test_few_heads_get_larger_panels() -> None:
+    assert charts_heads.panel_size(6, 2) == 204 > charts_heads.panel_size(6, 4) == 144
+    assert charts_heads.panel_size(8, 12) == 128 and charts_heads.panel_size(64, 12) == charts_heads.MAX_PANEL_PX
+    assert charts_heads.panel_size(3, 8) == charts_heads.MIN_PANEL_PX
