@@ -32,7 +32,7 @@ eps = config["layer_norm_eps"]
 
 
 def linear(x, name):
-    return x @ w[name + ".weight"].T + w[name + ".bias"]
+    return F.linear(x, w[name + ".weight"], w[name + ".bias"])  # x @ W.T + b in one fused call, as the page
 
 
 def layer_norm(x, name):
@@ -61,15 +61,18 @@ with torch.no_grad():
 
     p = f"encoder.layer.{layer}."
     num_heads = d_model // head_dim  # 12
+    scale = 1 / math.sqrt(head_dim)  # multiplied in, as the page does (dividing rounds differently)
 
     # The wrapper: twelve separate heads, each with its own 384 -> 32 projections, contexts concatenated.
     contexts = []
     for h in range(num_heads):
         rows = slice(h * head_dim, (h + 1) * head_dim)
-        q_h = x @ w[p + "attention.self.query.weight"][rows].T + w[p + "attention.self.query.bias"][rows]  # (T, 32)
-        k_h = x @ w[p + "attention.self.key.weight"][rows].T + w[p + "attention.self.key.bias"][rows]  # (T, 32)
-        v_h = x @ w[p + "attention.self.value.weight"][rows].T + w[p + "attention.self.value.bias"][rows]  # (T, 32)
-        a_h = torch.softmax(q_h @ k_h.T / math.sqrt(head_dim), dim=-1)  # (T, T)
+        # each head's 32 rows, laid out as (384, 32) matrices: x @ W, as lesson 2 draws them
+        w_q, w_k, w_v = (w[p + f"attention.self.{n}.weight"][rows].T.contiguous() for n in ("query", "key", "value"))
+        q_h = x @ w_q + w[p + "attention.self.query.bias"][rows]  # (T, 32)
+        k_h = x @ w_k + w[p + "attention.self.key.bias"][rows]  # (T, 32)
+        v_h = x @ w_v + w[p + "attention.self.value.bias"][rows]  # (T, 32)
+        a_h = torch.softmax((q_h @ k_h.T) * scale, dim=-1)  # (T, T)
         contexts.append(a_h @ v_h)  # (T, 32)
     wrapper = linear(torch.cat(contexts, dim=-1), p + "attention.output.dense")  # (T, 12 * 32) -> (T, 384)
 
@@ -77,9 +80,9 @@ with torch.no_grad():
     q = linear(x, p + "attention.self.query").view(num_tokens, num_heads, head_dim).transpose(0, 1)  # (h, T, d_k)
     k = linear(x, p + "attention.self.key").view(num_tokens, num_heads, head_dim).transpose(0, 1)  # (h, T, d_k)
     v = linear(x, p + "attention.self.value").view(num_tokens, num_heads, head_dim).transpose(0, 1)  # (h, T, d_k)
-    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(head_dim), dim=-1)  # (h, T, T)
+    weights = torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1)  # (h, T, T)
     context = (weights @ v).transpose(0, 1).reshape(num_tokens, d_model)  # (h, T, d_k) -> (T, h * d_k)
     split = linear(context, p + "attention.output.dense")  # (T, 384)
 
 print(tokens)
-print("max |wrapper - split| =", float((wrapper - split).abs().max()))
+print(f"max |wrapper - split| = {float((wrapper - split).abs().max()):.1e}")

@@ -86,3 +86,16 @@ def test_few_heads_get_larger_panels() -> None:
     assert charts_heads.panel_size(6, 2) == 204 > charts_heads.panel_size(6, 4) == 144
     assert charts_heads.panel_size(8, 12) == 128 and charts_heads.panel_size(64, 12) == charts_heads.MAX_PANEL_PX
     assert charts_heads.panel_size(3, 8) == charts_heads.MIN_PANEL_PX
+
+
+def test_the_model_code_box_says_how_its_one_differing_figure_differs(capsys) -> None:
+    # The box printed "max |wrapper - split| = 0.0" beside the page's 3.6e-07 and claimed the page's numbers.
+    from core import recipes
+
+    model = minilm.load_model()
+    lesson = pt.pretrained_multihead_lesson(model, SENTENCE, 3)
+    recipes.run(lesson.code)
+    printed = float(capsys.readouterr().out.strip().splitlines()[-1].split("=")[1])
+    assert 0 < printed < 1e-6 and 0 < lesson.wrapper_vs_split < 1e-6
+    at = open_page("multi_head", weights="pretrained", layer="3")
+    assert any("last digits of that one figure differ" in c.value for c in at.caption)
