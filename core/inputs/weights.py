@@ -85,6 +85,9 @@ class HeadInput:
     b_value: torch.Tensor
     scale: float  # what the scores are multiplied by: the model's own 1/sqrt(d_k)
     provenance: Provenance
+    # A decoder with rotary positions (RoPE, core/inputs/decoder_heads.py): q and k are turned pair by pair
+    # by their positions 0..T-1 before the dot product. None for the encoder, whose x carries positions.
+    rope_base: float | None = None
 
     @property
     def layer(self) -> int:
@@ -95,12 +98,19 @@ class HeadInput:
         return self.provenance.head
 
 
-def head_trace(head: HeadInput, x_query: torch.Tensor | None = None) -> fn.AttentionTrace:
+def head_trace(head: HeadInput, x_query: torch.Tensor | None = None, *, causal: bool = False) -> fn.AttentionTrace:
     """q = x W_q + b_q (and k, v likewise), then softmax(q kᵀ · scale) v; queries from `x_query` if given
-    (cross-attention: queries from one sentence, keys and values from another)."""
+    (cross-attention: queries from one sentence, keys and values from another). A RoPE head turns q and k
+    by their positions first; `causal` hides each query's future keys before the softmax (lesson 4)."""
     x_q = head.x if x_query is None else x_query
     with torch.no_grad():
         queries = x_q @ head.w_query + head.b_query  # (T_q, d_k)
         keys = head.x @ head.w_key + head.b_key  # (T, d_k)
         values = head.x @ head.w_value + head.b_value  # (T, d_k)
-        return fn.scaled_dot_product_attention(queries, keys, values, scale=head.scale)
+        if head.rope_base is not None:
+            from core.models.smollm2 import rope_angles, rotate_pairs  # the decoder's own rotation
+
+            d_k = queries.shape[-1]
+            queries = rotate_pairs(queries, rope_angles(torch.arange(queries.shape[0]), d_k, head.rope_base))
+            keys = rotate_pairs(keys, rope_angles(torch.arange(keys.shape[0]), d_k, head.rope_base))
+        return fn.scaled_dot_product_attention(queries, keys, values, scale=head.scale, is_causal=causal)
