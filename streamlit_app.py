@@ -112,7 +112,8 @@ def seed_state(spec: registry.PageSpec, preset: str, default: dict) -> dict:
 
 WEIGHTS_HELP = (
     "random: the sources' own random draw (their worked examples, digit for digit). "
-    "pretrained: one head of all-MiniLM-L6-v2, weights that learned something (lessons 2, 4, 5 and 7)."
+    "pretrained: one head of all-MiniLM-L6-v2, an encoder, weights that learned something (lessons 2, 4, 5 and 7). "
+    "decoder: one head of SmolLM2-135M, a GPT-style decoder trained behind the causal mask (lessons 2, 4 and 5)."
 )
 
 

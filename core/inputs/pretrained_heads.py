@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from core.attention import functional as fn
 from core.attention.head_measures import head_measures
 from core.inputs.examples import unique_labels
-from core.inputs.weights import MODELS, HeadInput, Provenance, WeightSource, head_trace
+from core.inputs.weights import MODELS, HeadInput, ModelShape, Provenance, WeightSource, head_trace
 from core.models import minilm as real_model
 
 
@@ -90,21 +90,26 @@ class HeadPattern:
     entropy: float  # nats, averaged over queries
     previous: float  # mean weight on the previous piece
     next: float  # mean weight on the next piece
-    sinks: float  # mean weight on [CLS] + [SEP]
+    sinks: float  # mean weight on the model's sink: [CLS] + [SEP] (encoder), the first token (decoder)
     self_weight: float  # mean weight on the query's own piece
     summary: str  # the strongest of those, in words
 
     @staticmethod
-    def of(layer: int, head: int, weights: torch.Tensor) -> HeadPattern:
-        """Measure a (T, T) weights matrix (rows sum to 1)."""
+    def of(layer: int, head: int, weights: torch.Tensor, shape: ModelShape | None = None) -> HeadPattern:
+        """Measure a (T, T) weights matrix (rows sum to 1) of a head of `shape`'s model (default: the encoder).
+
+        The sink is where the model parks spare weight: [CLS] and [SEP] in the encoder, the first token in
+        a decoder (whose first token is the only key every query can see).
+        """
+        shape = shape or MODELS[WeightSource.ENCODER]
         m = head_measures(weights)
         self_weight = float(weights.double().diagonal().mean())
-        sinks = float(m.cls + m.sep)
+        sinks = float(m.cls + m.sep) if len(shape.sink_positions) == 2 else float(m.cls)
         # "Parks its weight" only where most of it lands there; 0.3-0.5 is a large share, not the weight.
         candidates = {
             "looks at the next piece": float(m.next),
             "looks at the previous piece": float(m.previous),
-            ("parks most of its weight on" if sinks >= MOST else "puts a large share on") + " [CLS] and [SEP]": sinks,
+            ("parks most of its weight on " if sinks >= MOST else "puts a large share on ") + shape.sink: sinks,
             "looks at itself": self_weight,
         }
         label, value = max(candidates.items(), key=lambda item: item[1])
@@ -113,9 +118,7 @@ class HeadPattern:
             summary = f"{label} ({value:.2f} of each row on average)"
         else:
             summary = f"spreads out (entropy {broad:.2f} of its maximum)"
-        return HeadPattern(
-            layer, head, float(m.entropy), float(m.previous), float(m.next), float(m.cls + m.sep), self_weight, summary
-        )
+        return HeadPattern(layer, head, float(m.entropy), float(m.previous), float(m.next), sinks, self_weight, summary)
 
 
 def wrapper_form(model: real_model.RealModel, x: torch.Tensor, layer: int) -> torch.Tensor:

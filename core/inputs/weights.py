@@ -7,10 +7,12 @@ where they came from (model, layer, head) for the page's labels.
 - RANDOM: the sources' own random draws (their worked examples, digit for digit; core/lessons/).
 - ENCODER: one head of all-MiniLM-L6-v2 (taken apart in core/inputs/pretrained_heads.py). Its URL
   value stays "pretrained", the spelling every shared link already carries.
-- Extension point, DECODER: a head of SmolLM2-135M (core/models/smollm2.py, being added). To add it:
-  a member here (its URL value, e.g. "decoder"), a `MODELS` entry, a function that takes its head
-  apart into a `HeadInput` (as pretrained_heads.real_head does for the encoder), and a branch in
-  ui/weights.py's loader. The links' rule and the sidebar read the members, so they follow.
+- DECODER: one head of SmolLM2-135M (taken apart in core/inputs/decoder_heads.py): a causal head
+  with rotary positions, trained behind the mask. Lessons 2, 4 and 5 take it (core/app/registry.py).
+
+Another model source is a member here (its URL value), a `MODELS` entry, a function that takes its
+head apart into a `HeadInput` (core/inputs/model_heads.py dispatches to it) and a loader in
+ui/weights.py. The links' rule, the sidebar and the layer/head picker read `MODELS`, so they follow.
 
 Shape legend: T = tokens (word pieces, [CLS] and [SEP] included for the encoder), D = embedding width,
 d_k = head width. Matrices are stored as (D, d_k), the x @ W layout of lesson 2.
@@ -31,7 +33,7 @@ class WeightSource(StrEnum):
 
     RANDOM = "random"  # the sources' own draws
     ENCODER = "pretrained"  # a head of all-MiniLM-L6-v2 (the value old links carry)
-    # DECODER = "decoder"  # a head of SmolLM2-135M: see the module docstring
+    DECODER = "decoder"  # a head of SmolLM2-135M, a decoder-only GPT
 
     @property
     def is_model(self) -> bool:
@@ -41,19 +43,34 @@ class WeightSource(StrEnum):
 
 @dataclass(frozen=True)
 class ModelShape:
-    """What a model source fixes: its name on labels and the picker's ranges."""
+    """What a model source fixes: its name on labels, the picker's ranges, and how its heads read."""
 
     name: str
     num_layers: int
     num_heads: int
     head_dim: int
     hidden_size: int
+    causal: bool = False  # trained behind the causal mask (a decoder): its own weights are the masked ones
+    sink: str = "[CLS] and [SEP]"  # where its heads park spare weight (head_measures: the first and last key)
+
+    @property
+    def sink_positions(self) -> tuple[int, ...]:
+        """The keys counted as the sink: a decoder's first token; an encoder's [CLS] (0) and [SEP] (last, -1)."""
+        return (0,) if self.causal else (0, -1)
 
 
 # The model behind each model source (tests/unit/test_pretrained.py checks these against the model's config).
 MODELS: dict[WeightSource, ModelShape] = {
     WeightSource.ENCODER: ModelShape("all-MiniLM-L6-v2", num_layers=6, num_heads=12, head_dim=32, hidden_size=384),
+    WeightSource.DECODER: ModelShape(
+        "SmolLM2-135M", num_layers=30, num_heads=9, head_dim=64, hidden_size=576, causal=True, sink="the first token"
+    ),
 }
+
+# The largest layer and head index any model source has: the link's rule (core/app/links.py) allows these,
+# and the picker then checks a value against the chosen model's own range.
+MAX_LAYERS = max(shape.num_layers for shape in MODELS.values())
+MAX_HEADS = max(shape.num_heads for shape in MODELS.values())
 
 
 @dataclass(frozen=True)
@@ -88,6 +105,8 @@ class HeadInput:
     # A decoder with rotary positions (RoPE, core/inputs/decoder_heads.py): q and k are turned pair by pair
     # by their positions 0..T-1 before the dot product. None for the encoder, whose x carries positions.
     rope_base: float | None = None
+    # Trained behind the causal mask (a decoder head): the model's own weights are head_trace(..., causal=True).
+    causal: bool = False
 
     @property
     def layer(self) -> int:

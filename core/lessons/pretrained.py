@@ -1,16 +1,19 @@
-"""Lessons 2, 4 and 5 (7: pretrained_cross.py) on learned weights: one real head of all-MiniLM-L6-v2, not a random draw.
+"""Lessons 2, 4 and 5 (7: pretrained_cross.py) on learned weights: one real head of a model, not a random draw.
 
 The step-by-step lessons draw random W_q, W_k, W_v on purpose (the sources do, to show the
-mechanics). With the ENCODER weight source (core/inputs/weights.py, `?weights=pretrained`) the same
-steps run on weights that learned something: x is the hidden state entering the chosen layer (the
-word pieces the model reads, [CLS] and [SEP] included), W_q, W_k, W_v are that head's 32 columns of
-the layer's 384 -> 384 projections, and the scale is the model's own 1/sqrt(32). BERT's projections
-carry a bias, so q = x W_q + b_q. Lesson 2 returns the same TrainableLesson as on random draws
-(core/lessons/trainable_weights.lesson_from_trace); lessons 4, 5 and 7 ask other questions of a
-trained head than of a random one, so their results have their own dataclasses here.
+mechanics). With a model weight source (core/inputs/weights.py) the same steps run on weights that
+learned something, and these functions never ask which model (core/inputs/model_heads.py):
+- ENCODER (`?weights=pretrained`), all-MiniLM-L6-v2: x is the hidden state entering the layer
+  ([CLS] and [SEP] included), W_q, W_k, W_v a head's 32 columns of 384, with biases;
+- DECODER (`?weights=decoder`), SmolLM2-135M: x is the normalised stream entering the layer, W_q a
+  query head's 64 columns of 576, W_k and W_v its group's key/value head, no biases, RoPE, and the
+  causal mask it was trained behind.
+Lesson 2 returns the same TrainableLesson as on random draws (core/lessons/trainable_weights.
+lesson_from_trace); lessons 4, 5 and 7 ask other questions of a trained head than of a random one,
+so their results have their own dataclasses here.
 
-Shape legend: T = word pieces of the sentence, D = hidden width (384), h = heads (12),
-d_k = head width (32). Matrices are drawn as (D, d_k), the x @ W layout of lesson 2.
+Shape legend: T = tokens of the sentence, D = hidden width, h = heads, d_k = head width.
+Matrices are drawn as (D, d_k), the x @ W layout of lesson 2.
 """
 
 from __future__ import annotations
@@ -24,32 +27,33 @@ from core import recipes
 from core.app.registry import LessonSpec
 from core.app.settings import PresetKey, Settings, load_example
 from core.attention import functional as fn
+from core.inputs import model_heads
 from core.inputs.examples import LIFE_SENTENCE
-from core.inputs.pretrained_heads import (
-    HeadPattern,
-    check_head,
-    head_slice,
-    hidden_entering,
-    real_head,
-    split_form,
-    wrapper_form,
-)
-from core.inputs.weights import head_trace
+from core.inputs.model_heads import AnyModel
+from core.inputs.pretrained_heads import HeadPattern
+from core.inputs.weights import WeightSource, head_trace
 from core.lessons import multi_head
-from core.lessons.common import Prediction, clamp_index, generator, matrix_frame, unique_labels
+from core.lessons.common import Prediction, clamp_index, generator, matrix_frame
 
 # Lesson 7 has its own module; the tests read it through this one too (pt.CROSS, pt.PAIRS, ...).
 from core.lessons.pretrained_cross import CROSS, PAIRS, PretrainedCrossLesson  # noqa: F401
 from core.lessons.trainable_weights import TrainableLesson, lesson_from_trace
-from core.models import minilm as real_model
 
-# The head each lesson opens on, chosen by its measured pattern on the lesson's default sentence
-# (tests/test_pretrained.py re-measures each one and fails if it stops making the lesson's point).
-DEFAULT_HEADS: dict[str, tuple[int, int]] = {
-    "trainable_weights": (0, 2),  # a previous-piece head: each row's weight lands on one clear key
-    "causal_dropout": (1, 8),  # a next-piece head: the causal mask removes the key it looks at most
-    "multi_head": (0, 0),  # layer 0: its twelve heads show the most different patterns side by side
-    "cross_attention": (1, 1),  # a same-word head: among the words, a piece reads its copy in the other sentence
+# The head each lesson opens on, per model, chosen by its measured pattern on the lesson's default sentence
+# (tests/unit/test_pretrained.py and test_decoder_source.py re-measure each one and fail if it stops making
+# the lesson's point).
+DEFAULT_HEADS: dict[WeightSource, dict[str, tuple[int, int]]] = {
+    WeightSource.ENCODER: {
+        "trainable_weights": (0, 2),  # a previous-piece head: each row's weight lands on one clear key
+        "causal_dropout": (1, 8),  # a next-piece head: the causal mask removes the key it looks at most
+        "multi_head": (0, 0),  # layer 0: its twelve heads show the most different patterns side by side
+        "cross_attention": (1, 1),  # a same-word head: a piece reads its copy in the other sentence
+    },
+    WeightSource.DECODER: {
+        "trainable_weights": (16, 0),  # a previous-token head (the overview's): one clear key per row
+        "causal_dropout": (16, 0),  # the same head: trained behind the mask, it loses nothing to it
+        "multi_head": (0, 0),  # layer 0: heads of one key/value group side by side with the others
+    },
 }
 
 
@@ -92,14 +96,16 @@ def _strongest_question(tokens: tuple[str, ...], query: int, row: torch.Tensor, 
 
 
 def pretrained_trainable_lesson(
-    model: real_model.RealModel, sentence: str, layer: int, head: int, query_index: int
+    model: AnyModel, sentence: str, layer: int, head: int, query_index: int
 ) -> TrainableLesson:
-    """Lesson 2 on (layer, head) of the real model, for `sentence`: the same lesson as on random draws."""
-    real = real_head(model, sentence, layer, head)
+    """Lesson 2 on (layer, head) of a model, for `sentence`: the same lesson as on random draws.
+
+    A decoder head runs as the model runs it, behind its causal mask: its weights are the model's own."""
+    real = model_heads.model_head(model, sentence, layer, head)
     tokens = real.tokens
     query_index = clamp_index(query_index, len(tokens))
-    trace = head_trace(real)
-    pattern = HeadPattern.of(layer, head, trace.weights)
+    trace = head_trace(real, causal=real.causal)
+    pattern = HeadPattern.of(layer, head, trace.weights, model_heads.shape_of(model))
     return lesson_from_trace(
         tokens,
         trace,
@@ -107,10 +113,18 @@ def pretrained_trainable_lesson(
         query_index,
         rows_shown=W_ROWS_SHOWN,
         prediction=_strongest_question(tokens, query_index, trace.weights[query_index], pattern),
-        code=recipes.fill("pretrained_head", {"sentence": sentence, "layer": layer, "head": head}),
+        code=_head_code(model, sentence, layer, head),
         pattern=pattern,
         provenance=real.provenance,
     )
+
+
+def _head_code(model: AnyModel, sentence: str, layer: int, head: int) -> str:
+    """Lesson 2's Code box: the head from the model's own files (the decoder's from its GGUF file, by token ids)."""
+    ids = model_heads.decoder_ids(model, sentence)
+    if ids is not None:
+        return recipes.fill("decoder_head", {"text": sentence, "ids": ids, "layer": layer, "head": head})
+    return recipes.fill("pretrained_head", {"sentence": sentence, "layer": layer, "head": head})
 
 
 # ------------------------------------------------------------------ lesson 4
@@ -134,35 +148,54 @@ class PretrainedCausalLesson:
     kept_fraction: float | None
     pattern: HeadPattern
     prediction: Prediction
-    code: str  # the filled recipe core/recipes/pretrained_causal.py
+    code: str  # the filled recipe core/recipes/pretrained_causal.py (decoder_causal.py for a decoder head)
+    head_dim: int  # d_k, the scale's root
+    trained_causal: bool = False  # a decoder head: trained behind the mask, so `masked` is the model's own
 
 
-def _future_question(tokens: tuple[str, ...], rows: pd.DataFrame, future_mass: float) -> Prediction:
+def _future_question(
+    tokens: tuple[str, ...], rows: pd.DataFrame, future_mass: float, trained_causal: bool
+) -> Prediction:
     """How many rows the causal mask sends to another strongest key, answered from the rows table."""
     changed = int((rows["strongest before"] != rows["strongest after"]).sum())
     total = len(tokens)
     buckets = ("None of them", "Fewer than half", "Half or more")
     answer = 0 if changed == 0 else (1 if changed < total / 2 else 2)
-    return Prediction(
-        question=(
+    if trained_causal:
+        question = (
+            f"This decoder head was trained behind the causal mask. Take the mask away and compare with the model's "
+            f"own, masked weights: of its {total} rows, how many have a different strongest key?"
+        )
+        reason = (
+            f"Unmasked, a head that never saw the future in training still scores later tokens: an average row "
+            f"put {future_mass:.2f} of its weight there. Those scores were never trained, which is why the model "
+            "never lets a query see them."
+        )
+    else:
+        question = (
             f"This head was trained to see the whole sentence. Mask the future: of its {total} rows, how many will "
             "get a different strongest key?"
-        ),
+        )
+        reason = (
+            f"Unmasked, the head put {future_mass:.2f} of an average row's weight on later pieces; the mask takes "
+            "that away and the softmax hands it to the pieces that remain."
+        )
+    return Prediction(
+        question=question,
         options=buckets,
         answer=answer,
-        explanation=(
-            f"{changed} of {total} rows changed their strongest key. Unmasked, the head put {future_mass:.2f} of an "
-            "average row's weight on later pieces; the mask takes that away and the softmax hands it to the "
-            "pieces that remain."
-        ),
+        explanation=f"{changed} of {total} rows changed their strongest key. {reason}",
     )
 
 
 def pretrained_causal_lesson(
-    model: real_model.RealModel, sentence: str, layer: int, head: int, training: bool, dropout: float, seed: int
+    model: AnyModel, sentence: str, layer: int, head: int, training: bool, dropout: float, seed: int
 ) -> PretrainedCausalLesson:
-    """Lesson 4 on (layer, head): mask the real head's scaled scores, compare, then dropout."""
-    real = real_head(model, sentence, layer, head)
+    """Lesson 4 on (layer, head): mask the real head's scaled scores, compare, then dropout.
+
+    An encoder head gets a mask it never had; a decoder head's masked weights are its own, and its unmasked
+    ones are what it would do if it could see the future it was never trained on."""
+    real = model_heads.model_head(model, sentence, layer, head)
     tokens = real.tokens
     scaled = head_trace(real).scaled_scores  # (T, T)
     with torch.no_grad():
@@ -199,20 +232,23 @@ def pretrained_causal_lesson(
         training=training,
         dropout=dropout,
         kept_fraction=None if keep is None else float(keep.float().mean()),
-        pattern=HeadPattern.of(layer, head, unmasked),
-        prediction=_future_question(tokens, rows, future_mass),
-        code=recipes.fill(
-            "pretrained_causal",
-            {
-                "sentence": sentence,
-                "layer": layer,
-                "head": head,
-                "dropout": dropout,
-                "training": training,
-                "seed": seed,
-            },
-        ),
+        # A head is named by what it does as the model runs it: a decoder's behind its mask.
+        pattern=HeadPattern.of(layer, head, masked if real.causal else unmasked, model_heads.shape_of(model)),
+        prediction=_future_question(tokens, rows, future_mass, real.causal),
+        code=_causal_code(model, sentence, layer, head, training, dropout, seed),
+        head_dim=int(real.w_query.shape[1]),
+        trained_causal=real.causal,
     )
+
+
+def _causal_code(
+    model: AnyModel, sentence: str, layer: int, head: int, training: bool, dropout: float, seed: int
+) -> str:
+    settings = {"layer": layer, "head": head, "dropout": dropout, "training": training, "seed": seed}
+    ids = model_heads.decoder_ids(model, sentence)
+    if ids is not None:
+        return recipes.fill("decoder_causal", {"text": sentence, "ids": ids, **settings})
+    return recipes.fill("pretrained_causal", {"sentence": sentence, **settings})
 
 
 # ------------------------------------------------------------------ lesson 5
@@ -227,22 +263,22 @@ class PretrainedMultiHeadLesson:
     patterns_table: pd.DataFrame  # head, pattern, entropy, previous, next, [CLS]+[SEP], self
     wrapper_vs_split: float  # max |wrapper - split| of the layer's attention output (T, D)
     split_vs_model: float  # max |split form - the model's forward pass| of that output
+    largest_output: float  # max |the model's output|: what split_vs_model is measured against
     distinct_patterns: int  # how many different summaries the twelve heads have
     shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (step, shape) of the split form
     num_heads: int
     d_model: int
     head_dim: int
     prediction: Prediction
-    code: str  # the filled recipe core/recipes/pretrained_multi_head.py
+    code: str  # the filled recipe core/recipes/pretrained_multi_head.py (decoder_multi_head.py)
+    kv_heads: int  # key/value heads: as many as query heads in the encoder, 3 shared by 9 in the decoder
+    trained_causal: bool  # a decoder layer: its heads run behind the causal mask
 
 
-def score_similarity(model: real_model.RealModel, layer: int) -> float:
+def score_similarity(model: AnyModel, layer: int) -> float:
     """The largest |cosine| between two heads' score functions W_q W_kᵀ (D, D) in `layer`: 1 would be two
     heads that score every pair of pieces alike, whatever the sentence."""
-    forms = []
-    for head in range(model.config.num_heads):
-        w_query, w_key, *_ = head_slice(model, layer, head)  # (D, d_k) each
-        forms.append((w_query @ w_key.T).flatten())  # (D, D) -> (D * D,)
+    forms = model_heads.score_forms(model, layer)
     stacked = torch.stack(forms)  # (h, D * D)
     unit = stacked / stacked.norm(dim=1, keepdim=True)
     cosines = (unit @ unit.T).abs()  # (h, h)
@@ -281,23 +317,25 @@ def _heads_question(patterns: tuple[HeadPattern, ...], weights: torch.Tensor, si
     )
 
 
-def pretrained_multihead_lesson(model: real_model.RealModel, sentence: str, layer: int) -> PretrainedMultiHeadLesson:
-    """Lesson 5 on the twelve heads of `layer` for `sentence`."""
-    check_head(model, layer, 0)
-    tokens, x = hidden_entering(model, sentence, layer)  # x: (T, D) entering the layer
-    with torch.no_grad():
-        wrapper = wrapper_form(model, x, layer)
-        split, weights = split_form(model, x, layer)  # weights (h, T, T)
-        attn_mask = torch.ones(1, 1, 1, len(tokens), dtype=torch.bool)
-        model_output, _ = real_model.self_attention(model.weights.layers[layer], x[None], attn_mask, weights.shape[0])
-    heads, d_k, d_model = model.config.num_heads, model.config.head_dim, model.config.hidden_size
-    patterns = tuple(HeadPattern.of(layer, h, weights[h]) for h in range(heads))
+def pretrained_multihead_lesson(model: AnyModel, sentence: str, layer: int) -> PretrainedMultiHeadLesson:
+    """Lesson 5 on every head of `layer` for `sentence`."""
+    model_heads.check_head(model, layer, 0)
+    shape = model_heads.shape_of(model)
+    forms = model_heads.layer_forms(model, sentence, layer)
+    tokens, weights = forms.tokens, forms.weights  # weights (h, T, T)
+    heads = shape.num_heads
+    patterns = tuple(HeadPattern.of(layer, h, weights[h], shape) for h in range(heads))
     frames = []
     for h in range(heads):
         frame = matrix_frame(weights[h], tokens, tokens)
         frame.insert(0, "head", h)
         frames.append(frame)
-    num_tokens = len(tokens)
+    ids = model_heads.decoder_ids(model, sentence)
+    code = (
+        recipes.fill("pretrained_multi_head", {"sentence": sentence, "layer": layer})
+        if ids is None
+        else recipes.fill("decoder_multi_head", {"text": sentence, "ids": ids, "layer": layer})
+    )
     return PretrainedMultiHeadLesson(
         tokens=tokens,
         layer=layer,
@@ -310,29 +348,27 @@ def pretrained_multihead_lesson(model: real_model.RealModel, sentence: str, laye
                 "entropy (nats)": [p.entropy for p in patterns],
                 "previous": [p.previous for p in patterns],
                 "next": [p.next for p in patterns],
-                "[CLS] + [SEP]": [p.sinks for p in patterns],
+                SINK_COLUMN[shape.sink]: [p.sinks for p in patterns],
                 "itself": [p.self_weight for p in patterns],
             }
         ),
-        wrapper_vs_split=float((wrapper - split).abs().max()),
-        split_vs_model=float((split - model_output[0]).abs().max()),
+        wrapper_vs_split=float((forms.wrapper - forms.split).abs().max()),
+        split_vs_model=float((forms.split - forms.model_output).abs().max()),
+        largest_output=float(forms.model_output.abs().max()),
         distinct_patterns=len({p.summary.split(" (")[0] for p in patterns}),
-        shapes=(
-            ("x entering the layer", (num_tokens, d_model)),
-            ("queries = x W_q + b_q (one 384 → 384 projection)", (num_tokens, d_model)),
-            ("split: .view(T, 12, 32)", (num_tokens, heads, d_k)),
-            ("heads first: .transpose(0, 1)", (heads, num_tokens, d_k)),
-            ("weights = softmax(q kᵀ / √32)", (heads, num_tokens, num_tokens)),
-            ("context = weights @ v", (heads, num_tokens, d_k)),
-            ("heads back together: .transpose(0, 1).reshape(T, 384)", (num_tokens, d_model)),
-            ("attention.output.dense (384 → 384)", (num_tokens, d_model)),
-        ),
+        shapes=forms.shapes,
         num_heads=heads,
-        d_model=d_model,
-        head_dim=d_k,
+        d_model=shape.hidden_size,
+        head_dim=shape.head_dim,
         prediction=_heads_question(patterns, weights, score_similarity(model, layer)),
-        code=recipes.fill("pretrained_multi_head", {"sentence": sentence, "layer": layer}),
+        code=code,
+        kv_heads=heads // 3 if shape.causal else heads,
+        trained_causal=shape.causal,
     )
+
+
+# The patterns table's sink column, named after the model's sink.
+SINK_COLUMN = {"[CLS] and [SEP]": "[CLS] + [SEP]", "the first token": "first token"}
 
 
 def lesson_sentence(settings: Settings) -> str:
@@ -344,24 +380,24 @@ def lesson_sentence(settings: Settings) -> str:
     return " ".join(load_example(settings).tokens)
 
 
-def default_query(settings: Settings, num_tokens: int) -> int:
-    """The preset's query token, one place later: [CLS] comes first among the word pieces."""
-    return clamp_index(settings.preset_info.query_index + 1, num_tokens)
+def default_query(settings: Settings, num_tokens: int, source: WeightSource = WeightSource.ENCODER) -> int:
+    """The preset's query token; in the encoder one place later, since [CLS] comes first among the word pieces."""
+    shift = 0 if source is WeightSource.DECODER else 1
+    return clamp_index(settings.preset_info.query_index + shift, num_tokens)
 
 
 BOOK_SENTENCE = "Your journey starts with one step"
 
 
-def usable_sentence(model: real_model.RealModel, sentence: str) -> tuple[str, tuple[str, ...], str | None]:
-    """(the sentence to show, its word pieces as labelled, why the asked one could not be used or None).
+def usable_sentence(model: AnyModel, sentence: str) -> tuple[str, tuple[str, ...], str | None]:
+    """(the sentence to show, its tokens as labelled, why the asked one could not be used or None).
 
-    A sentence the model cannot take (no words, over MAX_WORD_PIECES pieces) gives way to the book's.
+    A sentence the model cannot take (no words, over the lessons' 64-token cap) gives way to the book's.
     """
     try:
-        return sentence, unique_labels(real_model.tokenize(model, [sentence]).tokens[0]), None
-    except real_model.SentenceError as error:
-        pieces = unique_labels(real_model.tokenize(model, [BOOK_SENTENCE]).tokens[0])
-        return BOOK_SENTENCE, pieces, f"{error} Showing the book's sentence instead."
+        return sentence, model_heads.pieces(model, sentence), None
+    except ValueError as error:  # the encoder's SentenceError, the decoder's TextError
+        return BOOK_SENTENCE, model_heads.pieces(model, BOOK_SENTENCE), f"{error} Showing the book's sentence instead."
 
 
 # ------------------------------------------------------------------ what the pages cache (ui/cache.py `computed`)
@@ -372,19 +408,23 @@ def usable_sentence(model: real_model.RealModel, sentence: str) -> tuple[str, tu
 # few entries serve it; another head is recomputed in milliseconds.
 
 
-def _trainable(_model: real_model.RealModel, sentence: str, layer: int, head: int, query: int):
+# `source` names the model in the cache key (the model itself, underscored, is not hashed), so an encoder's
+# and a decoder's results never share an entry.
+def _trainable(source: WeightSource, _model: AnyModel, sentence: str, layer: int, head: int, query: int):
     return pretrained_trainable_lesson(_model, sentence, layer, head, query)
 
 
-def _causal(_model: real_model.RealModel, sentence: str, layer: int, head: int, training: bool, p: float, seed: int):
+def _causal(
+    source: WeightSource, _model: AnyModel, sentence: str, layer: int, head: int, training: bool, p: float, seed: int
+):
     return pretrained_causal_lesson(_model, sentence, layer, head, training, p, seed)
 
 
-def _multihead(_model: real_model.RealModel, sentence: str, layer: int):
+def _multihead(source: WeightSource, _model: AnyModel, sentence: str, layer: int):
     return pretrained_multihead_lesson(_model, sentence, layer)
 
 
-def _usable_sentence(_model: real_model.RealModel, sentence: str):
+def _usable_sentence(source: WeightSource, _model: AnyModel, sentence: str):
     return usable_sentence(_model, sentence)
 
 

@@ -88,7 +88,8 @@ def test_the_weights_source_is_read_as_its_enum_and_a_bad_one_gets_a_note() -> N
     from core.inputs.weights import WeightSource
 
     assert read_link({"weights": "pretrained"}, DEVICES).settings.weights is WeightSource.ENCODER
-    reading = read_link({"weights": "<b>trained</b>", "layer": "6", "head": "-1", "pair": "nope"}, DEVICES)
+    # The link's rule allows any model's layers (SmolLM2 has 30); the picker then holds a value to the chosen model's.
+    reading = read_link({"weights": "<b>trained</b>", "layer": "30", "head": "-1", "pair": "nope"}, DEVICES)
     assert {note.parameter for note in reading.notes} == {"weights", "layer", "head", "pair"}
     assert reading.settings.weights is WeightSource.RANDOM and not reading.controls
 

@@ -109,7 +109,7 @@ def answer(at: AppTest, key: str) -> AppTest:
 def test_lesson_2_numbers_on_screen_equal_core(model: real_model.RealModel) -> None:
     at = answer(app(registry.page("trainable_weights"), weights="pretrained"), "predict_trainable_weights")
     sentence = pt.lesson_sentence(settings_for_preset("book"))
-    layer, head = pt.DEFAULT_HEADS["trainable_weights"]
+    layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["trainable_weights"]
     lesson = pt.pretrained_trainable_lesson(model, sentence, layer, head, 2)  # "journey", after [CLS]
     z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
     assert f"context vector z for “journey” = **[{z}]**" in text_of(at)
@@ -182,7 +182,9 @@ def test_lesson_7_takes_your_own_two_sentences(model: real_model.RealModel) -> N
     assert_clean(at)
     answer(at, "predict_cross_attention")
     assert at.text_input(key="first_text").value == first and at.text_input(key="second_text").value == second
-    lesson = ptc.pretrained_cross_lesson(model, first, second, *pt.DEFAULT_HEADS["cross_attention"])
+    lesson = ptc.pretrained_cross_lesson(
+        model, first, second, *pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["cross_attention"]
+    )
     assert "  ".join(lesson.second_tokens) in text_of(at)
     # Both sides rounded to 6 decimals: a float32 difference of 1e-9 across a rounding boundary moves one by
     # exactly 1e-6 (it did, after other tests had changed torch's thread count).

