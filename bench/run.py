@@ -30,7 +30,7 @@ import altair as alt
 import pandas as pd
 import torch
 
-from bench import attention_at_scale, core_speed, latency, monte_carlo, pretrained, real_model, training
+from bench import attention_at_scale, core_speed, latency, monte_carlo, pretrained, real_model, smollm2, training
 from loadtest import capacity, class_poll, hostile_probe, memory, replicas, training_queue
 
 HERE = Path(__file__).resolve().parent
@@ -47,7 +47,7 @@ def machine() -> str:
 # latency last: it runs the app in this process. capacity pins this process to core 1 while it runs.
 PARTS = (
     "core", "monte_carlo", "real_model", "memory", "hostile", "training", "training_queue", "scale",
-    "capacity", "replicas", "class_poll", "pretrained", "latency",
+    "capacity", "replicas", "class_poll", "pretrained", "gpt", "latency",
 )  # fmt: skip
 
 
@@ -91,6 +91,8 @@ def run_all(
         results["class_poll"] = class_poll.run(students=20 if quick else 100, answer_window_s=3.0).summary()
     if "pretrained" in only:
         results["pretrained"] = pretrained.run(repeats=5 if quick else 10)
+    if "gpt" in only:
+        results["gpt"] = smollm2.run(repeats=4 if quick else 10)
     if "latency" in only:
         results["latency"] = latency.run(repeats=5 if quick else 15)
     return results
@@ -146,6 +148,7 @@ def table(results: dict) -> str:
         )
     rows += real_model_rows(results.get("real_model"))
     rows += pretrained.rows(results.get("pretrained"), ok)
+    rows += smollm2.rows(results.get("gpt"), ok)
     rows += [
         (
             "Monte Carlo: 10 dims x 100,000 trials, speed-up over the sources' loop",

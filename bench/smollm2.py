@@ -100,15 +100,24 @@ def speed(repeats: int = 10) -> dict:
 
         def ours(use_cache: bool) -> Callable[[], object]:
             return lambda: sm.generate(
-                model, prompt, max_new_tokens=NEW_TOKENS, settings=greedy, generator=torch.Generator(),
-                use_cache=use_cache, stop_at_eos=False,
+                model,
+                prompt,
+                max_new_tokens=NEW_TOKENS,
+                settings=greedy,
+                generator=torch.Generator(),
+                use_cache=use_cache,
+                stop_at_eos=False,
             )
 
         def their_generate() -> object:
             with torch.inference_mode():
                 return reference.generate(
-                    prompt[None], attention_mask=torch.ones(1, prompt.numel(), dtype=torch.long),
-                    max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False, use_cache=True,
+                    prompt[None],
+                    attention_mask=torch.ones(1, prompt.numel(), dtype=torch.long),
+                    max_new_tokens=NEW_TOKENS,
+                    min_new_tokens=NEW_TOKENS,
+                    do_sample=False,
+                    use_cache=True,
                     pad_token_id=model.config.eos_token_id,
                 )
 
@@ -176,8 +185,11 @@ def precision() -> dict:
         out = sm.forward(model, ids, return_attentions=True)
         repeated = sm.forward(model, induction_ids, return_attentions=True).attentions
         return {
-            "probabilities": out.logits.softmax(-1), "attentions": out.attentions, "top1": out.logits.argmax(-1),
-            "sink": dm.sink_share(out.attentions), "previous": dm.previous_token_score(out.attentions),
+            "probabilities": out.logits.softmax(-1),
+            "attentions": out.attentions,
+            "top1": out.logits.argmax(-1),
+            "sink": dm.sink_share(out.attentions),
+            "previous": dm.previous_token_score(out.attentions),
             "induction": dm.induction_score(repeated, 30),
         }
 
@@ -226,6 +238,50 @@ def run(repeats: int = 10) -> dict:
         "precision": precision(),
         "findings": findings(),
     }
+
+
+def rows(measured: dict | None, ok) -> list[tuple[str, str, str, str]]:
+    """bench/README.md's rows for the GPT (none until `bench.run --only gpt` has run once)."""
+    if not measured:
+        return []
+    speed, memory, found = measured["speed"], measured["memory"]["Q4_BLOCKS"], measured["findings"]
+    per_token = speed["generation_s_per_token"]
+    top = ", ".join(f"L{h['layer']}H{h['head']} {h['score']:.2f}" for h in found["induction_top5"])
+    return [
+        (
+            f"GPT (SmolLM2-135M): a {speed['analysis_tokens']}-token analysis with all 270 heads' weights, "
+            "ours (4-bit) / transformers' eager forward (one thread)",
+            f"{speed['analysis_q4_blocks_vs_transformers']:.2f}x",
+            "<= 1.5x",
+            ok(speed["analysis_q4_blocks_vs_transformers"] <= 1.5),
+        ),
+        (
+            "GPT: time per generated token, ours with the KV cache / transformers' generate",
+            f"{speed['generation_cache_vs_transformers']:.2f}x ({per_token['ours_cache'] * 1000:.0f} ms vs "
+            f"{per_token['transformers_generate'] * 1000:.0f} ms)",
+            "<= 1.5x",
+            ok(speed["generation_cache_vs_transformers"] <= 1.5),
+        ),
+        (
+            "GPT: ours with the KV cache / ours without it",
+            f"{speed['generation_cache_vs_no_cache']:.2f}x ({per_token['ours_no_cache'] * 1000:.0f} ms without)",
+            "< 1x",
+            ok(speed["generation_cache_vs_no_cache"] < 1),
+        ),
+        (
+            "GPT: resident memory the model adds once loaded and used (4-bit); cold load",
+            f"+{memory['extra_mib']:.0f} MiB; {memory['load_s']:.1f} s "
+            f"(transformers: {speed['transformers_load_s']:.0f} s)",
+            "<= 300 MiB; a few seconds",
+            ok(memory["extra_mib"] <= 300 and memory["load_s"] <= 10),
+        ),
+        (
+            "GPT: top induction heads on 30 random tokens repeated (seed 0); loss on the first / second copy",
+            f"{top}; {found['copy_loss']['first_loss']:.1f} / {found['copy_loss']['second_loss']:.1f} nats",
+            "(reported)",
+            "",
+        ),
+    ]
 
 
 def main() -> None:

@@ -291,6 +291,17 @@ def rope(model, text: str, kind: gpt.PromptKind) -> None:
         f"moved together by up to {max(result.shifts)} positions: the scores differ by at most "
         f"{result.spread:.1e} (float rounding). Unrotated, the same two vectors score {result.unrotated:.3f}."
     )
+    widgets.prose("inside_gpt", "rope_contrast")
+    draw.draw(
+        charts_gpt.rope_curves(frames.rope_frame(result)),
+        "Lines of the score of one query and one key against their distance: rotated, the two starts give one "
+        "line; with sinusoidal positions added, two different lines.",
+    )
+    st.caption(
+        f"At the same distance, moving the pair from position {gpt.STARTS[0]} to {gpt.STARTS[1]} changes the "
+        f"rotated score by at most {result.rope_start_gap:.1e}, and the score with added positions by up to "
+        f"{result.additive_start_gap:.2f}."
+    )
 
 
 def kv_cache(model, text: str, kind: gpt.PromptKind) -> None:

@@ -17,6 +17,7 @@ PROBABILITY_DATA = "gpt_probabilities"  # token, stage, probability, rank
 ROW_DATA = "gpt_row"  # token, position, weight
 GROUP_DATA = "gpt_groups"  # layer, head, group, value
 TIMING_DATA = "gpt_timing"  # length, run, ms
+ROPE_DATA = "gpt_rope"  # distance, score, positions, start
 
 
 @functools.cache
@@ -99,3 +100,24 @@ def _timing_template() -> str:
 
 def timing(frame: pd.DataFrame) -> VegaChart:
     return VegaChart(_timing_template(), {TIMING_DATA: frame})
+
+
+@functools.cache
+def _rope_template() -> str:
+    chart = (
+        alt.Chart(alt.NamedData(name=ROPE_DATA))
+        .mark_line()
+        .encode(
+            x=alt.X("distance:Q", title="distance i − j (query after key)"),
+            y=alt.Y("score:Q", title="score q · k"),
+            color=alt.Color("positions:N", title=None, legend=alt.Legend(orient="bottom")),
+            strokeDash=alt.StrokeDash("start:N", title=None, legend=alt.Legend(orient="bottom")),
+            tooltip=["positions:N", "start:N", "distance:Q", alt.Tooltip("score:Q", format=".3f")],
+        )
+        .properties(title="One query and one key at every distance, the key at two places", width="container")
+    )
+    return template(chart)
+
+
+def rope_curves(frame: pd.DataFrame) -> VegaChart:
+    return VegaChart(_rope_template(), {ROPE_DATA: frame})

@@ -396,6 +396,20 @@ class RopeLesson:
     shifts: tuple[int, ...]
     scores: tuple[float, ...]  # the score at (i + s, j + s) for each shift
     unrotated: float  # q . k before any rotation: what an order-blind head would score
+    # The same query and key at every distance i - j in DISTANCES, the key at each position of STARTS:
+    # rotated (RoPE) and, for contrast, with sinusoidal position vectors added instead.
+    rope_curves: tuple[tuple[float, ...], ...]  # (len(STARTS), len(DISTANCES))
+    additive_curves: tuple[tuple[float, ...], ...]  # (len(STARTS), len(DISTANCES))
+
+    @property
+    def rope_start_gap(self) -> float:
+        """The largest difference, at one distance, between the key at one start and at another: RoPE's."""
+        return _start_gap(self.rope_curves)
+
+    @property
+    def additive_start_gap(self) -> float:
+        """The same with added sinusoidal positions: how much where the pair sits changes its score."""
+        return _start_gap(self.additive_curves)
 
     @property
     def spread(self) -> float:
@@ -403,6 +417,12 @@ class RopeLesson:
 
 
 ROPE_SHIFTS = (0, 1, 10, 100, 1000)
+DISTANCES = tuple(range(0, 64))  # i - j drawn: the query 0 to 63 tokens after the key
+STARTS = (0, 100)  # the key's position in each curve
+
+
+def _start_gap(curves: tuple[tuple[float, ...], ...]) -> float:
+    return max(max(column) - min(column) for column in zip(*curves, strict=True))
 
 
 def rope_lesson(_model: smollm2.SmolLM2, text: str, kind: PromptKind, head: int) -> RopeLesson:
@@ -425,7 +445,27 @@ def rope_lesson(_model: smollm2.SmolLM2, text: str, kind: PromptKind, head: int)
     key = k_all[j, kv * d : (kv + 1) * d]  # (d,)
     scores = measures.rope_offset_scores(query, key, i, j, list(ROPE_SHIFTS), config)
     tokens = smollm2.token_texts(_model, ids)
-    return RopeLesson(0, head, tokens[i], tokens[j], i, j, ROPE_SHIFTS, tuple(scores), float(query @ key))
+    rope_curves = tuple(
+        tuple(measures.rope_score(query, key, start + distance, start, config) for distance in DISTANCES)
+        for start in STARTS
+    )
+    additive_curves = tuple(
+        tuple(measures.additive_score(query, key, start + distance, start) for distance in DISTANCES)
+        for start in STARTS
+    )
+    return RopeLesson(
+        0,
+        head,
+        tokens[i],
+        tokens[j],
+        i,
+        j,
+        ROPE_SHIFTS,
+        tuple(scores),
+        float(query @ key),
+        rope_curves,
+        additive_curves,
+    )
 
 
 # ----------------------------------------------------------------------------------------------

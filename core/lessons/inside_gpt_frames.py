@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from core.lessons.inside_gpt import CacheTiming, GeneratedToken, InductionLesson, PromptAnalysis, SamplingView
+from core.lessons.inside_gpt import (
+    DISTANCES,
+    STARTS,
+    CacheTiming,
+    GeneratedToken,
+    InductionLesson,
+    PromptAnalysis,
+    RopeLesson,
+    SamplingView,
+)
 
 GRID_FLOOR = 0.02  # grid cells under this look like 0 on a 0..1 scale: dropped to keep 270 panels light
 
@@ -103,3 +112,17 @@ def top_heads_frame(lesson: InductionLesson) -> pd.DataFrame:
             "sink share": [float(lesson.sink[t[0], t[1]]) for t in lesson.top],
         }
     )
+
+
+ROTATED = "rotated (RoPE, this model)"
+ADDED = "sinusoidal positions added"
+
+
+def rope_frame(lesson: RopeLesson) -> pd.DataFrame:
+    """distance, score, positions, start: one row per point of the four curves (two ways x two starts)."""
+    rows = []
+    for way, curves in ((ROTATED, lesson.rope_curves), (ADDED, lesson.additive_curves)):
+        for start, curve in zip(STARTS, curves, strict=True):
+            for distance, score in zip(DISTANCES, curve, strict=True):
+                rows.append({"distance": distance, "score": score, "positions": way, "start": f"key at {start}"})
+    return pd.DataFrame(rows)

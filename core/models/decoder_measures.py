@@ -163,3 +163,17 @@ def rope_offset_scores(
     """The score of the same query and key at positions (i + s, j + s) for each shift s: all equal,
     because each pair turns by (i - j) x its frequency relative to the other, whatever s is."""
     return [rope_score(query, key, i + s, j + s, config) for s in shifts]
+
+
+def sinusoidal_positions(positions: torch.Tensor, width: int) -> torch.Tensor:
+    """The original Transformer's position vectors: (P,) -> (P, width); pair i is sin and cos of
+    position x 10000^(-2i / width), the same frequencies RoPE turns by (with base 10,000)."""
+    pair = torch.arange(0, width, 2, dtype=torch.float64)  # (width / 2,)
+    angles = positions.to(torch.float64)[:, None] * 10000.0 ** (-pair / width)  # (P, width / 2)
+    return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)  # (P, width / 2, 2) -> (P, width)
+
+
+def additive_score(query: torch.Tensor, key: torch.Tensor, i: int, j: int) -> float:
+    """(q + p_i) . (k + p_j) with sinusoidal position vectors added instead of a rotation (both (d,))."""
+    positions = sinusoidal_positions(torch.tensor([i, j]), query.numel())  # (2, d)
+    return float((query.double() + positions[0]) @ (key.double() + positions[1]))

@@ -121,6 +121,30 @@ def test_rope_scores_depend_on_the_offset_only(model) -> None:
     assert abs(result.unrotated - result.scores[0]) > 1e-3  # the rotation changed the score: position counts
 
 
+def test_rotated_scores_follow_the_distance_and_added_positions_do_not(model) -> None:
+    result = gpt.rope_lesson(model, "What is the capital of France?", gpt.PromptKind.CHAT, 4)
+    assert len(result.rope_curves) == len(gpt.STARTS) and len(result.rope_curves[0]) == len(gpt.DISTANCES)
+    # The page's caption: the two starts give one line when rotated, two lines when positions are added.
+    assert result.rope_start_gap < 1e-4 * max(abs(v) for v in result.rope_curves[0])
+    assert result.additive_start_gap > 0.1
+    frame = frames.rope_frame(result)
+    assert len(frame) == 2 * len(gpt.STARTS) * len(gpt.DISTANCES)
+    assert set(frame["positions"]) == {frames.ROTATED, frames.ADDED}
+
+
+def test_sinusoidal_positions_are_the_transformers_and_their_products_follow_the_distance() -> None:
+    import torch
+
+    from core.models import decoder_measures as dm
+
+    table = dm.sinusoidal_positions(torch.arange(300), 64)  # (300, 64)
+    assert table[0, 0::2].abs().max() == 0 and torch.allclose(table[0, 1::2], torch.ones(32, dtype=torch.float64))
+    assert torch.allclose(table.norm(dim=1), torch.full((300,), 32**0.5, dtype=torch.float64))
+    # p_i . p_j depends on i - j only (sum of cosines of the angle differences): the cross terms with q and k
+    # are what make an added position's score depend on where the pair sits.
+    assert float(table[10] @ table[3]) == pytest.approx(float(table[210] @ table[203]), abs=1e-9)
+
+
 def test_the_kv_cache_gives_the_same_tokens_and_is_faster(model) -> None:
     timing = gpt.cache_timing(model, gpt.EXAMPLES[1].text, gpt.PromptKind.TEXT, 6)
     assert timing.same_tokens
