@@ -21,18 +21,16 @@ from core.app import registry
 from core.app.links import MAX_LINK_CHARS, PAGE_PARAMETERS, LinkReading, read_link, settings_implied_by_link
 from core.app.markup import code_span
 from core.app.settings import (
-    LIMITS,
-    PRESETS,
     PresetKey,
     Settings,
     load_example,
-    settings_for_preset,
 )
 from core.inputs.device import available_devices
-from core.inputs.examples import MAX_TEXT_CHARS
 from core.inputs.weights import WeightSource
-from ui import class_poll, frame, hardening, presentation, widgets
+from ui import class_poll, frame, hardening, presentation
+from ui import sidebar as shared_sidebar
 from ui.link_notes import LINK_OFF, link_warning
+from ui.sidebar import apply_preset
 
 T = TypeVar("T")
 
@@ -71,23 +69,6 @@ def navigation() -> dict[str, list[st.Page]]:
     return sections
 
 
-# Why the sliders stop where they do (caps chosen from bench/ measurements; README "Performance").
-_SLOWER = "slow every page for the class."
-CAPS = {
-    registry.Control.D_IN: f"At most 64: wider embeddings stop fitting on a projector and {_SLOWER}",
-    registry.Control.D_OUT: f"At most 64: wider projections stop fitting on a projector and {_SLOWER}",
-    registry.Control.NUM_HEADS: "At most 8 heads: one readable heatmap per head.",
-}
-
-
-def apply_preset() -> None:
-    """on_change of the preset box: choosing a preset sets the sidebar to its values."""
-    key = st.session_state.get("preset", PresetKey.BOOK)
-    chosen = settings_for_preset(key, Settings(d_in=st.session_state.get("d_in", 3)))
-    for name in ("d_in", "d_out", "seed", "dropout", "num_heads", "scale"):
-        st.session_state[name] = getattr(chosen, name)
-
-
 def restore_link() -> None:
     """Put back into the address bar any setting this session holds but the URL has lost.
 
@@ -103,20 +84,6 @@ def restore_link() -> None:
             st.session_state[key] = st.session_state[key]
 
 
-def seed_state(spec: registry.PageSpec, preset: str, default: dict) -> dict:
-    """The seed box is greyed out where it changes nothing: no random weights, inputs fixed by a source."""
-    if not spec.random_weights and PRESETS[preset].fixed_inputs:
-        return {"disabled": True, "help": "Not used here: the source's inputs are fixed and this page draws nothing."}
-    return default
-
-
-WEIGHTS_HELP = (
-    "random: the sources' own random draw (their worked examples, digit for digit). "
-    "pretrained: one head of all-MiniLM-L6-v2, an encoder, weights that learned something (lessons 2, 4, 5 and 7). "
-    "decoder: one head of SmolLM2-135M, a GPT-style decoder trained behind the causal mask (lessons 2, 4 and 5)."
-)
-
-
 def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
     """Draw the shared sidebar for this page; (its settings, what the link asked for and what was ignored)."""
     devices = available_devices()
@@ -124,7 +91,6 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
     # The Weights control decides which other controls apply, so its value is read before any is drawn
     # (on a session's first run, from the link).
     weights_now = WeightSource(st.session_state.get("weights", reading.settings.weights))
-    unused = {control.value: reason for control, reason in spec.ignores_with(weights_now).items()}
     if "link_implied" not in st.session_state:  # ?preset=article alone opens the article's settings
         st.session_state["link_implied"] = True
         params = {name: st.query_params.get_all(name) for name in st.query_params}
@@ -133,113 +99,10 @@ def sidebar(spec: registry.PageSpec) -> tuple[Settings, LinkReading]:
     if st.session_state.get("page_key", spec.slug) != spec.slug:
         restore_link()
     st.session_state["page_key"] = spec.slug
-    common = widgets.LINKED
-
-    def off(name: str) -> dict:
-        if name in unused:
-            return {"disabled": True, "help": f"Not used here: {unused[name]}."}
-        return {"disabled": False, "help": CAPS.get(name)}
-
     with st.sidebar:
-        st.subheader("Settings")
-        # The controls this page uses come first; the ones it ignores follow, greyed out under
-        # their reasons. Widgets are still created in one order (the preset before the boxes it
-        # fills), each into the group it belongs to.
-        used_box, unused_box = st.container(), st.container()
-        if unused:
-            unused_box.caption("Not used on this page: " + "; ".join(f"**{k}** ({v})" for k, v in unused.items()))
-
-        def box(name: str):
-            return unused_box if name in unused else used_box
-
-        # The box shows the example's title; the link keeps the short key (?preset=article).
-        preset = widgets.linked_select(
-            "Input (a source's worked example, or your own sentence)",
-            list(PRESETS),
-            key="preset",
-            param="preset",
-            code=str,
-            name=lambda key: PRESETS[key].label,
-            default=Settings().preset,
-            on_change=apply_preset,
-            where=box("preset"),
-            **off("preset"),
-        )
-        custom = preset == PresetKey.CUSTOM
-        # Plain values as labels: a bound widget writes its shown label into the link (?weights=pretrained).
-        weights = box("weights").radio(
-            "Weights",
-            [source.value for source in WeightSource],
-            key="weights",
-            horizontal=True,
-            **common,
-            disabled="weights" in unused,
-            help=off("weights")["help"] if "weights" in unused else WEIGHTS_HELP,
-        )
-        text = box("text").text_input(
-            "Your sentence",
-            Settings().text,
-            max_chars=MAX_TEXT_CHARS,
-            key="text",
-            **common,
-            disabled=not custom or "text" in unused,
-            help="Choose 'Your own sentence' above to type one." if not custom else None,
-        )
-        fixed_d_in = PRESETS[preset].fixed_inputs
-        d_in = box("d_in").slider(
-            "d_in (embedding width)",
-            *map(int, LIMITS["d_in"]),
-            3,
-            key="d_in",
-            **common,
-            disabled=fixed_d_in or "d_in" in unused,
-            help="Fixed by the source's own embeddings." if fixed_d_in else off("d_in")["help"],
-        )
-        d_out = box("d_out").slider(
-            "d_out (query/key/value width)", *map(int, LIMITS["d_out"]), 2, key="d_out", **common, **off("d_out")
-        )
-        # A float-typed box showing whole numbers: Streamlit's integer box crashes on a link
-        # such as ?seed=1e9999 (it tries int(inf)); the float one ignores it, and we round.
-        seed = box("seed").number_input(
-            "Seed",
-            float(LIMITS["seed"][0]),
-            float(LIMITS["seed"][1]),
-            123.0,
-            step=1.0,
-            format="%.0f",
-            key="seed",
-            **common,
-            **seed_state(spec, preset, off("seed")),
-        )
-        dropout = box("dropout").slider(
-            "Dropout rate", *LIMITS["dropout"], 0.0, step=0.05, key="dropout", **common, **off("dropout")
-        )
-        num_heads = box("num_heads").slider(
-            "Heads", *map(int, LIMITS["num_heads"]), 2, key="num_heads", **common, **off("num_heads")
-        )
-        scale = box("scale").toggle("Scale scores by 1/√d_k", True, key="scale", **common, **off("scale"))
-        device = box("device").selectbox("Device", devices, key="device", **common, **off("device"))
-        used_box.toggle(
-            "Presentation mode",
-            False,
-            key="present",
-            **common,
-            help="One step of the lesson at a time, larger type, sidebar closed; the step is in the link.",
-        )
+        values = shared_sidebar.draw_all(spec, weights_now, devices)
         link_notes(reading)
-    settings = Settings(
-        preset=preset,
-        text=text or "",
-        d_in=int(d_in),
-        d_out=int(d_out),
-        seed=int(round(seed)),
-        dropout=float(dropout),
-        num_heads=int(num_heads),
-        scale=bool(scale),
-        device=device,
-        weights=WeightSource(weights) if "weights" not in unused else WeightSource.RANDOM,
-    )
-    return settings, reading
+    return shared_sidebar.settings_from(values), reading
 
 
 def read_link_once(devices: list[str]) -> LinkReading:

@@ -178,19 +178,6 @@ def settings_for_preset(key: PresetKey, base: Settings | None = None) -> Setting
     )
 
 
-# The sidebar controls a preset sets, and the type each widget holds (the seed box is float-typed).
-PRESET_CONTROLS: Mapping[Control, type] = MappingProxyType(
-    {
-        Control.D_IN: int,
-        Control.D_OUT: int,
-        Control.SEED: float,
-        Control.DROPOUT: float,
-        Control.NUM_HEADS: int,
-        Control.SCALE: bool,
-    }
-)
-
-
 def load_example(settings: Settings) -> Example:
     """The input tokens and embeddings for these settings; raises ValueError on bad text."""
     key = settings.preset
