@@ -174,9 +174,9 @@ def table(results: dict) -> str:
         "| --- | --- | --- | --- |",
         *[f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows],
         "",
-        "![Rerun latency per page relative to the reference page](bench/results.png)",
+        "![Rerun latency per page relative to the reference page](results.png)",  # relative to bench/README.md
         "",
-        "![Students' changes, p50 and p95 against the number of students, one server on one core](bench/capacity.png)",
+        "![Students' changes, p50 and p95 against the number of students, one server on one core](capacity.png)",
     ]
     return "\n".join(lines)
 
