@@ -74,17 +74,21 @@ def lecture() -> None:
 
 frame = page_start()
 st.caption("How transformer LLMs decide what to look at: step by step, with real numbers.")
-left, right = st.columns([3, 2])
-with left:
+# The live head first: on a phone the columns stack, and the first screen should show attention at work.
+live, why = st.columns([2, 3])
+with live:
+    live_attention(frame.settings)
+with why:
     widgets.prose("overview", "why")
     widgets.prose("overview", "model")
     st.markdown("Where the steps lead: the scaled dot-product attention of every transformer layer.")
     st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V")
     st.caption("M is the mask: 0 where a query may look, −∞ where it may not (the future, in a causal model).")
-with right:
-    live_attention(frame.settings)  # the first screen shows attention doing something
-    st.subheader("How to use it")
+st.subheader("How to use it")
+usage, current = st.columns([3, 2])
+with usage:
     widgets.prose("overview", "sidebar")
+with current:
     lesson = cache.computed(overview.LESSON, frame.settings)
     st.markdown(f"**Current input** ({lesson.source}): {len(lesson.tokens)} tokens × d_in = {lesson.d_in}")
     draw.heatmap(
