@@ -42,7 +42,7 @@ def computed(settings: Settings) -> TrainableLesson | None:
     lesson = cache.computed(
         pt.TRAINABLE, settings.weights, source.model(settings.weights), sentence, layer, head, query
     )
-    source.pieces_line(lesson.tokens)
+    source.pieces_line(lesson.tokens, settings.weights)
     return lesson
 
 

@@ -251,7 +251,7 @@ def on_a_model(settings: Settings) -> None:
     dropout, seed = dropout_rate(settings, training), int(settings.seed)  # the seed draws the dropout mask
     model = source.model(settings.weights)
     lesson = cache.computed(pt.CAUSAL, settings.weights, model, sentence, layer, head, training, dropout, seed)
-    source.pieces_line(lesson.tokens)
+    source.pieces_line(lesson.tokens, settings.weights)
     answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
     source.head_caption(lesson.pattern, answered)
     step("The mask on a real head")

@@ -145,7 +145,7 @@ def on_a_model(settings: Settings) -> None:
     sentence, _ = source.lesson_sentence(settings)
     layer, _ = source.head_picker("multi_head", settings.weights, with_head=False)
     lesson = cache.computed(pt.MULTIHEAD, settings.weights, source.model(settings.weights), sentence, layer)
-    source.pieces_line(lesson.tokens)
+    source.pieces_line(lesson.tokens, settings.weights)
     answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
     step(f"The {lesson.num_heads} heads of layer {lesson.layer}")
     if answered:  # the heatmaps and their measured patterns say whether the heads look alike
@@ -181,14 +181,20 @@ def on_a_model(settings: Settings) -> None:
 
 
 def head_grid(lesson: "pt.PretrainedMultiHeadLesson") -> None:
-    """A trained layer's heads as small multiples on one colour scale; the table below names each one's pattern."""
+    """A trained layer's heads as small multiples on one colour scale; the table below names each one's pattern.
+    A decoder's heads stand one row per key/value head, the three query heads that share it side by side."""
+    group = lesson.num_heads // lesson.kv_heads
+    shared = group > 1
     draw.head_panels(
         lesson.heads,
-        f"The {lesson.num_heads} heads of layer {lesson.layer}",
+        f"The {lesson.num_heads} heads of layer {lesson.layer}"
+        + (f": one row per key/value head, its {group} query heads side by side" if shared else ""),
         f"Small heatmaps of the {lesson.num_heads} heads' weights on one colour scale: "
         + "; ".join(f"head {p.head} {p.summary}" for p in lesson.patterns)
         + ".",
         key="model_heads",
+        causal=lesson.trained_causal,
+        columns=group if shared else None,
     )
 
 

@@ -111,13 +111,15 @@ def query_weights_heatmap(
     )
 
 
-def head_panels(frame, title: str, description: str, *, key: str, causal: bool = False) -> None:
+def head_panels(
+    frame, title: str, description: str, *, key: str, causal: bool = False, columns: int | None = None
+) -> None:
     """One layer's heads as small multiples on one colour scale (core.charts.heads); on a screen narrower
     than the panels, the chart shrinks to its column instead of clipping its labels."""
     container = f"al-panels-{key}"
     st.html(f"<style>.st-key-{container} svg, .st-key-{container} canvas {{max-width: 100%; height: auto;}}</style>")
     with st.container(key=container):
-        draw(charts_heads.head_panels(frame, title, causal=causal), description)
+        draw(charts_heads.head_panels(frame, title, causal=causal, columns=columns), description)
 
 
 def head_grid(

@@ -84,13 +84,14 @@ def _panels_template(tokens: tuple[str, ...], heads: tuple[str, ...], title: str
     return template(_panels(tokens, heads, title, causal, columns))
 
 
-def head_panels(frame: pd.DataFrame, title: str, *, causal: bool = False) -> VegaChart:
-    """One layer's heads as small multiples (see the module docstring for `frame`'s columns)."""
+def head_panels(frame: pd.DataFrame, title: str, *, causal: bool = False, columns: int | None = None) -> VegaChart:
+    """One layer's heads as small multiples (see the module docstring for `frame`'s columns); `columns` panels a
+    row (default `panel_columns`: a decoder's layer passes its group size, one row per key/value head)."""
     tokens = tuple(dict.fromkeys(frame.sort_values("row_index")["row"]))
     # A model's heads are numbered (0, 1, …), the random lesson's already labelled ("head 1", …).
     labels = frame["head"].map(lambda h: f"head {h}" if isinstance(h, int | np.integer) else str(h))
     heads = tuple(dict.fromkeys(labels))
     data = frame.assign(head=labels)[["head", "row", "col", "value", "row_index", "col_index"]]
     return VegaChart(
-        _panels_template(tokens, heads, title, causal, panel_columns(len(heads))), {HEAD_PANELS_DATA: data}
+        _panels_template(tokens, heads, title, causal, columns or panel_columns(len(heads))), {HEAD_PANELS_DATA: data}
     )
