@@ -198,3 +198,16 @@ def test_the_decoder_multi_head_code_box_reproduces_lesson_five(model: sm.SmolLM
     for head in range(9):
         shown = square(lesson.heads[lesson.heads["head"] == head])
         assert float((namespace["weights"][head] - shown).abs().max()) < CODE_TOLERANCE, head
+
+
+def test_lesson_fives_panels_stand_one_row_per_key_value_head(model: sm.SmolLM2) -> None:
+    import json
+
+    from core.charts import heads as charts_heads
+
+    lesson = pt.pretrained_multihead_lesson(model, BOOK, 0)
+    group = lesson.num_heads // lesson.kv_heads
+    assert group == 3
+    shared = json.loads(charts_heads.head_panels(lesson.heads, "t", causal=True, columns=group).template)
+    default = json.loads(charts_heads.head_panels(lesson.heads, "t").template)
+    assert shared["columns"] == 3 and default["columns"] == 4  # 9 heads: 3 + 3 + 3 rather than 4 + 4 + 1
