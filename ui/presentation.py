@@ -53,9 +53,10 @@ def presentation_style(current: int) -> str:
 # took about 40% of that height, and the step's chart started below the fold. The title shrinks to a line, the
 # bar loses its label row and padding, and the page's top margin shrinks to the header's height.
 _COMPACT_HEAD = (
-    # Below the fixed header (60 px: at 20 px a rem, 3rem), which holds the menu and the sidebar's opener: a
-    # smaller top padding put the step bar under it, where no click reaches Back or Next.
-    '[data-testid="stMainBlockContainer"] {padding-top: 3.25rem;}',
+    # Below the fixed header, which holds the menu and the sidebar's opener: a smaller top padding put the step
+    # bar under it, where no click reaches Back or Next. The header is 3.75rem (75 px at 20 px a rem, measured in
+    # Chromium on a lesson page); at 3.25rem the step box's top edge sat 10 px under it, cut on a projector.
+    '[data-testid="stMainBlockContainer"] {padding-top: 4rem;}',
     ".st-key-al-title h1 {font-size: 1.35rem; padding: 0 0 0.15rem 0; line-height: 1.25;}",
     ".st-key-al-title {gap: 0.25rem;}",
     '.st-key-al-bar [data-testid="stWidgetLabel"] {display: none;}',

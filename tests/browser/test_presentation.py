@@ -129,3 +129,26 @@ def test_a_shared_link_restores_the_page_controls_too(server: str) -> None:
         # The metric's label names the link's multiplier (the box's default is ×8).
         student.get_by_text("largest weight at ×16").first.wait_for(state="visible", timeout=60_000)
         browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not support.Path(support.CHROMIUM).exists(), reason="Debian's chromium is not installed")
+def test_on_a_projector_the_step_box_starts_below_the_fixed_header(server: str) -> None:
+    # At 3.25rem of top padding the step box's top edge sat 10 px under Streamlit's 75 px header (issue 30, 6).
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=support.CHROMIUM, args=support.CHROMIUM_ARGS)
+        page = browser.new_context(viewport={"width": 1280, "height": 720}, device_scale_factor=1.5).new_page()
+        for path in ("causal_dropout?present=1", "trainable_weights?weights=decoder&present=1"):
+            page.goto(f"{server}/{path}", wait_until="domcontentloaded")
+            page.wait_for_selector(support.IDLE, timeout=60_000)
+            page.wait_for_selector(".st-key-al-bar input", timeout=30_000)
+            edges = page.evaluate(
+                """() => {
+                  const box = document.querySelector('.st-key-al-bar input')
+                    .closest('[data-testid="stNumberInputContainer"]');
+                  return {header: document.querySelector('[data-testid="stHeader"]').getBoundingClientRect().bottom,
+                          box: box.getBoundingClientRect().top};
+                }"""
+            )
+            assert edges["box"] >= edges["header"], (path, edges)
+        browser.close()
