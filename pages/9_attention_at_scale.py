@@ -129,6 +129,22 @@ widgets.code_box(
     title="tiled attention",
 )
 
+def real_gpt_timing() -> None:
+    """The same comparison on the lab's own GPT (SmolLM2-135M), where its wheel is installed."""
+    from core.lessons import inside_gpt as gpt
+    from core.models.smollm2 import ModelFilesError
+
+    try:
+        model = cache.gpt_model()
+    except ModelFilesError:
+        st.caption("With SmolLM2-135M installed (README, Quick start), the same comparison runs on a real GPT here.")
+        return
+    example = gpt.EXAMPLES[scale_kv.REAL_GPT_PROMPT_INDEX]
+    with st.spinner("Generating on SmolLM2-135M with and without the cache…"):
+        timing = cache.computed(gpt.CACHE_TIMING, model, example.text, example.kind, scale_kv.REAL_GPT_NEW_TOKENS)
+    st.caption(scale_kv.real_gpt_caption(timing))
+
+
 step("(d) The KV cache")
 widgets.prose("attention_at_scale", "kv_cache")
 generated = st.selectbox(
@@ -151,6 +167,7 @@ draw.draw(
     "Scatter chart of the milliseconds per generated token against the tokens so far, with and without the cache.",
 )
 st.metric(f"speed-up over {kv.timed_tokens} generated tokens", f"{kv.speedup:.1f}×")
+real_gpt_timing()
 widgets.code_box(
     kv.code,
     "A one-layer model with a KV cache in plain PyTorch: identical logits both ways.",
@@ -161,5 +178,5 @@ if widgets.predict(scale_kv.grouping_question(), key="predict_scale_grouping"): 
     widgets.prose("attention_at_scale", "real_models_answer")
     widgets.number_table(scale_kv.real_cache_table(8192), hide_index=True)
 else:
-    widgets.answer_first("The caches of GPT-2 small and Llama 3 8B, with and without sharing, appear")
+    widgets.answer_first("The caches of SmolLM2-135M, GPT-2 small and Llama 3 8B, with and without sharing, appear")
 st.caption(scale_kv.REAL_MODEL_SOURCES)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,9 @@ from core.lessons.attention_at_scale import BYTES_FLOAT32, bytes_text
 from core.lessons.common import CPU, Prediction, generator
 from core.models import kv_cache
 from core.models import tiny_transformer as tt
+
+if TYPE_CHECKING:  # the GPT's modules load only where its timing is shown
+    from core.lessons.inside_gpt import CacheTiming
 
 # ----------------------------------------------------------------------------------------
 # (d) The KV cache
@@ -190,8 +194,9 @@ def _cache_question(model: tt.TinyTransformer) -> Prediction:
 
 
 REAL_MODEL_SOURCES = (
-    "Shapes from the models' published configurations: GPT-2 small (12 layers, 12 heads, width 768) and "
-    "Meta's Llama 3 8B config.json (32 layers, 32 query heads, 8 key/value heads, width 4,096); 2 bytes a value."
+    "Shapes from the models' published configurations: SmolLM2-135M's GGUF file (30 layers, 9 query heads, "
+    "3 key/value heads, width 576), GPT-2 small (12 layers, 12 heads, width 768) and Meta's Llama 3 8B "
+    "config.json (32 layers, 32 query heads, 8 key/value heads, width 4,096); 2 bytes a value."
 )
 
 
@@ -202,7 +207,12 @@ def real_cache_table(tokens: int) -> pd.DataFrame:
     a laptop's page. A model whose released context is shorter than `tokens` gets no size there (GPT-2
     small reads 1,024 tokens; its cache at 8,192 would describe a model that does not exist).
     """
-    shapes = (kv_cache.GPT2_SMALL, kv_cache.LLAMA3_8B, kv_cache.without_grouping(kv_cache.LLAMA3_8B))
+    shapes = (
+        kv_cache.SMOLLM2_135M,
+        kv_cache.GPT2_SMALL,
+        kv_cache.LLAMA3_8B,
+        kv_cache.without_grouping(kv_cache.LLAMA3_8B),
+    )
     size = kv_cache.BYTES_PER_VALUE
     rows = {
         "layers": [str(s.layers) for s in shapes],
@@ -216,8 +226,26 @@ def real_cache_table(tokens: int) -> pd.DataFrame:
         ],
         "at its released context": [f"{bytes_text(s.cache_bytes(s.context, size))} ({s.context:,})" for s in shapes],
     }
-    names = [shapes[0].name, shapes[1].name, "the same, one K/V head per query head"]  # short headers fit
+    names = [shapes[0].name, shapes[1].name, shapes[2].name, "the same, one K/V head per query head"]  # short
     return pd.DataFrame(rows, index=names).T.rename_axis("KV cache, 16-bit").reset_index()
+
+
+REAL_GPT_PROMPT_INDEX = 0  # lesson 10's first checked prompt, timed on the lab's own GPT
+REAL_GPT_NEW_TOKENS = 8
+
+
+def real_gpt_caption(timing: CacheTiming) -> str:
+    """What the lab's own GPT measured on this server: the time per token with and without the cache."""
+    steps = len(timing.lengths)
+    with_ms, without_ms = sum(timing.with_cache_ms) / steps, sum(timing.without_cache_ms) / steps
+    same = "the same tokens" if timing.same_tokens else "different tokens"
+    return (
+        f"On the lab's own GPT, SmolLM2-135M (lesson 10), measured on this server: {steps} tokens after a "
+        f"{timing.lengths[0]}-token prompt took {with_ms:.0f} ms each with the cache and {without_ms:.0f} ms without "
+        f"({without_ms / with_ms:.1f}× slower); both ways chose {same} (largest logit difference "
+        f"{timing.max_logit_difference:.2f}: its 4-bit weights multiply in bfloat16, which rounds differently for "
+        f"one new row than for the whole sequence)."
+    )
 
 
 def grouping_question() -> Prediction:

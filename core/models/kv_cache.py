@@ -173,6 +173,13 @@ LLAMA3_8B = ModelShape(
 )
 
 
+# SmolLM2-135M, the lab's own GPT (lesson 10), from its GGUF file's metadata: block_count 30, head_count 9,
+# head_count_kv 3, embedding_length 576 (head_dim 64), context_length 8192; tests check these against the file.
+SMOLLM2_135M = ModelShape(
+    "SmolLM2-135M (lesson 10)", layers=30, query_heads=9, kv_heads=3, head_dim=576 // 9, context=8192
+)
+
+
 def without_grouping(shape: ModelShape) -> ModelShape:
     """The same model with one key/value head per query head (plain multi-head attention)."""
     return ModelShape(

