@@ -10,7 +10,7 @@ from core.app import registry
 from core.inputs.weights import WeightSource
 from core.lessons import pretrained as pt
 from core.models import smollm2 as sm
-from tests.support import APP
+from tests import support
 
 DECODER_PAGES = [spec for spec in registry.PAGES if WeightSource.DECODER in spec.weight_sources]
 QUESTIONS = {
@@ -29,16 +29,11 @@ def model() -> sm.SmolLM2:
 
 
 def app(spec: registry.PageSpec, **params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page(spec.file).run()
-    return at
+    return support.app(spec.file, **params)
 
 
 def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
+    support.assert_clean(at)
     assert not at.error, [e.value for e in at.error]
 
 
