@@ -109,8 +109,11 @@ def _rope_template() -> str:
         .mark_line()
         .encode(
             x=alt.X("distance:Q", title="distance i − j (query after key)"),
-            y=alt.Y("score:Q", title="score q · k"),
-            color=alt.Color("positions:N", title=None, legend=alt.Legend(orient="bottom")),
+            y=alt.Y("score:Q", title="score q · k", scale=alt.Scale(zero=False)),
+            # Two hues far apart (not two blues): the ways positions enter are the chart's point.
+            color=alt.Color(
+                "positions:N", title=None, legend=alt.Legend(orient="bottom"), scale=alt.Scale(scheme="set1")
+            ),
             strokeDash=alt.StrokeDash("start:N", title=None, legend=alt.Legend(orient="bottom")),
             tooltip=["positions:N", "start:N", "distance:Q", alt.Tooltip("score:Q", format=".3f")],
         )
