@@ -4,6 +4,8 @@ One script for every weight source (core/inputs/weights.py): the random draws fo
 worked examples; a model's head (`?weights=pretrained`) gets the causal mask it was never trained with.
 """
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
@@ -17,6 +19,9 @@ from ui import cache, draw, widgets
 from ui import weights as source
 from ui.frame import page_start
 from ui.presentation import step
+
+if TYPE_CHECKING:
+    from core.lessons import pretrained as pt
 
 PREDICT_KEY = "predict_causal_dropout"
 
@@ -236,6 +241,30 @@ def on_random_draws(settings: Settings) -> None:
     widgets.code_box(lesson.code, title="causal attention and dropout with these numbers")
 
 
+def beside_the_other_kind(settings: Settings, lesson: "pt.PretrainedCausalLesson", seed: int) -> None:
+    """The other model's default head for this lesson on the same sentence: a decoder head trained behind the
+    mask beside an encoder head given it afterwards. Skipped where the other model is not installed."""
+    from core.inputs.weights import MODELS
+    from core.lessons import pretrained as pt
+
+    other = pt.OTHER_MODEL[settings.weights]
+    if not source.model_ready(other, quiet=True):
+        return
+    sentence, _, _ = source.usable_sentence(other, pt.lesson_sentence(settings))
+    layer, head = pt.DEFAULT_HEADS[other]["causal_dropout"]
+    theirs = cache.computed(pt.CAUSAL, other, source.model(other), sentence, layer, head, False, 0.0, seed)
+    st.markdown("**Beside a head of the other kind.** " + pt.mask_contrast(lesson, theirs, MODELS[other].name))
+    left, right = st.columns(2)
+    for where, shown, name in ((left, lesson, "this head"), (right, theirs, f"{MODELS[other].name}")):
+        with where:
+            draw.heatmap(
+                shown.unmasked,
+                f"Without the mask: {name}, layer {shown.layer}, head {shown.head}",
+                f"Heatmap of {name}'s weights without the causal mask.",
+                value_title="weight",
+            )
+
+
 def on_a_model(settings: Settings) -> None:
     """The causal mask on one head of a trained model that was never trained with one, then dropout."""
     from core.lessons import pretrained as pt
@@ -290,6 +319,8 @@ def on_a_model(settings: Settings) -> None:
         widgets.number_table(lesson.rows, hide_index=True)
     else:
         st.markdown(f"The two ways of masking differ by at most **{lesson.max_method_difference:.1e}** here.")
+    if answered:  # the other kind of head, after the answer: its numbers sit beside this head's
+        beside_the_other_kind(settings, lesson, seed)
     step("Dropout on the real weights")
     widgets.prose(source.text(settings.weights), "causal_dropout")
     note = dropout_note(settings, training)

@@ -47,13 +47,17 @@ def model(source: WeightSource) -> AnyModel:
     raise ValueError(f"No model behind the weight source {source.value!r}.")
 
 
-def model_ready(source: WeightSource) -> bool:
-    """Load the source's model once per process; if its files are missing or broken, say so (the page then stops)."""
+def model_ready(source: WeightSource, *, quiet: bool = False) -> bool:
+    """Load the source's model once per process; if its files are missing or broken, say so (the page then stops).
+
+    `quiet`: say nothing (a section that only adds the other model skips itself)."""
     from core.models import minilm, smollm2
 
     try:
         model(source)
     except (minilm.ModelFilesError, smollm2.ModelFilesError) as error:
+        if quiet:
+            return False
         st.error(
             f"The files of {MODELS[source].name} could not be loaded, so its weights cannot be shown:",
             icon=":material/error:",

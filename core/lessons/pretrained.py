@@ -241,6 +241,28 @@ def pretrained_causal_lesson(
     )
 
 
+OTHER_MODEL = {WeightSource.ENCODER: WeightSource.DECODER, WeightSource.DECODER: WeightSource.ENCODER}
+
+
+def mask_contrast(this: PretrainedCausalLesson, other: PretrainedCausalLesson, other_model: str) -> str:
+    """Lesson 4's two kinds of head side by side, in words from both lessons' numbers: a decoder head trained
+    behind the mask, and an encoder head that gets the mask afterwards (each from its own model)."""
+
+    def kind(lesson: PretrainedCausalLesson) -> str:
+        return "trained behind the mask" if lesson.trained_causal else "given the mask afterwards"
+
+    def measured(lesson: PretrainedCausalLesson) -> str:
+        return (
+            f"unmasked, an average row puts {lesson.future_mass:.2f} of its weight on later tokens, and the mask "
+            f"gives {lesson.rows_changed} of its {len(lesson.tokens)} rows another strongest key"
+        )
+
+    return (
+        f"This head ({kind(this)}): {measured(this)}. {other_model}'s layer {other.layer}, head {other.head} "
+        f"({kind(other)}), on the same sentence: {measured(other)}."
+    )
+
+
 def _causal_code(
     model: AnyModel, sentence: str, layer: int, head: int, training: bool, dropout: float, seed: int
 ) -> str:

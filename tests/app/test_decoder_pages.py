@@ -108,3 +108,18 @@ def test_lesson_seven_does_not_take_the_decoder_and_says_where_it_does() -> None
     assert_clean(at)
     assert at.sidebar.radio(key="weights").disabled
     assert "SmolLM2-135M's heads are offered on lessons 2, 4 and 5" in " ".join(c.value for c in at.sidebar.caption)
+
+
+def test_lesson_four_sets_a_decoder_head_beside_an_encoder_head_after_the_answer(model: sm.SmolLM2) -> None:
+    from core.models import minilm
+
+    at = app(registry.page("causal_dropout"), weights="decoder")
+    assert not any("Beside a head of the other kind." in m.value for m in at.markdown)  # the answer comes first
+    answer(at, "causal_dropout")
+    ours = pt.pretrained_causal_lesson(model, pt.BOOK_SENTENCE, 16, 0, False, 0.0, 123)
+    layer, head = pt.DEFAULT_HEADS[WeightSource.ENCODER]["causal_dropout"]
+    theirs = pt.pretrained_causal_lesson(minilm.load_model(), pt.BOOK_SENTENCE, layer, head, False, 0.0, 123)
+    expected = "**Beside a head of the other kind.** " + pt.mask_contrast(ours, theirs, "all-MiniLM-L6-v2")
+    assert expected in [m.value for m in at.markdown]
+    # The contrast the section exists for, measured: the decoder head loses no row to the mask, the encoder's do.
+    assert ours.rows_changed == 0 < theirs.rows_changed
