@@ -180,6 +180,14 @@ def all_heads(analysis: gpt.PromptAnalysis) -> None:
     best_layer, best_head, score = gpt.best_previous_head(analysis)
     st.caption(f"The clearest previous-token head here: layer {best_layer}, head {best_head} ({score:.2f}).")
     st.button(f"Open layer {best_layer}, head {best_head}", on_click=open_head, args=(best_layer, best_head))
+    widgets.code_box(
+        gpt.heads_code(analysis),
+        "Plain PyTorch in float32 from the model's file; it stops before the next token, which the first question "
+        "asks for. The page multiplies the file's 4-bit weights in bfloat16, so its sink shares and previous-token "
+        "scores differ from these by up to about 0.01 on the example prompts (a head near one half may fall on the "
+        "other side of it); the clearest previous-token head is the same.",
+        title="every head's sink share and previous-token score from the model's file",
+    )
 
 
 def induction(model) -> gpt.InductionLesson:

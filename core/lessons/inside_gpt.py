@@ -509,7 +509,7 @@ def cache_timing(_model: smollm2.SmolLM2, text: str, kind: PromptKind, new_token
 
 
 # ----------------------------------------------------------------------------------------------
-# Code box
+# Code boxes
 
 
 def code(lesson: InductionLesson) -> str:
@@ -528,6 +528,11 @@ def next_token_code(analysis: PromptAnalysis, view: SamplingView) -> str:
         "seed": view.seed,
     }
     return recipes.fill("inside_gpt_next_token", values)
+
+
+def heads_code(analysis: PromptAnalysis) -> str:
+    """The filled recipe core/recipes/inside_gpt_heads.py: every head's sink share and previous-token score."""
+    return recipes.fill("inside_gpt_heads", {"ids": list(analysis.token_ids)})
 
 
 # Bounds: a prompt's analysis is at most 30 x 9 x 64 x 64 float16 (2.2 MB) plus the logits (0.2 MB).

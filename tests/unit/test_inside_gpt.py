@@ -1,4 +1,4 @@
-"""Lesson 10 (inside a GPT): its computations on SmolLM2-135M, its Code box against them, its cache budget."""
+"""Lesson 10 (inside a GPT): its computations on SmolLM2-135M, its Code boxes against them, its cache budget."""
 
 from __future__ import annotations
 
@@ -239,3 +239,16 @@ def test_the_next_token_code_box_reproduces_the_page(model, vocabulary, temperat
     if temperature == 0.0:
         assert vocabulary[namespace["drawn"]] == view.sampled
     assert namespace["keep"][namespace["drawn"]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", [gpt.EXAMPLES[0], gpt.EXAMPLES[2]], ids=lambda e: e.key)
+def test_the_heads_code_box_reproduces_the_sink_and_previous_token_measures(model, example) -> None:
+    analysis = gpt.analyse_prompt(model, example.text, example.kind)
+    namespace = recipes.run(gpt.heads_code(analysis))
+    assert namespace["A"].shape == (30, 9, len(analysis.token_ids), len(analysis.token_ids))
+    # float32 here, the file's 4-bit weights in bfloat16 on the page: measured within 0.012 on the four examples
+    assert namespace["sink"].numpy() == pytest.approx(analysis.sink, abs=0.03)
+    assert namespace["previous"].numpy() == pytest.approx(analysis.previous, abs=0.03)
+    best = int(namespace["previous"].argmax())
+    assert divmod(best, 9) == gpt.best_previous_head(analysis)[:2]  # the caption's clearest head
