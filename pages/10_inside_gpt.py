@@ -231,6 +231,13 @@ def induction(model) -> gpt.InductionLesson:
     st.caption(
         f"An even spread would score about {lesson.chance:.2f}. The top heads by shared key/value head: {groups}."
     )
+    widgets.code_box(
+        gpt.code(lesson),
+        "Plain PyTorch in float32 from the model's file, without our model code: the same random sequence. The page "
+        "multiplies the file's 4-bit weights in bfloat16, so its induction scores differ from these by up to about "
+        "0.01 and its losses by up to about 0.06 nats; the top heads are the same.",
+        title="induction heads from the model's file",
+    )
     return lesson
 
 
@@ -346,5 +353,3 @@ ablation(gpt_model, induction_lesson)
 grouped_query(gpt_model, induction_lesson)
 rope(gpt_model, prompt_text, prompt_kind)
 kv_cache(gpt_model, prompt_text, prompt_kind)
-widgets.prose("inside_gpt", "code")
-widgets.code_box(gpt.code(induction_lesson), title="induction heads from the model's file")
