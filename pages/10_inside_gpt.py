@@ -267,6 +267,14 @@ def ablation(model, lesson: gpt.InductionLesson) -> None:
     before, after = st.columns(2)
     before.caption("Top next tokens, head on: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_before))
     after.caption("Head off: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_after))
+    widgets.code_box(
+        gpt.ablation_code(lesson, result),
+        "Plain PyTorch in float32 from the model's file: the induction section's sequence, this head, this way of "
+        "switching it off. The page multiplies the file's 4-bit weights in bfloat16, so its losses differ from these "
+        "by up to about 0.1 nats (1.5%) and the change by up to about 0.07: a smaller change, such as a sink head's, "
+        "is rounding and may even change sign; a large one, such as the top induction head's, is the same.",
+        title="one head switched off in the model's file",
+    )
 
 
 def grouped_query(model, lesson: gpt.InductionLesson) -> None:

@@ -535,6 +535,18 @@ def heads_code(analysis: PromptAnalysis) -> str:
     return recipes.fill("inside_gpt_heads", {"ids": list(analysis.token_ids)})
 
 
+def ablation_code(lesson: InductionLesson, result: AblationLesson) -> str:
+    """The filled recipe core/recipes/inside_gpt_ablation.py: the induction section's sequence, this head, this mode."""
+    values = {
+        "length": lesson.length,
+        "seed": lesson.seed,
+        "layer": result.layer,
+        "head": result.head,
+        "mode": result.choice.value,
+    }
+    return recipes.fill("inside_gpt_ablation", values)
+
+
 # Bounds: a prompt's analysis is at most 30 x 9 x 64 x 64 float16 (2.2 MB) plus the logits (0.2 MB).
 # tests/unit/test_inside_gpt.py measures the largest of each and holds the sum under CACHE_BUDGET_MIB.
 CACHE_BUDGET_MIB = 40
