@@ -293,7 +293,7 @@ def grouped_query(model, lesson: gpt.InductionLesson) -> None:
     m2.metric(f"... with {sizes.num_heads} KV heads, one per query head", f"{sizes.per_token_full / 1024:.0f} KiB")
 
 
-def rope(model, text: str, kind: gpt.PromptKind) -> None:
+def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -> None:
     step("Position by rotation (RoPE)")
     widgets.prose("inside_gpt", "rope")
     head = st.session_state[HEAD]
@@ -324,6 +324,14 @@ def rope(model, text: str, kind: gpt.PromptKind) -> None:
         f"At the same distance, moving the pair from position {gpt.STARTS[0]} to {gpt.STARTS[1]} changes the "
         f"rotated score by at most {result.rope_start_gap:.1e}, and the score with added positions by up to "
         f"{result.additive_start_gap:.2f}."
+    )
+    widgets.code_box(
+        gpt.rope_code(analysis, result),
+        "Plain PyTorch in float32 from layer 0's tensors in the model's file. The page multiplies the file's 4-bit "
+        "weights in bfloat16, so its query and key differ slightly, and its scores and curves differ from these by "
+        "up to about 0.5% (0.15 at most on the example prompts); in both, moving the pair changes the rotated score "
+        "by float rounding only (about 1e-5).",
+        title="RoPE on layer 0's query and key from the model's file",
     )
 
 
@@ -359,5 +367,5 @@ all_heads(analysis)
 induction_lesson = induction(gpt_model)
 ablation(gpt_model, induction_lesson)
 grouped_query(gpt_model, induction_lesson)
-rope(gpt_model, prompt_text, prompt_kind)
+rope(gpt_model, analysis, prompt_text, prompt_kind)
 kv_cache(gpt_model, prompt_text, prompt_kind)

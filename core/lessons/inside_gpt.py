@@ -547,6 +547,12 @@ def ablation_code(lesson: InductionLesson, result: AblationLesson) -> str:
     return recipes.fill("inside_gpt_ablation", values)
 
 
+def rope_code(analysis: PromptAnalysis, result: RopeLesson) -> str:
+    """The filled recipe core/recipes/inside_gpt_rope.py: this prompt's ids (`rope_lesson` reads the same
+    prompt), this head."""
+    return recipes.fill("inside_gpt_rope", {"ids": list(analysis.token_ids), "head": result.head})
+
+
 # Bounds: a prompt's analysis is at most 30 x 9 x 64 x 64 float16 (2.2 MB) plus the logits (0.2 MB).
 # tests/unit/test_inside_gpt.py measures the largest of each and holds the sum under CACHE_BUDGET_MIB.
 CACHE_BUDGET_MIB = 40
