@@ -76,7 +76,8 @@ def prompt_picker(model) -> tuple[gpt.PromptAnalysis, str, gpt.PromptKind]:
         return cache.computed(gpt.PROMPT, model, first.text, first.kind), first.text, first.kind
 
 
-def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...], text: str, kind) -> None:
+def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...], text: str, kind) -> bool:
+    """The first section; whether its question is answered (the KV cache's Code box generates the answer)."""
     step("The next token")
     widgets.prose("inside_gpt", "prompt")
     st.text(analysis.text)  # what the model reads, template included; st.text: never markdown
@@ -99,7 +100,7 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
         widgets.answer_first("The probabilities and the draw appear")
         widgets.prose("inside_gpt", "generate")
         widgets.answer_first("The generated tokens appear")
-        return
+        return False
     draw.draw(
         charts_gpt.probabilities(frames.probability_frame(view)),
         "Bars of the ten most probable next tokens, before and after the filters.",
@@ -113,6 +114,7 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
         title="the next token from the model's file",
     )
     generation(model, analysis, settings, seed, text, kind)
+    return True
 
 
 def generation(model, analysis: gpt.PromptAnalysis, settings, seed: int, text: str, kind) -> None:
@@ -335,7 +337,7 @@ def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -
     )
 
 
-def kv_cache(model, text: str, kind: gpt.PromptKind) -> None:
+def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind, answered: bool) -> None:
     step("The KV cache, measured")
     widgets.prose("inside_gpt", "kvcache")
     timing = cache.computed(gpt.CACHE_TIMING, model, text, kind, 8)
@@ -351,6 +353,18 @@ def kv_cache(model, text: str, kind: gpt.PromptKind) -> None:
         f"{sum(timing.without_cache_ms) / len(timing.lengths):.0f} ms without; "
         f"the cache held {timing.cache_bytes / 2**20:.1f} MiB after {timing.lengths[-1] + 1} tokens."
     )
+    if not answered:  # the recipe generates the next tokens: the first question's answer
+        widgets.answer_first("The Code box, which generates the answer to the first question, appears")
+        return
+    widgets.code_box(
+        gpt.kv_cache_code(analysis, timing),
+        "Plain PyTorch in float32 from the model's file, the cache a list of tensors. In float32 the logits with "
+        "and without the cache differ by at most about 4e-5 on the example prompts; the page's bfloat16 products "
+        "round differently for different shapes, hence its larger difference. The bytes per token follow from the "
+        "file's sizes and equal the page's. Greedy tokens in float32 can part from the page's bfloat16 ones after a "
+        "few tokens (on the counting example, at the seventh).",
+        title="a KV cache written out, from the model's file",
+    )
 
 
 page_start()
@@ -362,10 +376,10 @@ if LAYER not in st.session_state:  # first visit: the link's head, or the cleare
     linked_controls = page_frame().link.controls
     best = gpt.best_previous_head(analysis)
     open_head(int(linked_controls.get(LAYER, best[0])), int(linked_controls.get(HEAD, best[1])))
-next_token(gpt_model, analysis, vocabulary, prompt_text, prompt_kind)
+top_token_answered = next_token(gpt_model, analysis, vocabulary, prompt_text, prompt_kind)
 all_heads(analysis)
 induction_lesson = induction(gpt_model)
 ablation(gpt_model, induction_lesson)
 grouped_query(gpt_model, induction_lesson)
 rope(gpt_model, analysis, prompt_text, prompt_kind)
-kv_cache(gpt_model, prompt_text, prompt_kind)
+kv_cache(gpt_model, analysis, prompt_text, prompt_kind, top_token_answered)

@@ -553,6 +553,11 @@ def rope_code(analysis: PromptAnalysis, result: RopeLesson) -> str:
     return recipes.fill("inside_gpt_rope", {"ids": list(analysis.token_ids), "head": result.head})
 
 
+def kv_cache_code(analysis: PromptAnalysis, timing: CacheTiming) -> str:
+    """The filled recipe core/recipes/inside_gpt_kv_cache.py: this prompt's ids, as many greedy tokens as timed."""
+    return recipes.fill("inside_gpt_kv_cache", {"ids": list(analysis.token_ids), "new_tokens": len(timing.lengths)})
+
+
 # Bounds: a prompt's analysis is at most 30 x 9 x 64 x 64 float16 (2.2 MB) plus the logits (0.2 MB).
 # tests/unit/test_inside_gpt.py measures the largest of each and holds the sum under CACHE_BUDGET_MIB.
 CACHE_BUDGET_MIB = 40
