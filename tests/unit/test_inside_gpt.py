@@ -243,6 +243,22 @@ def test_the_next_token_code_box_reproduces_the_page(model, vocabulary, temperat
     assert namespace["keep"][namespace["drawn"]]
 
 
+def test_the_sections_code_boxes_are_filled_with_the_pages_values(model) -> None:
+    analysis = gpt.analyse_prompt(model, gpt.EXAMPLES[3].text, gpt.EXAMPLES[3].kind)
+    ids = f"ids = {list(analysis.token_ids)}"
+    assert ids in gpt.heads_code(analysis)
+    lesson = gpt.induction_lesson(model, 7, 3)
+    ablated = gpt.ablation_lesson(model, 7, 3, 17, 4, gpt.AblationChoice.MEAN)
+    code = gpt.ablation_code(lesson, ablated)
+    assert all(line in code for line in ("length = 7", "seed = 3", "layer = 17", "head = 4", 'mode = "mean"'))
+    rope = gpt.rope_lesson(model, gpt.EXAMPLES[3].text, gpt.EXAMPLES[3].kind, 5)
+    assert rope.i == len(analysis.token_ids) - 1  # the recipe takes its i from the ids
+    assert ids in gpt.rope_code(analysis, rope) and "head = 5" in gpt.rope_code(analysis, rope)
+    timing = gpt.cache_timing(model, gpt.EXAMPLES[3].text, gpt.EXAMPLES[3].kind, 2)
+    assert timing.lengths[0] == len(analysis.token_ids)  # the same prompt
+    assert ids in gpt.kv_cache_code(analysis, timing) and "new_tokens = 2" in gpt.kv_cache_code(analysis, timing)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("example", [gpt.EXAMPLES[0], gpt.EXAMPLES[2]], ids=lambda e: e.key)
 def test_the_heads_code_box_reproduces_the_sink_and_previous_token_measures(model, example) -> None:
