@@ -76,7 +76,8 @@ def prompt_picker(model) -> tuple[gpt.PromptAnalysis, str, gpt.PromptKind]:
         return cache.computed(gpt.PROMPT, model, first.text, first.kind), first.text, first.kind
 
 
-def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...], text: str, kind) -> None:
+def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...], text: str, kind) -> bool:
+    """The first section; whether its question is answered (the KV cache's Code box generates the answer)."""
     step("The next token")
     widgets.prose("inside_gpt", "prompt")
     st.text(analysis.text)  # what the model reads, template included; st.text: never markdown
@@ -99,7 +100,7 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
         widgets.answer_first("The probabilities and the draw appear")
         widgets.prose("inside_gpt", "generate")
         widgets.answer_first("The generated tokens appear")
-        return
+        return False
     draw.draw(
         charts_gpt.probabilities(frames.probability_frame(view)),
         "Bars of the ten most probable next tokens, before and after the filters.",
@@ -113,6 +114,7 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
         title="the next token from the model's file",
     )
     generation(model, analysis, settings, seed, text, kind)
+    return True
 
 
 def generation(model, analysis: gpt.PromptAnalysis, settings, seed: int, text: str, kind) -> None:
@@ -180,6 +182,14 @@ def all_heads(analysis: gpt.PromptAnalysis) -> None:
     best_layer, best_head, score = gpt.best_previous_head(analysis)
     st.caption(f"The clearest previous-token head here: layer {best_layer}, head {best_head} ({score:.2f}).")
     st.button(f"Open layer {best_layer}, head {best_head}", on_click=open_head, args=(best_layer, best_head))
+    widgets.code_box(
+        gpt.heads_code(analysis),
+        "Plain PyTorch in float32 from the model's file; it stops before the next token, which the first question "
+        "asks for. The page multiplies the file's 4-bit weights in bfloat16, so its sink shares and previous-token "
+        "scores differ from these by up to about 0.01 on the example prompts (a head near one half may fall on the "
+        "other side of it); the clearest previous-token head is the same.",
+        title="every head's sink share and previous-token score from the model's file",
+    )
 
 
 def induction(model) -> gpt.InductionLesson:
@@ -223,6 +233,13 @@ def induction(model) -> gpt.InductionLesson:
     st.caption(
         f"An even spread would score about {lesson.chance:.2f}. The top heads by shared key/value head: {groups}."
     )
+    widgets.code_box(
+        gpt.code(lesson),
+        "Plain PyTorch in float32 from the model's file, without our model code: the same random sequence. The page "
+        "multiplies the file's 4-bit weights in bfloat16, so its induction scores differ from these by up to about "
+        "0.01 and its losses by up to about 0.06 nats; the top heads are the same.",
+        title="induction heads from the model's file",
+    )
     return lesson
 
 
@@ -252,6 +269,14 @@ def ablation(model, lesson: gpt.InductionLesson) -> None:
     before, after = st.columns(2)
     before.caption("Top next tokens, head on: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_before))
     after.caption("Head off: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_after))
+    widgets.code_box(
+        gpt.ablation_code(lesson, result),
+        "Plain PyTorch in float32 from the model's file: the induction section's sequence, this head, this way of "
+        "switching it off. The page multiplies the file's 4-bit weights in bfloat16, so its losses differ from these "
+        "by up to about 0.1 nats (1.5%) and the change by up to about 0.07: a smaller change, such as a sink head's, "
+        "is rounding and may even change sign; a large one, such as the top induction head's, is the same.",
+        title="one head switched off in the model's file",
+    )
 
 
 def grouped_query(model, lesson: gpt.InductionLesson) -> None:
@@ -270,7 +295,7 @@ def grouped_query(model, lesson: gpt.InductionLesson) -> None:
     m2.metric(f"... with {sizes.num_heads} KV heads, one per query head", f"{sizes.per_token_full / 1024:.0f} KiB")
 
 
-def rope(model, text: str, kind: gpt.PromptKind) -> None:
+def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -> None:
     step("Position by rotation (RoPE)")
     widgets.prose("inside_gpt", "rope")
     head = st.session_state[HEAD]
@@ -302,9 +327,17 @@ def rope(model, text: str, kind: gpt.PromptKind) -> None:
         f"rotated score by at most {result.rope_start_gap:.1e}, and the score with added positions by up to "
         f"{result.additive_start_gap:.2f}."
     )
+    widgets.code_box(
+        gpt.rope_code(analysis, result),
+        "Plain PyTorch in float32 from layer 0's tensors in the model's file. The page multiplies the file's 4-bit "
+        "weights in bfloat16, so its query and key differ slightly, and its scores and curves differ from these by "
+        "up to about 0.5% (0.15 at most on the example prompts); in both, moving the pair changes the rotated score "
+        "by float rounding only (about 1e-5).",
+        title="RoPE on layer 0's query and key from the model's file",
+    )
 
 
-def kv_cache(model, text: str, kind: gpt.PromptKind) -> None:
+def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind, answered: bool) -> None:
     step("The KV cache, measured")
     widgets.prose("inside_gpt", "kvcache")
     timing = cache.computed(gpt.CACHE_TIMING, model, text, kind, 8)
@@ -320,6 +353,18 @@ def kv_cache(model, text: str, kind: gpt.PromptKind) -> None:
         f"{sum(timing.without_cache_ms) / len(timing.lengths):.0f} ms without; "
         f"the cache held {timing.cache_bytes / 2**20:.1f} MiB after {timing.lengths[-1] + 1} tokens."
     )
+    if not answered:  # the recipe generates the next tokens: the first question's answer
+        widgets.answer_first("The Code box, which generates the answer to the first question, appears")
+        return
+    widgets.code_box(
+        gpt.kv_cache_code(analysis, timing),
+        "Plain PyTorch in float32 from the model's file, the cache a list of tensors. In float32 the logits with "
+        "and without the cache differ by at most about 4e-5 on the example prompts; the page's bfloat16 products "
+        "round differently for different shapes, hence its larger difference. The bytes per token follow from the "
+        "file's sizes and equal the page's. Greedy tokens in float32 can part from the page's bfloat16 ones after a "
+        "few tokens (on the counting example, at the seventh).",
+        title="a KV cache written out, from the model's file",
+    )
 
 
 page_start()
@@ -331,12 +376,10 @@ if LAYER not in st.session_state:  # first visit: the link's head, or the cleare
     linked_controls = page_frame().link.controls
     best = gpt.best_previous_head(analysis)
     open_head(int(linked_controls.get(LAYER, best[0])), int(linked_controls.get(HEAD, best[1])))
-next_token(gpt_model, analysis, vocabulary, prompt_text, prompt_kind)
+top_token_answered = next_token(gpt_model, analysis, vocabulary, prompt_text, prompt_kind)
 all_heads(analysis)
 induction_lesson = induction(gpt_model)
 ablation(gpt_model, induction_lesson)
 grouped_query(gpt_model, induction_lesson)
-rope(gpt_model, prompt_text, prompt_kind)
-kv_cache(gpt_model, prompt_text, prompt_kind)
-widgets.prose("inside_gpt", "code")
-widgets.code_box(gpt.code(induction_lesson), title="induction heads from the model's file")
+rope(gpt_model, analysis, prompt_text, prompt_kind)
+kv_cache(gpt_model, analysis, prompt_text, prompt_kind, top_token_answered)

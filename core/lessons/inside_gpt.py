@@ -509,7 +509,7 @@ def cache_timing(_model: smollm2.SmolLM2, text: str, kind: PromptKind, new_token
 
 
 # ----------------------------------------------------------------------------------------------
-# Code box
+# Code boxes
 
 
 def code(lesson: InductionLesson) -> str:
@@ -528,6 +528,34 @@ def next_token_code(analysis: PromptAnalysis, view: SamplingView) -> str:
         "seed": view.seed,
     }
     return recipes.fill("inside_gpt_next_token", values)
+
+
+def heads_code(analysis: PromptAnalysis) -> str:
+    """The filled recipe core/recipes/inside_gpt_heads.py: every head's sink share and previous-token score."""
+    return recipes.fill("inside_gpt_heads", {"ids": list(analysis.token_ids)})
+
+
+def ablation_code(lesson: InductionLesson, result: AblationLesson) -> str:
+    """The filled recipe core/recipes/inside_gpt_ablation.py: the induction section's sequence, this head, this mode."""
+    values = {
+        "length": lesson.length,
+        "seed": lesson.seed,
+        "layer": result.layer,
+        "head": result.head,
+        "mode": result.choice.value,
+    }
+    return recipes.fill("inside_gpt_ablation", values)
+
+
+def rope_code(analysis: PromptAnalysis, result: RopeLesson) -> str:
+    """The filled recipe core/recipes/inside_gpt_rope.py: this prompt's ids (`rope_lesson` reads the same
+    prompt), this head."""
+    return recipes.fill("inside_gpt_rope", {"ids": list(analysis.token_ids), "head": result.head})
+
+
+def kv_cache_code(analysis: PromptAnalysis, timing: CacheTiming) -> str:
+    """The filled recipe core/recipes/inside_gpt_kv_cache.py: this prompt's ids, as many greedy tokens as timed."""
+    return recipes.fill("inside_gpt_kv_cache", {"ids": list(analysis.token_ids), "new_tokens": len(timing.lengths)})
 
 
 # Bounds: a prompt's analysis is at most 30 x 9 x 64 x 64 float16 (2.2 MB) plus the logits (0.2 MB).

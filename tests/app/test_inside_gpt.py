@@ -31,6 +31,19 @@ def captions(at) -> str:
     return "\n".join(c.value for c in at.caption)
 
 
+def code_boxes(at) -> list[str]:
+    return [e.label.removeprefix("Code: ") for e in at.expander if e.label.startswith("Code")]
+
+
+# Each section's Code box, in the page's order (grouped-query attention has none).
+NEXT_TOKEN = "the next token from the model's file"
+HEADS = "every head's sink share and previous-token score from the model's file"
+INDUCTION = "induction heads from the model's file"
+ABLATION = "one head switched off in the model's file"
+ROPE = "RoPE on layer 0's query and key from the model's file"
+KV_CACHE = "a KV cache written out, from the model's file"
+
+
 @needs_model
 def test_the_page_draws_every_section_and_hides_answers_until_chosen() -> None:
     at = open_page("inside_gpt")
@@ -43,12 +56,17 @@ def test_the_page_draws_every_section_and_hides_answers_until_chosen() -> None:
     assert "The scores and the losses appear once you have answered" in text
     assert "loss, second copy (nats)" not in [m.label for m in at.metric]
     assert "lands on the first token" in text  # the sink, measured on this prompt
+    # Before the answers: only the boxes of sections without a question; the KV cache's generates the next
+    # tokens (the first question's answer), the induction box prints both losses.
+    assert code_boxes(at) == [HEADS, ABLATION, ROPE]
+    lock = "The Code box, which generates the answer to the first question, appears once you have answered"
+    assert lock in text.replace("\\", "")  # the caption escapes its punctuation
     answer_all(at)
     assert not at.exception
     labels = [m.label for m in at.metric]
     assert "loss, second copy (nats)" in labels
     assert "seed 0 draws" in captions(at)
-    assert any("Code" in e.label for e in at.expander)
+    assert code_boxes(at) == [NEXT_TOKEN, HEADS, INDUCTION, ABLATION, ROPE, KV_CACHE]
 
 
 @needs_model

@@ -1,4 +1,4 @@
-"""Lesson 10 (inside a GPT): its computations on SmolLM2-135M, its Code box against them, its cache budget."""
+"""Lesson 10 (inside a GPT): its computations on SmolLM2-135M, its Code boxes against them, its cache budget."""
 
 from __future__ import annotations
 
@@ -166,7 +166,9 @@ def test_frames_feed_the_charts(model, vocabulary) -> None:
 def test_the_code_box_reproduces_the_induction_numbers(model) -> None:
     lesson = gpt.induction_lesson(model, 12, 5)
     namespace = recipes.run(gpt.code(lesson))
-    # The recipe runs in float32; the page keeps bfloat16 weights: agreement to the second decimal.
+    assert smollm2.token_texts(model, namespace["ids"]) == lesson.tokens  # the page's sequence
+    # The recipe runs in float32; the page keeps bfloat16 weights: agreement to the second decimal
+    # (measured: scores within 0.006, losses within 0.06 nats, at lengths 5-30).
     assert namespace["scores"].numpy() == pytest.approx(lesson.scores, abs=0.03)
     assert namespace["first_loss"] == pytest.approx(lesson.first_loss, rel=0.02)
     assert namespace["second_loss"] == pytest.approx(lesson.second_loss, rel=0.05)
@@ -239,3 +241,100 @@ def test_the_next_token_code_box_reproduces_the_page(model, vocabulary, temperat
     if temperature == 0.0:
         assert vocabulary[namespace["drawn"]] == view.sampled
     assert namespace["keep"][namespace["drawn"]]
+
+
+def test_the_sections_code_boxes_are_filled_with_the_pages_values(model) -> None:
+    analysis = gpt.analyse_prompt(model, gpt.EXAMPLES[3].text, gpt.EXAMPLES[3].kind)
+    ids = f"ids = {list(analysis.token_ids)}"
+    assert ids in gpt.heads_code(analysis)
+    lesson = gpt.induction_lesson(model, 7, 3)
+    ablated = gpt.ablation_lesson(model, 7, 3, 17, 4, gpt.AblationChoice.MEAN)
+    code = gpt.ablation_code(lesson, ablated)
+    assert all(line in code for line in ("length = 7", "seed = 3", "layer = 17", "head = 4", 'mode = "mean"'))
+    rope = gpt.rope_lesson(model, gpt.EXAMPLES[3].text, gpt.EXAMPLES[3].kind, 5)
+    assert rope.i == len(analysis.token_ids) - 1  # the recipe takes its i from the ids
+    assert ids in gpt.rope_code(analysis, rope) and "head = 5" in gpt.rope_code(analysis, rope)
+    timing = gpt.cache_timing(model, gpt.EXAMPLES[3].text, gpt.EXAMPLES[3].kind, 2)
+    assert timing.lengths[0] == len(analysis.token_ids)  # the same prompt
+    assert ids in gpt.kv_cache_code(analysis, timing) and "new_tokens = 2" in gpt.kv_cache_code(analysis, timing)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", [gpt.EXAMPLES[0], gpt.EXAMPLES[2]], ids=lambda e: e.key)
+def test_the_heads_code_box_reproduces_the_sink_and_previous_token_measures(model, example) -> None:
+    analysis = gpt.analyse_prompt(model, example.text, example.kind)
+    namespace = recipes.run(gpt.heads_code(analysis))
+    assert namespace["A"].shape == (30, 9, len(analysis.token_ids), len(analysis.token_ids))
+    # float32 here, the file's 4-bit weights in bfloat16 on the page: measured within 0.012 on the four examples
+    assert namespace["sink"].numpy() == pytest.approx(analysis.sink, abs=0.03)
+    assert namespace["previous"].numpy() == pytest.approx(analysis.previous, abs=0.03)
+    best = int(namespace["previous"].argmax())
+    assert divmod(best, 9) == gpt.best_previous_head(analysis)[:2]  # the caption's clearest head
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("length", "seed", "head", "choice"),
+    [
+        (20, 0, None, gpt.AblationChoice.ZERO),  # the top induction head: +0.73 nats on the page
+        (12, 5, (16, 0), gpt.AblationChoice.MEAN),  # the clearest previous-token head: +2.5
+        (30, 7, (0, 0), gpt.AblationChoice.ZERO),  # a head whose loss falls: -0.42
+    ],
+    ids=["top-induction-zero", "previous-token-mean", "layer-0-zero"],
+)
+def test_the_ablation_code_box_reproduces_the_loss_change(model, length, seed, head, choice) -> None:
+    lesson = gpt.induction_lesson(model, length, seed)
+    layer, head = lesson.top[0][:2] if head is None else head
+    page = gpt.ablation_lesson(model, length, seed, layer, head, choice)
+    namespace = recipes.run(gpt.ablation_code(lesson, page))
+    assert smollm2.token_texts(model, namespace["ids"]) == lesson.tokens  # the induction section's sequence
+    # float32 against bfloat16, measured over 48 cases (lengths 5-30, six heads, both modes): losses within 1.4%
+    # (0.094 nats), their change within 0.072 nats, the distribution's shift within 0.03. A change under about
+    # 0.05 is rounding and can flip sign; these three are far above it.
+    assert namespace["loss_before"] == pytest.approx(page.loss_before, rel=0.02)
+    assert namespace["loss_after"] == pytest.approx(page.loss_after, rel=0.02)
+    change = namespace["loss_after"] - namespace["loss_before"]
+    assert change == pytest.approx(page.loss_change, abs=0.1)
+    assert (change > 0) == (page.loss_change > 0) and abs(page.loss_change) > 0.3
+    assert namespace["probability_shift"] == pytest.approx(page.probability_shift, abs=0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("example", "head"), [(gpt.EXAMPLES[0], 4), (gpt.EXAMPLES[3], 8)], ids=["capital", "code"])
+def test_the_rope_code_box_reproduces_the_scores_and_curves(model, example, head) -> None:
+    analysis = gpt.analyse_prompt(model, example.text, example.kind)
+    page = gpt.rope_lesson(model, example.text, example.kind, head)
+    namespace = recipes.run(gpt.rope_code(analysis, page))
+    assert (namespace["i"], namespace["j"]) == (page.i, page.j)
+    assert tuple(namespace["shifts"]) == page.shifts and tuple(namespace["starts"]) == gpt.STARTS
+    assert tuple(namespace["distances"]) == gpt.DISTANCES
+    # Within the recipe, moving both vectors changes the score by float rounding only, as on the page.
+    scores = namespace["scores"]
+    assert max(scores) - min(scores) < 1e-4 * max(1.0, abs(scores[0]))
+    assert namespace["rope_start_gap"] < 1e-4 * float(namespace["rope_curves"].abs().max())
+    # Against the page (4-bit weights in bfloat16): measured within 0.5% of the largest value (0.15 at most)
+    # on the four examples and heads 0, 4 and 8.
+    for mine, theirs in (
+        (scores, page.scores),
+        ([namespace["unrotated"]], [page.unrotated]),
+        (namespace["rope_curves"].numpy(), np.array(page.rope_curves)),
+        (namespace["additive_curves"].numpy(), np.array(page.additive_curves)),
+    ):
+        assert np.asarray(mine) == pytest.approx(np.asarray(theirs), abs=0.01 * np.abs(theirs).max())
+    assert namespace["additive_start_gap"] == pytest.approx(page.additive_start_gap, rel=0.02)
+
+
+@pytest.mark.slow
+def test_the_kv_cache_code_box_gives_the_same_logits_and_the_pages_size(model) -> None:
+    example = gpt.EXAMPLES[2]  # counting: a short prompt
+    analysis = gpt.analyse_prompt(model, example.text, example.kind)
+    timing = gpt.cache_timing(model, example.text, example.kind, 4)
+    namespace = recipes.run(gpt.kv_cache_code(analysis, timing))
+    assert namespace["bytes_per_token"] == gpt.cache_sizes(model).per_token_shared == 46_080
+    assert namespace["cache_bytes"] == timing.cache_bytes  # the same tokens held: the prompt and three new ones
+    # float32 both ways: measured 3.8e-5 at most on the four examples (the page's bfloat16: 0.25 to 0.56)
+    assert namespace["max_difference"] < 1e-3
+    assert namespace["cached_tokens"] == namespace["plain_tokens"]
+    assert len(namespace["cached_tokens"]) == len(timing.lengths) == 4
+    greedy = gpt.generate_steps(model, example.text, example.kind, gpt.sampling_settings(0.0, 0, 1.0), 0, 4)
+    assert smollm2.token_texts(model, namespace["cached_tokens"]) == tuple(s.token for s in greedy.steps)
