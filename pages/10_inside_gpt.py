@@ -15,7 +15,8 @@ from core.charts import real_model as charts_rm
 from core.inputs.examples import MAX_TEXT_CHARS
 from core.lessons import inside_gpt as gpt
 from core.lessons import inside_gpt_frames as frames
-from ui import cache, draw, widgets
+from core.models.smollm2 import GenerationCancelled
+from ui import cache, draw, sessions, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
 from ui.presentation import step
@@ -120,7 +121,12 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
 def generation(model, analysis: gpt.PromptAnalysis, settings, seed: int, text: str, kind) -> None:
     widgets.prose("inside_gpt", "generate")  # (its place before the answer: next_token)
     new_tokens = st.slider("New tokens", 1, gpt.MAX_NEW_TOKENS, 8, key=PageControl.GPT_NEW_TOKENS, **widgets.LINKED)
-    result = cache.computed(gpt.GENERATION, model, text, kind, settings, seed, int(new_tokens))
+    try:  # stopped between tokens once the student has left: nobody is waiting for the rest
+        result = cache.computed(
+            gpt.GENERATION, model, text, kind, settings, seed, int(new_tokens), sessions.still_here()
+        )
+    except GenerationCancelled:
+        st.stop()
     st.text(f"{analysis.text}⟦{result.text}⟧")  # the new tokens between brackets
     if not result.steps:
         return

@@ -12,8 +12,6 @@ import time
 from dataclasses import replace
 
 import streamlit as st
-from streamlit import runtime
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.app.settings import PresetKey, Settings, effective_d_in
 from core.charts import cross_trained as charts
@@ -22,7 +20,7 @@ from core.lessons import cross_attention_trained as ct
 from core.models import tiny_seq2seq
 from core.models.tiny_seq2seq import AlignmentRun, Seq2SeqConfig
 from services.training_queue import ProgressCallback, State, TrainingQueue
-from ui import cache, draw, widgets
+from ui import cache, draw, sessions, widgets
 from ui.presentation import step
 
 UPDATE_S = 0.3  # how often the waiting student's bar is redrawn
@@ -34,14 +32,6 @@ def _train(config: Seq2SeqConfig, on_progress: ProgressCallback) -> AlignmentRun
     return tiny_seq2seq.train(config, on_progress=on_progress)
 
 
-def _session_alive(session_id: str) -> bool:
-    """False once the session's websocket is gone; always True without a server (AppTest)."""
-    try:
-        return bool(runtime.get_instance().is_active_session(session_id))
-    except RuntimeError:
-        return True
-
-
 @st.cache_resource(show_spinner=False)
 def training_queue() -> TrainingQueue[Seq2SeqConfig, AlignmentRun]:
     """The process's queue for this model: one run at a time, one result kept."""
@@ -49,20 +39,15 @@ def training_queue() -> TrainingQueue[Seq2SeqConfig, AlignmentRun]:
         _train,
         tiny_seq2seq.estimated_seconds,
         slots=1,
-        is_alive=_session_alive,
+        is_alive=sessions.session_alive,
         max_results=1,
         result_ttl_s=KEPT_S,
     )
 
 
-def _session_id() -> str:
-    ctx = get_script_run_ctx()
-    return ctx.session_id if ctx is not None else "no session"
-
-
 def trained_run(config: Seq2SeqConfig = ct.DEFAULT_CONFIG) -> AlignmentRun | None:
     """The finished run: at once when this process has it, else after a wait shown in place (None if it failed)."""
-    queue, session = training_queue(), _session_id()
+    queue, session = training_queue(), sessions.session_id()
     status = queue.status(session, config)
     if status.state == State.DONE:
         return status.result

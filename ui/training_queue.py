@@ -14,12 +14,10 @@ import time
 from collections.abc import Sequence
 
 import streamlit as st
-from streamlit import runtime
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.lessons import training_lab as tt
 from services.training_queue import ProgressCallback, State, Status, TrainingQueue, default_slots
-from ui import hardening
+from ui import hardening, sessions
 
 PENDING = "training_pending"  # session state: the configs this session asked for and has not received
 UPDATE_S = 0.5  # how often a waiting student's bar is redrawn (and a widget change can interrupt the wait)
@@ -30,14 +28,6 @@ def _train(config: tt.TrainingConfig, on_progress: ProgressCallback) -> tt.Train
     return tt.RUN.compute(config, on_progress=on_progress)
 
 
-def _session_alive(session_id: str) -> bool:
-    """False once the session's websocket is gone (a closed tab); always True without a server (AppTest)."""
-    try:
-        return bool(runtime.get_instance().is_active_session(session_id))
-    except RuntimeError:  # no Runtime (AppTest between two runs): nobody can close a tab
-        return True
-
-
 @st.cache_resource(show_spinner=False)
 def training_queue() -> TrainingQueue[tt.TrainingConfig, tt.TrainingRun]:
     """The process's one queue: at most default_slots() trainings at once; finished runs kept as the
@@ -46,27 +36,22 @@ def training_queue() -> TrainingQueue[tt.TrainingConfig, tt.TrainingRun]:
         _train,
         tt.estimated_seconds,
         slots=default_slots(),
-        is_alive=_session_alive,
+        is_alive=sessions.session_alive,
         max_results=tt.RUN.max_entries,
         result_ttl_s=tt.RUN.ttl_s,
     )
 
 
-def _session_id() -> str:
-    ctx = get_script_run_ctx()
-    return ctx.session_id if ctx is not None else "no session"
-
-
 def ask(configs: Sequence[tt.TrainingConfig]) -> None:
     """Queue these runs for this session (replacing whatever it had queued and not started)."""
     st.session_state[PENDING] = tuple(configs)
-    training_queue().request(_session_id(), tuple(configs), client=hardening.client_address())
+    training_queue().request(sessions.session_id(), tuple(configs), client=hardening.client_address())
 
 
 def forget() -> None:
     """The student cleared their runs: nothing is awaited any more."""
     if st.session_state.pop(PENDING, None):
-        training_queue().finish(_session_id())
+        training_queue().finish(sessions.session_id())
 
 
 def collect() -> list[tt.TrainingRun]:
@@ -74,7 +59,7 @@ def collect() -> list[tt.TrainingRun]:
     pending: tuple[tt.TrainingConfig, ...] = st.session_state.get(PENDING, ())
     if not pending:
         return []
-    queue, session = training_queue(), _session_id()
+    queue, session = training_queue(), sessions.session_id()
     statuses = [queue.status(session, config) for config in pending]
     if any(s.state == State.UNKNOWN for s in statuses):
         # the queue lost it (the tab reconnected after a drop): ask again
@@ -107,14 +92,14 @@ def wait(where: st.delta_generator.DeltaGenerator) -> None:
     pending: tuple[tt.TrainingConfig, ...] = st.session_state.get(PENDING, ())
     if not pending:
         return
-    queue, session = training_queue(), _session_id()
+    queue, session = training_queue(), sessions.session_id()
     bar = where.progress(0.0, text="Asking for a trainer…")
     while True:
         statuses = [queue.status(session, config) for config in pending]
         if all(s.state in (State.DONE, State.FAILED) for s in statuses):
             st.rerun()  # collect() takes the runs and the page draws them
         if any(s.state == State.UNKNOWN for s in statuses):
-            if not _session_alive(session):
+            if not sessions.session_alive(session):
                 return  # the tab is gone: the queue has dropped its runs
             st.rerun()  # the queue lost them: collect() asks again
         fraction, text = describe(statuses)

@@ -13,7 +13,7 @@ Shape legend: L layers (30), H query heads (9), G key/value heads (3), T tokens,
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -220,9 +220,18 @@ class GenerationResult:
 
 
 def generate_steps(
-    _model: smollm2.SmolLM2, text: str, kind: PromptKind, settings: SamplingSettings, seed: int, new_tokens: int
+    _model: smollm2.SmolLM2,
+    text: str,
+    kind: PromptKind,
+    settings: SamplingSettings,
+    seed: int,
+    new_tokens: int,
+    _keep_going: Callable[[], bool] | None = None,
 ) -> GenerationResult:
-    """Up to `new_tokens` tokens (capped), each with the attention row that chose it; one seeded generator."""
+    """Up to `new_tokens` tokens (capped), each with the attention row that chose it; one seeded generator.
+
+    `_keep_going` (left out of the cache's key by its underscore) stops the work once the student has left:
+    smollm2.GenerationCancelled, and nothing is cached."""
     ids = smollm2.encode(_model, render(_model, text, kind), max_tokens=MAX_PROMPT_TOKENS)
     result = smollm2.generate(
         _model,
@@ -231,6 +240,7 @@ def generate_steps(
         settings=settings,
         generator=torch.Generator().manual_seed(seed),
         attention_rows=True,
+        keep_going=_keep_going,
     )
     steps = tuple(
         GeneratedToken(s.token, float(s.distribution.after[s.token_id]), _row(s.attention_row))

@@ -48,7 +48,7 @@ import ctypes
 import importlib.metadata
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -85,6 +85,10 @@ class ModelFilesError(RuntimeError):
 
 class TextError(ValueError):
     """A text the model cannot take (empty, or more tokens than the cap)."""
+
+
+class GenerationCancelled(RuntimeError):
+    """`generate` stopped because the one it was generating for had gone (its `keep_going` said False)."""
 
 
 class Precision(Enum):
@@ -610,17 +614,23 @@ def generate(
     use_cache: bool = True,
     attention_rows: bool = False,
     stop_at_eos: bool = True,
+    keep_going: Callable[[], bool] | None = None,
 ) -> Generation:
     """Append up to `max_new_tokens` tokens, each drawn from the logits of the last position.
 
     With the cache, each step feeds only the newest token and reuses every earlier key and value;
     without it, each step runs the whole sequence again (same logits, more work: a test checks both).
-    `generator` is a CPU torch.Generator (the draws never touch the global RNG).
+    `generator` is a CPU torch.Generator (the draws never touch the global RNG). `keep_going` is asked
+    before each new token; once it says False, GenerationCancelled is raised (no partial result that a
+    cache could keep as if it were whole).
     """
     path = AttentionPath.REFERENCE if attention_rows else AttentionPath.FAST
     sequence = prompt_ids.to(torch.int64)
-    feed, cache, steps = sequence, None, []
+    feed, cache = sequence, None
+    steps: list[GenerationStep] = []
     for _ in range(max_new_tokens):
+        if keep_going is not None and not keep_going():
+            raise GenerationCancelled(f"stopped after {len(steps)} of {max_new_tokens} new tokens")
         if use_cache:
             out = forward(model, feed, path=path, return_attentions=attention_rows, last_logits_only=True,
                           cache=cache, use_cache=True)

@@ -338,3 +338,38 @@ def test_the_kv_cache_code_box_gives_the_same_logits_and_the_pages_size(model) -
     assert len(namespace["cached_tokens"]) == len(timing.lengths) == 4
     greedy = gpt.generate_steps(model, example.text, example.kind, gpt.sampling_settings(0.0, 0, 1.0), 0, 4)
     assert smollm2.token_texts(model, namespace["cached_tokens"]) == tuple(s.token for s in greedy.steps)
+
+
+def test_generation_stops_between_tokens_once_the_student_has_left(model) -> None:
+    # "Cancelled when the student leaves" (issue 29): generation asks before each token, and a cancelled run
+    # raises instead of returning a shorter result that the page's cache would keep as if it were whole.
+    asked = []
+
+    def here_for_three() -> bool:
+        asked.append(True)
+        return len(asked) <= 3
+
+    settings = gpt.sampling_settings(0.0, 0, 1.0)
+    with pytest.raises(smollm2.GenerationCancelled, match="after 3 of 8"):
+        gpt.generate_steps(model, "The cat sat on the", gpt.PromptKind.TEXT, settings, 0, 8, here_for_three)
+    assert len(asked) == 4  # three tokens made, the fourth never started
+    whole = gpt.generate_steps(model, "The cat sat on the", gpt.PromptKind.TEXT, settings, 0, 8, lambda: True)
+    assert len(whole.steps) > 3  # a student who stays gets the whole generation
+
+
+def test_a_cancelled_generation_leaves_nothing_in_the_pages_cache(model) -> None:
+    from ui import cache
+
+    settings = gpt.sampling_settings(0.0, 0, 1.0)
+    args = (model, "Once upon a time", gpt.PromptKind.TEXT, settings, 11, 6)
+    with pytest.raises(smollm2.GenerationCancelled):
+        cache.computed(gpt.GENERATION, *args, lambda: False)
+    # The same key (the check is left out of it) now computes afresh: the cancelled run was not kept.
+    assert len(cache.computed(gpt.GENERATION, *args, lambda: True).steps) > 0
+
+
+def test_the_pages_check_says_a_session_without_a_server_is_still_here() -> None:
+    from ui import sessions
+
+    assert sessions.still_here()() is True  # no Runtime (a bare script, AppTest): nobody can close a tab
+    assert sessions.session_id() == sessions.NO_SESSION
