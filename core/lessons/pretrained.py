@@ -66,8 +66,13 @@ W_ROWS_SHOWN = 12
 NEAR_TIE = 0.05  # weight: a winner ahead of the runner-up by less than this is not "singled out"
 
 
-def _strongest_question(tokens: tuple[str, ...], query: int, row: torch.Tensor, pattern: HeadPattern) -> Prediction:
-    """Which piece the query attends to most in this real head, answered by its row of weights."""
+def _strongest_question(
+    tokens: tuple[str, ...], query: int, row: torch.Tensor, pattern: HeadPattern, causal: bool = False
+) -> Prediction:
+    """Which piece the query attends to most in this real head, answered by its row of weights.
+
+    A causal head's query sees only itself and the tokens before it: only those are offered (a later
+    token would be a trap, not a prediction)."""
     answer = int(row.argmax())
     ranked = row.argsort(descending=True)
     runner_up = int(ranked[1]) if len(ranked) > 1 else answer
@@ -82,11 +87,11 @@ def _strongest_question(tokens: tuple[str, ...], query: int, row: torch.Tensor, 
             f"Over the whole sentence this head {pattern.summary}; for this query its W_q and W_k give "
             f"“{tokens[answer]}”'s key the highest score by a clear margin ({top - second:.4f} of the weight)."
         )
+    piece = "token" if causal else "word piece"
     return Prediction(
-        question=(
-            f"In layer {pattern.layer}, head {pattern.head}, which word piece will “{tokens[query]}” attend to most?"
-        ),
-        options=tokens,
+        question=f"In layer {pattern.layer}, head {pattern.head}, which {piece} will “{tokens[query]}” attend to most?"
+        + (" It can only see itself and the tokens before it." if causal else ""),
+        options=tokens[: query + 1] if causal else tokens,
         answer=answer,
         explanation=(
             f"“{tokens[answer]}” gets {top:.4f} of the weight, the next largest (“{tokens[runner_up]}”) "
@@ -112,7 +117,7 @@ def pretrained_trainable_lesson(
         (real.w_query, real.w_key, real.w_value),
         query_index,
         rows_shown=W_ROWS_SHOWN,
-        prediction=_strongest_question(tokens, query_index, trace.weights[query_index], pattern),
+        prediction=_strongest_question(tokens, query_index, trace.weights[query_index], pattern, real.causal),
         code=_head_code(model, sentence, layer, head),
         pattern=pattern,
         provenance=real.provenance,
@@ -403,9 +408,12 @@ def lesson_sentence(settings: Settings) -> str:
 
 
 def default_query(settings: Settings, num_tokens: int, source: WeightSource = WeightSource.ENCODER) -> int:
-    """The preset's query token; in the encoder one place later, since [CLS] comes first among the word pieces."""
-    shift = 0 if source is WeightSource.DECODER else 1
-    return clamp_index(settings.preset_info.query_index + shift, num_tokens)
+    """The preset's query token, one place later since [CLS] comes first among the encoder's word pieces; in a
+    decoder the last token, the one that predicts the next and sees every key (a causal head's early queries
+    have one or two keys to choose from)."""
+    if source is WeightSource.DECODER:
+        return num_tokens - 1
+    return clamp_index(settings.preset_info.query_index + 1, num_tokens)
 
 
 BOOK_SENTENCE = "Your journey starts with one step"

@@ -68,20 +68,20 @@ def test_lesson_two_shows_the_decoder_heads_measured_pattern_after_the_answer(mo
     spec = registry.page("trainable_weights")
     at = app(spec, weights="decoder")
     layer, head = pt.DEFAULT_HEADS[WeightSource.DECODER]["trainable_weights"]
-    lesson = pt.pretrained_trainable_lesson(model, pt.BOOK_SENTENCE, layer, head, 1)
+    lesson = pt.pretrained_trainable_lesson(model, pt.BOOK_SENTENCE, layer, head, 5)  # the last token, " step"
     assert lesson.pattern is not None
     assert lesson.pattern.summary not in text_of(at)  # nothing gives the answer away before the choice
     answer(at, spec.slug)
     assert f"Layer {layer}, head {head}, measured on this sentence: {lesson.pattern.summary}" in text_of(at)
     z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
-    assert f"context vector z for “ journey” = **[{z}]**" in text_of(at)
+    assert f"context vector z for “ step” = **[{z}]**" in text_of(at)
 
 
 def test_the_link_picks_any_head_of_the_decoder(model: sm.SmolLM2) -> None:
     at = app(registry.page("trainable_weights"), weights="decoder", layer="29", head="8")
     assert_clean(at)
     answer(at, "trainable_weights")
-    lesson = pt.pretrained_trainable_lesson(model, pt.BOOK_SENTENCE, 29, 8, 1)
+    lesson = pt.pretrained_trainable_lesson(model, pt.BOOK_SENTENCE, 29, 8, 5)
     assert lesson.pattern is not None
     assert f"Layer 29, head 8, measured on this sentence: {lesson.pattern.summary}" in text_of(at)
 

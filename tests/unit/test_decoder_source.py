@@ -130,12 +130,27 @@ def test_too_long_a_text_gives_way_to_the_books_sentence_in_words(model: sm.Smol
     assert sentence == BOOK and problem is not None
 
 
-def test_the_preset_query_is_the_same_token_for_both_models() -> None:
+def test_a_causal_heads_question_offers_only_the_tokens_its_query_can_see(model: sm.SmolLM2) -> None:
+    lesson = pt.pretrained_trainable_lesson(model, BOOK, 16, 0, 2)  # " starts" sees "Your", " journey", itself
+    assert lesson.prediction.options == ("Your", " journey", " starts")
+    assert lesson.prediction.options[lesson.prediction.answer] == " journey"  # the previous token, as measured
+    assert "can only see itself and the tokens before it" in lesson.prediction.question
+    encoder = pt.pretrained_trainable_lesson(pt_encoder(), BOOK, 0, 2, 2)
+    assert len(encoder.prediction.options) == len(encoder.tokens)  # an encoder's query sees the whole sentence
+
+
+def pt_encoder():
+    from core.models import minilm
+
+    return minilm.load_model()
+
+
+def test_the_default_query_is_the_presets_token_in_the_encoder_and_the_last_in_the_decoder() -> None:
     from core.app.settings import Settings
 
     settings = Settings()  # the book: query "journey"
     assert pt.default_query(settings, 8, WeightSource.ENCODER) == 2  # after [CLS]
-    assert pt.default_query(settings, 6, WeightSource.DECODER) == 1  # no [CLS] in a decoder
+    assert pt.default_query(settings, 6, WeightSource.DECODER) == 5  # a decoder's last token sees every key
 
 
 def test_the_links_rule_takes_every_models_range() -> None:
