@@ -79,31 +79,53 @@ def decoder_head(model: smollm2.SmolLM2, text: str, layer: int, head: int) -> He
     """Query head `head` of `layer` reading `text` (plain text, no chat template), as a HeadInput."""
     check_head(model, layer, head)
     ids = lesson_ids(model, text)
-    tokens = unique_labels(smollm2.token_texts(model, ids))
-    return head_input(model, tokens, hidden_entering(model, ids, layer), layer, head)
+    return head_input(model, token_labels(model, ids), hidden_entering(model, ids, layer), layer, head)
+
+
+def layer_matrices(model: smollm2.SmolLM2, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The layer's W_q (D, H * d), W_k and W_v (D, G * d) in the x @ W layout, each read back once."""
+    weights = model.weights.layers[layer]
+    return x_at_w(weights.query), x_at_w(weights.key), x_at_w(weights.value)
+
+
+def head_inputs(model: smollm2.SmolLM2, tokens: tuple[str, ...], x: torch.Tensor, layer: int) -> list[HeadInput]:
+    """Every query head of `layer` reading `x` (T, D), the normalised stream whose tokens are `tokens`: the
+    layer's matrices are read back once and sliced per head."""
+    config = model.config
+    d = config.head_dim
+    w_query, w_key, w_value = layer_matrices(model, layer)
+    zeros = torch.zeros(d)
+    heads = []
+    for head in range(config.num_heads):
+        kv = config.kv_head_of(head)
+        queries_of, kv_of = slice(head * d, (head + 1) * d), slice(kv * d, (kv + 1) * d)
+        heads.append(
+            HeadInput(
+                tokens=tokens,
+                x=x,
+                w_query=w_query[:, queries_of].contiguous(),  # (D, d): this query head's columns
+                w_key=w_key[:, kv_of].contiguous(),  # (D, d): its group's key head
+                w_value=w_value[:, kv_of].contiguous(),  # (D, d): ... and value head
+                b_query=zeros,
+                b_key=zeros,
+                b_value=zeros,
+                scale=1 / math.sqrt(d),
+                provenance=Provenance(DECODER_SHAPE.name, layer, head),
+                rope_base=config.rope_base,
+                causal=True,
+            )
+        )
+    return heads
 
 
 def head_input(model: smollm2.SmolLM2, tokens: tuple[str, ...], x: torch.Tensor, layer: int, head: int) -> HeadInput:
     """Query head `head` of `layer` reading `x` (T, D), the normalised stream whose tokens are `tokens`."""
-    config = model.config
-    weights = model.weights.layers[layer]
-    d, kv = config.head_dim, config.kv_head_of(head)
-    queries_of, kv_of = slice(head * d, (head + 1) * d), slice(kv * d, (kv + 1) * d)
-    zeros = torch.zeros(d)
-    return HeadInput(
-        tokens=tokens,
-        x=x,
-        w_query=x_at_w(weights.query)[:, queries_of].contiguous(),  # (D, d): this query head's columns
-        w_key=x_at_w(weights.key)[:, kv_of].contiguous(),  # (D, d): its group's key head
-        w_value=x_at_w(weights.value)[:, kv_of].contiguous(),  # (D, d): ... and value head
-        b_query=zeros,
-        b_key=zeros,
-        b_value=zeros,
-        scale=1 / math.sqrt(d),
-        provenance=Provenance(DECODER_SHAPE.name, layer, head),
-        rope_base=config.rope_base,
-        causal=True,
-    )
+    return head_inputs(model, tokens, x, layer)[head]
+
+
+def token_labels(model: smollm2.SmolLM2, ids: torch.Tensor) -> tuple[str, ...]:
+    """The tokens of `ids` as unique chart labels."""
+    return unique_labels(smollm2.token_texts(model, ids))
 
 
 LESSON_MAX_TOKENS = 64  # lessons 2, 4 and 5 draw (T, T) heatmaps: the encoder's cap of 64 word pieces
@@ -128,14 +150,15 @@ def decoder_layer_forms(
     ids = lesson_ids(model, text)
     x = hidden_entering(model, ids, layer)  # (T, D), normalised
     weights = model.weights.layers[layer]
+    w_query, w_key, w_value = layer_matrices(model, layer)
     tokens, heads, kv_heads, d = len(ids), config.num_heads, config.num_kv_heads, config.head_dim
     with torch.no_grad():
-        contexts = [head_trace(head_input(model, (), x, layer, h), causal=True).context for h in range(heads)]  # (T, d)
+        contexts = [head_trace(one, causal=True).context for one in head_inputs(model, (), x, layer)]  # H x (T, d)
         wrapper = smollm2._linear(torch.cat(contexts, dim=-1), weights.output)  # (T, H * d) -> (T, D)
         angles = smollm2.rope_angles(torch.arange(tokens), d, config.rope_base)  # (T, d / 2)
-        q = (x @ x_at_w(weights.query)).view(tokens, heads, d).transpose(0, 1)  # (T, H * d) -> (H, T, d)
-        k = (x @ x_at_w(weights.key)).view(tokens, kv_heads, d).transpose(0, 1)  # (T, G * d) -> (G, T, d)
-        v = (x @ x_at_w(weights.value)).view(tokens, kv_heads, d).transpose(0, 1)  # (G, T, d)
+        q = (x @ w_query).view(tokens, heads, d).transpose(0, 1)  # (T, H * d) -> (H, T, d)
+        k = (x @ w_key).view(tokens, kv_heads, d).transpose(0, 1)  # (T, G * d) -> (G, T, d)
+        v = (x @ w_value).view(tokens, kv_heads, d).transpose(0, 1)  # (G, T, d)
         q, k = smollm2.rotate_pairs(q, angles), smollm2.rotate_pairs(k, angles)
         k, v = k.repeat_interleave(config.group_size, dim=0), v.repeat_interleave(config.group_size, dim=0)  # (H, T, d)
         future = torch.ones(tokens, tokens, dtype=torch.bool).triu(1)  # (T, T): True above the diagonal
@@ -154,5 +177,4 @@ def decoder_layer_forms(
             smollm2.AblationMode.ZERO,
         )
     assert own_weights is not None  # the reference path returns its weights
-    labels = unique_labels(smollm2.token_texts(model, ids))
-    return labels, wrapper, split, own, own_weights
+    return token_labels(model, ids), wrapper, split, own, own_weights

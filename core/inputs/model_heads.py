@@ -48,8 +48,7 @@ def check_head(model: AnyModel, layer: int, head: int) -> None:
 def pieces(model: AnyModel, sentence: str) -> tuple[str, ...]:
     """The labelled tokens `model` reads `sentence` as; ValueError in words (empty, too long)."""
     if isinstance(model, smollm2.SmolLM2):
-        ids = decoder_heads.lesson_ids(model, sentence)
-        return unique_labels(smollm2.token_texts(model, ids))
+        return decoder_heads.token_labels(model, decoder_heads.lesson_ids(model, sentence))
     return unique_labels(minilm.tokenize(model, [sentence]).tokens[0])
 
 
@@ -62,15 +61,13 @@ def decoder_ids(model: AnyModel, sentence: str) -> list[int] | None:
 
 def score_forms(model: AnyModel, layer: int) -> list[torch.Tensor]:
     """Each head's W_q W_kᵀ (D, D), flattened: what its scores are before the scale (and, in a decoder, RoPE)."""
-    forms = []
-    for head in range(shape_of(model).num_heads):
-        if isinstance(model, smollm2.SmolLM2):
-            one = decoder_heads.head_input(model, (), torch.zeros(0, shape_of(model).hidden_size), layer, head)
-            w_query, w_key = one.w_query, one.w_key
-        else:
-            w_query, w_key, *_ = pretrained_heads.head_slice(model, layer, head)  # (D, d_k) each
-        forms.append((w_query @ w_key.T).flatten())  # (D, D) -> (D * D,)
-    return forms
+    if isinstance(model, smollm2.SmolLM2):  # the layer's matrices read back once, sliced per head
+        no_tokens = torch.zeros(0, model.config.hidden_size)
+        pairs = [(one.w_query, one.w_key) for one in decoder_heads.head_inputs(model, (), no_tokens, layer)]
+    else:
+        slices = [pretrained_heads.head_slice(model, layer, head) for head in range(model.config.num_heads)]
+        pairs = [(w_query, w_key) for w_query, w_key, *_ in slices]  # (D, d_k) each
+    return [(w_query @ w_key.T).flatten() for w_query, w_key in pairs]  # each (D, D) -> (D * D,)
 
 
 @dataclass(frozen=True)
