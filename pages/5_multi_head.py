@@ -166,9 +166,9 @@ def on_a_model(settings: Settings) -> None:
     if lesson.trained_causal:
         st.caption(
             f"The model's own pass multiplies by its 4-bit weights in bfloat16 (about three significant digits); "
-            f"both forms here run in float32 on the same 4-bit numbers. So they agree with it to bfloat16's "
-            f"precision: at most {lesson.split_vs_model:.2g} on outputs as large as {lesson.largest_output:.3g} "
-            f"({lesson.split_vs_model / lesson.largest_output:.1%} of the largest)."
+            f"both forms here run in float32 on the same 4-bit numbers. So they differ from it by bfloat16's rounding, "
+            f"summed over the products: at most {lesson.split_vs_model:.2g} on outputs as large as "
+            f"{lesson.largest_output:.3g} ({lesson.split_vs_model / lesson.largest_output:.1%} of the largest)."
         )
         widgets.code_box(lesson.code, source.code_caption(settings.weights))
         return

@@ -242,7 +242,7 @@ def real_gpt_caption(timing: CacheTiming) -> str:
     return (
         f"On the lab's own GPT, SmolLM2-135M (lesson 10), measured on this server: {steps} tokens after a "
         f"{timing.lengths[0]}-token prompt took {with_ms:.0f} ms each with the cache and {without_ms:.0f} ms without "
-        f"({without_ms / with_ms:.1f}× slower); both ways chose {same} (largest logit difference "
+        f"(without it, {without_ms / with_ms:.1f}× the time with it); both ways chose {same} (largest logit difference "
         f"{timing.max_logit_difference:.2f}: its 4-bit weights multiply in bfloat16, which rounds differently for "
         f"one new row than for the whole sequence)."
     )
