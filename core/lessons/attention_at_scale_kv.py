@@ -188,7 +188,7 @@ def _cache_question(model: tt.TinyTransformer) -> Prediction:
         answer=1,
         explanation=(
             f"2 (a key and a value) × {layers} layer{'s' if layers > 1 else ''} × {width} numbers × 4 bytes = "
-            f"{bytes_text(per_token)}: the table of the cache's growth above shows exactly this step."
+            f"{bytes_text(per_token)}: the table of the cache's growth below shows exactly this step."
         ),
     )
 
@@ -236,15 +236,16 @@ REAL_GPT_NEW_TOKENS = 8
 
 def real_gpt_caption(timing: CacheTiming) -> str:
     """What the lab's own GPT measured on this server: the time per token with and without the cache."""
+    from core.lessons.inside_gpt import logits_sentence  # lesson 10's module, loaded only where the GPT runs
+
     steps = len(timing.lengths)
     with_ms, without_ms = sum(timing.with_cache_ms) / steps, sum(timing.without_cache_ms) / steps
     same = "the same tokens" if timing.same_tokens else "different tokens"
     return (
         f"On the lab's own GPT, SmolLM2-135M (lesson 10), measured on this server: {steps} tokens after a "
         f"{timing.lengths[0]}-token prompt took {with_ms:.0f} ms each with the cache and {without_ms:.0f} ms without "
-        f"(without it, {without_ms / with_ms:.1f}× the time with it); both ways chose {same} (largest logit difference "
-        f"{timing.max_logit_difference:.2f}: its 4-bit weights multiply in bfloat16, which rounds differently for "
-        f"one new row than for the whole sequence)."
+        f"(without it, {without_ms / with_ms:.1f}× the time with it); both ways chose {same}, and "
+        f"{logits_sentence(timing)}."
     )
 
 

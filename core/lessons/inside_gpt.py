@@ -26,7 +26,7 @@ from core.lessons.common import Prediction
 from core.models import decoder_measures as measures
 from core.models import smollm2
 from core.models.gguf_file import ChatMessage, Role
-from core.models.sampling import SamplingSettings, next_token_distribution, sample
+from core.models.sampling import SamplingSettings, next_token_distribution, ranked, sample
 
 MAX_PROMPT_TOKENS = 64  # bounded work per student: 30 x 9 maps of 64 x 64 per prompt
 MAX_NEW_TOKENS = 16
@@ -160,7 +160,7 @@ def sampling_view(
 ) -> SamplingView:
     """The next-token distribution before and after the filters, and one seeded draw (cheap: not cached)."""
     distribution = next_token_distribution(torch.from_numpy(analysis.last_logits), settings)
-    top = distribution.before.topk(TOP_CANDIDATES).indices.tolist()
+    top = ranked(torch.from_numpy(analysis.last_logits), TOP_CANDIDATES)  # greedy's pick first, even in a tie
     drawn = sample(distribution, torch.Generator().manual_seed(seed))
     candidates = tuple(Candidate(tokens[i], float(distribution.before[i]), float(distribution.after[i])) for i in top)
     return SamplingView(settings, seed, candidates, distribution.kept, tokens[drawn])
@@ -172,16 +172,30 @@ def vocabulary_texts(_model: smollm2.SmolLM2) -> tuple[str, ...]:
 
 
 def top_token_question(analysis: PromptAnalysis, tokens: Sequence[str]) -> Prediction:
-    """Which of four candidates does the model rank first? Answered from the stored logits."""
-    order = np.argsort(-analysis.last_logits)[:4].tolist()
-    options = tuple(repr(tokens[i]) for i in order)
-    probabilities = torch.from_numpy(analysis.last_logits).softmax(-1)
+    """Which of four candidates does the model rank first? Answered from the stored logits.
+
+    A token whose logit equals the first one's is not offered (it would be right too): the
+    explanation names it instead.
+    """
+    logits = torch.from_numpy(analysis.last_logits)
+    order = ranked(logits, 4 + TOP_CANDIDATES)
+    tied = [i for i in order[1:] if logits[i] == logits[order[0]]]
+    offered = [order[0], *[i for i in order[1:] if i not in tied][:3]]
+    options = tuple(repr(tokens[i]) for i in offered)
+    probabilities = logits.softmax(-1)
+    verb = "has" if len(tied) == 1 else "have"
+    tie = (
+        f" {', '.join(repr(tokens[i]) for i in tied)}, not offered, {verb} the same logit "
+        f"({float(logits[order[0]]):g}); greedy decoding takes the token with the lower id, {options[0]}."
+        if tied
+        else ""
+    )
     return Prediction(
         "Which of these tokens does the model think most likely to come next?",
         options,
         0,
-        f"{options[0]} at {float(probabilities[order[0]]):.1%}, ahead of {options[1]} at "
-        f"{float(probabilities[order[1]]):.1%}.",
+        f"{options[0]} at {float(probabilities[offered[0]]):.1%}, ahead of {options[1]} at "
+        f"{float(probabilities[offered[1]]):.1%}.{tie}",
     )
 
 
@@ -364,8 +378,9 @@ def ablation_lesson(
 
 
 def _top(model: smollm2.SmolLM2, logits: torch.Tensor, count: int = 5) -> tuple[tuple[str, float], ...]:
-    values, ids = logits.softmax(-1).topk(count)
-    return tuple(zip(smollm2.token_texts(model, ids), (float(v) for v in values), strict=True))
+    ids = ranked(logits, count)
+    probabilities = logits.softmax(-1)
+    return tuple(zip(smollm2.token_texts(model, ids), (float(probabilities[i]) for i in ids), strict=True))
 
 
 def kv_groups(num_heads: int, num_kv_heads: int) -> tuple[int, ...]:
@@ -516,6 +531,25 @@ def cache_timing(_model: smollm2.SmolLM2, text: str, kind: PromptKind, new_token
         sequence = torch.cat((sequence, cached_feed))
     cache_bytes = 0 if cache is None else cache.nbytes()  # steps >= 1, so the cache is there
     return CacheTiming(tuple(lengths), tuple(with_ms), tuple(without_ms), max(diffs), same, cache_bytes)
+
+
+def logits_sentence(timing: CacheTiming) -> str:
+    """What the two runs' logits measured: the same numbers, or how far apart (never assumed)."""
+    if timing.max_logit_difference == 0.0:
+        return "every logit at every step was the same number both ways (largest difference 0)"
+    return f"the largest logit difference was {timing.max_logit_difference:.3g}"
+
+
+def cache_caption(timing: CacheTiming) -> str:
+    """The KV-cache section's caption: the tokens, the logits and the time per token, all from `timing`."""
+    steps = len(timing.lengths)
+    same = "the same tokens" if timing.same_tokens else "different tokens"
+    return (
+        f"Both runs chose {same}, and {logits_sentence(timing)}. "
+        f"Mean time per token: {sum(timing.with_cache_ms) / steps:.0f} ms with the cache, "
+        f"{sum(timing.without_cache_ms) / steps:.0f} ms without; "
+        f"the cache held {timing.cache_bytes / 2**20:.1f} MiB after {timing.lengths[-1] + 1} tokens."
+    )
 
 
 # ----------------------------------------------------------------------------------------------

@@ -48,10 +48,21 @@ class NextTokenDistribution:
         return int((self.after > 0).sum())
 
 
+def ranked(values: torch.Tensor, count: int) -> list[int]:
+    """The ids of the `count` largest values (V,), largest first, equal values in id order.
+
+    Why the tie rule: bfloat16 logits are coarse (0.125 apart near 25), so two tokens can share
+    the top logit; `argmax`, and so greedy decoding, takes the lower id, and every list of
+    candidates must put that one first too (`topk` orders ties as it likes).
+    """
+    order = torch.sort(values, descending=True, stable=True).indices  # (V,): ties keep id order
+    return order[:count].tolist()
+
+
 def top_k_mask(probabilities: torch.Tensor, k: int) -> torch.Tensor:
-    """True for the k most probable tokens (ties broken by index, so exactly k are kept)."""
+    """True for the k most probable tokens (ties broken by id, so exactly k are kept)."""
     keep = torch.zeros_like(probabilities, dtype=torch.bool)
-    keep[probabilities.topk(min(k, probabilities.numel())).indices] = True
+    keep[ranked(probabilities, k)] = True
     return keep
 
 

@@ -471,9 +471,15 @@ def attention(
     if past is not None:  # the cached tokens' keys and values come first
         keys, values = torch.cat((past[0], keys), dim=1), torch.cat((past[1], values), dim=1)  # (G, S + T, d)
     offset = keys.shape[1] - tokens  # S: cached tokens before this pass's first query
+    # Scores, softmax and the weighted sum run in float64 and come back as float32. Why: a float32
+    # sum rounds differently with the row's length (T keys with the future masked, or S + 1 after a
+    # cache), and the next layer's bfloat16 input turns that last-bit difference into a visible one
+    # (logits 0.2-0.5 apart with and without the cache). In float64 the difference is far below
+    # float32's last bit, so both ways give the same float32 numbers: the cache changes no logit.
+    queries = queries.double()
     # Grouped-query attention: each key/value head serves group_size query heads (h reads h // 3).
-    shared_keys = keys.repeat_interleave(config.group_size, dim=0)  # (H, S + T, d)
-    shared_values = values.repeat_interleave(config.group_size, dim=0)  # (H, S + T, d)
+    shared_keys = keys.double().repeat_interleave(config.group_size, dim=0)  # (H, S + T, d)
+    shared_values = values.double().repeat_interleave(config.group_size, dim=0)  # (H, S + T, d)
     # Query at position offset + t sees keys 0 .. offset + t: True marks a future key, hidden.
     future = torch.ones(tokens, offset + tokens, dtype=torch.bool, device=x.device).triu(offset + 1)  # (T, S + T)
     weights = None
@@ -492,10 +498,36 @@ def attention(
             heads_out = F.scaled_dot_product_attention(
                 queries, shared_keys, shared_values, attn_mask=~future
             )  # (H, T, d)
+    heads_out = heads_out.float()  # (H, T, d), back to float32
+    weights = None if weights is None else weights.float()
     if ablated:
-        heads_out = _ablate(heads_out, shared_values, ablated, mode, offset)
+        heads_out = _ablate(heads_out, shared_values.float(), ablated, mode, offset)
     merged = heads_out.transpose(0, 1).reshape(tokens, config.num_heads * config.head_dim)  # (T, H * d)
     return _linear(merged, layer.output), weights, heads_out, (keys, values)
+
+
+REFINED_LOGITS = 64  # per row, the largest logits recomputed in float32 (see `unembed`)
+
+
+def unembed(model: SmolLM2, x: torch.Tensor) -> torch.Tensor:
+    """Logits (T, V) float32 from the final normalised states x (T, D): x times the embedding matrix.
+
+    The bfloat16 product rounds its output to bfloat16, 0.125 apart near 25: on the capital prompt
+    'The' and 'L' came out tied, and greedy decoding took 'L' where float32 takes 'The'. So each
+    row's REFINED_LOGITS largest are recomputed in float32 from the same weights (a few thousand
+    products, not the 28 million of the whole vocabulary); the rest keep the bfloat16 value, far
+    below the top, where no choice is made.
+    """
+    embeddings = model.weights.embeddings
+    logits = _linear(x, embeddings)  # (T, V)
+    if embeddings.dtype == torch.float32:  # the float32 reference: exact already
+        return logits
+    top = logits.topk(min(REFINED_LOGITS, logits.shape[-1]), dim=-1).indices  # (T, R)
+    rows = embeddings[top].double()  # (T, R, D)
+    # float64, as in attention: a float32 batched product rounds with the number of rows (~1e-5), and
+    # one new token after the cache must get the very logits of the whole sequence's last row.
+    exact = (rows @ x.double().unsqueeze(-1)).squeeze(-1).float()  # (T, R, D) @ (T, D, 1) -> (T, R)
+    return logits.scatter(-1, top, exact)
 
 
 def feed_forward(layer: LayerWeights, x: torch.Tensor) -> torch.Tensor:
@@ -554,7 +586,7 @@ def forward(
                 new_keys.append(keys)
                 new_values.append(values)
         x = rms_norm(x[-1:] if last_logits_only else x, model.weights.final_norm, config.rms_norm_eps)
-        logits = _linear(x, model.weights.embeddings)  # (T, V) or (1, V): tied unembedding
+        logits = unembed(model, x)  # (T, V) or (1, V): tied unembedding
     return ForwardOutput(
         token_ids=token_ids,
         tokens=token_texts(model, token_ids),

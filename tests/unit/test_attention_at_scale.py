@@ -302,6 +302,7 @@ def test_lesson_nine_times_the_real_gpt_and_says_what_it_measured() -> None:
     assert f"{steps} tokens after a {timing.lengths[0]}-token prompt" in caption
     assert f"{sum(timing.with_cache_ms) / steps:.0f} ms each with the cache" in caption
     assert ("the same tokens" in caption) == timing.same_tokens
+    assert gpt.logits_sentence(timing) in caption and timing.max_logit_difference == 0.0
 
 
 def test_the_real_cache_table_fits_a_page_and_gives_no_size_past_a_models_context() -> None:

@@ -27,7 +27,7 @@ gguf = pytest.importorskip("gguf", reason="gguf is not installed (pip install -r
 from core.models import decoder_measures as dm  # noqa: E402
 from core.models import smollm2 as sm  # noqa: E402
 from core.models.gguf_file import ChatMessage, Role, dequantize, read_gguf  # noqa: E402
-from core.models.sampling import SamplingSettings, next_token_distribution, sample  # noqa: E402
+from core.models.sampling import SamplingSettings, next_token_distribution, ranked, sample  # noqa: E402
 
 TEXTS = (
     "The capital of France is Paris, and the capital of Italy is",
@@ -190,6 +190,14 @@ def test_temperature_zero_is_argmax() -> None:
     assert sample(dist, torch.Generator().manual_seed(3)) == 0
 
 
+def test_ties_rank_by_token_id_as_argmax_does() -> None:
+    logits = torch.tensor([1.0, 3.0, 2.0, 3.0, 3.0, 0.5])
+    assert ranked(logits, 4) == [1, 3, 4, 2]  # the three tied 3.0s in id order, argmax's (1) first
+    assert ranked(logits, 1) == [int(logits.argmax())]
+    dist = next_token_distribution(logits, SamplingSettings(temperature=1.0, top_k=2))
+    assert set(dist.after.nonzero().flatten().tolist()) == {1, 3}
+
+
 def test_top_k_keeps_k_tokens() -> None:
     dist = next_token_distribution(_logits(), SamplingSettings(temperature=1.0, top_k=3))
     assert dist.kept == 3 and set(dist.after.nonzero().flatten().tolist()) == {0, 1, 2}
@@ -311,6 +319,35 @@ def test_generation_with_and_without_cache_agree(model32) -> None:
     assert [s.token_id for s in cached.steps] == [s.token_id for s in plain.steps]
     assert max(float((a.logits - b.logits).abs().max()) for a, b in zip(cached.steps, plain.steps, strict=True)) < 1e-4
     assert "Paris" in "".join(s.token for s in cached.steps)
+
+
+@pytest.mark.slow
+def test_the_app_s_bfloat16_model_gives_the_same_logits_with_and_without_the_cache(model_app) -> None:
+    # Attention summed in float32 rounded differently for a row of S + 1 keys than for the same row
+    # inside a masked (T, T) block, and the next layer's bfloat16 input made that 0.2-0.5 on the logits.
+    ids = sm.encode(model_app, TEXTS[0])
+    for path in (sm.AttentionPath.REFERENCE, sm.AttentionPath.FAST):
+        first = sm.forward(model_app, ids[:-2], path=path, use_cache=True)
+        step = sm.forward(model_app, ids[-2:-1], path=path, cache=first.cache, use_cache=True)
+        last = sm.forward(model_app, ids[-1:], path=path, cache=step.cache, last_logits_only=True)
+        full = sm.forward(model_app, ids, path=path)
+        assert torch.equal(step.logits[-1], full.logits[-2]), path
+        assert torch.equal(last.logits[-1], full.logits[-1]), path
+
+
+@pytest.mark.slow
+def test_the_app_s_top_logits_are_float32_products(model_app, model16) -> None:
+    # The bfloat16 product rounded 'The' and 'L' to the same 25.125 on the capital prompt, and greedy
+    # decoding answered "L'Étoile" where float32 answers "The capital of France is Paris."
+    ids = sm.encode(model_app, sm.chat_prompt(model_app, CHAT))
+    for model in (model_app, model16):
+        logits = sm.forward(model, ids, last_logits_only=True).logits[-1]
+        top = logits.topk(sm.REFINED_LOGITS).values
+        assert (top[:-1] > top[1:]).all()  # no ties among the refined ones: float32 values, not bfloat16 steps
+        assert sm.token_texts(model, [int(logits.argmax())]) == ("The",)
+    generated = sm.generate(model_app, ids, max_new_tokens=7, settings=SamplingSettings(temperature=0.0),
+                            generator=torch.Generator().manual_seed(0))
+    assert "".join(s.token for s in generated.steps) == "The capital of France is Paris."
 
 
 @pytest.mark.slow
