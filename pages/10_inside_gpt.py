@@ -198,7 +198,8 @@ def all_heads(analysis: gpt.PromptAnalysis) -> None:
     )
 
 
-def induction(model) -> gpt.InductionLesson:
+def induction(model) -> tuple[gpt.InductionLesson, bool]:
+    """The induction section; whether its question is answered (the next two sections show losses and scores)."""
     step("Induction heads, measured")
     widgets.prose("inside_gpt", "induction")
     length = int(
@@ -214,14 +215,14 @@ def induction(model) -> gpt.InductionLesson:
     seed = int(st.session_state.get(PageControl.GPT_SEED, 0))
     lesson = cache.computed(gpt.INDUCTION, model, length, seed)
     st.caption(
-        f"{2 * length} random tokens (seed {seed}, the sampling seed above): "
+        f"{length} random tokens, then the same {length} again (seed {seed}, the sampling seed above): "
         + " ".join(repr(t) for t in lesson.tokens[:8])
         + " …"
     )
     answered = widgets.predict(gpt.induction_question(lesson), key="predict_gpt_induction")
     if not answered:
         widgets.answer_first("The scores and the losses appear")
-        return lesson
+        return lesson, False
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("loss, first copy (nats)", f"{lesson.first_loss:.2f}")
     m2.metric("loss, second copy (nats)", f"{lesson.second_loss:.2f}")
@@ -246,12 +247,15 @@ def induction(model) -> gpt.InductionLesson:
         "0.01 and its losses by up to about 0.06 nats; the top heads are the same.",
         title="induction heads from the model's file",
     )
-    return lesson
+    return lesson, True
 
 
-def ablation(model, lesson: gpt.InductionLesson) -> None:
+def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
     step("Switch a head off")
     widgets.prose("inside_gpt", "ablation")
+    if not answered:  # the loss on the second copy, and the top induction head, answer the question above
+        widgets.answer_first("Switching a head off, and the losses it changes, appear")
+        return
     layer, head = st.session_state[LAYER], st.session_state[HEAD]
     top_layer, top_head, _ = lesson.top[0]
     c1, c2 = st.columns(2)
@@ -285,13 +289,15 @@ def ablation(model, lesson: gpt.InductionLesson) -> None:
     )
 
 
-def grouped_query(model, lesson: gpt.InductionLesson) -> None:
+def grouped_query(model, lesson: gpt.InductionLesson, answered: bool) -> None:
     step("Grouped-query attention")
     widgets.prose("inside_gpt", "gqa")
     groups = gpt.kv_groups(lesson.num_heads, lesson.num_kv_heads)
+    scores = lesson.scores if answered else None  # the induction scores fade the map once they are out
     draw.draw(
-        charts_gpt.groups(frames.group_frame(lesson.scores.shape[0], lesson.num_heads, groups, lesson.scores)),
-        "A 30 by 9 map of query heads coloured by the key/value head they read, faded by induction score.",
+        charts_gpt.groups(frames.group_frame(lesson.scores.shape[0], lesson.num_heads, groups, scores)),
+        "A 30 by 9 map of query heads coloured by the key/value head they read"
+        + (", faded by induction score." if answered else "."),
     )
     sizes = cache.computed(gpt.CACHE_SIZES, model)
     m1, m2 = st.columns(2)
@@ -351,24 +357,17 @@ def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKin
         charts_gpt.timing(frames.timing_frame(timing)),
         "Lines of the time per generated token with and without the KV cache.",
     )
-    same = "the same tokens" if timing.same_tokens else "different tokens"
-    st.caption(
-        f"Both runs chose {same}; the largest logit difference was {timing.max_logit_difference:.3f} "
-        f"(the weights are kept in bfloat16, whose products round differently for different shapes). "
-        f"Mean time per token: {sum(timing.with_cache_ms) / len(timing.lengths):.0f} ms with the cache, "
-        f"{sum(timing.without_cache_ms) / len(timing.lengths):.0f} ms without; "
-        f"the cache held {timing.cache_bytes / 2**20:.1f} MiB after {timing.lengths[-1] + 1} tokens."
-    )
+    st.caption(gpt.cache_caption(timing))
     if not answered:  # the recipe generates the next tokens: the first question's answer
         widgets.answer_first("The Code box, which generates the answer to the first question, appears")
         return
     widgets.code_box(
         gpt.kv_cache_code(analysis, timing),
         "Plain PyTorch in float32 from the model's file, the cache a list of tensors. In float32 the logits with "
-        "and without the cache differ by at most about 4e-5 on the example prompts; the page's bfloat16 products "
-        "round differently for different shapes, hence its larger difference. The bytes per token follow from the "
-        "file's sizes and equal the page's. Greedy tokens in float32 can part from the page's bfloat16 ones after a "
-        "few tokens (on the counting example, at the seventh).",
+        "and without the cache differ by at most about 4e-5 on the example prompts, float rounding from adding in "
+        "another order (the page sums attention in float64, so its two runs agree exactly). The bytes per token "
+        "follow from the file's sizes and equal the page's. On the four example prompts the eight greedy tokens "
+        "are the page's too.",
         title="a KV cache written out, from the model's file",
     )
 
@@ -384,8 +383,8 @@ if LAYER not in st.session_state:  # first visit: the link's head, or the cleare
     open_head(int(linked_controls.get(LAYER, best[0])), int(linked_controls.get(HEAD, best[1])))
 top_token_answered = next_token(gpt_model, analysis, vocabulary, prompt_text, prompt_kind)
 all_heads(analysis)
-induction_lesson = induction(gpt_model)
-ablation(gpt_model, induction_lesson)
-grouped_query(gpt_model, induction_lesson)
+induction_lesson, induction_answered = induction(gpt_model)
+ablation(gpt_model, induction_lesson, induction_answered)
+grouped_query(gpt_model, induction_lesson, induction_answered)
 rope(gpt_model, analysis, prompt_text, prompt_kind)
 kv_cache(gpt_model, analysis, prompt_text, prompt_kind, top_token_answered)

@@ -57,8 +57,12 @@ def test_the_page_draws_every_section_and_hides_answers_until_chosen() -> None:
     assert "loss, second copy (nats)" not in [m.label for m in at.metric]
     assert "lands on the first token" in text  # the sink, measured on this prompt
     # Before the answers: only the boxes of sections without a question; the KV cache's generates the next
-    # tokens (the first question's answer), the induction box prints both losses.
-    assert code_boxes(at) == [HEADS, ABLATION, ROPE]
+    # tokens (the first question's answer), the induction box prints both losses. The switch-off panel printed
+    # the second copy's loss and named the top induction head under the induction question (a reviewer's find).
+    assert code_boxes(at) == [HEADS, ROPE]
+    assert "Switching a head off, and the losses it changes, appear once you have answered" in text.replace("\\", "")
+    assert not [m for m in at.metric if "loss on the second copy" in m.label]
+    assert not [b for b in at.button if "top induction head" in b.label]
     lock = "The Code box, which generates the answer to the first question, appears once you have answered"
     assert lock in text.replace("\\", "")  # the caption escapes its punctuation
     answer_all(at)
@@ -88,7 +92,7 @@ def test_the_top_token_question_is_the_models_own_ranking() -> None:
         ("gpt_new_tokens", "3", lambda at: at.slider(key="gpt_new_tokens").value == 3),
         ("gpt_layer", "17", lambda at: "layer 17 head" in " ".join(m.label for m in at.metric)),
         ("gpt_head", "3", lambda at: "head 3 on" in " ".join(m.label for m in at.metric)),
-        ("gpt_length", "10", lambda at: "20 random tokens" in captions(at)),
+        ("gpt_length", "10", lambda at: "10 random tokens, then the same 10 again" in captions(at)),
         ("gpt_ablation", "mean", lambda at: at.selectbox(key="gpt_ablation").value == gpt.AblationChoice.MEAN),
     ],
 )
