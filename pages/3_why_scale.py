@@ -3,12 +3,80 @@
 import streamlit as st
 
 from core.app.registry import PageControl
+from core.app.settings import Settings
 from core.attention.stats import MAX_TRIALS
 from core.charts import common as charts
+from core.charts.spec import VegaChart
 from core.lessons import why_scale
 from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step
+
+
+def peakiness(settings: Settings) -> None:
+    """The largest weight (or effective tokens) against d_k, scaled and unscaled: after the answer."""
+    metric = (
+        st.segmented_control(
+            "Measure",
+            list(charts.PeakMetric),
+            default=charts.PeakMetric.MAX_WEIGHT,
+            key=PageControl.PEAK_METRIC,
+            bind="query-params",
+            format_func=charts.peakiness_label,
+        )
+        or charts.PeakMetric.MAX_WEIGHT
+    )
+    peaks = cache.computed(why_scale.PEAKINESS, settings.seed)
+    draw.draw(
+        charts.peakiness(peaks, metric),
+        f"Line chart of the {charts.peakiness_label(metric)} against d_k for random queries and 8 keys, "
+        "with and without scaling.",
+    )
+    with st.expander("Exact values of this chart"):
+        widgets.number_table(why_scale.peakiness_table(peaks, metric))
+    widgets.code_box(
+        why_scale.peakiness_code(settings.seed),
+        "Plain PyTorch that draws the queries and keys themselves; the page samples the same scores faster, "
+        "so the digits differ within Monte Carlo error.",
+        title="peakiness against d_k",
+    )
+    if not settings.scale:
+        st.warning("Scaling is switched off in the sidebar: the red (unscaled) lines are what your model sees.")
+
+
+def saturation(sweep: why_scale.SweepResult, saturation_chart: VegaChart) -> None:
+    """Section (c): the softmax's gradient as the scores grow, and the d_k = 64 example: after the answer."""
+    widgets.prose("why_scale", "saturation")
+    st.latex(r"\frac{\partial s_j}{\partial x_k} = s_j(\delta_{jk} - s_k)")
+    draw.draw(
+        saturation_chart, "Line chart: the norm of the softmax Jacobian falls towards zero as the multiplier grows."
+    )
+    with st.expander("Exact values of this chart"):
+        widgets.number_table(sweep.saturation, hide_index=True)
+    widgets.prose("why_scale", "dk64")
+    dk64 = sweep.dk64
+    k1, k2 = st.columns(2)
+    k1.metric(
+        f"softmax([{dk64.typical_score:g}, 0, 0]), unscaled",
+        "[" + ", ".join(f"{v:.4f}" for v in dk64.unscaled_weights) + "]",
+        help=f"gradient size (Jacobian norm) {dk64.unscaled_gradient:.4f}",
+    )
+    k2.metric(
+        f"softmax([{dk64.typical_score:g}/√{dk64.d_k}, 0, 0]) = softmax([1, 0, 0])",
+        "[" + ", ".join(f"{v:.4f}" for v in dk64.scaled_weights) + "]",
+        help=f"gradient size (Jacobian norm) {dk64.scaled_gradient:.4f}",
+    )
+    st.caption(
+        f"Gradient size (norm of the softmax Jacobian): {dk64.unscaled_gradient:.4f} unscaled vs "
+        f"{dk64.scaled_gradient:.4f} scaled. The attention notebook prints [0.576, 0.211, 0.211]: its 0.211 is "
+        "0.2119 cut off after three digits, not rounded."
+    )
+    widgets.code_box(
+        sweep.code,
+        "The softmax examples of this page: the ×m sweep and the d_k = 64 example, with gradients.",
+        title="the softmax sweep and the d_k = 64 example",
+    )
+
 
 frame = page_start()
 settings = frame.settings
@@ -29,7 +97,9 @@ trials = c2.select_slider(
 sweep, sweep_chart, saturation_chart = cache.computed(why_scale.SWEEP, float(multiplier))
 answered = widgets.predict(sweep.prediction, key="predict_why_scale")
 
-step("(a) Bigger scores, peakier softmax")
+# Until a choice, the headings name the steps without their findings ("peakier", "saturated"),
+# and the peakiness lines and the saturated softmax stay hidden: each answers the question.
+step("(a) Bigger scores, peakier softmax" if answered else "(a) Multiplying the scores")
 st.latex(r"\text{softmax}(m\,\omega)_j = \frac{e^{m \omega_j}}{\sum_k e^{m \omega_k}}")
 if answered:  # the text's 80%, the bars and the largest weight answer the question above
     widgets.prose("why_scale", "peaky")
@@ -38,35 +108,11 @@ if answered:  # the text's 80%, the bars and the largest weight answer the quest
     m1, m2 = st.columns(2)
     m1.metric(f"largest weight at ×{multiplier:g}", f"{sweep.max_weight:.4f}")
     m2.metric("effective number of tokens", f"{sweep.effective_tokens:.2f}")
+    peakiness(settings)
 else:
-    widgets.answer_first("The bars for ×1 to ×16, their weights and what they show appear")
-metric = (
-    st.segmented_control(
-        "Measure",
-        list(charts.PeakMetric),
-        default=charts.PeakMetric.MAX_WEIGHT,
-        key=PageControl.PEAK_METRIC,
-        bind="query-params",
-        format_func=charts.peakiness_label,
+    widgets.answer_first(
+        "The bars for ×1 to ×16, their weights, the same measured against d_k, and what they show, appear"
     )
-    or charts.PeakMetric.MAX_WEIGHT
-)
-peaks = cache.computed(why_scale.PEAKINESS, settings.seed)
-draw.draw(
-    charts.peakiness(peaks, metric),
-    f"Line chart of the {charts.peakiness_label(metric)} against d_k for random queries and 8 keys, "
-    "with and without scaling.",
-)
-with st.expander("Exact values of this chart"):
-    widgets.number_table(why_scale.peakiness_table(peaks, metric))
-widgets.code_box(
-    why_scale.peakiness_code(settings.seed),
-    "Plain PyTorch that draws the queries and keys themselves; the page samples the same scores faster, "
-    "so the digits differ within Monte Carlo error.",
-    title="peakiness against d_k",
-)
-if not settings.scale:
-    st.warning("Scaling is switched off in the sidebar: the red (unscaled) lines are what your model sees.")
 
 step("(b) The variance of q·k grows like d_k")
 widgets.prose("why_scale", "variance")
@@ -85,35 +131,11 @@ widgets.code_box(
     title="the attention notebook's variance experiment",
 )
 
-step("(c) Saturated softmax, vanishing gradients")
-widgets.prose("why_scale", "saturation")
-st.latex(r"\frac{\partial s_j}{\partial x_k} = s_j(\delta_{jk} - s_k)")
-draw.draw(saturation_chart, "Line chart: the norm of the softmax Jacobian falls towards zero as the multiplier grows.")
-with st.expander("Exact values of this chart"):
-    widgets.number_table(sweep.saturation, hide_index=True)
-widgets.prose("why_scale", "dk64")
-dk64 = sweep.dk64
-k1, k2 = st.columns(2)
-k1.metric(
-    f"softmax([{dk64.typical_score:g}, 0, 0]), unscaled",
-    "[" + ", ".join(f"{v:.4f}" for v in dk64.unscaled_weights) + "]",
-    help=f"gradient size (Jacobian norm) {dk64.unscaled_gradient:.4f}",
-)
-k2.metric(
-    f"softmax([{dk64.typical_score:g}/√{dk64.d_k}, 0, 0]) = softmax([1, 0, 0])",
-    "[" + ", ".join(f"{v:.4f}" for v in dk64.scaled_weights) + "]",
-    help=f"gradient size (Jacobian norm) {dk64.scaled_gradient:.4f}",
-)
-st.caption(
-    f"Gradient size (norm of the softmax Jacobian): {dk64.unscaled_gradient:.4f} unscaled vs "
-    f"{dk64.scaled_gradient:.4f} scaled. The attention notebook prints [0.576, 0.211, 0.211]: its 0.211 is "
-    "0.2119 cut off after three digits, not rounded."
-)
-widgets.code_box(
-    sweep.code,
-    "The softmax examples of this page: the ×m sweep and the d_k = 64 example, with gradients.",
-    title="the softmax sweep and the d_k = 64 example",
-)
+step("(c) Saturated softmax, vanishing gradients" if answered else "(c) What the softmax passes back")
+if answered:
+    saturation(sweep, saturation_chart)
+else:
+    widgets.answer_first("The softmax's gradient as the scores grow, and the d_k = 64 example, appear")
 widgets.code_box(
     variance.code,
     "Plain PyTorch that draws the vectors themselves, as the sources' loop does. The page uses a faster sampler "

@@ -86,11 +86,18 @@ def test_lesson_3_shows_the_bars_that_answer_its_question_only_after_a_choice() 
     shown = lambda: "\n".join(m.value for m in at.markdown)  # noqa: E731
     assert "80%" not in shown() and not [m for m in at.metric if "largest weight" in m.label]
     assert any("once you have answered" in c.value for c in at.caption)
+    # A reviewer found the answer in the headings ("peakier", "saturated"), in the peakiness lines
+    # against d_k and in softmax([8, 0, 0]) = [0.9993, ...] under the question, before any choice.
+    headings = lambda: " ".join(h.value for h in at.subheader)  # noqa: E731
+    assert "peakier" not in headings() and "Saturated" not in headings()
+    assert not [m for m in at.metric if "softmax([" in m.label] and len(at.get("vega_lite_chart")) == 1  # variance
     radio = next(r for r in at.radio if r.key and r.key.startswith("predict_"))
     radio.set_value(0).run()
     assert not at.exception, [e.value for e in at.exception]
     assert "80%" in shown() and [m for m in at.metric if "largest weight" in m.label]
     assert not any("once you have answered" in c.value for c in at.caption)
+    assert "peakier" in headings() and "Saturated" in headings()
+    assert len([m for m in at.metric if "softmax([" in m.label]) == 2 and len(at.get("vega_lite_chart")) == 4
 
 
 def open_lesson(slug: str, **params: str) -> AppTest:
