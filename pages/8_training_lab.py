@@ -200,7 +200,7 @@ if latest is not None:
 step("At the start: what scaling changes")
 widgets.prose("training_lab", "start")
 if not answered:
-    widgets.answer_first("The spread both ways, the table and its chart appear")
+    widgets.answer_first("The spread both ways (a table and a chart, measured on your latest run) appears")
 elif latest is not None:
     widgets.prose("training_lab", "start_spread")
     st.dataframe(tt.start_table(latest.start).round(4), hide_index=True, width="stretch")
@@ -210,6 +210,7 @@ elif latest is not None:
     )
 else:
     widgets.prose("training_lab", "start_spread")
+    st.info("Press Train: the table and the chart measure your run's start, with and without the scale.")
 widgets.prose("training_lab", "cost")
 widgets.code_box(tt.code(config))
 training_queue.wait(waiting)  # last: the page is complete while the student waits

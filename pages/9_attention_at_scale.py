@@ -119,10 +119,11 @@ if widgets.predict(tiling.prediction, key="predict_scale_tiles"):  # the grid co
         f"Grid of {len(tiling.tiles)} tiles: {tiling.computed} computed and {tiling.skipped} skipped.",
     )
     st.caption(lesson.tiling_caption(tiling))
+    widgets.prose("attention_at_scale", "fused")
+    # After the choice: the measured verdict names the share of tiles skipped at its own length.
+    st.info(view.verdict, icon=":material/speed:")
 else:
-    widgets.answer_first("The grid of computed and skipped tiles appears")
-widgets.prose("attention_at_scale", "fused")
-st.info(view.verdict, icon=":material/speed:")
+    widgets.answer_first("The grid of computed and skipped tiles, and the tiled loop timed, appear")
 widgets.code_box(
     tiling.code,
     "Tiled attention in plain PyTorch, checked against PyTorch's own kernel.",
