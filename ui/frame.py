@@ -18,7 +18,7 @@ from core.app.links import LinkReading
 from core.app.registry import FRAME_CONTROLS, PageSpec
 from core.app.settings import Settings
 from ui import hardening, presentation
-from ui.link_notes import link_warning
+from ui.link_notes import LINK_OFF, link_warning
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,19 @@ def current_slug() -> str:
     return state.page.slug if isinstance(state, Frame) else ""
 
 
+def sidebar_notes_pointer(link: LinkReading) -> None:
+    """One line on the page when the sidebar holds notes on this link: the sidebar's foot is far below
+    a laptop's fold, and a phone keeps the sidebar closed, so the notes went unseen."""
+    ignored = len(link.sidebar_notes()) + len(link.unknown) + (1 if link.too_long_chars else 0)
+    if ignored:
+        what = "one value" if ignored == 1 else f"{ignored} values"
+        st.warning(
+            f"This link held {what} the app could not use; the page opened without {'it' if ignored == 1 else 'them'}. "
+            "The sidebar's foot says which, and why.",
+            icon=LINK_OFF,
+        )
+
+
 def page_start() -> Frame:
     """Every page's first line: the hand-over, the title, and what of this session's input could
     not be used (the sentence, a link's values for this page's controls, a forged control value)."""
@@ -89,6 +102,7 @@ def page_start() -> Frame:
         for note in state.link.page_notes():
             if note.parameter in mine:
                 link_warning(note.parameter, note.value, note.reason)
+        sidebar_notes_pointer(state.link)
         hardening.unreadable_values_note()
     return state
 

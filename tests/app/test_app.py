@@ -157,6 +157,11 @@ def test_bad_link_values_are_ignored_with_a_note(params: dict[str, str], fragmen
     notes = [w.value for w in at.sidebar.warning]
     assert any(fragment in n for n in notes), notes
     assert at.sidebar.slider(key="d_out").value == 2  # defaults kept
+    # The notes sit at the sidebar's foot, under the fold on a laptop and closed away on a phone: one line
+    # on the page itself says they are there (a reviewer found nothing visible on a phone).
+    pointer = [w.value for w in at.main.warning if "the app could not use" in w.value]
+    assert pointer == ["This link held one value the app could not use; the page opened without it. "
+                       "The sidebar's foot says which, and why."], pointer
 
 
 def test_unusable_sentence_shows_message_and_page_still_renders() -> None:
