@@ -108,16 +108,24 @@ def generator(seed: int, device: torch.device | str) -> torch.Generator:
 def matrix_frame(
     matrix: torch.Tensor, rows: list[str] | tuple[str, ...], cols: list[str] | tuple[str, ...]
 ) -> pd.DataFrame:
-    """(R, C) tensor -> long DataFrame with row, col, value, row_index, col_index."""
+    """(R, C) tensor -> long DataFrame with row, col, value, row_index, col_index.
+
+    The labels are categorical and the positions int32: the frame is what st.cache_data keeps
+    (pickled) for every cached lesson, and a 64 x 64 matrix took 200 kB with string and int64
+    columns, 77 kB this way (the labels are each stored once, not once per cell). Categories
+    sort as the strings do, so a pivot or a groupby orders rows and columns as before.
+    """
     values = matrix.detach().cpu().double()
     num_rows, num_cols = values.shape
+    row_index = np.repeat(np.arange(num_rows, dtype=np.int32), num_cols)  # (R * C,): 0 0 0 1 1 1 ...
+    col_index = np.tile(np.arange(num_cols, dtype=np.int32), num_rows)  # (R * C,): 0 1 2 0 1 2 ...
     return pd.DataFrame(
         {
-            "row": [rows[i] for i in range(num_rows) for _ in range(num_cols)],
-            "col": [cols[j] for _ in range(num_rows) for j in range(num_cols)],
+            "row": pd.Categorical([rows[i] for i in row_index]),
+            "col": pd.Categorical([cols[j] for j in col_index]),
             "value": values.flatten().numpy(),
-            "row_index": [i for i in range(num_rows) for _ in range(num_cols)],
-            "col_index": [j for _ in range(num_rows) for j in range(num_cols)],
+            "row_index": row_index,
+            "col_index": col_index,
         }
     )
 
