@@ -122,4 +122,5 @@ def test_lesson_four_sets_a_decoder_head_beside_an_encoder_head_after_the_answer
     expected = "**Beside a head of the other kind.** " + pt.mask_contrast(ours, theirs, "all-MiniLM-L6-v2")
     assert expected in [m.value for m in at.markdown]
     # The contrast the section exists for, measured: the decoder head loses no row to the mask, the encoder's do.
-    assert ours.rows_changed == 0 < theirs.rows_changed
+    assert ours.effect is not None and theirs.effect is not None
+    assert ours.effect.rows_changed == 0 < theirs.effect.rows_changed

@@ -80,9 +80,10 @@ def test_lesson_four_on_a_decoder_head_keeps_its_own_weights_behind_the_mask(mod
     assert float((masked - attentions[layer, head]).abs().max()) < 0.05  # the masked weights are the model's own
     assert lesson.max_method_difference < 1e-6
     # The default makes the decoder's point: a head trained behind the mask wants nothing from the future.
-    assert lesson.rows_changed == 0 and lesson.prediction.answer == 0
+    assert lesson.effect is not None
+    assert lesson.effect.rows_changed == 0 and lesson.prediction.answer == 0
     assert "trained behind the causal mask" in lesson.prediction.question
-    assert f"put {lesson.future_mass:.2f} of its weight" in lesson.prediction.explanation
+    assert f"put {lesson.effect.future_mass:.2f} of its weight" in lesson.prediction.explanation
 
 
 def test_lesson_four_explains_an_encoder_head_as_before() -> None:
@@ -197,8 +198,10 @@ def test_the_decoder_causal_code_box_reproduces_lesson_four(model: sm.SmolLM2, t
 
     lesson = pt.pretrained_causal_lesson(model, BOOK, 3, 4, training=training, dropout=0.3, seed=5)
     namespace = recipes.run(lesson.code)
-    for name in ("unmasked", "masked", "renormalised"):
-        assert float((namespace[name] - square(getattr(lesson, name))).abs().max()) < CODE_TOLERANCE, name
+    assert lesson.effect is not None
+    shown = {"unmasked": lesson.effect.unmasked, "masked": lesson.masked, "renormalised": lesson.renormalised}
+    for name, frame in shown.items():
+        assert float((namespace[name] - square(frame)).abs().max()) < CODE_TOLERANCE, name
     # The same seed drops the same weights: zero where the page's are zero.
     assert torch.equal(namespace["dropped"] == 0, square(lesson.dropped) == 0)
 

@@ -129,7 +129,6 @@ def test_weight_sources_keep_the_links_spelling_and_say_which_are_models() -> No
 
 
 # ------------------------------------------------------------------ lesson 4
-@pytest.mark.parametrize(("layer", "head"), HEADS)
 def test_lesson_4_masked_weights_are_the_heads_scores_masked_and_renormalised(
     model: rm.RealModel, reference, layer: int, head: int
 ) -> None:
@@ -145,7 +144,8 @@ def test_lesson_4_masked_weights_are_the_heads_scores_masked_and_renormalised(
     expected = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
     assert close(frame_matrix(lesson.masked), expected)
     assert close(frame_matrix(lesson.renormalised), expected)
-    assert close(frame_matrix(lesson.unmasked), out.attentions[layer][0, head])
+    assert lesson.effect is not None  # a model's head carries what the mask changed
+    assert close(frame_matrix(lesson.effect.unmasked), out.attentions[layer][0, head])
     assert float(frame_matrix(lesson.masked).triu(diagonal=1).abs().max()) == 0.0
 
 
@@ -161,10 +161,12 @@ def test_lesson_4_dropout_on_real_weights(model: rm.RealModel) -> None:
 
 def test_lesson_4_rows_table_and_prediction_agree(model: rm.RealModel) -> None:
     lesson = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=False, dropout=0.0, seed=0)
-    changed = int((lesson.rows["strongest before"] != lesson.rows["strongest after"]).sum())
-    assert changed == lesson.rows_changed
+    effect = lesson.effect
+    assert effect is not None
+    changed = int((effect.rows["strongest before"] != effect.rows["strongest after"]).sum())
+    assert changed == effect.rows_changed
     assert str(changed) in lesson.prediction.explanation
-    assert lesson.rows["weight on later pieces"].iloc[-1] == 0.0  # [SEP] has nothing after it
+    assert effect.rows["weight on later pieces"].iloc[-1] == 0.0  # [SEP] has nothing after it
 
 
 # ------------------------------------------------------------------ lesson 5
@@ -214,7 +216,9 @@ def test_default_heads_show_the_patterns_their_lessons_are_about(model: rm.RealM
     assert two.pattern.previous > 0.9  # nearly all of every row on one key: far from flat
     layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["causal_dropout"]
     four = pt.pretrained_causal_lesson(model, sentence, layer, head, training=False, dropout=0.0, seed=0)
-    assert four.future_mass > 0.4 and four.rows_changed >= len(four.tokens) // 2  # the mask takes what it reads
+    assert four.effect is not None
+    effect = four.effect
+    assert effect.future_mass > 0.4 and effect.rows_changed >= len(four.tokens) // 2  # the mask takes what it reads
     layer, _ = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["multi_head"]
     five = pt.pretrained_multihead_lesson(model, sentence, layer)
     assert five.distinct_patterns >= 3 and five.prediction.answer == 1
@@ -239,7 +243,9 @@ def test_recipe_head(model: rm.RealModel) -> None:
 def test_recipe_causal(model: rm.RealModel, training: bool) -> None:
     lesson = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=training, dropout=0.3, seed=5)
     namespace = recipes.run(lesson.code)
-    for name in ("unmasked", "masked", "renormalised", "dropped"):
+    assert lesson.effect is not None
+    assert close(namespace["unmasked"], frame_matrix(lesson.effect.unmasked)), "unmasked"
+    for name in ("masked", "renormalised", "dropped"):
         assert close(namespace[name], frame_matrix(getattr(lesson, name))), name
 
 
