@@ -11,7 +11,7 @@ from core import recipes
 from core.app.settings import settings_for_preset
 from core.inputs.pretrained_heads import head_slice, real_head, split_form, wrapper_form
 from core.inputs.weights import MODELS, HeadInput, Provenance, WeightSource
-from core.lessons import frame_matrix, trainable_weights, unique_labels
+from core.lessons import causal_dropout, frame_matrix, trainable_weights, unique_labels
 from core.lessons import pretrained as pt
 from core.lessons import pretrained_cross as ptc
 from core.models import minilm as rm
@@ -129,6 +129,21 @@ def test_weight_sources_keep_the_links_spelling_and_say_which_are_models() -> No
 
 
 # ------------------------------------------------------------------ lesson 4
+def test_lesson_4_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
+    drawn = causal_dropout.causal_lesson(settings_for_preset("book"), 2, False)
+    real = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=False, dropout=0.0, seed=0)
+    assert type(drawn) is type(real) is causal_dropout.CausalLesson
+    # the sources' own sections on random draws; what the mask changed, the pattern and the head on a model's
+    assert drawn.leak is not None and drawn.book is not None and drawn.blog is not None and drawn.batch_shapes
+    assert drawn.effect is None and drawn.pattern is None and drawn.provenance is None
+    assert real.leak is None and real.book is None and real.blog is None and not real.batch_shapes
+    assert real.effect is not None and real.pattern is not None
+    assert real.provenance == Provenance("all-MiniLM-L6-v2", 1, 8)
+    for lesson in (drawn, real):  # both masking methods and their difference, from the one builder
+        assert float(frame_matrix(lesson.difference).abs().max()) == lesson.max_method_difference < 1e-6
+
+
+@pytest.mark.parametrize(("layer", "head"), HEADS)
 def test_lesson_4_masked_weights_are_the_heads_scores_masked_and_renormalised(
     model: rm.RealModel, reference, layer: int, head: int
 ) -> None:
