@@ -8,18 +8,16 @@ learned something, and these functions never ask which model (core/inputs/model_
 - DECODER (`?weights=decoder`), SmolLM2-135M: x is the normalised stream entering the layer, W_q a
   query head's 64 columns of 576, W_k and W_v its group's key/value head, no biases, RoPE, and the
   causal mask it was trained behind.
-Lessons 2 and 4 return the same TrainableLesson and CausalLesson as on random draws
-(core/lessons/trainable_weights.lesson_from_trace, core/lessons/causal_dropout.lesson_from_masks);
-lessons 5 and 7 ask other questions of a trained head than of a random one, so their results have
-their own dataclasses here.
+Lessons 2, 4 and 5 return the same TrainableLesson, CausalLesson and MultiHeadLesson as on random draws
+(core/lessons/trainable_weights.lesson_from_trace, core/lessons/causal_dropout.lesson_from_masks,
+core/lessons/multi_head.lesson_from_heads); lesson 7 asks other questions of a trained head than of a
+random one, so its result has its own dataclass (pretrained_cross.py).
 
 Shape legend: T = tokens of the sentence, D = hidden width, h = heads, d_k = head width.
 Matrices are drawn as (D, d_k), the x @ W layout of lesson 2.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import pandas as pd
 import torch
@@ -41,7 +39,8 @@ from core.lessons.causal_dropout import (
     lesson_from_masks,
     mask_effect,
 )
-from core.lessons.common import Prediction, clamp_index, matrix_frame
+from core.lessons.common import Prediction, clamp_index
+from core.lessons.multi_head import MultiHeadLesson, TrainedLayer, lesson_from_heads
 
 # Lesson 7 has its own module; the tests read it through this one too (pt.CROSS, pt.PAIRS, ...).
 from core.lessons.pretrained_cross import CROSS, PAIRS, PretrainedCrossLesson  # noqa: F401
@@ -237,29 +236,6 @@ def _causal_code(
 
 
 # ------------------------------------------------------------------ lesson 5
-@dataclass(frozen=True)
-class PretrainedMultiHeadLesson:
-    """Lesson 5 on a real layer: its twelve heads, the wrapper and the one-split form, equal."""
-
-    tokens: tuple[str, ...]
-    layer: int
-    heads: pd.DataFrame  # head, row, col, value, row_index, col_index: (h, T, T) in one long table
-    patterns: tuple[HeadPattern, ...]  # one per head, in head order
-    patterns_table: pd.DataFrame  # head, pattern, entropy, previous, next, [CLS]+[SEP], self
-    wrapper_vs_split: float  # max |wrapper - split| of the layer's attention output (T, D)
-    split_vs_model: float  # max |split form - the model's forward pass| of that output
-    largest_output: float  # max |the model's output|: what split_vs_model is measured against
-    distinct_patterns: int  # how many different summaries the twelve heads have
-    shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (step, shape) of the split form
-    num_heads: int
-    d_model: int
-    head_dim: int
-    prediction: Prediction
-    code: str  # the filled recipe core/recipes/pretrained_multi_head.py (decoder_multi_head.py)
-    kv_heads: int  # key/value heads: as many as query heads in the encoder, 3 shared by 9 in the decoder
-    trained_causal: bool  # a decoder layer: its heads run behind the causal mask
-
-
 def score_similarity(model: AnyModel, layer: int) -> float:
     """The largest |cosine| between two heads' score functions W_q W_kᵀ (D, D) in `layer`: 1 would be two
     heads that score every pair of pieces alike, whatever the sentence."""
@@ -302,54 +278,59 @@ def _heads_question(patterns: tuple[HeadPattern, ...], weights: torch.Tensor, si
     )
 
 
-def pretrained_multihead_lesson(model: AnyModel, sentence: str, layer: int) -> PretrainedMultiHeadLesson:
-    """Lesson 5 on every head of `layer` for `sentence`."""
+def pretrained_multihead_lesson(model: AnyModel, sentence: str, layer: int) -> MultiHeadLesson:
+    """Lesson 5 on every head of `layer` for `sentence`: the same lesson as on random draws."""
     model_heads.check_head(model, layer, 0)
     shape = model_heads.shape_of(model)
     forms = model_heads.layer_forms(model, sentence, layer)
     tokens, weights = forms.tokens, forms.weights  # weights (h, T, T)
     heads = shape.num_heads
     patterns = tuple(HeadPattern.of(layer, h, weights[h], shape) for h in range(heads))
-    frames = []
-    for h in range(heads):
-        frame = matrix_frame(weights[h], tokens, tokens)
-        frame.insert(0, "head", h)
-        frames.append(frame)
-    ids = model_heads.decoder_ids(model, sentence)
-    code = (
-        recipes.fill("pretrained_multi_head", {"sentence": sentence, "layer": layer})
-        if ids is None
-        else recipes.fill("decoder_multi_head", {"text": sentence, "ids": ids, "layer": layer})
-    )
-    return PretrainedMultiHeadLesson(
-        tokens=tokens,
+    trained = TrainedLayer(
         layer=layer,
-        heads=pd.concat(frames, ignore_index=True),
         patterns=patterns,
-        patterns_table=pd.DataFrame(
-            {
-                "head": [p.head for p in patterns],
-                "pattern": [p.summary for p in patterns],
-                "entropy (nats)": [p.entropy for p in patterns],
-                "previous": [p.previous for p in patterns],
-                "next": [p.next for p in patterns],
-                SINK_COLUMN[shape.sink]: [p.sinks for p in patterns],
-                "itself": [p.self_weight for p in patterns],
-            }
-        ),
-        wrapper_vs_split=float((forms.wrapper - forms.split).abs().max()),
+        patterns_table=_patterns_table(patterns, SINK_COLUMN[shape.sink]),
         split_vs_model=float((forms.split - forms.model_output).abs().max()),
         largest_output=float(forms.model_output.abs().max()),
-        distinct_patterns=len({p.summary.split(" (")[0] for p in patterns}),
         shapes=forms.shapes,
-        num_heads=heads,
         d_model=shape.hidden_size,
-        head_dim=shape.head_dim,
-        prediction=_heads_question(patterns, weights, score_similarity(model, layer)),
-        code=code,
         kv_heads=heads // 3 if shape.causal else heads,
-        trained_causal=shape.causal,
     )
+    return lesson_from_heads(
+        tokens,
+        weights,
+        range(heads),
+        forms.wrapper,
+        forms.split,
+        head_dim=shape.head_dim,
+        causal=shape.causal,
+        prediction=_heads_question(patterns, weights, score_similarity(model, layer)),
+        code=_multihead_code(model, sentence, layer),
+        trained=trained,
+    )
+
+
+def _patterns_table(patterns: tuple[HeadPattern, ...], sink_column: str) -> pd.DataFrame:
+    """One row per head: what it was measured to do."""
+    return pd.DataFrame(
+        {
+            "head": [p.head for p in patterns],
+            "pattern": [p.summary for p in patterns],
+            "entropy (nats)": [p.entropy for p in patterns],
+            "previous": [p.previous for p in patterns],
+            "next": [p.next for p in patterns],
+            sink_column: [p.sinks for p in patterns],
+            "itself": [p.self_weight for p in patterns],
+        }
+    )
+
+
+def _multihead_code(model: AnyModel, sentence: str, layer: int) -> str:
+    """Lesson 5's Code box: the layer from the model's own files (the decoder's from its GGUF file, by token ids)."""
+    ids = model_heads.decoder_ids(model, sentence)
+    if ids is None:
+        return recipes.fill("pretrained_multi_head", {"sentence": sentence, "layer": layer})
+    return recipes.fill("decoder_multi_head", {"text": sentence, "ids": ids, "layer": layer})
 
 
 # The patterns table's sink column, named after the model's sink.

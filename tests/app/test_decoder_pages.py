@@ -97,9 +97,11 @@ def test_a_decoder_layer_on_the_encoder_is_a_note_and_the_default() -> None:
 def test_lesson_five_on_the_decoder_names_the_shared_key_value_heads(model: sm.SmolLM2) -> None:
     at = answer(app(registry.page("multi_head"), weights="decoder"), "multi_head")
     lesson = pt.pretrained_multihead_lesson(model, pt.BOOK_SENTENCE, 0)
+    assert lesson.trained is not None
     text = text_of(at)
     assert "9 heads, or one matrix split in 9" in [h.value for h in at.subheader]
-    assert f"at most {lesson.split_vs_model:.2g} on outputs as large as {lesson.largest_output:.3g}" in text
+    trained = lesson.trained
+    assert f"at most {trained.split_vs_model:.2g} on outputs as large as {trained.largest_output:.3g}" in text
     assert "query heads 0–2 read key/value head 0" in text
 
 

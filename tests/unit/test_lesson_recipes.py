@@ -140,7 +140,8 @@ def test_multi_head_recipe(settings: Settings) -> None:
     for h in range(settings.num_heads):
         head = lesson.head_weights[lesson.head_weights["head"] == f"head {h + 1}"]
         assert_same(namespace["weights"][h], frame_matrix(head), f"head {h + 1}")
-    assert_same(namespace["output"], frame_matrix(lesson.output), "output")
+    assert lesson.book is not None
+    assert_same(namespace["output"], frame_matrix(lesson.book.output), "output")
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
@@ -148,6 +149,7 @@ def test_multi_head_article_recipe(settings: Settings) -> None:
     if settings.d_out % settings.num_heads:
         pytest.skip("heads must divide d_out for the rest of the lesson")
     article = multi_head.multihead_lesson(settings).article
+    assert article is not None
     namespace = recipes.run(article.code)
     assert_same(namespace["weights"], frame_matrix(article.weights), "weights per head")
     assert_same(namespace["context"], frame_matrix(article.context), "context per head")

@@ -193,15 +193,16 @@ def test_lesson_5_twelve_heads_equal_transformers_and_the_forms_agree(
     lesson = pt.pretrained_multihead_lesson(model, sentence, layer)
     out, dense = reference_run(model, reference, sentence)
     for head in range(12):
-        shown = frame_matrix(lesson.heads[lesson.heads["head"] == head].drop(columns="head"))
+        shown = frame_matrix(lesson.head_weights[lesson.head_weights["head"] == head].drop(columns="head"))
         assert close(shown, out.attentions[layer][0, head]), head
+    assert lesson.trained is not None
     assert lesson.wrapper_vs_split <= 1e-5
-    assert lesson.split_vs_model <= 1e-5
+    assert lesson.trained.split_vs_model <= 1e-5
     x = out.hidden_states[layer][0]
     _, split_weights = split_form(model, x, layer)
     assert close(wrapper_form(model, x, layer), dense[layer])  # equals transformers' attention.output.dense
     assert close(split_weights, out.attentions[layer][0])
-    assert lesson.num_heads * lesson.head_dim == lesson.d_model == 384
+    assert lesson.num_heads * lesson.head_dim == lesson.trained.d_model == 384
 
 
 # ------------------------------------------------------------------ lesson 7
@@ -236,7 +237,8 @@ def test_default_heads_show_the_patterns_their_lessons_are_about(model: rm.RealM
     assert effect.future_mass > 0.4 and effect.rows_changed >= len(four.tokens) // 2  # the mask takes what it reads
     layer, _ = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["multi_head"]
     five = pt.pretrained_multihead_lesson(model, sentence, layer)
-    assert five.distinct_patterns >= 3 and five.prediction.answer == 1
+    assert five.trained is not None
+    assert five.trained.distinct_patterns >= 3 and five.prediction.answer == 1
     layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["cross_attention"]
     pair = ptc.PAIRS[0]
     seven = ptc.pretrained_cross_lesson(model, pair.first, pair.second, layer, head)
@@ -270,7 +272,7 @@ def test_recipe_multi_head(model: rm.RealModel) -> None:
     assert float((namespace["wrapper"] - namespace["split"]).abs().max()) <= 1e-5
     weights = namespace["weights"]
     for head in range(12):
-        shown = frame_matrix(lesson.heads[lesson.heads["head"] == head].drop(columns="head"))
+        shown = frame_matrix(lesson.head_weights[lesson.head_weights["head"] == head].drop(columns="head"))
         assert close(weights[head], shown), head
 
 
