@@ -10,8 +10,7 @@ learned something, and these functions never ask which model (core/inputs/model_
   causal mask it was trained behind.
 Lessons 2, 4 and 5 return the same TrainableLesson, CausalLesson and MultiHeadLesson as on random draws
 (core/lessons/trainable_weights.lesson_from_trace, core/lessons/causal_dropout.lesson_from_masks,
-core/lessons/multi_head.lesson_from_heads); lesson 7 asks other questions of a trained head than of a
-random one, so its result has its own dataclass (pretrained_cross.py).
+core/lessons/multi_head.lesson_from_heads); lesson 7's adapter, pretrained_cross.py, returns its CrossLesson.
 
 Shape legend: T = tokens of the sentence, D = hidden width, h = heads, d_k = head width.
 Matrices are drawn as (D, d_k), the x @ W layout of lesson 2.
@@ -43,7 +42,7 @@ from core.lessons.common import Prediction, clamp_index
 from core.lessons.multi_head import MultiHeadLesson, TrainedLayer, lesson_from_heads
 
 # Lesson 7 has its own module; the tests read it through this one too (pt.CROSS, pt.PAIRS, ...).
-from core.lessons.pretrained_cross import CROSS, PAIRS, PretrainedCrossLesson  # noqa: F401
+from core.lessons.pretrained_cross import CROSS, PAIRS  # noqa: F401
 from core.lessons.trainable_weights import TrainableLesson, lesson_from_trace
 
 # The head each lesson opens on, per model, chosen by its measured pattern on the lesson's default sentence

@@ -11,7 +11,7 @@ from core import recipes
 from core.app.settings import settings_for_preset
 from core.inputs.pretrained_heads import head_slice, real_head, split_form, wrapper_form
 from core.inputs.weights import MODELS, HeadInput, Provenance, WeightSource
-from core.lessons import causal_dropout, frame_matrix, trainable_weights, unique_labels
+from core.lessons import causal_dropout, cross_attention, frame_matrix, multi_head, trainable_weights, unique_labels
 from core.lessons import pretrained as pt
 from core.lessons import pretrained_cross as ptc
 from core.models import minilm as rm
@@ -185,6 +185,21 @@ def test_lesson_4_rows_table_and_prediction_agree(model: rm.RealModel) -> None:
 
 
 # ------------------------------------------------------------------ lesson 5
+def test_lesson_5_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
+    drawn = multi_head.multihead_lesson(settings_for_preset("article"))
+    real = pt.pretrained_multihead_lesson(model, SENTENCES[1], 0)
+    assert type(drawn) is type(real) is multi_head.MultiHeadLesson
+    # the book's layer and the article's heads on random draws; the trained layer's patterns on a model's
+    assert drawn.book is not None and drawn.article is not None and drawn.trained is None and drawn.causal
+    assert real.book is None and real.article is None and real.heads_note is None and not real.causal
+    assert real.trained is not None and real.trained.layer == 0 and len(real.trained.patterns) == 12
+    for lesson in (drawn, real):  # one long table of heads, from the one builder, named in a first "head" column
+        assert list(lesson.head_weights.columns)[0] == "head"
+        assert lesson.head_weights["head"].nunique() == lesson.num_heads
+        assert len(lesson.head_weights) == lesson.num_heads * len(lesson.tokens) ** 2
+        assert 0 < lesson.wrapper_vs_split < 1e-5
+
+
 @pytest.mark.parametrize("layer", [0, 3, 5])
 def test_lesson_5_twelve_heads_equal_transformers_and_the_forms_agree(
     model: rm.RealModel, reference, layer: int
@@ -206,6 +221,25 @@ def test_lesson_5_twelve_heads_equal_transformers_and_the_forms_agree(
 
 
 # ------------------------------------------------------------------ lesson 7
+def test_lesson_7_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
+    drawn = cross_attention.cross_lesson(settings_for_preset("book"), cross_attention.DEFAULT_SECOND_TEXT, 6, None, 5)
+    pair = ptc.PAIRS[0]
+    real = ptc.pretrained_cross_lesson(model, pair.first, pair.second, 1, 1)
+    assert type(drawn) is type(real) is cross_attention.CrossLesson
+    assert drawn.trained is None and real.trained is not None and (real.trained.layer, real.trained.head) == (1, 1)
+    assert not real.translating and not drawn.translating  # only the overview's pair on random draws is one
+    overview = cross_attention.DEFAULT_FIRST_TEXT, cross_attention.DEFAULT_SECOND_TEXT
+    assert cross_attention.cross_lesson(settings_for_preset("book"), overview[1], 6, overview[0]).translating
+    # the widths are read off the shapes: x_1, x_2 and the context
+    assert (drawn.d_in, drawn.d_in_kv, drawn.d_v) == (3, 5, 6)
+    assert (real.d_in, real.d_in_kv, real.d_v) == (384, 384, 32)
+    for lesson in (drawn, real):  # the rectangle, the context and each query's strongest key, from the one builder
+        weights = frame_matrix(lesson.weights)  # (T1, T2)
+        assert weights.shape == (len(lesson.tokens), len(lesson.second_tokens))
+        assert frame_matrix(lesson.output).shape == (len(lesson.tokens), lesson.d_v)
+        assert lesson.strongest["weight"].tolist() == pytest.approx(weights.max(dim=-1).values.tolist())
+
+
 def test_lesson_7_cross_weights_come_from_two_separate_runs(model: rm.RealModel, reference) -> None:
     pair = ptc.PAIRS[0]
     lesson = ptc.pretrained_cross_lesson(model, pair.first, pair.second, 1, 1)
@@ -242,7 +276,9 @@ def test_default_heads_show_the_patterns_their_lessons_are_about(model: rm.RealM
     layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["cross_attention"]
     pair = ptc.PAIRS[0]
     seven = ptc.pretrained_cross_lesson(model, pair.first, pair.second, layer, head)
-    assert seven.shared_words >= 3 and seven.copies_found == seven.shared_words and seven.copy_share > 0.6
+    found = seven.trained
+    assert found is not None
+    assert found.shared_words >= 3 and found.copies_found == found.shared_words and found.copy_share > 0.6
 
 
 # ------------------------------------------------------------------ the Code boxes reproduce the numbers
