@@ -146,8 +146,6 @@ def the_weights(lesson: CrossLesson, answered: bool) -> None:
             if trained is None
             else "The head's weights and the piece each query reads most appear"
         )
-        if trained is None:
-            widgets.number_table(lesson.strongest, hide_index=True)
         return
     sequence = "sequence" if trained is None else "sentence"
     draw.heatmap(
@@ -165,21 +163,25 @@ def the_weights(lesson: CrossLesson, answered: bool) -> None:
         widgets.prose(SLUG, "weights")
         if lesson.translating:
             widgets.prose(SLUG, "weights_translation")
+        # One row per query: above the answer, this table gave the weights' shape away.
         widgets.number_table(lesson.strongest, hide_index=True)
 
 
 def context_and_shapes(lesson: CrossLesson, answered: bool, settings: Settings) -> None:
-    """Random draws: the context vectors, and every tensor's shape once answered."""
+    """Random draws: the context vectors and every tensor's shape, once answered (both give the shape away)."""
     step("Context vectors")
-    widgets.prose(SLUG, "context")
-    draw.heatmap(
-        lesson.output,
-        f"Context vectors: {len(lesson.tokens)} tokens × d_v = {lesson.d_v}",
-        "Heatmap of the context vectors: one row per token of the first sequence, d_v columns.",
-        signed=True,
-        x_title="dimension",
-        y_title="query (first sequence)",
-    )
+    if answered:
+        widgets.prose(SLUG, "context")
+        draw.heatmap(
+            lesson.output,
+            f"Context vectors: {len(lesson.tokens)} tokens × d_v = {lesson.d_v}",
+            "Heatmap of the context vectors: one row per token of the first sequence, d_v columns.",
+            signed=True,
+            x_title="dimension",
+            y_title="query (first sequence)",
+        )
+    else:  # one context vector per query: their number is the weights' first dimension
+        widgets.answer_first("The context vectors appear")
     step("Shapes")
     widgets.prose(SLUG, "shapes")
     st.markdown(
