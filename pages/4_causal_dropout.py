@@ -1,10 +1,10 @@
 """Lesson 4: hiding the future, and dropout on the attention weights, on random or learned weights.
 
-One script for every weight source (core/inputs/weights.py): the random draws follow the sources'
-worked examples; a model's head (`?weights=pretrained`) gets the causal mask it was never trained with.
+One script and one lesson (core/lessons/causal_dropout.CausalLesson) for every weight source
+(core/inputs/weights.py): the random draws follow the sources' worked examples, with their printed example,
+the decoder blog's steps and the leakage check; a model's head (`?weights=pretrained`, `?weights=decoder`)
+gets the causal mask under its layer/head picker, beside a head of the other kind once answered.
 """
-
-from typing import TYPE_CHECKING
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -13,17 +13,15 @@ from core.app.registry import PageControl
 from core.app.settings import Settings
 from core.charts import common as charts
 from core.lessons import causal_dropout, common
-from core.lessons.causal_dropout import dropout_note, dropout_rate, perturb_range
+from core.lessons.causal_dropout import BookCausal, CausalLesson, DecoderBlog, LeakCheck, MaskEffect, perturb_range
 from core.lessons.common import token_name
 from ui import cache, draw, widgets
 from ui import weights as source
 from ui.frame import page_start
 from ui.presentation import step
 
-if TYPE_CHECKING:
-    from core.lessons import pretrained as pt
-
 PREDICT_KEY = "predict_causal_dropout"
+SLUG = "causal_dropout"
 
 
 def training_toggle(where: DeltaGenerator, why: str) -> bool:
@@ -31,42 +29,65 @@ def training_toggle(where: DeltaGenerator, why: str) -> bool:
     return where.toggle("Training mode (dropout on)", False, key=PageControl.TRAINING, bind="query-params", help=why)
 
 
-def on_random_draws(settings: Settings) -> None:
-    widgets.prose("causal_dropout", "intro")
+def perturb_picker(where: DeltaGenerator, settings: Settings) -> int:
+    """The token the leakage check pushes (random draws), counted from 1."""
     tokens = cache.computed(common.TOKEN_LABELS, settings)
     bounds = perturb_range(len(tokens))
-    c1, c2 = st.columns(2)
     if bounds is None or bounds[0] == bounds[1]:
         perturbed = bounds[1] if bounds else 1
-        c1.caption(
+        where.caption(
             f"The leakage check pushes token {token_name(perturbed)}"
             + (" (a one-token sentence has no earlier token to protect)." if bounds is None else ".")
         )
-    else:
-        perturbed = c1.slider(
-            "Perturb token x⁽ⁱ⁾ (counted from 1, as the sources write x⁽¹⁾, x⁽²⁾, …)",
-            bounds[0],
-            bounds[1],
-            min(3, bounds[1]),
-            key=PageControl.PERTURB,
-            bind="query-params",
-        )
-    training = training_toggle(
-        c2, "Dropout only acts in training mode; the sidebar sets its rate (at 0, the book's 0.5 is shown)."
+        return perturbed
+    return where.slider(
+        "Perturb token x⁽ⁱ⁾ (counted from 1, as the sources write x⁽¹⁾, x⁽²⁾, …)",
+        bounds[0],
+        bounds[1],
+        min(3, bounds[1]),
+        key=PageControl.PERTURB,
+        bind="query-params",
     )
-    lesson = cache.computed(causal_dropout.LESSON, settings, perturbed, training)
-    # Token 1 has no question (every row may change); otherwise the leakage bars answer it.
-    answered = lesson.perturbed == 1 or widgets.predict(lesson.prediction, key=PREDICT_KEY)
 
+
+def computed(settings: Settings) -> CausalLesson | None:
+    """The intro, the pickers and the lesson for this source (None: the model's files are broken)."""
+    if not settings.weights.is_model:
+        widgets.prose(SLUG, "intro")
+        c1, c2 = st.columns(2)
+        perturbed = perturb_picker(c1, settings)
+        why = "Dropout only acts in training mode; the sidebar sets its rate (at 0, the book's 0.5 is shown)."
+        training = training_toggle(c2, why)
+        return cache.computed(causal_dropout.LESSON, settings, perturbed, training)
+    from core.lessons import pretrained as pt
+
+    widgets.prose(source.text(settings.weights), "causal_intro")
+    if not source.model_ready(settings.weights):
+        return None
+    sentence, _ = source.lesson_sentence(settings)
+    layer, head = source.head_picker(SLUG, settings.weights)
+    why = "Dropout only acts in training mode; the sidebar sets its rate and the seed draws it."
+    training = training_toggle(st.container(), why)
+    model = source.model(settings.weights)
+    # The sidebar's rate (at 0, training uses the book's 0.5) and seed (it draws the dropout mask).
+    lesson = cache.computed(
+        pt.CAUSAL, settings.weights, model, sentence, layer, head, training, settings.dropout, int(settings.seed)
+    )
+    source.pieces_line(lesson.tokens, settings.weights)
+    return lesson
+
+
+def two_ways_to_mask(lesson: CausalLesson) -> None:
+    """Random draws: both masking methods side by side, and their difference."""
     step("Two ways to mask")
-    widgets.prose("causal_dropout", "methods")
+    widgets.prose(SLUG, "methods")
     st.latex(r"\text{masked}_{ij} = \begin{cases}\omega_{ij}/\sqrt{d_k} & j \le i\\ -\infty & j > i\end{cases}")
     # Two per row: three 6-token heatmaps side by side leave no room for their numbers.
     c1, c2 = st.columns(2)
     c3, _ = st.columns(2)
     with c1:
         draw.heatmap(
-            lesson.after,
+            lesson.renormalised,
             "softmax → zero the future → renormalise",
             "Heatmap of causal weights made by masking after the softmax and renormalising.",
             value_title="weight",
@@ -74,7 +95,7 @@ def on_random_draws(settings: Settings) -> None:
         )
     with c2:
         draw.heatmap(
-            lesson.before,
+            lesson.masked,
             "−∞ above the diagonal → softmax",
             "Heatmap of causal weights made by masking with minus infinity before the softmax.",
             value_title="weight",
@@ -89,104 +110,116 @@ def on_random_draws(settings: Settings) -> None:
             min_magnitude=1e-3,
         )
     st.success(f"Largest difference between the two methods: {lesson.max_method_difference:.1e}")
-    if lesson.book is not None:
-        with st.expander("The book chapter's printed causal example", expanded=True):
-            st.caption(
-                "The chapter prints these matrices from a v2 module that no seed reproduces today, so the lab "
-                "replays its steps on the printed numbers. " + lesson.book.printed_difference.note()
-            )
-            b1, b2 = st.columns(2)
-            b3, _ = st.columns(2)
-            with b1:
-                draw.heatmap(
-                    lesson.book.printed_weights, "printed weights", "The book's printed weights.", value_title="weight"
-                )
-            with b2:
-                draw.heatmap(
-                    lesson.book.masked_simple,
-                    "future zeroed (masked_simple)",
-                    "The printed weights with every entry above the diagonal set to zero.",
-                    value_title="weight",
-                    causal=True,
-                )
-            with b3:
-                draw.heatmap(
-                    lesson.book.renormalised,
-                    "rows renormalised",
-                    "The masked weights with each row divided by its sum.",
-                    value_title="weight",
-                    causal=True,
-                )
-            st.markdown("**The printed scores with −∞ above the diagonal**, and the softmax of them divided by √2:")
-            # The table gets the full width: in half a column its six columns of 20 px numbers were cut
-            # on a 1280 px projector in presentation mode.
-            widgets.number_table(lesson.book.masked_scores)
-            m2, _ = st.columns(2)
-            with m2:
-                draw.heatmap(
-                    lesson.book.minus_inf_weights,
-                    "softmax(masked scores / √2)",
-                    "Causal weights recomputed from the book's printed masked scores.",
-                    value_title="weight",
-                    causal=True,
-                )
-            st.markdown("**Code**: the chapter's steps on its printed numbers, in plain PyTorch.")
-            st.code(lesson.book.code, language="python", wrap_lines=True)  # no scrolling box a keyboard cannot reach
 
+
+def book_example(book: BookCausal) -> None:
+    """The book chapter's printed causal example, replayed on its printed numbers."""
+    with st.expander("The book chapter's printed causal example", expanded=True):
+        st.caption(
+            "The chapter prints these matrices from a v2 module that no seed reproduces today, so the lab "
+            "replays its steps on the printed numbers. " + book.printed_difference.note()
+        )
+        b1, b2 = st.columns(2)
+        b3, _ = st.columns(2)
+        with b1:
+            draw.heatmap(book.printed_weights, "printed weights", "The book's printed weights.", value_title="weight")
+        with b2:
+            draw.heatmap(
+                book.masked_simple,
+                "future zeroed (masked_simple)",
+                "The printed weights with every entry above the diagonal set to zero.",
+                value_title="weight",
+                causal=True,
+            )
+        with b3:
+            draw.heatmap(
+                book.renormalised,
+                "rows renormalised",
+                "The masked weights with each row divided by its sum.",
+                value_title="weight",
+                causal=True,
+            )
+        st.markdown("**The printed scores with −∞ above the diagonal**, and the softmax of them divided by √2:")
+        # The table gets the full width: in half a column its six columns of 20 px numbers were cut
+        # on a 1280 px projector in presentation mode.
+        widgets.number_table(book.masked_scores)
+        m2, _ = st.columns(2)
+        with m2:
+            draw.heatmap(
+                book.minus_inf_weights,
+                "softmax(masked scores / √2)",
+                "Causal weights recomputed from the book's printed masked scores.",
+                value_title="weight",
+                causal=True,
+            )
+        st.markdown("**Code**: the chapter's steps on its printed numbers, in plain PyTorch.")
+        st.code(book.code, language="python", wrap_lines=True)  # no scrolling box a keyboard cannot reach
+
+
+def inputs_and_targets(blog: DecoderBlog) -> None:
+    """The decoder blog's shift into input/target pairs, its simple average, then its single head."""
     step("Inputs and targets: one chunk, many examples")
-    widgets.prose("causal_dropout", "shift")
+    widgets.prose(SLUG, "shift")
     s1, s2 = st.columns(2)
-    s1.dataframe(lesson.shift, hide_index=True, width="stretch")
+    s1.dataframe(blog.shift, hide_index=True, width="stretch")
     with s2:
         draw.heatmap(
-            lesson.simple_average,
+            blog.simple_average,
             "Simple average (the decoder blog)",
             "Heatmap of the simple-average causal weights for cats climb trees during.",
             value_title="weight",
             causal=True,
         )
-    widgets.prose("causal_dropout", "average")
+    widgets.prose(SLUG, "average")
     b1, b2 = st.columns(2)
     with b1:
         draw.heatmap(
-            lesson.blog.head_weights,
-            f"Step 2: SingleSelfAttentionHead (head size {lesson.blog.head_size})",
+            blog.head_weights,
+            f"Step 2: SingleSelfAttentionHead (head size {blog.head_size})",
             "Heatmap of the decoder blog's single causal head on the same four tokens.",
             value_title="weight",
             causal=True,
         )
     b2.markdown("**Step 1 and step 2, exact weights** (average above, head below):")
-    widgets.number_table(lesson.blog.simple_average_table, where=b2)
-    widgets.number_table(lesson.blog.head_table, where=b2)
+    widgets.number_table(blog.simple_average_table, where=b2)
+    widgets.number_table(blog.head_table, where=b2)
     widgets.code_box(
-        lesson.blog.code,
+        blog.code,
         "The decoder blog's two steps in plain PyTorch, on this page's cats embeddings.",
         title="the decoder blog's two steps",
     )
 
-    step("Does anything leak from the future?")
-    widgets.prose("causal_dropout", "leak")
+
+def leak_verdict(leak: LeakCheck, answered: bool) -> None:
+    """Which rows moved: the question's answer, so only once it is answered."""
     if not answered:
-        widgets.answer_first(f"The rows that changed after pushing {token_name(lesson.perturbed)} appear")
+        widgets.answer_first(f"The rows that changed after pushing {token_name(leak.perturbed)} appear")
     else:
         draw.draw(
-            charts.leakage(lesson.leakage, lesson.perturbed),
+            charts.leakage(leak.leakage, leak.perturbed),
             "Bars of how much each output row changed after perturbing one token; earlier rows stay at zero.",
         )
-    if lesson.perturbed == 1:
+    if leak.perturbed == 1:
         st.info(f"Token {token_name(1)} has no earlier token: every row may change.")
     elif not answered:
         pass  # the verdict below says which rows changed: the question's answer
-    elif lesson.earlier_unchanged:
+    elif leak.earlier_unchanged:
         st.success(
-            f"Rows 1 to {lesson.perturbed - 1} are unchanged after pushing {token_name(lesson.perturbed)}: no leakage."
+            f"Rows 1 to {leak.perturbed - 1} are unchanged after pushing {token_name(leak.perturbed)}: no leakage."
         )
     else:
         st.error("An earlier row changed: the mask leaks!")
+
+
+def leak_check(leak: LeakCheck, answered: bool) -> None:
+    """Random draws: push one token and see which rows move; then the masked_fill bug."""
+    step("Does anything leak from the future?")
+    widgets.prose(SLUG, "leak")
+    leak_verdict(leak, answered)
     l1, l2 = st.columns(2)
     with l1:
         draw.heatmap(
-            lesson.buggy,
+            leak.buggy,
             "With the masked_fill bug",
             "Heatmap of weights computed with the masking bug: the future is not masked.",
             value_title="weight",
@@ -199,96 +232,22 @@ def on_random_draws(settings: Settings) -> None:
             language="python",
             wrap_lines=True,  # no sideways scrolling box (a keyboard cannot reach it)
         )
-        st.metric("average weight on future tokens, buggy", f"{lesson.bug_future_mass:.4f}")
+        st.metric("average weight on future tokens, buggy", f"{leak.bug_future_mass:.4f}")
     widgets.code_box(
-        lesson.leakage_code,
+        leak.code,
         "The leakage check and the masked_fill bug in plain PyTorch.",
         title="the leakage check and the masked_fill bug",
     )
 
-    step("Dropout on the attention weights")
-    widgets.prose("causal_dropout", "dropout")
-    st.latex(
-        rf"\tilde\alpha_{{ij}} = \frac{{m_{{ij}}\,\alpha_{{ij}}}}{{1-p}},\quad m_{{ij}}\sim\text{{Bernoulli}}(1-p),"
-        rf"\quad p = {lesson.dropout:g}"
-    )
-    if lesson.dropout_note:
-        st.info(lesson.dropout_note, icon=":material/info:")
-    d1, d2 = st.columns(2)
-    with d1:
-        draw.heatmap(
-            lesson.dropped,
-            "Weights after dropout" + (" (training; ✕ = dropped)" if training else " (evaluation: unchanged)"),
-            "Heatmap of the attention weights after dropout; dropped weights are outlined and marked with a cross.",
-            value_title="weight",
-            causal=True,
-            marked="dropped",
-        )
-    with d2:
-        if not training:
-            st.info("Evaluation mode: dropout is the identity. Switch on training mode above.")
-        else:
-            st.metric(
-                "fraction of weights kept", f"{lesson.kept_fraction:.2f}", help=f"expected {1 - lesson.dropout:.2f}"
-            )
-            st.metric("survivors are multiplied by", f"{lesson.rescale:.4f}")
-        st.markdown("**Batched shapes**")
-        st.dataframe(
-            [{"step": step, "shape": str(shape)} for step, shape in lesson.batch_shapes],
-            hide_index=True,
-            width="stretch",
-        )
-    widgets.code_box(lesson.code, title="causal attention and dropout with these numbers")
 
-
-def beside_the_other_kind(settings: Settings, lesson: "pt.PretrainedCausalLesson", seed: int) -> None:
-    """The other model's default head for this lesson on the same sentence: a decoder head trained behind the
-    mask beside an encoder head given it afterwards. Skipped where the other model is not installed."""
-    from core.inputs.weights import MODELS
-    from core.lessons import pretrained as pt
-
-    other = pt.OTHER_MODEL[settings.weights]
-    if not source.model_ready(other, quiet=True):
-        return
-    sentence, _, _ = source.usable_sentence(other, pt.lesson_sentence(settings))
-    layer, head = pt.DEFAULT_HEADS[other]["causal_dropout"]
-    theirs = cache.computed(pt.CAUSAL, other, source.model(other), sentence, layer, head, False, 0.0, seed)
-    st.markdown("**Beside a head of the other kind.** " + pt.mask_contrast(lesson, theirs, MODELS[other].name))
-    left, right = st.columns(2)
-    for where, shown, name in ((left, lesson, "this head"), (right, theirs, f"{MODELS[other].name}")):
-        with where:
-            draw.heatmap(
-                shown.unmasked,
-                f"Without the mask: {name}, layer {shown.layer}, head {shown.head}",
-                f"Heatmap of {name}'s weights without the causal mask.",
-                value_title="weight",
-            )
-
-
-def on_a_model(settings: Settings) -> None:
-    """The causal mask on one head of a trained model that was never trained with one, then dropout."""
-    from core.lessons import pretrained as pt
-
-    widgets.prose(source.text(settings.weights), "causal_intro")
-    if not source.model_ready(settings.weights):
-        return
-    sentence, _ = source.lesson_sentence(settings)
-    layer, head = source.head_picker("causal_dropout", settings.weights)
-    why = "Dropout only acts in training mode; the sidebar sets its rate and the seed draws it."
-    training = training_toggle(st.container(), why)
-    # One rule for every weight source: training at a rate of 0 uses the book's 0.5 (dropout_rate).
-    dropout, seed = dropout_rate(settings, training), int(settings.seed)  # the seed draws the dropout mask
-    model = source.model(settings.weights)
-    lesson = cache.computed(pt.CAUSAL, settings.weights, model, sentence, layer, head, training, dropout, seed)
-    source.pieces_line(lesson.tokens, settings.weights)
-    answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
-    source.head_caption(lesson.pattern, answered)
+def mask_on_a_head(lesson: CausalLesson, effect: MaskEffect, answered: bool) -> None:
+    """A model's head: its weights without and with the mask, and the rows the mask changed (after the answer)."""
     step("The mask on a real head")
     if answered:  # side by side, the two heatmaps show which rows lost their strongest key
         left, right = st.columns(2)
         with left:
             draw.heatmap(
-                lesson.unmasked,
+                effect.unmasked,
                 "Without the mask (never run so)" if lesson.trained_causal else "As the model runs it (no mask)",
                 "Heatmap of the head's weights, every piece reading every piece.",
                 value_title="weight",
@@ -313,39 +272,135 @@ def on_a_model(settings: Settings) -> None:
     if answered:
         st.markdown(
             f"The two ways of masking differ by at most **{lesson.max_method_difference:.1e}** here. Unmasked, an "
-            f"average row put **{lesson.future_mass:.2f}** of its weight on later pieces; the mask gave another "
-            f"strongest key to **{lesson.rows_changed}** of {len(lesson.tokens)} rows."
+            f"average row put **{effect.future_mass:.2f}** of its weight on later pieces; the mask gave another "
+            f"strongest key to **{effect.rows_changed}** of {len(lesson.tokens)} rows."
         )
-        widgets.number_table(lesson.rows, hide_index=True)
+        widgets.number_table(effect.rows, hide_index=True)
     else:
         st.markdown(f"The two ways of masking differ by at most **{lesson.max_method_difference:.1e}** here.")
-    if answered:  # the other kind of head, after the answer: its numbers sit beside this head's
-        beside_the_other_kind(settings, lesson, seed)
-    step("Dropout on the real weights")
-    widgets.prose(source.text(settings.weights), "causal_dropout")
-    note = dropout_note(settings, training)
-    if note:
-        st.info(note, icon=":material/info:")
+
+
+def beside_the_other_kind(settings: Settings, lesson: CausalLesson) -> None:
+    """The other model's default head for this lesson on the same sentence: a decoder head trained behind the
+    mask beside an encoder head given it afterwards. Skipped where the other model is not installed."""
+    from core.inputs.weights import MODELS
+    from core.lessons import pretrained as pt
+
+    other = pt.OTHER_MODEL[settings.weights]
+    if not source.model_ready(other, quiet=True):
+        return
+    sentence, _, _ = source.usable_sentence(other, pt.lesson_sentence(settings))
+    layer, head = pt.DEFAULT_HEADS[other][SLUG]
+    seed = int(settings.seed)  # evaluation mode: the seed draws nothing here
+    theirs = cache.computed(pt.CAUSAL, other, source.model(other), sentence, layer, head, False, 0.0, seed)
+    st.markdown("**Beside a head of the other kind.** " + pt.mask_contrast(lesson, theirs, MODELS[other].name))
+    left, right = st.columns(2)
+    for where, shown, name in ((left, lesson, "this head"), (right, theirs, f"{MODELS[other].name}")):
+        head, effect = shown.provenance, shown.effect  # a model's lesson has both
+        if effect is None:
+            continue
+        with where:
+            draw.heatmap(
+                effect.unmasked,
+                f"Without the mask: {name}" + (f", layer {head.layer}, head {head.head}" if head else ""),
+                f"Heatmap of {name}'s weights without the causal mask.",
+                value_title="weight",
+            )
+
+
+def dropout_rate_line(lesson: CausalLesson) -> None:
+    """A model's head: how much dropout kept, in words."""
     if lesson.kept_fraction is None:
-        why = "training mode is off" if not training else "the dropout rate is 0"
+        why = "training mode is off" if not lesson.training else "the dropout rate is 0"
         st.markdown(f"Nothing is dropped: {why}.")
     else:
         st.markdown(
             f"Rate {lesson.dropout:.2f}: **{lesson.kept_fraction:.0%}** of the weights survived, each multiplied "
-            f"by {1 / (1 - lesson.dropout):.4f}."
+            f"by {lesson.rescale:.4f}."
         )
-    draw.heatmap(
-        lesson.dropped,
-        "Masked weights after dropout",
-        "Heatmap of the weights after dropout.",
-        value_title="weight",
-        causal=True,
+
+
+def dropout_metrics(lesson: CausalLesson, where: DeltaGenerator) -> None:
+    """Random draws: what dropout kept and the batched shapes, beside the heatmap."""
+    with where:
+        if not lesson.training:
+            st.info("Evaluation mode: dropout is the identity. Switch on training mode above.")
+        else:
+            st.metric(
+                "fraction of weights kept", f"{lesson.kept_fraction:.2f}", help=f"expected {1 - lesson.dropout:.2f}"
+            )
+            st.metric("survivors are multiplied by", f"{lesson.rescale:.4f}")
+        st.markdown("**Batched shapes**")
+        st.dataframe(
+            [{"step": step, "shape": str(shape)} for step, shape in lesson.batch_shapes],
+            hide_index=True,
+            width="stretch",
+        )
+
+
+def dropout_step(lesson: CausalLesson, settings: Settings) -> None:
+    """Dropout on the masked weights, for every source; the random draws' heatmap marks what was dropped."""
+    model = settings.weights.is_model
+    if model:
+        step("Dropout on the real weights")
+        widgets.prose(source.text(settings.weights), "causal_dropout")
+    else:
+        step("Dropout on the attention weights")
+        widgets.prose(SLUG, "dropout")
+        st.latex(
+            rf"\tilde\alpha_{{ij}} = \frac{{m_{{ij}}\,\alpha_{{ij}}}}{{1-p}},\quad m_{{ij}}\sim\text{{Bernoulli}}(1-p),"
+            rf"\quad p = {lesson.dropout:g}"
+        )
+    if lesson.dropout_note:
+        st.info(lesson.dropout_note, icon=":material/info:")
+    if model:
+        dropout_rate_line(lesson)
+        draw.heatmap(
+            lesson.dropped,
+            "Masked weights after dropout",
+            "Heatmap of the weights after dropout.",
+            value_title="weight",
+            causal=True,
+        )
+        widgets.code_box(lesson.code, source.code_caption(settings.weights))
+        return
+    d1, d2 = st.columns(2)
+    with d1:
+        draw.heatmap(
+            lesson.dropped,
+            "Weights after dropout" + (" (training; ✕ = dropped)" if lesson.training else " (evaluation: unchanged)"),
+            "Heatmap of the attention weights after dropout; dropped weights are outlined and marked with a cross.",
+            value_title="weight",
+            causal=True,
+            marked="dropped",
+        )
+    dropout_metrics(lesson, d2)
+    widgets.code_box(lesson.code, title="causal attention and dropout with these numbers")
+
+
+def lesson_4(settings: Settings) -> None:
+    lesson = computed(settings)
+    if lesson is None:
+        return
+    # Token 1 has no question (every row may change); otherwise the leakage bars answer it.
+    answered = (lesson.leak is not None and lesson.leak.perturbed == 1) or widgets.predict(
+        lesson.prediction, key=PREDICT_KEY
     )
-    widgets.code_box(lesson.code, source.code_caption(settings.weights))
+    if lesson.pattern is not None:
+        source.head_caption(lesson.pattern, answered)
+    if lesson.effect is not None:  # a model's head
+        mask_on_a_head(lesson, lesson.effect, answered)
+        if answered:  # the other kind of head, after the answer: its numbers sit beside this head's
+            beside_the_other_kind(settings, lesson)
+    else:
+        two_ways_to_mask(lesson)
+    if lesson.book is not None:
+        book_example(lesson.book)
+    if lesson.blog is not None:
+        inputs_and_targets(lesson.blog)
+    if lesson.leak is not None:
+        leak_check(lesson.leak, answered)
+    dropout_step(lesson, settings)
 
 
-settings = page_start().settings
-if settings.weights.is_model:
-    on_a_model(settings)
-else:
-    on_random_draws(settings)
+lesson_4(page_start().settings)

@@ -1,10 +1,10 @@
 """Lesson 5: several heads in parallel, two ways to build them, on random or learned weights.
 
-One script for every weight source (core/inputs/weights.py): the random draws follow the sources'
-worked examples; a model's layer (`?weights=pretrained`) shows its twelve trained heads.
+One script and one lesson (core/lessons/multi_head.MultiHeadLesson) for every weight source
+(core/inputs/weights.py): the random draws follow the sources' worked examples, with the book's layer, the
+article's full-width heads and the parameter count; a model's layer (`?weights=pretrained`, `?weights=decoder`)
+shows its trained heads, what each was measured to do, and the split form beside the model's own pass.
 """
-
-from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -12,20 +12,26 @@ from core.app.markup import literal
 from core.app.settings import PresetKey, Settings
 from core.lessons import multi_head
 from core.lessons.common import token_name
-from core.lessons.multi_head import gpt2_parameter_counts, parameter_counts
+from core.lessons.multi_head import (
+    ArticleHeads,
+    BookLayer,
+    MultiHeadLesson,
+    TrainedLayer,
+    gpt2_parameter_counts,
+    parameter_counts,
+)
 from ui import cache, draw, widgets
 from ui import weights as source
 from ui.frame import page_start
 from ui.presentation import step
 
-if TYPE_CHECKING:  # the model's modules load only when a model source is chosen (memory)
-    from core.lessons import pretrained as pt
-
 PREDICT_KEY = "predict_multi_head"
+SLUG = "multi_head"
 
 
-def on_random_draws(settings: Settings) -> None:
-    widgets.prose("multi_head", "intro")
+def formulas() -> None:
+    """Random draws: the intro and the book's two formulas."""
+    widgets.prose(SLUG, "intro")
     # Side by side on a wide screen, stacked on a phone (one line was cut at 390 px).
     whole, one_head = st.columns(2)
     whole.latex(r"\text{MultiHead}(X) = [\,\text{head}_1 \cdots \text{head}_h\,]\,W_o")
@@ -34,13 +40,39 @@ def on_random_draws(settings: Settings) -> None:
         "[head₁ ⋯ headₕ] puts the heads' outputs side by side (concatenation). M is the causal mask: 0 where a "
         "query may look, −∞ on the future tokens it may not see."
     )
-    lesson = cache.computed(multi_head.LESSON, settings)
-    if lesson.heads_note:
-        st.info(lesson.heads_note, icon=":material/call_split:")
 
-    answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
-    step(f"{lesson.num_heads} heads of width {lesson.head_dim}")
-    if answered:  # whether the heads look alike is the question
+
+def computed(settings: Settings) -> MultiHeadLesson | None:
+    """The intro, the layer picker and the lesson for this source (None: the model's files are broken)."""
+    if not settings.weights.is_model:
+        formulas()
+        lesson = cache.computed(multi_head.LESSON, settings)
+        if lesson.heads_note:
+            st.info(lesson.heads_note, icon=":material/call_split:")
+        return lesson
+    from core.lessons import pretrained as pt
+
+    widgets.prose(source.text(settings.weights), "multi_intro")
+    if not source.model_ready(settings.weights):
+        return None
+    sentence, _ = source.lesson_sentence(settings)
+    layer, _ = source.head_picker(SLUG, settings.weights, with_head=False)
+    lesson = cache.computed(pt.MULTIHEAD, settings.weights, source.model(settings.weights), sentence, layer)
+    source.pieces_line(lesson.tokens, settings.weights)
+    return lesson
+
+
+def the_heads(lesson: MultiHeadLesson, answered: bool) -> None:
+    """Every head's weights once answered (whether they look alike is the question); a model's with its patterns."""
+    trained = lesson.trained
+    if trained is None:
+        step(f"{lesson.num_heads} heads of width {lesson.head_dim}")
+    else:
+        step(f"The {lesson.num_heads} heads of layer {trained.layer}")
+    if not answered:
+        what = " and what each was measured to do" if trained else ", and whether they differ,"
+        widgets.answer_first(f"The {lesson.num_heads} heads' weights{what} appear")
+    elif trained is None:
         draw.head_panels(
             lesson.head_weights,
             f"{lesson.num_heads} causal heads of width {lesson.head_dim}",
@@ -48,24 +80,28 @@ def on_random_draws(settings: Settings) -> None:
             key="random_heads",
             causal=True,
         )
-        widgets.prose("multi_head", "random")
+        widgets.prose(SLUG, "random")
     else:
-        widgets.answer_first(f"The {lesson.num_heads} heads' weights, and whether they differ, appear")
+        head_grid(lesson, trained)
+        widgets.number_table(trained.patterns_table, hide_index=True, decimals=2)
 
+
+def book_layer(lesson: MultiHeadLesson, book: BookLayer, settings: Settings) -> None:
+    """Random draws: the book's wrapper against one split matrix, the shapes and the output."""
     step("Wrapper vs one split matrix")
-    widgets.prose("multi_head", "two")
+    widgets.prose(SLUG, "two")
     a, b, c = st.columns(3)
-    a.metric("wrapper output width", lesson.wrapper_width, help="d_out per head × heads")
-    b.metric("max |wrapper − MultiHeadAttention|", f"{lesson.wrapper_max_diff:.1e}")
-    c.metric("parameters (this layer)", f"{lesson.params:,}")
+    a.metric("wrapper output width", book.wrapper_width, help="d_out per head × heads")
+    b.metric("max |wrapper − MultiHeadAttention|", f"{lesson.wrapper_vs_split:.1e}")
+    c.metric("parameters (this layer)", f"{book.params:,}")
     st.markdown("**Shapes step by step** (batch of one sentence)")
     st.dataframe(
-        [{"code": step.code, "what happens": step.what, "shape": str(step.shape)} for step in lesson.shape_steps],
+        [{"code": step.code, "what happens": step.what, "shape": str(step.shape)} for step in book.shape_steps],
         hide_index=True,
         width="stretch",
     )
     draw.heatmap(
-        lesson.output,
+        book.output,
         "Output after out_proj",
         "Heatmap of the multi-head attention output.",
         signed=True,
@@ -74,14 +110,16 @@ def on_random_draws(settings: Settings) -> None:
         show_values=settings.d_out <= 8,
     )
 
-    article = lesson.article
+
+def article_design(lesson: MultiHeadLesson, article: ArticleHeads, book_params: int, settings: Settings) -> None:
+    """Random draws: the self-attention article's full-width heads on the same input."""
     step(f"The self-attention article's design: {article.num_heads} full-width heads")
     widgets.prose("multi_head", "article")
     st.markdown(
         f"Here h = **{article.num_heads}**, d_q = d_k = **{article.d_k}** and d_v = **{article.d_v}** for every head "
         f"(d_v = d_k + 4, as the article's 24 and 28), following the query token "
         f"{token_name(article.query_index + 1)} “{literal(lesson.tokens[article.query_index])}”. "
-        f"Weights: **{article.params:,}** numbers, against **{lesson.params:,}** for the split layer above."
+        f"Weights: **{article.params:,}** numbers, against **{book_params:,}** for the split layer above."
     )
     st.dataframe(
         [{"code": s.code, "what happens": s.what, "shape": str(list(s.shape))} for s in article.shape_steps],
@@ -119,6 +157,9 @@ def on_random_draws(settings: Settings) -> None:
         title="the self-attention article's full-width heads",
     )
 
+
+def parameter_count(settings: Settings) -> None:
+    """Random draws: a GPT-2-sized layer's parameters and this page's, by formula and by counting."""
     step("Parameter count")
     widgets.prose("multi_head", "params")
     counts = gpt2_parameter_counts()
@@ -132,43 +173,26 @@ def on_random_draws(settings: Settings) -> None:
     widgets.code_box(
         layer_counts.code, "Counting real nn.Linear layers instead of using the formula.", title="count the parameters"
     )
-    widgets.code_box(lesson.code, title="the book's multi-head attention with these numbers")
 
 
-def on_a_model(settings: Settings) -> None:
-    """The twelve heads of one trained layer, and the layer computed both ways."""
-    from core.lessons import pretrained as pt
-
-    widgets.prose(source.text(settings.weights), "multi_intro")
-    if not source.model_ready(settings.weights):
-        return
-    sentence, _ = source.lesson_sentence(settings)
-    layer, _ = source.head_picker("multi_head", settings.weights, with_head=False)
-    lesson = cache.computed(pt.MULTIHEAD, settings.weights, source.model(settings.weights), sentence, layer)
-    source.pieces_line(lesson.tokens, settings.weights)
-    answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
-    step(f"The {lesson.num_heads} heads of layer {lesson.layer}")
-    if answered:  # the heatmaps and their measured patterns say whether the heads look alike
-        head_grid(lesson)
-        widgets.number_table(lesson.patterns_table, hide_index=True, decimals=2)
-    else:
-        widgets.answer_first(f"The {lesson.num_heads} heads' weights and what each was measured to do appear")
+def model_layer(lesson: MultiHeadLesson, trained: TrainedLayer, settings: Settings) -> None:
+    """A model's layer: its heads as one split matrix, beside the wrapper and the model's own pass."""
     step(f"{lesson.num_heads} heads, or one matrix split in {lesson.num_heads}")
     widgets.prose(source.text(settings.weights), "multi_split")
     width, whole = st.columns([1, 2])
-    width.latex(rf"{lesson.d_model} = {lesson.num_heads} \times {lesson.head_dim}")
+    width.latex(rf"{trained.d_model} = {lesson.num_heads} \times {lesson.head_dim}")
     whole.latex(r"\text{MultiHead}(X) = [\,h_0 \cdots h_{" + str(lesson.num_heads - 1) + r"}\,]\, W_o + b_o")
     st.caption(f"h_i is head i's output, {lesson.head_dim} numbers per piece; the table follows the shapes.")
-    st.dataframe([{"step": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
+    st.dataframe([{"step": name, "shape": str(shape)} for name, shape in trained.shapes], hide_index=True)
     a, b = st.columns(2)
     a.metric("max |wrapper − split form|", f"{lesson.wrapper_vs_split:.1e}")
-    b.metric("max |split form − the model's forward pass|", f"{lesson.split_vs_model:.1e}")
-    if lesson.trained_causal:
+    b.metric("max |split form − the model's forward pass|", f"{trained.split_vs_model:.1e}")
+    if lesson.causal:
         st.caption(
             f"The model's own pass multiplies by its 4-bit weights in bfloat16 (about three significant digits); "
             f"both forms here run in float32 on the same 4-bit numbers. So they differ from it by bfloat16's rounding, "
-            f"summed over the products: at most {lesson.split_vs_model:.2g} on outputs as large as "
-            f"{lesson.largest_output:.3g} ({lesson.split_vs_model / lesson.largest_output:.1%} of the largest)."
+            f"summed over the products: at most {trained.split_vs_model:.2g} on outputs as large as "
+            f"{trained.largest_output:.3g} ({trained.split_vs_model / trained.largest_output:.1%} of the largest)."
         )
         widgets.code_box(lesson.code, source.code_caption(settings.weights))
         return
@@ -180,26 +204,38 @@ def on_a_model(settings: Settings) -> None:
     )
 
 
-def head_grid(lesson: "pt.PretrainedMultiHeadLesson") -> None:
+def head_grid(lesson: MultiHeadLesson, trained: TrainedLayer) -> None:
     """A trained layer's heads as small multiples on one colour scale; the table below names each one's pattern.
     A decoder's heads stand one row per key/value head, the three query heads that share it side by side."""
-    group = lesson.num_heads // lesson.kv_heads
+    group = lesson.num_heads // trained.kv_heads
     shared = group > 1
     draw.head_panels(
-        lesson.heads,
-        f"The {lesson.num_heads} heads of layer {lesson.layer}"
+        lesson.head_weights,
+        f"The {lesson.num_heads} heads of layer {trained.layer}"
         + (f": one row per key/value head, its {group} query heads side by side" if shared else ""),
         f"Small heatmaps of the {lesson.num_heads} heads' weights on one colour scale: "
-        + "; ".join(f"head {p.head} {p.summary}" for p in lesson.patterns)
+        + "; ".join(f"head {p.head} {p.summary}" for p in trained.patterns)
         + ".",
         key="model_heads",
-        causal=lesson.trained_causal,
+        causal=lesson.causal,
         columns=group if shared else None,
     )
 
 
-settings = page_start().settings
-if settings.weights.is_model:
-    on_a_model(settings)
-else:
-    on_random_draws(settings)
+def lesson_5(settings: Settings) -> None:
+    lesson = computed(settings)
+    if lesson is None:
+        return
+    answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
+    the_heads(lesson, answered)
+    if lesson.trained is not None:
+        model_layer(lesson, lesson.trained, settings)
+    if lesson.book is not None:
+        book_layer(lesson, lesson.book, settings)
+        if lesson.article is not None:
+            article_design(lesson, lesson.article, lesson.book.params, settings)
+        parameter_count(settings)
+        widgets.code_box(lesson.code, title="the book's multi-head attention with these numbers")
+
+
+lesson_5(page_start().settings)

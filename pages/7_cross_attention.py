@@ -1,7 +1,9 @@
 """Lesson 7: queries from one sequence, keys and values from another, on random or learned weights.
 
-One script for every weight source (core/inputs/weights.py): the random draws follow the sources'
-worked examples; a model's head (`?weights=pretrained`) reads one sentence's keys with another's queries.
+One script and one lesson (core/lessons/cross_attention.CrossLesson) for every weight source
+(core/inputs/weights.py): the random draws follow the sources' worked examples, with their own inputs and a
+trained cross-attention at the end; a model's head (`?weights=pretrained`) reads one sentence's keys with
+another's queries, under its layer/head picker.
 """
 
 import streamlit as st
@@ -11,17 +13,19 @@ from core.app.settings import PresetKey, Settings, effective_d_in
 from core.inputs.examples import MAX_D_IN, MAX_TEXT_CHARS
 from core.inputs.weights import WeightSource
 from core.lessons import cross_attention
-from core.lessons.cross_attention import DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT
+from core.lessons.cross_attention import DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT, CrossLesson, TrainedHead
 from ui import cache, cross_trained, draw, widgets
 from ui import weights as source
 from ui.frame import page_start
 from ui.presentation import step
 
 PREDICT_KEY = "predict_cross_attention"
+SLUG = "cross_attention"
 
 
-def on_random_draws(settings: Settings) -> None:
-    widgets.prose("cross_attention", "intro")
+def random_inputs(settings: Settings) -> CrossLesson | None:
+    """Random draws: the intro, the two sequences and the widths, and the lesson (None: a text cannot be used)."""
+    widgets.prose(SLUG, "intro")
     article = settings.preset == PresetKey.ARTICLE
     own_sentence = settings.preset == PresetKey.CUSTOM  # your own sentence (the sidebar's) asks the questions
     if article:
@@ -70,55 +74,12 @@ def on_random_draws(settings: Settings) -> None:
         )
     except ValueError as error:
         st.error(str(error), icon=":material/error:")
-        return
+        return None
     if article:
         st.caption(
             "The self-attention article's sentence reads a random second sequence of 8 tokens, as in the article."
         )
-    # Only the overview's pair is a translation: your own sentences are not called one.
-    the_overviews_pair = (first_text, second_text) == (DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT)
-    translating = not (article or own_sentence) and the_overviews_pair
-    if translating:
-        widgets.prose("cross_attention", "pair")
-    step("Queries from one sequence, keys from another")
-    answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
-    if answered:  # the rectangle's shape is the question
-        draw.heatmap(
-            lesson.weights,
-            "Cross-attention weights: queries × keys",
-            "Rectangular heatmap: one row per token of the first sequence, one column per token of the second.",
-            value_title="weight",
-            x_title="key (second sequence)",
-            y_title="query (first sequence)",
-        )
-        widgets.prose("cross_attention", "weights")
-        if translating:
-            widgets.prose("cross_attention", "weights_translation")
-    else:
-        widgets.answer_first("The weights, and the shape they have, appear")
-    widgets.number_table(lesson.strongest, hide_index=True)
-    step("Context vectors")
-    widgets.prose("cross_attention", "context")
-    draw.heatmap(
-        lesson.output,
-        f"Context vectors: {len(lesson.tokens)} tokens × d_v = {int(d_v)}",
-        "Heatmap of the context vectors: one row per token of the first sequence, d_v columns.",
-        signed=True,
-        x_title="dimension",
-        y_title="query (first sequence)",
-    )
-    step("Shapes")
-    widgets.prose("cross_attention", "shapes")
-    st.markdown(
-        f"Embedding widths: first sequence **{lesson.d_in}**, second sequence **{lesson.d_in_kv}**; "
-        f"both are projected to d_k = **{settings.d_out}**."
-    )
-    if answered:
-        st.dataframe([{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
-    else:
-        widgets.answer_first("The shape of every tensor, the weights' included, appear")
-    widgets.code_box(lesson.code)
-    cross_trained.section(settings, int(d_v))
+    return lesson
 
 
 def own_pair(weights: WeightSource) -> tuple[str, str]:
@@ -147,13 +108,13 @@ def own_pair(weights: WeightSource) -> tuple[str, str]:
     return used[0], used[1]
 
 
-def on_a_model(settings: Settings) -> None:
-    """Cross-attention through one head of a trained model: each sentence runs through the model alone."""
+def model_inputs(settings: Settings) -> CrossLesson | None:
+    """A model's head: the intro, the two sentences and the head picker, and the lesson (None: no model)."""
     from core.lessons import pretrained_cross as ptc
 
     widgets.prose(source.TEXT, "cross_intro")
     if not source.model_ready(settings.weights):
-        return
+        return None
     choice = widgets.linked_select(
         "Two sentences",
         list(ptc.pair_choices()),
@@ -168,41 +129,109 @@ def on_a_model(settings: Settings) -> None:
     else:
         pair = next(pair for pair in ptc.PAIRS if pair.key == choice)
         first, second = pair.first, pair.second
-    layer, head = source.head_picker("cross_attention", settings.weights)
+    layer, head = source.head_picker(SLUG, settings.weights)
     lesson = cache.computed(ptc.CROSS, source.model(settings.weights), first, second, layer, head)
     st.text(f"First sentence (queries), {len(lesson.tokens)} pieces:  " + "  ".join(lesson.tokens))
     st.text(f"Second sentence (keys, values), {len(lesson.second_tokens)} pieces:  " + "  ".join(lesson.second_tokens))
-    answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
-    step("Queries from one sentence, keys from another")
-    if answered:  # the heatmap, the copies found and the strongest keys answer the question
-        draw.heatmap(
-            lesson.weights,
-            f"Layer {lesson.layer}, head {lesson.head}: queries × keys",
-            "Rectangular heatmap: one row per piece of the first sentence, one column per piece of the second.",
-            value_title="weight",
-            x_title="key (second sentence)",
-            y_title="query (first sentence)",
+    return lesson
+
+
+def the_weights(lesson: CrossLesson, answered: bool) -> None:
+    """The rectangle of weights once answered (random draws: its shape is the question; a model's head: which
+    piece a word reads)."""
+    trained = lesson.trained
+    if not answered:
+        widgets.answer_first(
+            "The weights, and the shape they have, appear"
+            if trained is None
+            else "The head's weights and the piece each query reads most appear"
         )
-    else:
-        widgets.answer_first("The head's weights and the piece each query reads most appear")
-    widgets.prose(source.TEXT, "cross_sinks")
-    if answered:
-        found = (
-            f"Of the **{lesson.shared_words}** content words the two sentences share, **{lesson.copies_found}** "
-            f"read their copy more than any other word; a shared word gives its copy **{lesson.copy_share:.2f}** "
-            "of the weight it puts on words."
-            if lesson.shared_words
-            else "The two sentences share no content word here."
-        )
-        st.markdown(f"[CLS] and [SEP] take **{lesson.special_share:.2f}** of an average row in this head. {found}")
+        return
+    sequence = "sequence" if trained is None else "sentence"
+    draw.heatmap(
+        lesson.weights,
+        "Cross-attention weights: queries × keys"
+        if trained is None
+        else f"Layer {trained.layer}, head {trained.head}: queries × keys",
+        f"Rectangular heatmap: one row per {'token' if trained is None else 'piece'} of the first {sequence}, one "
+        f"column per {'token' if trained is None else 'piece'} of the second.",
+        value_title="weight",
+        x_title=f"key (second {sequence})",
+        y_title=f"query (first {sequence})",
+    )
+    if trained is None:
+        widgets.prose(SLUG, "weights")
+        if lesson.translating:
+            widgets.prose(SLUG, "weights_translation")
+        # One row per query: above the answer, this table gave the weights' shape away.
         widgets.number_table(lesson.strongest, hide_index=True)
+
+
+def context_and_shapes(lesson: CrossLesson, answered: bool, settings: Settings) -> None:
+    """Random draws: the context vectors and every tensor's shape, once answered (both give the shape away)."""
+    step("Context vectors")
+    if answered:
+        widgets.prose(SLUG, "context")
+        draw.heatmap(
+            lesson.output,
+            f"Context vectors: {len(lesson.tokens)} tokens × d_v = {lesson.d_v}",
+            "Heatmap of the context vectors: one row per token of the first sequence, d_v columns.",
+            signed=True,
+            x_title="dimension",
+            y_title="query (first sequence)",
+        )
+    else:  # one context vector per query: their number is the weights' first dimension
+        widgets.answer_first("The context vectors appear")
     step("Shapes")
-    st.dataframe([{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
-    widgets.code_box(lesson.code, source.CODE_CAPTION)
+    widgets.prose(SLUG, "shapes")
+    st.markdown(
+        f"Embedding widths: first sequence **{lesson.d_in}**, second sequence **{lesson.d_in_kv}**; "
+        f"both are projected to d_k = **{settings.d_out}**."
+    )
+    if answered:
+        st.dataframe([{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
+    else:
+        widgets.answer_first("The shape of every tensor, the weights' included, appear")
 
 
-settings = page_start().settings
-if settings.weights.is_model:
-    on_a_model(settings)
-else:
-    on_random_draws(settings)
+def where_the_weight_goes(lesson: CrossLesson, trained: TrainedHead, answered: bool) -> None:
+    """A model's head: the share its sinks take, the copies it finds, and each query's strongest keys."""
+    widgets.prose(source.TEXT, "cross_sinks")
+    if not answered:
+        return
+    found = (
+        f"Of the **{trained.shared_words}** content words the two sentences share, **{trained.copies_found}** "
+        f"read their copy more than any other word; a shared word gives its copy **{trained.copy_share:.2f}** "
+        "of the weight it puts on words."
+        if trained.shared_words
+        else "The two sentences share no content word here."
+    )
+    st.markdown(f"[CLS] and [SEP] take **{trained.special_share:.2f}** of an average row in this head. {found}")
+    widgets.number_table(lesson.strongest, hide_index=True)
+
+
+def lesson_7(settings: Settings) -> None:
+    lesson = model_inputs(settings) if settings.weights.is_model else random_inputs(settings)
+    if lesson is None:
+        return
+    trained = lesson.trained
+    if trained is None:
+        if lesson.translating:
+            widgets.prose(SLUG, "pair")
+        step("Queries from one sequence, keys from another")
+    answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
+    if trained is not None:
+        step("Queries from one sentence, keys from another")
+    the_weights(lesson, answered)
+    if trained is not None:
+        where_the_weight_goes(lesson, trained, answered)
+        step("Shapes")
+        st.dataframe([{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
+        widgets.code_box(lesson.code, source.CODE_CAPTION)
+        return
+    context_and_shapes(lesson, answered, settings)
+    widgets.code_box(lesson.code)
+    cross_trained.section(settings, lesson.d_v)
+
+
+lesson_7(page_start().settings)

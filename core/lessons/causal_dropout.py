@@ -1,9 +1,16 @@
-"""Lesson 4: hiding the future (two masking methods, the leakage check) and dropout on the weights."""
+"""Lesson 4: hiding the future (two masking methods, the leakage check) and dropout on the weights, for every
+weight source.
+
+One lesson dataclass and one builder (`lesson_from_masks`, from a head's scaled scores) whatever the source: the
+sources' random draws here (`causal_lesson`), a model's head in core/lessons/pretrained.py
+(`pretrained_causal_lesson`).
+"""
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -15,6 +22,7 @@ from core.app.settings import PresetKey, Settings
 from core.attention import functional as fn
 from core.attention.modules import CausalAttention, SimpleAverageSelfAttention, SingleSelfAttentionHead
 from core.inputs.examples import BOOK_CAUSAL_MASKED_SCORES, BOOK_CAUSAL_RENORMALISED, BOOK_CAUSAL_WEIGHTS, cats_example
+from core.inputs.weights import Provenance
 from core.lessons.common import (
     CPU,
     Prediction,
@@ -27,6 +35,9 @@ from core.lessons.common import (
     tokens_comment,
     unique_labels,
 )
+
+if TYPE_CHECKING:  # the model's modules load only where a model's head is used (memory)
+    from core.inputs.pretrained_heads import HeadPattern
 
 NOISE_SIZE = 3.0  # how far the perturbed token is pushed (times a standard-normal vector)
 # The book chapter's example rate. The sources' presets set dropout to 0 (their printed weights
@@ -109,31 +120,60 @@ class DecoderBlog:
 
 
 @dataclass(frozen=True)
-class CausalLesson:
-    tokens: tuple[str, ...]
-    after: pd.DataFrame  # softmax, zero the future, renormalise: (T, T)
-    before: pd.DataFrame  # -inf above the diagonal, then softmax: (T, T)
-    difference: pd.DataFrame  # after - before: zeros up to float error
-    max_method_difference: float
-    book: BookCausal | None  # only for the book chapter's own sentence
-    shift: pd.DataFrame  # the decoder blog's input/target pairs
-    simple_average: pd.DataFrame  # the decoder blog's causal average weights, (4, 4)
-    blog: DecoderBlog  # the blog's progression: simple average -> SingleSelfAttentionHead
-    perturbed: int  # the token pushed for the leakage check, counted from 1 as x^(i)
+class LeakCheck:
+    """Random draws: push one token and see which output rows move; and the classic masked_fill bug."""
+
+    perturbed: int  # the token pushed, counted from 1 as x^(i)
     leakage: pd.DataFrame  # token, position (from 1), max change of each output row
     earlier_unchanged: bool  # rows before the perturbed token did not move
-    prediction: Prediction  # which output rows a push on one token can change
     buggy: pd.DataFrame  # weights when masked_fill's result is thrown away: the future leaks
     bug_future_mass: float  # mean weight on future tokens with that bug
-    leakage_code: str  # the filled recipe core/recipes/causal_leakage.py (leakage check and the bug)
-    dropped: pd.DataFrame  # the weights after dropout (unchanged in evaluation mode), `marked` = dropped
+    code: str  # the filled recipe core/recipes/causal_leakage.py (leakage check and the bug)
+
+
+@dataclass(frozen=True)
+class MaskEffect:
+    """What the causal mask changed on a head, row by row (a model's head: a trained head has something to lose)."""
+
+    unmasked: pd.DataFrame  # (T, T) softmax without the mask: every query reads every key
+    rows: pd.DataFrame  # per query: weight it had on the future, its strongest key before and after the mask
+    future_mass: float  # mean over rows of the weight the unmasked head put on later tokens
+    rows_changed: int  # rows whose strongest key the mask changed
+
+
+@dataclass(frozen=True)
+class CausalLesson:
+    """Lesson 4's steps for any weight source (core/inputs/weights.py): one head's scaled scores masked two
+    ways, what the mask changed, and dropout on the masked weights. Each matrix is (T, T), rows = queries."""
+
+    tokens: tuple[str, ...]
+    masked: pd.DataFrame  # -inf above the diagonal, then softmax
+    renormalised: pd.DataFrame  # softmax, zero the future, renormalise: the same numbers
+    max_method_difference: float  # the largest |renormalised - masked|
+    dropped: pd.DataFrame  # the masked weights after dropout (unchanged in evaluation mode), `marked` = dropped
     training: bool
     dropout: float  # the rate applied in training mode: the sidebar's, or TEACHING_DROPOUT when that is 0
     dropout_note: str | None  # why the rate differs from the sidebar's (None when it does not)
-    kept_fraction: float | None  # share of weights dropout kept (None in evaluation mode)
+    kept_fraction: float | None  # share of weights dropout kept (None when nothing was drawn)
     rescale: float  # survivors are multiplied by 1 / (1 - p)
-    batch_shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (step, shape) for a batch of two
-    code: str  # the filled recipe core/recipes/causal_dropout.py
+    head_dim: int  # d_k, the scale's root
+    prediction: Prediction  # random draws: which rows a push can change; a model: how many rows the mask changes
+    code: str  # the filled recipe (core/recipes/causal_dropout.py, pretrained_causal.py, decoder_causal.py)
+    trained_causal: bool = False  # a decoder head: trained behind the mask, so `masked` is the model's own
+    effect: MaskEffect | None = None  # a model's head: what the mask changed, row by row
+    # Random draws: the sources' own sections around the mask.
+    leak: LeakCheck | None = None
+    book: BookCausal | None = None  # only for the book chapter's own sentence
+    blog: DecoderBlog | None = None  # the decoder blog's progression: simple average -> SingleSelfAttentionHead
+    batch_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (step, shape) for a batch of two
+    # A model's head: what it was measured to do on this sentence, and which model, layer and head it is.
+    pattern: HeadPattern | None = None
+    provenance: Provenance | None = None
+
+    @property
+    def difference(self) -> pd.DataFrame:
+        """(T, T) renormalised - masked, zeros up to float error; derived, not stored (the cache keeps less)."""
+        return self.renormalised.assign(value=self.renormalised["value"] - self.masked["value"])
 
 
 # The book's printed walk-through and the decoder blog's simple average depend on no setting: built once
@@ -240,15 +280,20 @@ def _dropped_cells(keep: torch.Tensor, weights: torch.Tensor) -> np.ndarray:
     return (~keep & (weights > 0)).flatten().cpu().numpy()
 
 
-def dropout_rate(settings: Settings, training: bool) -> float:
-    """The rate the page applies, for every weight source: the sidebar's, or the book's 0.5 when training
+def applied_rate(sidebar_rate: float, training: bool) -> float:
+    """The rate lesson 4 applies, for every weight source: the sidebar's, or the book's 0.5 when training
     is on at a rate of 0 (switching training on must show dropout at work)."""
-    return TEACHING_DROPOUT if training and settings.dropout == 0 else settings.dropout
+    return TEACHING_DROPOUT if training and sidebar_rate == 0 else sidebar_rate
 
 
-def dropout_note(settings: Settings, training: bool) -> str | None:
+def dropout_rate(settings: Settings, training: bool) -> float:
+    """`applied_rate` of the sidebar's dropout."""
+    return applied_rate(settings.dropout, training)
+
+
+def rate_note(sidebar_rate: float, training: bool) -> str | None:
     """Why the rate applied differs from the sidebar's, or None when it does not."""
-    if dropout_rate(settings, training) == settings.dropout:
+    if applied_rate(sidebar_rate, training) == sidebar_rate:
         return None
     return (
         f"The sidebar's dropout rate is 0, so training mode uses the book's {TEACHING_DROPOUT:g} here "
@@ -256,31 +301,191 @@ def dropout_note(settings: Settings, training: bool) -> str | None:
     )
 
 
+def dropout_note(settings: Settings, training: bool) -> str | None:
+    """`rate_note` of the sidebar's dropout."""
+    return rate_note(settings.dropout, training)
+
+
+@dataclass(frozen=True)
+class CausalMasks:
+    """One head's scaled scores masked both ways, left unmasked, and the masked weights after dropout; each
+    matrix (T, T), rows = queries."""
+
+    unmasked: torch.Tensor  # softmax of the scaled scores: every query reads every key
+    masked: torch.Tensor  # -inf above the diagonal, then softmax
+    renormalised: torch.Tensor  # softmax, zero the future, renormalise each row
+    dropped: torch.Tensor  # `masked` after dropout (the same tensor when nothing was drawn)
+    keep: torch.Tensor | None  # bool, True = kept by dropout; None when nothing was drawn
+    training: bool
+    sidebar_rate: float  # the sidebar's dropout rate (applied_rate gives the one used)
+
+    @property
+    def future(self) -> torch.Tensor:
+        """(T,): the weight each unmasked row put on later tokens."""
+        return self.unmasked.triu(diagonal=1).sum(dim=-1)
+
+    @property
+    def rows_changed(self) -> int:
+        """Rows whose strongest key the mask changed."""
+        return int((self.unmasked.argmax(dim=-1) != self.masked.argmax(dim=-1)).sum())
+
+
+def causal_masks(scaled_scores: torch.Tensor, *, training: bool, sidebar_rate: float, dropout_seed: int) -> CausalMasks:
+    """A head's (T, T) scaled scores (from its trace) through both masking methods and without a mask; in
+    training mode dropout on the masked weights, drawn from `dropout_seed` on their device."""
+    rate = applied_rate(sidebar_rate, training)
+    with torch.no_grad():
+        masked = fn.mask_before_softmax(scaled_scores)
+        if training and rate > 0:
+            dropped, keep = fn.dropout_with_generator(masked, rate, generator(dropout_seed, masked.device))
+        else:
+            dropped, keep = masked, None
+        return CausalMasks(
+            unmasked=torch.softmax(scaled_scores, dim=-1),
+            masked=masked,
+            renormalised=fn.mask_after_softmax(scaled_scores).renormalised,
+            dropped=dropped,
+            keep=keep,
+            training=training,
+            sidebar_rate=sidebar_rate,
+        )
+
+
+def mask_effect(tokens: tuple[str, ...], masks: CausalMasks) -> MaskEffect:
+    """The head without the mask, and per query the weight it had on later tokens and its strongest key
+    without and with the mask."""
+    before, after = masks.unmasked.argmax(dim=-1), masks.masked.argmax(dim=-1)  # (T,) each
+    rows = pd.DataFrame(
+        {
+            "query": tokens,
+            "weight on later pieces": masks.future.cpu().double().numpy(),
+            "strongest before": [tokens[i] for i in before.tolist()],
+            "strongest after": [tokens[i] for i in after.tolist()],
+        }
+    )
+    return MaskEffect(
+        unmasked=matrix_frame(masks.unmasked, tokens, tokens),
+        rows=rows,
+        future_mass=float(masks.future.mean()),
+        rows_changed=masks.rows_changed,
+    )
+
+
+def lesson_from_masks(
+    tokens: tuple[str, ...],
+    masks: CausalMasks,
+    *,
+    head_dim: int,
+    prediction: Prediction,
+    code: str,
+    trained_causal: bool = False,
+    effect: MaskEffect | None = None,
+    leak: LeakCheck | None = None,
+    book: BookCausal | None = None,
+    blog: DecoderBlog | None = None,
+    batch_shapes: tuple[tuple[str, tuple[int, ...]], ...] = (),
+    pattern: HeadPattern | None = None,
+    provenance: Provenance | None = None,
+) -> CausalLesson:
+    """The lesson's tables from one head's masks, whatever the source; the source adds its question, its Code
+    box and its own sections."""
+    masked, renormalised, keep = masks.masked, masks.renormalised, masks.keep
+    rate = applied_rate(masks.sidebar_rate, masks.training)
+    return CausalLesson(
+        tokens=tokens,
+        masked=matrix_frame(masked, tokens, tokens),
+        renormalised=matrix_frame(renormalised, tokens, tokens),
+        max_method_difference=float((renormalised - masked).abs().max()),
+        dropped=matrix_frame(masks.dropped, tokens, tokens).assign(
+            marked=False if keep is None else _dropped_cells(keep, masked)
+        ),
+        training=masks.training,
+        dropout=rate,
+        dropout_note=rate_note(masks.sidebar_rate, masks.training),
+        kept_fraction=None if keep is None else float(keep.float().mean()),
+        rescale=1.0 / (1.0 - rate),
+        head_dim=head_dim,
+        prediction=prediction,
+        code=code,
+        trained_causal=trained_causal,
+        effect=effect,
+        leak=leak,
+        book=book,
+        blog=blog,
+        batch_shapes=batch_shapes,
+        pattern=pattern,
+        provenance=provenance,
+    )
+
+
+def _leak_check(
+    settings: Settings,
+    module: CausalAttention,
+    batch: torch.Tensor,
+    scaled: torch.Tensor,
+    tokens: tuple[str, ...],
+    perturbed: int,
+) -> tuple[LeakCheck, Prediction]:
+    """Push token `perturbed` (from 1) of the (1, T, d_in) batch and measure each output row's change; and the
+    masked_fill bug on the module's (T, T) scaled scores. The question it answers comes with it."""
+    num_tokens = len(tokens)
+    with torch.no_grad():
+        buggy = fn.mask_with_classic_bug(scaled.clone())
+        changed = batch.clone()
+        noise = torch.randn(batch.shape[-1], generator=generator(settings.seed + 7, CPU)).to(batch.device)
+        changed[0, perturbed - 1] += NOISE_SIZE * noise
+        row_change = (module(changed)[0] - module(batch)[0]).abs().amax(dim=-1)  # (T,)
+    code = recipes.fill(
+        "causal_leakage",
+        {
+            "tokens": tokens_comment(settings),
+            "inputs": inputs_source(settings),
+            "seed": settings.seed,
+            "d_out": settings.d_out,
+            "perturbed": perturbed,
+            "scale_scores": settings.scale,
+        },
+    )
+    leak = LeakCheck(
+        perturbed=perturbed,
+        leakage=pd.DataFrame(
+            {"token": tokens, "position": range(1, num_tokens + 1), "max change": row_change.cpu().numpy()}
+        ),
+        earlier_unchanged=bool(torch.all(row_change[: perturbed - 1] == 0)),
+        buggy=matrix_frame(buggy, tokens, tokens),
+        bug_future_mass=float(buggy.triu(diagonal=1).sum(dim=-1).mean()),
+        code=code,
+    )
+    return leak, _leak_question(perturbed, num_tokens, row_change)
+
+
+def _batch_shapes(num_tokens: int, d_in: int, d_out: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return (
+        ("inputs, one sentence", (num_tokens, d_in)),
+        ("batch = torch.stack((inputs, inputs))", (2, num_tokens, d_in)),
+        ("queries / keys / values", (2, num_tokens, d_out)),
+        ("attn_scores = queries @ keys.transpose(1, 2)", (2, num_tokens, num_tokens)),
+        ("context_vecs", (2, num_tokens, d_out)),
+    )
+
+
 def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalLesson:
+    """Lesson 4 on the sources' random draws (their worked examples, digit for digit), with their own sections:
+    the book's printed example, the decoder blog's steps, the leakage check and batched shapes."""
     example, x, device = inputs_on_device(settings)  # x: (T, d_in)
     tokens = unique_labels(example.tokens)
     num_tokens = len(tokens)
     batch = x.unsqueeze(0)  # (1, T, d_in)
-    rate = dropout_rate(settings, training)
-    module = CausalAttention(x.shape[-1], settings.d_out, num_tokens, rate, generator=generator(settings.seed, CPU)).to(
-        device
-    )
+    # Dropout is drawn by causal_masks on the masked weights; the module only gives the head's scores.
+    module = CausalAttention(x.shape[-1], settings.d_out, num_tokens, 0.0, generator=generator(settings.seed, CPU))
+    module = module.to(device).eval()
     bounds = perturb_range(num_tokens)
     perturbed = min(max(bounds[0], int(perturbed)), bounds[1]) if bounds else 1
     with torch.no_grad():
-        module.eval()
         scaled = module.trace(batch, scale=settings.scale_factor).scaled_scores[0]  # (T, T)
-        after = fn.mask_after_softmax(scaled).renormalised
-        before = fn.mask_before_softmax(scaled)
-        buggy = fn.mask_with_classic_bug(scaled.clone())
-        changed = batch.clone()
-        noise = torch.randn(x.shape[-1], generator=generator(settings.seed + 7, CPU)).to(device)
-        changed[0, perturbed - 1] += NOISE_SIZE * noise
-        row_change = (module(changed)[0] - module(batch)[0]).abs().amax(dim=-1)  # (T,)
-        module.train(training)
-        dropped = module.trace(batch, generator=generator(settings.seed + 1, device), scale=settings.scale_factor)
-    shift, simple_average = _decoder_blog()
-    keep = dropped.dropout_mask
+    # the recipe's torch.manual_seed(seed + 1); drawn before any number is read (tests/unit/test_lesson_devices.py)
+    masks = causal_masks(scaled, training=training, sidebar_rate=settings.dropout, dropout_seed=settings.seed + 1)
+    leak, prediction = _leak_check(settings, module, batch, scaled, tokens, perturbed)
     code = recipes.fill(
         "causal_dropout",
         {
@@ -289,55 +494,20 @@ def causal_lesson(settings: Settings, perturbed: int, training: bool) -> CausalL
             "seed": settings.seed,
             "d_out": settings.d_out,
             "scale_scores": settings.scale,
-            "dropout": rate,
+            "dropout": dropout_rate(settings, training),
             "training": training,
         },
     )
-    return CausalLesson(
-        tokens=tokens,
-        after=matrix_frame(after, tokens, tokens),
-        before=matrix_frame(before, tokens, tokens),
-        difference=matrix_frame(after - before, tokens, tokens),
-        max_method_difference=float((after - before).abs().max()),
-        book=_book(tokens) if settings.preset == PresetKey.BOOK else None,
-        shift=shift,
-        simple_average=simple_average,
-        blog=decoder_blog(settings),
-        perturbed=perturbed,
-        leakage=pd.DataFrame(
-            {"token": tokens, "position": range(1, num_tokens + 1), "max change": row_change.cpu().numpy()}
-        ),
-        earlier_unchanged=bool(torch.all(row_change[: perturbed - 1] == 0)),
-        prediction=_leak_question(perturbed, num_tokens, row_change),
-        buggy=matrix_frame(buggy, tokens, tokens),
-        bug_future_mass=float(buggy.triu(diagonal=1).sum(dim=-1).mean()),
-        leakage_code=recipes.fill(
-            "causal_leakage",
-            {
-                "tokens": tokens_comment(settings),
-                "inputs": inputs_source(settings),
-                "seed": settings.seed,
-                "d_out": settings.d_out,
-                "perturbed": perturbed,
-                "scale_scores": settings.scale,
-            },
-        ),
-        dropped=matrix_frame(dropped.dropped_weights[0], tokens, tokens).assign(
-            marked=False if keep is None else _dropped_cells(keep[0], dropped.weights[0])
-        ),
-        training=training,
-        dropout=rate,
-        dropout_note=dropout_note(settings, training),
-        kept_fraction=None if keep is None else float(keep.float().mean()),
-        rescale=1.0 / (1.0 - rate),
-        batch_shapes=(
-            ("inputs, one sentence", (num_tokens, x.shape[-1])),
-            ("batch = torch.stack((inputs, inputs))", (2, num_tokens, x.shape[-1])),
-            ("queries / keys / values", (2, num_tokens, settings.d_out)),
-            ("attn_scores = queries @ keys.transpose(1, 2)", (2, num_tokens, num_tokens)),
-            ("context_vecs", (2, num_tokens, settings.d_out)),
-        ),
+    return lesson_from_masks(
+        tokens,
+        masks,
+        head_dim=settings.d_out,
+        prediction=prediction,
         code=code,
+        leak=leak,
+        book=_book(tokens) if settings.preset == PresetKey.BOOK else None,
+        blog=decoder_blog(settings),
+        batch_shapes=_batch_shapes(num_tokens, x.shape[-1], settings.d_out),
     )
 
 

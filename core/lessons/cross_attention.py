@@ -1,4 +1,11 @@
-"""Lesson 7: queries from one sequence, keys and values from another."""
+"""Lesson 7: queries from one sequence, keys and values from another, for every weight source.
+
+One lesson dataclass and one builder (`lesson_from_cross`, from a head's (T1, T2) weights and (T1, d_v) context)
+whatever the source: the sources' random draws here (`cross_lesson`), a model's head in
+core/lessons/pretrained_cross.py (`pretrained_cross_lesson`).
+
+Shape legend: T1 = tokens of the first sequence (queries), T2 = of the second (keys and values).
+"""
 
 from __future__ import annotations
 
@@ -34,17 +41,92 @@ ARTICLE_SECOND_LENGTH = 8  # the self-attention article's second sequence: torch
 
 
 @dataclass(frozen=True)
+class TrainedHead:
+    """A model's head reading another sentence: where its weight goes (`?weights=pretrained`)."""
+
+    layer: int
+    head: int
+    special_share: float  # mean weight of a row on the second sentence's [CLS] and [SEP]
+    copy_share: float  # mean share of a shared word's weight on words (not [CLS]/[SEP]) that goes to its copy
+    copies_found: int  # shared words whose strongest word key is their copy
+    shared_words: int  # content word pieces that occur in both sentences
+
+
+@dataclass(frozen=True)
 class CrossLesson:
+    """Lesson 7 for every weight source; a source's own sections are None (False) where it has none."""
+
     tokens: tuple[str, ...]  # the first sequence (queries)
     second_tokens: tuple[str, ...]  # the second sequence (keys and values)
-    d_in: int  # the first sequence's embedding width
-    d_in_kv: int  # the second sequence's embedding width (may differ: only d_k must agree)
     weights: pd.DataFrame  # (T1, T2): rectangular
     output: pd.DataFrame  # context vectors, (T1, d_v)
     strongest: pd.DataFrame  # per query token: the key token it weights most, and that weight
-    shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (tensor, shape)
-    prediction: Prediction  # the weights' shape, asked before it is shown
-    code: str  # the filled recipe core/recipes/cross_attention.py
+    shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (tensor, shape): x_1 (T1, d_in) and x_2 first, context last
+    prediction: Prediction
+    code: str  # the filled recipe core/recipes/cross_attention.py (pretrained_cross.py)
+    translating: bool = False  # random draws: the overview's translation pair
+    trained: TrainedHead | None = None  # a model's head
+
+    # The widths are read off the shapes rather than stored twice (every cached entry holds them).
+    @property
+    def d_in(self) -> int:
+        """The first sequence's embedding width."""
+        return self.shapes[0][1][-1]
+
+    @property
+    def d_in_kv(self) -> int:
+        """The second sequence's embedding width (may differ from d_in: only d_k must agree)."""
+        return self.shapes[1][1][-1]
+
+    @property
+    def d_v(self) -> int:
+        """The context vectors' width: the page's d_v, a model head's d_k."""
+        return self.shapes[-1][1][-1]
+
+
+def strongest_keys(
+    tokens: tuple[str, ...], second_tokens: tuple[str, ...], weights: torch.Tensor, names: tuple[str, str]
+) -> pd.DataFrame:
+    """Per query row of weights (T1, T2): the key it weights most and that weight, under `names` (query, key)."""
+    best = weights.max(dim=-1)  # (T1,) values and key indices
+    return pd.DataFrame(
+        {
+            names[0]: tokens,
+            names[1]: [second_tokens[int(j)] for j in best.indices],
+            "weight": best.values.detach().cpu().double().numpy(),
+        }
+    )
+
+
+def lesson_from_cross(
+    tokens: tuple[str, ...],
+    second_tokens: tuple[str, ...],
+    weights: torch.Tensor,
+    context: torch.Tensor,
+    shapes: tuple[tuple[str, tuple[int, ...]], ...],
+    *,
+    strongest: pd.DataFrame,
+    prediction: Prediction,
+    code: str,
+    translating: bool = False,
+    trained: TrainedHead | None = None,
+) -> CrossLesson:
+    """The lesson from a head's weights (T1, T2) and context (T1, d_v), whatever the source; `shapes` starts with
+    x_1 (T1, d_in) and x_2 (T2, d_in_kv) and ends with the context (T1, d_v)."""
+    if shapes[-1][1] != tuple(context.shape):
+        raise ValueError(f"the last shape {shapes[-1]} is not the context's {tuple(context.shape)}")
+    return CrossLesson(
+        tokens=tokens,
+        second_tokens=second_tokens,
+        weights=matrix_frame(weights, tokens, second_tokens),
+        output=matrix_frame(context, tokens, dims("z", int(context.shape[-1]))),
+        strongest=strongest,
+        shapes=shapes,
+        prediction=prediction,
+        code=code,
+        translating=translating,
+        trained=trained,
+    )
 
 
 def _shape_question(first: int, second: int) -> Prediction:
@@ -121,32 +203,26 @@ def cross_lesson(
             "scale_scores": settings.scale,
         },
     )
-    best = trace.weights.max(dim=-1)  # per query row: (T1,) values and key indices
-    return CrossLesson(
-        tokens=tokens,
-        second_tokens=second_tokens,
-        d_in=d_in,
-        d_in_kv=width_kv,
-        weights=matrix_frame(trace.weights, tokens, second_tokens),
-        output=matrix_frame(trace.output, tokens, dims("z", int(d_v))),
-        strongest=pd.DataFrame(
-            {
-                "query (first sequence)": tokens,
-                "reads most from": [second_tokens[int(j)] for j in best.indices],
-                "weight": best.values.detach().cpu().double().numpy(),
-            }
-        ),
-        shapes=(
-            ("x_1 (first sequence)", tuple(x.shape)),
-            ("x_2 (second sequence)", tuple(second.shape)),
-            ("queries", tuple(trace.queries.shape)),
-            ("keys", tuple(trace.keys.shape)),
-            ("values", tuple(trace.values.shape)),
-            ("weights", tuple(trace.weights.shape)),
-            ("context", tuple(trace.output.shape)),
-        ),
+    shapes = (
+        ("x_1 (first sequence)", tuple(x.shape)),
+        ("x_2 (second sequence)", tuple(second.shape)),
+        ("queries", tuple(trace.queries.shape)),
+        ("keys", tuple(trace.keys.shape)),
+        ("values", tuple(trace.values.shape)),
+        ("weights", tuple(trace.weights.shape)),
+        ("context", tuple(trace.output.shape)),
+    )
+    return lesson_from_cross(
+        tokens,
+        second_tokens,
+        trace.weights,  # (T1, T2)
+        trace.output,  # (T1, d_v)
+        shapes,
+        strongest=strongest_keys(tokens, second_tokens, trace.weights, ("query (first sequence)", "reads most from")),
         prediction=_shape_question(len(tokens), len(second_tokens)),
         code=code,
+        # Only the overview's pair is a translation: your own sentences are not called one.
+        translating=not article and (first_text, second_text) == (DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT),
     )
 
 

@@ -1,8 +1,16 @@
-"""Lesson 5: several heads side by side, built two ways (a wrapper of heads, one split matrix)."""
+"""Lesson 5: several heads side by side, built two ways (a wrapper of heads, one split matrix), for every weight
+source.
+
+One lesson dataclass and one builder (`lesson_from_heads`, from a layer's (h, T, T) weights and its output both
+ways) whatever the source: the sources' random draws here (`multihead_lesson`), a model's layer in
+core/lessons/pretrained.py (`pretrained_multihead_lesson`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
@@ -29,6 +37,9 @@ from core.lessons.common import (
     unique_labels,
 )
 
+if TYPE_CHECKING:  # the model's modules load only where a model's layer is used (memory)
+    from core.inputs.pretrained_heads import HeadPattern
+
 
 @dataclass(frozen=True)
 class ShapeStep:
@@ -38,20 +49,94 @@ class ShapeStep:
 
 
 @dataclass(frozen=True)
-class MultiHeadLesson:
-    tokens: tuple[str, ...]
-    num_heads: int  # the heads shown: the sidebar's count, or the most heads below it that split d_out
-    heads_note: str | None  # why the heads shown differ from the sidebar's count (None when they do not)
-    head_dim: int  # d_out / num_heads: the book's heads split one projection
-    head_weights: pd.DataFrame  # matrix_frame rows of every head, with a "head" column ("head 1", ...)
-    output: pd.DataFrame  # after out_proj, (T, d_out)
+class BookLayer:
+    """Random draws: the book's layer as one split matrix, its output and its size."""
+
     wrapper_width: int  # the wrapper concatenates heads of width d_out / h
-    wrapper_max_diff: float  # wrapper vs MultiHeadAttention with the same weights
     params: int  # parameters of this layer
     shape_steps: tuple[ShapeStep, ...]
-    prediction: Prediction  # whether untrained heads look different
-    article: ArticleHeads  # the same input through the self-attention article's full-width heads
-    code: str  # the filled recipe core/recipes/multi_head.py
+    output: pd.DataFrame  # after out_proj, (T, d_out)
+
+
+@dataclass(frozen=True)
+class TrainedLayer:
+    """A model's layer: what each trained head was measured to do, and the split form beside the model's pass."""
+
+    layer: int
+    patterns: tuple[HeadPattern, ...]  # one per head, in head order
+    patterns_table: pd.DataFrame  # head, pattern, entropy, previous, next, [CLS]+[SEP], self
+    split_vs_model: float  # max |split form - the model's forward pass| of the layer's output (T, D)
+    largest_output: float  # max |the model's output|: what split_vs_model is measured against
+    shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (step, shape) of the split form
+    d_model: int
+    kv_heads: int  # key/value heads: as many as query heads in the encoder, 3 shared by 9 in the decoder
+
+    @property
+    def distinct_patterns(self) -> int:
+        """How many different summaries the layer's heads have."""
+        return len({p.summary.split(" (")[0] for p in self.patterns})
+
+
+@dataclass(frozen=True)
+class MultiHeadLesson:
+    """Lesson 5 for every weight source; a source's own sections are None where it has none."""
+
+    tokens: tuple[str, ...]
+    num_heads: int  # random draws: the sidebar's count, or the most heads below it that split d_out
+    head_dim: int  # d_out / num_heads: the heads split one projection
+    head_weights: pd.DataFrame  # head, row, col, value, row_index, col_index: (h, T, T) in one long table
+    wrapper_vs_split: float  # max |wrapper - one split matrix| of the layer's output, with the same weights
+    causal: bool  # the heads run behind the causal mask (the book's layer; a decoder's)
+    prediction: Prediction  # whether the heads look different
+    code: str  # the filled recipe: core/recipes/multi_head.py (pretrained_multi_head.py, decoder_multi_head.py)
+    heads_note: str | None = None  # random draws: why the heads shown differ from the sidebar's count
+    book: BookLayer | None = None  # random draws
+    article: ArticleHeads | None = None  # random draws: the same input through the article's full-width heads
+    trained: TrainedLayer | None = None  # a model's layer
+
+
+def heads_frame(weights: torch.Tensor, tokens: tuple[str, ...], names: Sequence[int | str]) -> pd.DataFrame:
+    """weights (h, T, T) -> one long table, a matrix_frame per head with its name in a first "head" column."""
+    frames = []
+    for name, head in zip(names, weights, strict=True):  # head: (T, T)
+        frame = matrix_frame(head, tokens, tokens)
+        frame.insert(0, "head", name)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def lesson_from_heads(
+    tokens: tuple[str, ...],
+    weights: torch.Tensor,
+    names: Sequence[int | str],
+    wrapper: torch.Tensor,
+    split: torch.Tensor,
+    *,
+    head_dim: int,
+    causal: bool,
+    prediction: Prediction,
+    code: str,
+    heads_note: str | None = None,
+    book: BookLayer | None = None,
+    article: ArticleHeads | None = None,
+    trained: TrainedLayer | None = None,
+) -> MultiHeadLesson:
+    """The lesson from a layer's heads, whatever the source. weights: (h, T, T); wrapper, split: the layer's output
+    built both ways, the same shape ((1, T, D) or (T, D))."""
+    return MultiHeadLesson(
+        tokens=tokens,
+        num_heads=int(weights.shape[0]),
+        head_dim=head_dim,
+        head_weights=heads_frame(weights, tokens, names),
+        wrapper_vs_split=float((wrapper - split).abs().max()),
+        causal=causal,
+        prediction=prediction,
+        code=code,
+        heads_note=heads_note,
+        book=book,
+        article=article,
+        trained=trained,
+    )
 
 
 @dataclass(frozen=True)
@@ -260,7 +345,6 @@ def multihead_lesson(settings: Settings) -> MultiHeadLesson:
         trace = mha.trace(batch, scale=settings.scale_factor)
         wrapped = wrapper(batch)  # (1, T, h * head_dim)
         stacked = multihead_from_wrapper(wrapper).to(device).eval()(batch)
-    frames = [matrix_frame(trace.weights[0, h], tokens, tokens).assign(head=f"head {h + 1}") for h in range(heads)]
     code = recipes.fill(
         "multi_head",
         {
@@ -272,20 +356,25 @@ def multihead_lesson(settings: Settings) -> MultiHeadLesson:
             "scale_scores": settings.scale,
         },
     )
-    return MultiHeadLesson(
-        tokens=tokens,
-        num_heads=heads,
-        heads_note=heads_note(d_out, settings.num_heads),
-        head_dim=head_dim,
-        head_weights=pd.concat(frames, ignore_index=True),
-        output=matrix_frame(trace.output[0], tokens, dims("z", d_out)),
+    book = BookLayer(
         wrapper_width=int(wrapped.shape[-1]),
-        wrapper_max_diff=float((wrapped - stacked).abs().max()),
         params=count_parameters(mha),
         shape_steps=_shape_steps(num_tokens, d_in, d_out, heads),
+        output=matrix_frame(trace.output[0], tokens, dims("z", d_out)),
+    )
+    return lesson_from_heads(
+        tokens,
+        trace.weights[0],  # (h, T, T)
+        [f"head {h + 1}" for h in range(heads)],
+        wrapped,
+        stacked,
+        head_dim=head_dim,
+        causal=True,
         prediction=_heads_question(trace.weights[0]),
-        article=article_heads(settings, x, tokens),
         code=code,
+        heads_note=heads_note(d_out, settings.num_heads),
+        book=book,
+        article=article_heads(settings, x, tokens),
     )
 
 

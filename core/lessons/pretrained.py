@@ -8,9 +8,9 @@ learned something, and these functions never ask which model (core/inputs/model_
 - DECODER (`?weights=decoder`), SmolLM2-135M: x is the normalised stream entering the layer, W_q a
   query head's 64 columns of 576, W_k and W_v its group's key/value head, no biases, RoPE, and the
   causal mask it was trained behind.
-Lesson 2 returns the same TrainableLesson as on random draws (core/lessons/trainable_weights.
-lesson_from_trace); lessons 4, 5 and 7 ask other questions of a trained head than of a random one,
-so their results have their own dataclasses here.
+Lessons 2, 4 and 5 return the same TrainableLesson, CausalLesson and MultiHeadLesson as on random draws
+(core/lessons/trainable_weights.lesson_from_trace, core/lessons/causal_dropout.lesson_from_masks,
+core/lessons/multi_head.lesson_from_heads); lesson 7's adapter, pretrained_cross.py, returns its CrossLesson.
 
 Shape legend: T = tokens of the sentence, D = hidden width, h = heads, d_k = head width.
 Matrices are drawn as (D, d_k), the x @ W layout of lesson 2.
@@ -18,25 +18,31 @@ Matrices are drawn as (D, d_k), the x @ W layout of lesson 2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pandas as pd
 import torch
 
 from core import recipes
 from core.app.registry import LessonSpec
 from core.app.settings import PresetKey, Settings, load_example
-from core.attention import functional as fn
 from core.inputs import model_heads
 from core.inputs.examples import LIFE_SENTENCE
 from core.inputs.model_heads import AnyModel
 from core.inputs.pretrained_heads import HeadPattern
 from core.inputs.weights import WeightSource, head_trace
 from core.lessons import multi_head
-from core.lessons.common import Prediction, clamp_index, generator, matrix_frame
+from core.lessons.causal_dropout import (
+    CausalLesson,
+    MaskEffect,
+    applied_rate,
+    causal_masks,
+    lesson_from_masks,
+    mask_effect,
+)
+from core.lessons.common import Prediction, clamp_index
+from core.lessons.multi_head import MultiHeadLesson, TrainedLayer, lesson_from_heads
 
 # Lesson 7 has its own module; the tests read it through this one too (pt.CROSS, pt.PAIRS, ...).
-from core.lessons.pretrained_cross import CROSS, PAIRS, PretrainedCrossLesson  # noqa: F401
+from core.lessons.pretrained_cross import CROSS, PAIRS  # noqa: F401
 from core.lessons.trainable_weights import TrainableLesson, lesson_from_trace
 
 # The head each lesson opens on, per model, chosen by its measured pattern on the lesson's default sentence
@@ -133,36 +139,8 @@ def _head_code(model: AnyModel, sentence: str, layer: int, head: int) -> str:
 
 
 # ------------------------------------------------------------------ lesson 4
-@dataclass(frozen=True)
-class PretrainedCausalLesson:
-    """Lesson 4 on a real head: the causal mask before the softmax, what it changes, dropout."""
-
-    tokens: tuple[str, ...]
-    layer: int
-    head: int
-    unmasked: pd.DataFrame  # (T, T) the head as the model runs it (it sees the whole sentence)
-    masked: pd.DataFrame  # (T, T) -inf above the diagonal, then softmax
-    renormalised: pd.DataFrame  # (T, T) softmax, zero the future, renormalise: the same numbers
-    max_method_difference: float
-    rows: pd.DataFrame  # per query: weight it had on the future, its strongest key before and after
-    future_mass: float  # mean over rows of the weight the unmasked head put on later pieces
-    rows_changed: int  # rows whose strongest key the mask changed
-    dropped: pd.DataFrame  # the masked weights after dropout (unchanged in evaluation mode)
-    training: bool
-    dropout: float
-    kept_fraction: float | None
-    pattern: HeadPattern
-    prediction: Prediction
-    code: str  # the filled recipe core/recipes/pretrained_causal.py (decoder_causal.py for a decoder head)
-    head_dim: int  # d_k, the scale's root
-    trained_causal: bool = False  # a decoder head: trained behind the mask, so `masked` is the model's own
-
-
-def _future_question(
-    tokens: tuple[str, ...], rows: pd.DataFrame, future_mass: float, trained_causal: bool
-) -> Prediction:
-    """How many rows the causal mask sends to another strongest key, answered from the rows table."""
-    changed = int((rows["strongest before"] != rows["strongest after"]).sum())
+def _future_question(tokens: tuple[str, ...], changed: int, future_mass: float, trained_causal: bool) -> Prediction:
+    """How many rows the causal mask sends to another strongest key (`changed` of them)."""
     total = len(tokens)
     buckets = ("None of them", "Fewer than half", "Half or more")
     answer = 0 if changed == 0 else (1 if changed < total / 2 else 2)
@@ -195,76 +173,54 @@ def _future_question(
 
 def pretrained_causal_lesson(
     model: AnyModel, sentence: str, layer: int, head: int, training: bool, dropout: float, seed: int
-) -> PretrainedCausalLesson:
-    """Lesson 4 on (layer, head): mask the real head's scaled scores, compare, then dropout.
+) -> CausalLesson:
+    """Lesson 4 on (layer, head) of a model, for `sentence`: the same lesson as on random draws.
 
+    `dropout` is the sidebar's rate (at 0, training mode applies the book's 0.5); `seed` draws the dropout mask.
     An encoder head gets a mask it never had; a decoder head's masked weights are its own, and its unmasked
     ones are what it would do if it could see the future it was never trained on."""
     real = model_heads.model_head(model, sentence, layer, head)
     tokens = real.tokens
-    scaled = head_trace(real).scaled_scores  # (T, T)
-    with torch.no_grad():
-        unmasked = torch.softmax(scaled, dim=-1)
-        masked = fn.mask_before_softmax(scaled)
-        renormalised = fn.mask_after_softmax(scaled).renormalised
-        if training and dropout > 0:
-            dropped, keep = fn.dropout_with_generator(masked, dropout, generator(seed, masked.device))
-        else:
-            dropped, keep = masked, None
-    future = unmasked.triu(diagonal=1).sum(dim=-1)  # (T,): weight each row had on later pieces
-    before, after = unmasked.argmax(dim=-1), masked.argmax(dim=-1)
-    rows = pd.DataFrame(
-        {
-            "query": tokens,
-            "weight on later pieces": future.double().numpy(),
-            "strongest before": [tokens[i] for i in before.tolist()],
-            "strongest after": [tokens[i] for i in after.tolist()],
-        }
-    )
-    future_mass = float(future.mean())
-    return PretrainedCausalLesson(
-        tokens=tokens,
-        layer=layer,
-        head=head,
-        unmasked=matrix_frame(unmasked, tokens, tokens),
-        masked=matrix_frame(masked, tokens, tokens),
-        renormalised=matrix_frame(renormalised, tokens, tokens),
-        max_method_difference=float((masked - renormalised).abs().max()),
-        rows=rows,
-        future_mass=future_mass,
-        rows_changed=int((before != after).sum()),
-        dropped=matrix_frame(dropped, tokens, tokens),
-        training=training,
-        dropout=dropout,
-        kept_fraction=None if keep is None else float(keep.float().mean()),
-        # A head is named by what it does as the model runs it: a decoder's behind its mask.
-        pattern=HeadPattern.of(layer, head, masked if real.causal else unmasked, model_heads.shape_of(model)),
-        prediction=_future_question(tokens, rows, future_mass, real.causal),
-        code=_causal_code(model, sentence, layer, head, training, dropout, seed),
+    masks = causal_masks(head_trace(real).scaled_scores, training=training, sidebar_rate=dropout, dropout_seed=seed)
+    # A head is named by what it does as the model runs it: a decoder's behind its mask.
+    shown = masks.masked if real.causal else masks.unmasked
+    effect = mask_effect(tokens, masks)
+    rate = applied_rate(dropout, training)
+    return lesson_from_masks(
+        tokens,
+        masks,
         head_dim=int(real.w_query.shape[1]),
+        prediction=_future_question(tokens, effect.rows_changed, effect.future_mass, real.causal),
+        code=_causal_code(model, sentence, layer, head, training, rate, seed),
         trained_causal=real.causal,
+        effect=effect,
+        pattern=HeadPattern.of(layer, head, shown, model_heads.shape_of(model)),
+        provenance=real.provenance,
     )
 
 
 OTHER_MODEL = {WeightSource.ENCODER: WeightSource.DECODER, WeightSource.DECODER: WeightSource.ENCODER}
 
 
-def mask_contrast(this: PretrainedCausalLesson, other: PretrainedCausalLesson, other_model: str) -> str:
+def mask_contrast(this: CausalLesson, other: CausalLesson, other_model: str) -> str:
     """Lesson 4's two kinds of head side by side, in words from both lessons' numbers: a decoder head trained
     behind the mask, and an encoder head that gets the mask afterwards (each from its own model)."""
+    if other.provenance is None or this.effect is None or other.effect is None:
+        raise ValueError("mask_contrast compares two models' heads; a lesson on random draws has no head to name.")
 
-    def kind(lesson: PretrainedCausalLesson) -> str:
+    def kind(lesson: CausalLesson) -> str:
         return "trained behind the mask" if lesson.trained_causal else "given the mask afterwards"
 
-    def measured(lesson: PretrainedCausalLesson) -> str:
+    def measured(lesson: CausalLesson, effect: MaskEffect) -> str:
         return (
-            f"unmasked, an average row puts {lesson.future_mass:.2f} of its weight on later tokens, and the mask "
-            f"gives {lesson.rows_changed} of its {len(lesson.tokens)} rows another strongest key"
+            f"unmasked, an average row puts {effect.future_mass:.2f} of its weight on later tokens, and the mask "
+            f"gives {effect.rows_changed} of its {len(lesson.tokens)} rows another strongest key"
         )
 
     return (
-        f"This head ({kind(this)}): {measured(this)}. {other_model}'s layer {other.layer}, head {other.head} "
-        f"({kind(other)}), on the same sentence: {measured(other)}."
+        f"This head ({kind(this)}): {measured(this, this.effect)}. {other_model}'s layer {other.provenance.layer}, "
+        f"head {other.provenance.head} "
+        f"({kind(other)}), on the same sentence: {measured(other, other.effect)}."
     )
 
 
@@ -279,29 +235,6 @@ def _causal_code(
 
 
 # ------------------------------------------------------------------ lesson 5
-@dataclass(frozen=True)
-class PretrainedMultiHeadLesson:
-    """Lesson 5 on a real layer: its twelve heads, the wrapper and the one-split form, equal."""
-
-    tokens: tuple[str, ...]
-    layer: int
-    heads: pd.DataFrame  # head, row, col, value, row_index, col_index: (h, T, T) in one long table
-    patterns: tuple[HeadPattern, ...]  # one per head, in head order
-    patterns_table: pd.DataFrame  # head, pattern, entropy, previous, next, [CLS]+[SEP], self
-    wrapper_vs_split: float  # max |wrapper - split| of the layer's attention output (T, D)
-    split_vs_model: float  # max |split form - the model's forward pass| of that output
-    largest_output: float  # max |the model's output|: what split_vs_model is measured against
-    distinct_patterns: int  # how many different summaries the twelve heads have
-    shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (step, shape) of the split form
-    num_heads: int
-    d_model: int
-    head_dim: int
-    prediction: Prediction
-    code: str  # the filled recipe core/recipes/pretrained_multi_head.py (decoder_multi_head.py)
-    kv_heads: int  # key/value heads: as many as query heads in the encoder, 3 shared by 9 in the decoder
-    trained_causal: bool  # a decoder layer: its heads run behind the causal mask
-
-
 def score_similarity(model: AnyModel, layer: int) -> float:
     """The largest |cosine| between two heads' score functions W_q W_kᵀ (D, D) in `layer`: 1 would be two
     heads that score every pair of pieces alike, whatever the sentence."""
@@ -344,54 +277,59 @@ def _heads_question(patterns: tuple[HeadPattern, ...], weights: torch.Tensor, si
     )
 
 
-def pretrained_multihead_lesson(model: AnyModel, sentence: str, layer: int) -> PretrainedMultiHeadLesson:
-    """Lesson 5 on every head of `layer` for `sentence`."""
+def pretrained_multihead_lesson(model: AnyModel, sentence: str, layer: int) -> MultiHeadLesson:
+    """Lesson 5 on every head of `layer` for `sentence`: the same lesson as on random draws."""
     model_heads.check_head(model, layer, 0)
     shape = model_heads.shape_of(model)
     forms = model_heads.layer_forms(model, sentence, layer)
     tokens, weights = forms.tokens, forms.weights  # weights (h, T, T)
     heads = shape.num_heads
     patterns = tuple(HeadPattern.of(layer, h, weights[h], shape) for h in range(heads))
-    frames = []
-    for h in range(heads):
-        frame = matrix_frame(weights[h], tokens, tokens)
-        frame.insert(0, "head", h)
-        frames.append(frame)
-    ids = model_heads.decoder_ids(model, sentence)
-    code = (
-        recipes.fill("pretrained_multi_head", {"sentence": sentence, "layer": layer})
-        if ids is None
-        else recipes.fill("decoder_multi_head", {"text": sentence, "ids": ids, "layer": layer})
-    )
-    return PretrainedMultiHeadLesson(
-        tokens=tokens,
+    trained = TrainedLayer(
         layer=layer,
-        heads=pd.concat(frames, ignore_index=True),
         patterns=patterns,
-        patterns_table=pd.DataFrame(
-            {
-                "head": [p.head for p in patterns],
-                "pattern": [p.summary for p in patterns],
-                "entropy (nats)": [p.entropy for p in patterns],
-                "previous": [p.previous for p in patterns],
-                "next": [p.next for p in patterns],
-                SINK_COLUMN[shape.sink]: [p.sinks for p in patterns],
-                "itself": [p.self_weight for p in patterns],
-            }
-        ),
-        wrapper_vs_split=float((forms.wrapper - forms.split).abs().max()),
+        patterns_table=_patterns_table(patterns, SINK_COLUMN[shape.sink]),
         split_vs_model=float((forms.split - forms.model_output).abs().max()),
         largest_output=float(forms.model_output.abs().max()),
-        distinct_patterns=len({p.summary.split(" (")[0] for p in patterns}),
         shapes=forms.shapes,
-        num_heads=heads,
         d_model=shape.hidden_size,
-        head_dim=shape.head_dim,
-        prediction=_heads_question(patterns, weights, score_similarity(model, layer)),
-        code=code,
         kv_heads=heads // 3 if shape.causal else heads,
-        trained_causal=shape.causal,
     )
+    return lesson_from_heads(
+        tokens,
+        weights,
+        range(heads),
+        forms.wrapper,
+        forms.split,
+        head_dim=shape.head_dim,
+        causal=shape.causal,
+        prediction=_heads_question(patterns, weights, score_similarity(model, layer)),
+        code=_multihead_code(model, sentence, layer),
+        trained=trained,
+    )
+
+
+def _patterns_table(patterns: tuple[HeadPattern, ...], sink_column: str) -> pd.DataFrame:
+    """One row per head: what it was measured to do."""
+    return pd.DataFrame(
+        {
+            "head": [p.head for p in patterns],
+            "pattern": [p.summary for p in patterns],
+            "entropy (nats)": [p.entropy for p in patterns],
+            "previous": [p.previous for p in patterns],
+            "next": [p.next for p in patterns],
+            sink_column: [p.sinks for p in patterns],
+            "itself": [p.self_weight for p in patterns],
+        }
+    )
+
+
+def _multihead_code(model: AnyModel, sentence: str, layer: int) -> str:
+    """Lesson 5's Code box: the layer from the model's own files (the decoder's from its GGUF file, by token ids)."""
+    ids = model_heads.decoder_ids(model, sentence)
+    if ids is None:
+        return recipes.fill("pretrained_multi_head", {"sentence": sentence, "layer": layer})
+    return recipes.fill("decoder_multi_head", {"text": sentence, "ids": ids, "layer": layer})
 
 
 # The patterns table's sink column, named after the model's sink.
@@ -447,7 +385,7 @@ def _trainable(source: WeightSource, _model: AnyModel, sentence: str, layer: int
 def _causal(
     source: WeightSource, _model: AnyModel, sentence: str, layer: int, head: int, training: bool, p: float, seed: int
 ):
-    return pretrained_causal_lesson(_model, sentence, layer, head, training, p, seed)
+    return pretrained_causal_lesson(_model, sentence, layer, head, training, p, seed)  # p: the sidebar's rate
 
 
 def _multihead(source: WeightSource, _model: AnyModel, sentence: str, layer: int):

@@ -1,4 +1,5 @@
-"""Lesson 7 on learned weights: cross-attention through one real head of all-MiniLM-L6-v2.
+"""Lesson 7 on learned weights: cross-attention through one real head of all-MiniLM-L6-v2, returning the same
+CrossLesson as on random draws (core/lessons/cross_attention.lesson_from_cross).
 
 Queries come from one sentence, keys and values from another; each sentence runs through the model alone
 up to the chosen layer (core/inputs/pretrained_heads.py). The rest of the pretrained mode is core/lessons/pretrained.py.
@@ -11,14 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
 import torch
 
 from core import recipes
 from core.app.registry import LessonSpec
 from core.inputs.pretrained_heads import check_head, head_input, hidden_entering
 from core.inputs.weights import head_trace
-from core.lessons.common import Prediction, dims, matrix_frame
+from core.lessons.common import Prediction
+from core.lessons.cross_attention import CrossLesson, TrainedHead, lesson_from_cross, strongest_keys
 from core.models import minilm as real_model
 
 
@@ -59,26 +60,6 @@ def pair_choices() -> tuple[str, ...]:
 def pair_label(code: str) -> str:
     """What the pair box shows for `code`."""
     return next((pair.label for pair in PAIRS if pair.key == code), OWN_PAIR_LABEL)
-
-
-@dataclass(frozen=True)
-class PretrainedCrossLesson:
-    """Lesson 7 through a real head: queries from one sentence, keys and values from another."""
-
-    tokens: tuple[str, ...]  # the first sentence's pieces (queries)
-    second_tokens: tuple[str, ...]  # the second's (keys, values)
-    layer: int
-    head: int
-    weights: pd.DataFrame  # (T1, T2)
-    output: pd.DataFrame  # (T1, d_k)
-    strongest: pd.DataFrame  # per query piece: the key piece it weights most, and that weight
-    special_share: float  # mean weight of a row on the second sentence's [CLS] and [SEP]
-    copy_share: float  # mean share of a shared word's weight on words (not [CLS]/[SEP]) that goes to its copy
-    copies_found: int  # shared words whose strongest word key is their copy
-    shared_words: int  # content word pieces that occur in both sentences
-    shapes: tuple[tuple[str, tuple[int, ...]], ...]
-    prediction: Prediction
-    code: str  # the filled recipe core/recipes/pretrained_cross.py
 
 
 SPECIAL_PIECES = ("[CLS]", "[SEP]")
@@ -128,55 +109,54 @@ def _cross_question(
     )
 
 
-def pretrained_cross_lesson(
-    model: real_model.RealModel, first: str, second: str, layer: int, head: int
-) -> PretrainedCrossLesson:
-    """Cross-attention through (layer, head): each sentence runs through the model alone up to `layer`."""
+def pretrained_cross_lesson(model: real_model.RealModel, first: str, second: str, layer: int, head: int) -> CrossLesson:
+    """Cross-attention through (layer, head): each sentence runs through the model alone up to `layer`; the same
+    lesson as on random draws, with what the trained head does across the two sentences."""
     check_head(model, layer, head)
     tokens, x_first = hidden_entering(model, first, layer)  # (T1, D)
     second_tokens, x_second = hidden_entering(model, second, layer)  # (T2, D)
     kv_head = head_input(model, second_tokens, x_second, layer, head)  # keys and values read the second
     trace = head_trace(kv_head, x_query=x_first)  # weights (T1, T2)
     weights = trace.weights
-    best = weights.argmax(dim=-1)
     on_words = weights[:, 1:-1]  # (T1, T2 - 2): the second sentence's word pieces only
-    best_word = on_words.argmax(dim=-1) + 1
+    best_word = on_words.argmax(dim=-1) + 1  # (T1,)
     pairs = shared_word_pairs(tokens, second_tokens)
     shares = [float(weights[i, copies].sum() / on_words[i].sum()) for i, copies in pairs]
-    found = sum(int(best_word[i]) in copies for i, copies in pairs)
     d_k = kv_head.w_query.shape[1]
-    return PretrainedCrossLesson(
-        tokens=tokens,
-        second_tokens=second_tokens,
+    trained = TrainedHead(
         layer=layer,
         head=head,
-        weights=matrix_frame(weights, tokens, second_tokens),
-        output=matrix_frame(trace.context, tokens, dims("z", d_k)),
-        strongest=pd.DataFrame(
-            {
-                "query": tokens,
-                "reads most": [second_tokens[j] for j in best.tolist()],
-                "weight": weights.max(dim=-1).values.double().numpy(),
-                "reads most among words": [second_tokens[j] for j in best_word.tolist()],
-                "its weight": weights.gather(1, best_word[:, None])[:, 0].double().numpy(),
-            }
-        ),
         special_share=float((weights[:, 0] + weights[:, -1]).mean()),
         copy_share=sum(shares) / len(shares) if shares else 0.0,
-        copies_found=found,
+        copies_found=sum(int(best_word[i]) in copies for i, copies in pairs),
         shared_words=len(pairs),
-        shapes=(
-            ("x₁ (first sentence, entering the layer)", tuple(x_first.shape)),
-            ("x₂ (second sentence, entering the layer)", tuple(x_second.shape)),
-            ("queries = x₁ W_q + b_q", (len(tokens), d_k)),
-            ("keys = x₂ W_k + b_k, values = x₂ W_v + b_v", (len(second_tokens), d_k)),
-            ("weights", (len(tokens), len(second_tokens))),
-            ("context", (len(tokens), d_k)),
-        ),
+    )
+    strongest = strongest_keys(tokens, second_tokens, weights, ("query", "reads most")).assign(
+        **{
+            "reads most among words": [second_tokens[j] for j in best_word.tolist()],
+            "its weight": weights.gather(1, best_word[:, None])[:, 0].double().numpy(),
+        }
+    )
+    shapes = (
+        ("x₁ (first sentence, entering the layer)", tuple(x_first.shape)),
+        ("x₂ (second sentence, entering the layer)", tuple(x_second.shape)),
+        ("queries = x₁ W_q + b_q", (len(tokens), d_k)),
+        ("keys = x₂ W_k + b_k, values = x₂ W_v + b_v", (len(second_tokens), d_k)),
+        ("weights", (len(tokens), len(second_tokens))),
+        ("context", (len(tokens), d_k)),
+    )
+    return lesson_from_cross(
+        tokens,
+        second_tokens,
+        weights,
+        trace.context,  # (T1, d_k)
+        shapes,
+        strongest=strongest,
         prediction=_cross_question(tokens, second_tokens, weights, pairs),
         code=recipes.fill(
             "pretrained_cross", {"first_sentence": first, "second_sentence": second, "layer": layer, "head": head}
         ),
+        trained=trained,
     )
 
 

@@ -97,9 +97,11 @@ def test_a_decoder_layer_on_the_encoder_is_a_note_and_the_default() -> None:
 def test_lesson_five_on_the_decoder_names_the_shared_key_value_heads(model: sm.SmolLM2) -> None:
     at = answer(app(registry.page("multi_head"), weights="decoder"), "multi_head")
     lesson = pt.pretrained_multihead_lesson(model, pt.BOOK_SENTENCE, 0)
+    assert lesson.trained is not None
     text = text_of(at)
     assert "9 heads, or one matrix split in 9" in [h.value for h in at.subheader]
-    assert f"at most {lesson.split_vs_model:.2g} on outputs as large as {lesson.largest_output:.3g}" in text
+    trained = lesson.trained
+    assert f"at most {trained.split_vs_model:.2g} on outputs as large as {trained.largest_output:.3g}" in text
     assert "query heads 0–2 read key/value head 0" in text
 
 
@@ -122,4 +124,5 @@ def test_lesson_four_sets_a_decoder_head_beside_an_encoder_head_after_the_answer
     expected = "**Beside a head of the other kind.** " + pt.mask_contrast(ours, theirs, "all-MiniLM-L6-v2")
     assert expected in [m.value for m in at.markdown]
     # The contrast the section exists for, measured: the decoder head loses no row to the mask, the encoder's do.
-    assert ours.rows_changed == 0 < theirs.rows_changed
+    assert ours.effect is not None and theirs.effect is not None
+    assert ours.effect.rows_changed == 0 < theirs.effect.rows_changed

@@ -58,7 +58,7 @@ def test_the_sidebars_rate_is_used_when_it_is_not_zero() -> None:
 
 def test_dropped_cells_are_exactly_the_zeroed_weights() -> None:
     lesson = causal_dropout.causal_lesson(Settings(dropout=0.5, seed=3), 2, True)
-    before = lesson.before.set_index(["row_index", "col_index"])["value"]
+    before = lesson.masked.set_index(["row_index", "col_index"])["value"]
     after = lesson.dropped.set_index(["row_index", "col_index"])
     zeroed = (after["value"] == 0) & (before > 0)
     assert after["marked"].equals(zeroed.rename("marked")) and zeroed.any()
@@ -74,7 +74,7 @@ def test_the_heatmap_marks_dropped_cells_with_an_outline_and_a_cross() -> None:
     assert text["encoding"]["text"]["condition"] == {"test": "datum.marked", "value": "✕"}
     marked = spec["datasets"][charts.HEATMAP_DATA].column("marked").to_pylist()
     assert marked == lesson.dropped["marked"].tolist()
-    plain = charts.heatmap(lesson.after, "unmarked").spec()
+    plain = charts.heatmap(lesson.renormalised, "unmarked").spec()
     assert len(plain["layer"]) == 2 and "marked" not in plain["datasets"][charts.HEATMAP_DATA].column_names
 
 

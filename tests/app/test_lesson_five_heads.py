@@ -33,7 +33,7 @@ def test_eight_heads_are_small_multiples_with_one_legend() -> None:
 def test_a_models_numbered_heads_are_labelled_heads() -> None:
     model = minilm.load_model()
     lesson = pt.pretrained_multihead_lesson(model, SENTENCE, 0)
-    spec = charts_heads.head_panels(lesson.heads, "heads").spec()
+    spec = charts_heads.head_panels(lesson.head_weights, "heads").spec()
     heads = spec["datasets"][charts_heads.HEAD_PANELS_DATA].column("head").to_pylist()
     assert heads[0] == "head 0" and len(set(heads)) == 12
     assert spec["columns"] == 4 and "condition" not in spec["spec"]["encoding"]["color"]  # an encoder: no mask
@@ -69,7 +69,8 @@ def test_a_trained_layers_heads_answer_follows_the_measured_difference(layer: in
     assert prediction.options[prediction.answer].startswith("No")
     assert "typical pair of heads differs by" in prediction.explanation
     assert pt.score_similarity(model, layer) < 0.9
-    if lesson.distinct_patterns == 1:
+    assert lesson.trained is not None
+    if lesson.trained.distinct_patterns == 1:
         assert "1 kind (" in prediction.explanation and "but measured" in prediction.explanation
 
 

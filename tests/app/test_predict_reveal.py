@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
@@ -179,3 +180,30 @@ def test_lesson_1_stretches_its_weight_colours_from_the_link_and_says_so_on_the_
     assert at.toggle(key="stretch").value is True
     alts = [c.proto.spec for c in at.get("vega_lite_chart") if "attention weights" in c.proto.alt]
     assert alts and all("colours stretched to" in spec for spec in alts)
+
+
+def cross_attention_giveaways(at: AppTest) -> list[str]:
+    """What on lesson 7's random page tells the weights' shape: the table of each query's strongest key (one row
+    per query), the context vectors (one per query) with their "7 tokens × d_v" title, and the prose that says so."""
+    found = [f"table {list(df.value.columns)}" for df in at.dataframe if "reads most from" in df.value.columns]
+    found += [c.proto.alt for c in at.get("vega_lite_chart") if "context vectors" in c.proto.alt]
+    specs = [json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("vega_lite_chart")]
+    found += ["a chart titled … tokens × d_v" for spec in specs if "tokens × d_v" in spec]
+    text = " ".join(on_screen(at).split())
+    found += [s for s in ("as many context vectors as tokens", "one per token of the first") if s in text]
+    return found
+
+
+def test_lesson_7_hides_the_weights_shape_until_a_choice_in_normal_and_presentation_mode() -> None:
+    # The question asks the weights' shape (7 × 8); right under "The weights, and the shape they have, appear once
+    # you have answered" stood each query's strongest key, 7 rows, and "Context vectors: 7 tokens × d_v = 6".
+    for link in ({}, {"present": "1"}):
+        at = open_lesson("cross_attention", **link)
+        question = next(r for r in at.radio if r.key and r.key.startswith("predict_cross_attention"))
+        assert "7 × 8" in question.options  # the question: what shape the weights will have
+        assert cross_attention_giveaways(at) == [], link
+        assert locks(at) >= 3, link  # the weights, the context vectors, the shapes
+        at.radio(key=question.key).set_value(0).run()
+        assert not at.exception, [e.value for e in at.exception]
+        shown = cross_attention_giveaways(at)  # all of it, once answered
+        assert len(shown) == 4 and "as many context vectors as tokens" in shown, (link, shown)

@@ -161,7 +161,8 @@ def test_lesson_7_pairs_and_honesty() -> None:
     assert "where  did  the  cat  sleep" in text_of(at)  # the question's word pieces, as st.text shows them
     pair = ptc.PAIRS[1]
     lesson = ptc.pretrained_cross_lesson(real_model.load_model(), pair.first, pair.second, 1, 1)
-    assert f"[CLS] and [SEP] take **{lesson.special_share:.2f}** of an average row" in text
+    assert lesson.trained is not None
+    assert f"[CLS] and [SEP] take **{lesson.trained.special_share:.2f}** of an average row" in text
 
 
 def drawn_weights(at: AppTest) -> list[float]:
@@ -190,7 +191,8 @@ def test_lesson_7_takes_your_own_two_sentences(model: real_model.RealModel) -> N
     # exactly 1e-6 (it did, after other tests had changed torch's thread count).
     assert drawn_weights(at) == pytest.approx(lesson.weights["value"].round(6).tolist(), abs=1.5e-6)
     assert "chef" in lesson.tokens and "chef" in lesson.second_tokens  # a shared word for the head to find
-    assert f"Of the **{lesson.shared_words}** content words the two sentences share" in text_of(at)
+    assert lesson.trained is not None
+    assert f"Of the **{lesson.trained.shared_words}** content words the two sentences share" in text_of(at)
 
 
 def test_an_unusable_own_sentence_gets_a_message_and_the_page_goes_on() -> None:

@@ -80,9 +80,10 @@ def test_lesson_four_on_a_decoder_head_keeps_its_own_weights_behind_the_mask(mod
     assert float((masked - attentions[layer, head]).abs().max()) < 0.05  # the masked weights are the model's own
     assert lesson.max_method_difference < 1e-6
     # The default makes the decoder's point: a head trained behind the mask wants nothing from the future.
-    assert lesson.rows_changed == 0 and lesson.prediction.answer == 0
+    assert lesson.effect is not None
+    assert lesson.effect.rows_changed == 0 and lesson.prediction.answer == 0
     assert "trained behind the causal mask" in lesson.prediction.question
-    assert f"put {lesson.future_mass:.2f} of its weight" in lesson.prediction.explanation
+    assert f"put {lesson.effect.future_mass:.2f} of its weight" in lesson.prediction.explanation
 
 
 def test_lesson_four_explains_an_encoder_head_as_before() -> None:
@@ -97,17 +98,19 @@ def test_lesson_four_explains_an_encoder_head_as_before() -> None:
 def test_lesson_five_runs_nine_heads_sharing_three_key_value_heads(model: sm.SmolLM2) -> None:
     layer, _ = DEFAULTS["multi_head"]
     lesson = pt.pretrained_multihead_lesson(model, BOOK, layer)
-    assert (lesson.num_heads, lesson.kv_heads, lesson.head_dim, lesson.d_model) == (9, 3, 64, 576)
-    assert lesson.trained_causal
+    trained = lesson.trained
+    assert trained is not None
+    assert (lesson.num_heads, trained.kv_heads, lesson.head_dim, trained.d_model) == (9, 3, 64, 576)
+    assert lesson.causal
     assert lesson.wrapper_vs_split < 1e-5  # decoder.md: the wrapper form gives the same numbers
     # The model's own pass rounds to bfloat16: the page prints this figure against the largest output.
-    assert lesson.split_vs_model / lesson.largest_output < 0.02
-    assert "first token" in lesson.patterns_table.columns
+    assert trained.split_vs_model / trained.largest_output < 0.02
+    assert "first token" in trained.patterns_table.columns
     attentions = own_attention(model, BOOK)
-    shapes = dict(lesson.shapes)
+    shapes = dict(trained.shapes)
     assert shapes["weights = softmax(mask(q kᵀ / √64))"] == (9, len(lesson.tokens), len(lesson.tokens))
     assert any("repeat_interleave(3, 0)" in name for name in shapes)
-    heads_weights = torch.stack([square(lesson.heads[lesson.heads["head"] == h]) for h in range(9)])
+    heads_weights = torch.stack([square(lesson.head_weights[lesson.head_weights["head"] == h]) for h in range(9)])
     assert float((heads_weights - attentions[layer]).abs().max()) < 0.05
 
 
@@ -197,8 +200,10 @@ def test_the_decoder_causal_code_box_reproduces_lesson_four(model: sm.SmolLM2, t
 
     lesson = pt.pretrained_causal_lesson(model, BOOK, 3, 4, training=training, dropout=0.3, seed=5)
     namespace = recipes.run(lesson.code)
-    for name in ("unmasked", "masked", "renormalised"):
-        assert float((namespace[name] - square(getattr(lesson, name))).abs().max()) < CODE_TOLERANCE, name
+    assert lesson.effect is not None
+    shown = {"unmasked": lesson.effect.unmasked, "masked": lesson.masked, "renormalised": lesson.renormalised}
+    for name, frame in shown.items():
+        assert float((namespace[name] - square(frame)).abs().max()) < CODE_TOLERANCE, name
     # The same seed drops the same weights: zero where the page's are zero.
     assert torch.equal(namespace["dropped"] == 0, square(lesson.dropped) == 0)
 
@@ -211,7 +216,7 @@ def test_the_decoder_multi_head_code_box_reproduces_lesson_five(model: sm.SmolLM
     namespace = recipes.run(lesson.code)
     assert float((namespace["wrapper"] - namespace["split"]).abs().max()) <= 1e-5
     for head in range(9):
-        shown = square(lesson.heads[lesson.heads["head"] == head])
+        shown = square(lesson.head_weights[lesson.head_weights["head"] == head])
         assert float((namespace["weights"][head] - shown).abs().max()) < CODE_TOLERANCE, head
 
 
@@ -221,8 +226,9 @@ def test_lesson_fives_panels_stand_one_row_per_key_value_head(model: sm.SmolLM2)
     from core.charts import heads as charts_heads
 
     lesson = pt.pretrained_multihead_lesson(model, BOOK, 0)
-    group = lesson.num_heads // lesson.kv_heads
+    assert lesson.trained is not None
+    group = lesson.num_heads // lesson.trained.kv_heads
     assert group == 3
-    shared = json.loads(charts_heads.head_panels(lesson.heads, "t", causal=True, columns=group).template)
-    default = json.loads(charts_heads.head_panels(lesson.heads, "t").template)
+    shared = json.loads(charts_heads.head_panels(lesson.head_weights, "t", causal=True, columns=group).template)
+    default = json.loads(charts_heads.head_panels(lesson.head_weights, "t").template)
     assert shared["columns"] == 3 and default["columns"] == 4  # 9 heads: 3 + 3 + 3 rather than 4 + 4 + 1

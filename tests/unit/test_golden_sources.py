@@ -374,6 +374,7 @@ def test_article_three_heads_in_view_on_lesson_5() -> None:
     from core.lessons.multi_head import multihead_lesson
 
     article = multihead_lesson(settings_for_preset("article")).article
+    assert article is not None
     # the self-attention article's printed shapes, in its order
     assert [list(step.shape) for step in article.shape_steps[:6]] == [
         [3, 24],

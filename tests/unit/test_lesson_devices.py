@@ -191,5 +191,5 @@ def test_dropout_on_cuda_keeps_the_promised_share(settings: Settings) -> None:
     pd.testing.assert_frame_equal(first.dropped, again.dropped)
     assert first.kept_fraction is not None and 0.0 <= first.kept_fraction <= 1.0
     survivors = first.dropped.value[first.dropped.value > 0]
-    weights = first.before.value[first.dropped.value > 0]
+    weights = first.masked.value[first.dropped.value > 0]
     assert torch.allclose(torch.tensor(survivors.to_numpy()), torch.tensor(weights.to_numpy()) * first.rescale)

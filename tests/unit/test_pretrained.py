@@ -11,7 +11,7 @@ from core import recipes
 from core.app.settings import settings_for_preset
 from core.inputs.pretrained_heads import head_slice, real_head, split_form, wrapper_form
 from core.inputs.weights import MODELS, HeadInput, Provenance, WeightSource
-from core.lessons import frame_matrix, trainable_weights, unique_labels
+from core.lessons import causal_dropout, cross_attention, frame_matrix, multi_head, trainable_weights, unique_labels
 from core.lessons import pretrained as pt
 from core.lessons import pretrained_cross as ptc
 from core.models import minilm as rm
@@ -129,6 +129,20 @@ def test_weight_sources_keep_the_links_spelling_and_say_which_are_models() -> No
 
 
 # ------------------------------------------------------------------ lesson 4
+def test_lesson_4_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
+    drawn = causal_dropout.causal_lesson(settings_for_preset("book"), 2, False)
+    real = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=False, dropout=0.0, seed=0)
+    assert type(drawn) is type(real) is causal_dropout.CausalLesson
+    # the sources' own sections on random draws; what the mask changed, the pattern and the head on a model's
+    assert drawn.leak is not None and drawn.book is not None and drawn.blog is not None and drawn.batch_shapes
+    assert drawn.effect is None and drawn.pattern is None and drawn.provenance is None
+    assert real.leak is None and real.book is None and real.blog is None and not real.batch_shapes
+    assert real.effect is not None and real.pattern is not None
+    assert real.provenance == Provenance("all-MiniLM-L6-v2", 1, 8)
+    for lesson in (drawn, real):  # both masking methods and their difference, from the one builder
+        assert float(frame_matrix(lesson.difference).abs().max()) == lesson.max_method_difference < 1e-6
+
+
 @pytest.mark.parametrize(("layer", "head"), HEADS)
 def test_lesson_4_masked_weights_are_the_heads_scores_masked_and_renormalised(
     model: rm.RealModel, reference, layer: int, head: int
@@ -145,7 +159,8 @@ def test_lesson_4_masked_weights_are_the_heads_scores_masked_and_renormalised(
     expected = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
     assert close(frame_matrix(lesson.masked), expected)
     assert close(frame_matrix(lesson.renormalised), expected)
-    assert close(frame_matrix(lesson.unmasked), out.attentions[layer][0, head])
+    assert lesson.effect is not None  # a model's head carries what the mask changed
+    assert close(frame_matrix(lesson.effect.unmasked), out.attentions[layer][0, head])
     assert float(frame_matrix(lesson.masked).triu(diagonal=1).abs().max()) == 0.0
 
 
@@ -161,13 +176,30 @@ def test_lesson_4_dropout_on_real_weights(model: rm.RealModel) -> None:
 
 def test_lesson_4_rows_table_and_prediction_agree(model: rm.RealModel) -> None:
     lesson = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=False, dropout=0.0, seed=0)
-    changed = int((lesson.rows["strongest before"] != lesson.rows["strongest after"]).sum())
-    assert changed == lesson.rows_changed
+    effect = lesson.effect
+    assert effect is not None
+    changed = int((effect.rows["strongest before"] != effect.rows["strongest after"]).sum())
+    assert changed == effect.rows_changed
     assert str(changed) in lesson.prediction.explanation
-    assert lesson.rows["weight on later pieces"].iloc[-1] == 0.0  # [SEP] has nothing after it
+    assert effect.rows["weight on later pieces"].iloc[-1] == 0.0  # [SEP] has nothing after it
 
 
 # ------------------------------------------------------------------ lesson 5
+def test_lesson_5_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
+    drawn = multi_head.multihead_lesson(settings_for_preset("article"))
+    real = pt.pretrained_multihead_lesson(model, SENTENCES[1], 0)
+    assert type(drawn) is type(real) is multi_head.MultiHeadLesson
+    # the book's layer and the article's heads on random draws; the trained layer's patterns on a model's
+    assert drawn.book is not None and drawn.article is not None and drawn.trained is None and drawn.causal
+    assert real.book is None and real.article is None and real.heads_note is None and not real.causal
+    assert real.trained is not None and real.trained.layer == 0 and len(real.trained.patterns) == 12
+    for lesson in (drawn, real):  # one long table of heads, from the one builder, named in a first "head" column
+        assert list(lesson.head_weights.columns)[0] == "head"
+        assert lesson.head_weights["head"].nunique() == lesson.num_heads
+        assert len(lesson.head_weights) == lesson.num_heads * len(lesson.tokens) ** 2
+        assert 0 < lesson.wrapper_vs_split < 1e-5
+
+
 @pytest.mark.parametrize("layer", [0, 3, 5])
 def test_lesson_5_twelve_heads_equal_transformers_and_the_forms_agree(
     model: rm.RealModel, reference, layer: int
@@ -176,18 +208,38 @@ def test_lesson_5_twelve_heads_equal_transformers_and_the_forms_agree(
     lesson = pt.pretrained_multihead_lesson(model, sentence, layer)
     out, dense = reference_run(model, reference, sentence)
     for head in range(12):
-        shown = frame_matrix(lesson.heads[lesson.heads["head"] == head].drop(columns="head"))
+        shown = frame_matrix(lesson.head_weights[lesson.head_weights["head"] == head].drop(columns="head"))
         assert close(shown, out.attentions[layer][0, head]), head
+    assert lesson.trained is not None
     assert lesson.wrapper_vs_split <= 1e-5
-    assert lesson.split_vs_model <= 1e-5
+    assert lesson.trained.split_vs_model <= 1e-5
     x = out.hidden_states[layer][0]
     _, split_weights = split_form(model, x, layer)
     assert close(wrapper_form(model, x, layer), dense[layer])  # equals transformers' attention.output.dense
     assert close(split_weights, out.attentions[layer][0])
-    assert lesson.num_heads * lesson.head_dim == lesson.d_model == 384
+    assert lesson.num_heads * lesson.head_dim == lesson.trained.d_model == 384
 
 
 # ------------------------------------------------------------------ lesson 7
+def test_lesson_7_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
+    drawn = cross_attention.cross_lesson(settings_for_preset("book"), cross_attention.DEFAULT_SECOND_TEXT, 6, None, 5)
+    pair = ptc.PAIRS[0]
+    real = ptc.pretrained_cross_lesson(model, pair.first, pair.second, 1, 1)
+    assert type(drawn) is type(real) is cross_attention.CrossLesson
+    assert drawn.trained is None and real.trained is not None and (real.trained.layer, real.trained.head) == (1, 1)
+    assert not real.translating and not drawn.translating  # only the overview's pair on random draws is one
+    overview = cross_attention.DEFAULT_FIRST_TEXT, cross_attention.DEFAULT_SECOND_TEXT
+    assert cross_attention.cross_lesson(settings_for_preset("book"), overview[1], 6, overview[0]).translating
+    # the widths are read off the shapes: x_1, x_2 and the context
+    assert (drawn.d_in, drawn.d_in_kv, drawn.d_v) == (3, 5, 6)
+    assert (real.d_in, real.d_in_kv, real.d_v) == (384, 384, 32)
+    for lesson in (drawn, real):  # the rectangle, the context and each query's strongest key, from the one builder
+        weights = frame_matrix(lesson.weights)  # (T1, T2)
+        assert weights.shape == (len(lesson.tokens), len(lesson.second_tokens))
+        assert frame_matrix(lesson.output).shape == (len(lesson.tokens), lesson.d_v)
+        assert lesson.strongest["weight"].tolist() == pytest.approx(weights.max(dim=-1).values.tolist())
+
+
 def test_lesson_7_cross_weights_come_from_two_separate_runs(model: rm.RealModel, reference) -> None:
     pair = ptc.PAIRS[0]
     lesson = ptc.pretrained_cross_lesson(model, pair.first, pair.second, 1, 1)
@@ -214,14 +266,19 @@ def test_default_heads_show_the_patterns_their_lessons_are_about(model: rm.RealM
     assert two.pattern.previous > 0.9  # nearly all of every row on one key: far from flat
     layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["causal_dropout"]
     four = pt.pretrained_causal_lesson(model, sentence, layer, head, training=False, dropout=0.0, seed=0)
-    assert four.future_mass > 0.4 and four.rows_changed >= len(four.tokens) // 2  # the mask takes what it reads
+    assert four.effect is not None
+    effect = four.effect
+    assert effect.future_mass > 0.4 and effect.rows_changed >= len(four.tokens) // 2  # the mask takes what it reads
     layer, _ = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["multi_head"]
     five = pt.pretrained_multihead_lesson(model, sentence, layer)
-    assert five.distinct_patterns >= 3 and five.prediction.answer == 1
+    assert five.trained is not None
+    assert five.trained.distinct_patterns >= 3 and five.prediction.answer == 1
     layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["cross_attention"]
     pair = ptc.PAIRS[0]
     seven = ptc.pretrained_cross_lesson(model, pair.first, pair.second, layer, head)
-    assert seven.shared_words >= 3 and seven.copies_found == seven.shared_words and seven.copy_share > 0.6
+    found = seven.trained
+    assert found is not None
+    assert found.shared_words >= 3 and found.copies_found == found.shared_words and found.copy_share > 0.6
 
 
 # ------------------------------------------------------------------ the Code boxes reproduce the numbers
@@ -239,7 +296,9 @@ def test_recipe_head(model: rm.RealModel) -> None:
 def test_recipe_causal(model: rm.RealModel, training: bool) -> None:
     lesson = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=training, dropout=0.3, seed=5)
     namespace = recipes.run(lesson.code)
-    for name in ("unmasked", "masked", "renormalised", "dropped"):
+    assert lesson.effect is not None
+    assert close(namespace["unmasked"], frame_matrix(lesson.effect.unmasked)), "unmasked"
+    for name in ("masked", "renormalised", "dropped"):
         assert close(namespace[name], frame_matrix(getattr(lesson, name))), name
 
 
@@ -249,7 +308,7 @@ def test_recipe_multi_head(model: rm.RealModel) -> None:
     assert float((namespace["wrapper"] - namespace["split"]).abs().max()) <= 1e-5
     weights = namespace["weights"]
     for head in range(12):
-        shown = frame_matrix(lesson.heads[lesson.heads["head"] == head].drop(columns="head"))
+        shown = frame_matrix(lesson.head_weights[lesson.head_weights["head"] == head].drop(columns="head"))
         assert close(weights[head], shown), head
 
 
