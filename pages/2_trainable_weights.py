@@ -10,6 +10,7 @@ import streamlit as st
 from core.app.markup import literal
 from core.app.settings import Settings
 from core.charts import common as charts
+from core.inputs.weights import MODELS
 from core.lessons import common, trainable_weights
 from core.lessons.trainable_weights import TrainableLesson
 from ui import cache, draw, widgets
@@ -46,7 +47,7 @@ def computed(settings: Settings) -> TrainableLesson | None:
     return lesson
 
 
-def ingredients(lesson: TrainableLesson, model: bool) -> None:
+def ingredients(lesson: TrainableLesson, model: bool, biases: bool) -> None:
     """W_q, W_k, W_v and the queries, keys and values they make (a model's: its first rows, no numbers)."""
     cols = st.columns(3)
     matrices = (("W_query", lesson.w_query), ("W_key", lesson.w_key), ("W_value", lesson.w_value))
@@ -61,7 +62,7 @@ def ingredients(lesson: TrainableLesson, model: bool) -> None:
             draw.heatmap(matrix, title, alt, signed=True, show_values=not model, x_title="output", y_title="input")
     st.latex(
         r"Q = X W_q + b_q,\quad K = X W_k + b_k,\quad V = X W_v + b_v"
-        if model
+        if biases
         else r"Q = X W_q,\quad K = X W_k,\quad V = X W_v"
     )
     cols = st.columns(3)
@@ -182,7 +183,7 @@ def lesson_2(settings: Settings) -> None:
     answered = widgets.predict(lesson.prediction, key="predict_trainable_weights")
     if lesson.pattern is not None:
         source.head_caption(lesson.pattern, answered)
-    ingredients(lesson, model)
+    ingredients(lesson, model, model and MODELS[settings.weights].biases)  # random draws: no biases
     one_query(lesson, settings, answered, model)
     all_queries(lesson, answered, model)
     versions(lesson, settings)

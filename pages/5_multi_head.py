@@ -10,6 +10,7 @@ import streamlit as st
 
 from core.app.markup import literal
 from core.app.settings import PresetKey, Settings
+from core.inputs.weights import MODELS
 from core.lessons import multi_head
 from core.lessons.common import token_name
 from core.lessons.multi_head import (
@@ -181,7 +182,8 @@ def model_layer(lesson: MultiHeadLesson, trained: TrainedLayer, settings: Settin
     widgets.prose(source.text(settings.weights), "multi_split")
     width, whole = st.columns([1, 2])
     width.latex(rf"{trained.d_model} = {lesson.num_heads} \times {lesson.head_dim}")
-    whole.latex(r"\text{MultiHead}(X) = [\,h_0 \cdots h_{" + str(lesson.num_heads - 1) + r"}\,]\, W_o + b_o")
+    bias = r" + b_o" if MODELS[settings.weights].biases else ""  # SmolLM2's output projection has none
+    whole.latex(r"\text{MultiHead}(X) = [\,h_0 \cdots h_{" + str(lesson.num_heads - 1) + r"}\,]\, W_o" + bias)
     st.caption(f"h_i is head i's output, {lesson.head_dim} numbers per piece; the table follows the shapes.")
     st.dataframe([{"step": name, "shape": str(shape)} for name, shape in trained.shapes], hide_index=True)
     a, b = st.columns(2)

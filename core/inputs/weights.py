@@ -52,6 +52,7 @@ class ModelShape:
     hidden_size: int
     causal: bool = False  # trained behind the causal mask (a decoder): its own weights are the masked ones
     sink: str = "[CLS] and [SEP]"  # where its heads park spare weight (head_measures: the first and last key)
+    biases: bool = True  # its projections add a bias (BERT's do; a Llama layer's have none)
 
     @property
     def sink_positions(self) -> tuple[int, ...]:
@@ -63,7 +64,8 @@ class ModelShape:
 MODELS: dict[WeightSource, ModelShape] = {
     WeightSource.ENCODER: ModelShape("all-MiniLM-L6-v2", num_layers=6, num_heads=12, head_dim=32, hidden_size=384),
     WeightSource.DECODER: ModelShape(
-        "SmolLM2-135M", num_layers=30, num_heads=9, head_dim=64, hidden_size=576, causal=True, sink="the first token"
+        "SmolLM2-135M", num_layers=30, num_heads=9, head_dim=64, hidden_size=576, causal=True, sink="the first token",
+        biases=False,
     ),
 }
 

@@ -103,6 +103,9 @@ def test_lesson_five_on_the_decoder_names_the_shared_key_value_heads(model: sm.S
     trained = lesson.trained
     assert f"at most {trained.split_vs_model:.2g} on outputs as large as {trained.largest_output:.3g}" in text
     assert "query heads 0–2 read key/value head 0" in text
+    # A reviewer saw "+ b_o" in the formula: a Llama layer's output projection has no bias.
+    formulas = [e.value for e in at.latex if "MultiHead" in e.value]
+    assert formulas and not [f for f in formulas if "b_o" in f], formulas
 
 
 def test_lesson_seven_does_not_take_the_decoder_and_says_where_it_does() -> None:

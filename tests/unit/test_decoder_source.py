@@ -13,6 +13,7 @@ from core.inputs.pretrained_heads import HeadPattern
 from core.inputs.weights import MAX_HEADS, MAX_LAYERS, MODELS, WeightSource
 from core.lessons import pretrained as pt
 from core.models import smollm2 as sm
+from core.models.gguf_file import read_gguf
 
 BOOK = pt.BOOK_SENTENCE
 DEFAULTS = pt.DEFAULT_HEADS[WeightSource.DECODER]
@@ -47,6 +48,9 @@ def test_the_shape_matches_the_models_config(model: sm.SmolLM2) -> None:
         config.hidden_size,
     )
     assert shape.causal and shape.sink_positions == (0,)
+    # No bias in any projection (lessons 2 and 5 drop b_q, b_k, b_v and b_o from their formulas on this source).
+    names = read_gguf(sm.default_path()).tensors
+    assert not shape.biases and not [name for name in names if name.endswith(".bias")]
     assert model_heads.source_of(model) is WeightSource.DECODER
 
 

@@ -104,6 +104,7 @@ def test_the_encoder_source_yields_its_head_with_provenance_and_its_shape_is_the
         config.hidden_size,
     )
     head = real_head(model, SENTENCES[0], 3, 5)
+    assert shape.biases and bool(head.b_query.abs().sum() > 0)  # BERT's projections add a bias
     assert isinstance(head, HeadInput) and head.provenance == Provenance("all-MiniLM-L6-v2", 3, 5)
     assert head.provenance.label() == "all-MiniLM-L6-v2, layer 3, head 5"
     assert head.x.shape == (len(head.tokens), shape.hidden_size) and head.w_query.shape == (384, 32)
