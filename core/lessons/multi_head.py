@@ -382,5 +382,5 @@ def multihead_lesson(settings: Settings) -> MultiHeadLesson:
 LESSON = LessonSpec(
     multihead_lesson,
     uses=frozenset({Control.D_OUT, Control.SEED, Control.SCALE, Control.DROPOUT, Control.NUM_HEADS, Control.DEVICE}),
-    max_entries=64,
+    max_entries=32,
 )

@@ -259,5 +259,5 @@ def trainable_lesson(settings: Settings, query_index: int) -> TrainableLesson:
 LESSON = LessonSpec(
     trainable_lesson,
     uses=frozenset({Control.D_OUT, Control.SEED, Control.SCALE, Control.DEVICE}),
-    max_entries=48,
+    max_entries=24,
 )
