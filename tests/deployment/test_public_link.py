@@ -54,7 +54,9 @@ def test_a_websocket_clients_clear_cache_leaves_the_caches_on_a_real_server() ->
     from loadtest import hostile_probe
 
     result = hostile_probe.probe_clear_cache()
-    assert result["cache_bytes_before"] > 500_000, result  # the largest trainable lesson is cached
+    # The largest trainable lesson is cached: about 0.43 MB of st.cache_data since matrix_frame keeps its
+    # labels categorical (about 1 MB before).
+    assert result["cache_bytes_before"] > 300_000, result
     assert result["cache_survived"], result
 
 
