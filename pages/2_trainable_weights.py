@@ -90,7 +90,7 @@ def one_query(lesson: TrainableLesson, settings: Settings, answered: bool, model
         st.latex(rf"Z = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V")
         st.latex(rf"d_k = {lesson.d_k},\quad \text{{scale}} = {lesson.scale:.4f}")
     st.markdown("q = **[" + ", ".join(f"{v:.4f}" for v in lesson.query_vector) + "]**")
-    if answered:  # the query's scores and weights: its strongest key, the question's answer
+    if answered:  # the query's scores and weights: its favourite key, part of the question's answer
         widgets.number_table(lesson.one_query.set_index("token").T)
     else:
         widgets.answer_first(f"The scores and weights of “{literal(token)}” appear")
@@ -99,7 +99,7 @@ def one_query(lesson: TrainableLesson, settings: Settings, answered: bool, model
 
 
 def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
-    """Scores, scaled scores, weights and context of every query; all but the context answer the question."""
+    """Scores, scaled scores, weights and context of every query: each row's favourite key, the question's answer."""
     step("All queries at once")
     # Two per row: four heatmaps side by side leave no room for their numbers. A model's weights and context
     # at full width: its weights are the lesson's point, and their numbers must be readable.
@@ -137,20 +137,19 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
                 picker_key=QUERY_KEY,
                 highlight_row=lesson.query_index,
             )
+        with context_col:  # alike rows of Z would hint that the rows of weights are alike
+            draw.heatmap(
+                lesson.context,
+                "Context Z = weights @ V",
+                "Heatmap of the context vectors.",
+                signed=True,
+                show_values=not model,
+                x_title="dimension",
+                y_title="word piece" if model else "token",
+            )
     else:
         with raw_col:
-            widgets.answer_first("The scores and weights of every query appear")
-    row = "word piece" if model else "token"
-    with context_col:
-        draw.heatmap(
-            lesson.context,
-            "Context Z = weights @ V",
-            "Heatmap of the context vectors.",
-            signed=True,
-            show_values=not model,
-            x_title="dimension",
-            y_title=row,
-        )
+            widgets.answer_first("The scores, weights and context vectors of every query appear")
 
 
 def versions(lesson: TrainableLesson, settings: Settings) -> None:

@@ -53,33 +53,19 @@ def token_name(position: int) -> str:
     return f"x⁽{str(position).translate(_SUPERSCRIPT)}⁾"
 
 
-def strongest_key_question(
-    tokens: tuple[str, ...], query_index: int, weights_row: torch.Tensor, *, projected: bool = False
-) -> Prediction:
-    """'Which token will <query> attend to most?', answered by the row of weights.
-
-    `projected`: the scores are q·k with q = x W_q and k = x W_k (lesson 2), not x·x (lesson 1), so a
-    token's own embedding has no head start and the explanation must not reason as if it had.
-    """
+def strongest_key_question(tokens: tuple[str, ...], query_index: int, weights_row: torch.Tensor) -> Prediction:
+    """'Which token will <query> attend to most?', answered by the row of weights (lesson 1's x·x scores)."""
     answer = int(weights_row.argmax())
     own = "its own embedding" if answer == query_index else f"“{tokens[answer]}”"
-    if projected:
-        own = "its own key" if answer == query_index else own
-        why = (
-            "the key with the largest score against this query wins the softmax. Here the score is q·k with "
-            "q = x W_q and k = x W_k: two different matrices, so a token's own key has no head start; "
-            "W_q and W_k alone decide which key lines up with the query."
+    why = (
+        "the key with the largest score against this query wins the softmax. A dot product grows with both "
+        "length and agreement "
+        + (
+            "of direction, and here no other key beats the query's own."
+            if answer == query_index
+            else "of direction, so a longer vector can outscore the token itself, as it does here."
         )
-    else:
-        why = (
-            "the key with the largest score against this query wins the softmax. A dot product grows with both "
-            "length and agreement "
-            + (
-                "of direction, and here no other key beats the query's own."
-                if answer == query_index
-                else "of direction, so a longer vector can outscore the token itself, as it does here."
-            )
-        )
+    )
     return Prediction(
         question=f"Which token will “{tokens[query_index]}” attend to most?",
         options=tokens,

@@ -43,14 +43,16 @@ from core.lessons.multi_head import MultiHeadLesson, TrainedLayer, lesson_from_h
 
 # Lesson 7 has its own module; the tests read it through this one too (pt.CROSS, pt.PAIRS, ...).
 from core.lessons.pretrained_cross import CROSS, PAIRS  # noqa: F401
-from core.lessons.trainable_weights import TrainableLesson, lesson_from_trace
+from core.lessons.trainable_weights import TrainableLesson, favourite_keys_question, lesson_from_trace
 
 # The head each lesson opens on, per model, chosen by its measured pattern on the lesson's default sentence
 # (tests/unit/test_pretrained.py and test_decoder_source.py re-measure each one and fail if it stops making
 # the lesson's point).
 DEFAULT_HEADS: dict[WeightSource, dict[str, tuple[int, int]]] = {
     WeightSource.ENCODER: {
-        "trainable_weights": (0, 2),  # a previous-piece head: each row's weight lands on one clear key
+        # A next-piece head: 5 different favourite keys on the book's 8 pieces, against 1 for the random draws.
+        # (Layer 0, head 2, the previous-piece head, is lesson 6's question: it must not be shown here first.)
+        "trainable_weights": (4, 9),
         "causal_dropout": (1, 8),  # a next-piece head: the causal mask removes the key it looks at most
         "multi_head": (0, 0),  # layer 0: its twelve heads show the most different patterns side by side
         "cross_attention": (1, 1),  # a same-word head: a piece reads its copy in the other sentence
@@ -67,43 +69,6 @@ DEFAULT_HEADS: dict[WeightSource, dict[str, tuple[int, int]]] = {
 # A (384, 32) matrix is 12,288 cells: as a chart it is noise that takes the browser seconds to draw.
 # The page shows its first rows (the Code box has all of it) and says so.
 W_ROWS_SHOWN = 12
-
-
-NEAR_TIE = 0.05  # weight: a winner ahead of the runner-up by less than this is not "singled out"
-
-
-def _strongest_question(
-    tokens: tuple[str, ...], query: int, row: torch.Tensor, pattern: HeadPattern, causal: bool = False
-) -> Prediction:
-    """Which piece the query attends to most in this real head, answered by its row of weights.
-
-    A causal head's query sees only itself and the tokens before it: only those are offered (a later
-    token would be a trap, not a prediction)."""
-    answer = int(row.argmax())
-    ranked = row.argsort(descending=True)
-    runner_up = int(ranked[1]) if len(ranked) > 1 else answer
-    top, second = float(row[answer]), float(row[runner_up])
-    if top - second < NEAR_TIE:
-        verdict = (
-            f"A near-tie: for this query the head barely prefers one piece to the other (by {top - second:.4f}), "
-            f"so it singles nothing out here. Over the whole sentence it {pattern.summary}."
-        )
-    else:
-        verdict = (
-            f"Over the whole sentence this head {pattern.summary}; for this query its W_q and W_k give "
-            f"“{tokens[answer]}”'s key the highest score by a clear margin ({top - second:.4f} of the weight)."
-        )
-    piece = "token" if causal else "word piece"
-    return Prediction(
-        question=f"In layer {pattern.layer}, head {pattern.head}, which {piece} will “{tokens[query]}” attend to most?"
-        + (" It can only see itself and the tokens before it." if causal else ""),
-        options=tokens[: query + 1] if causal else tokens,
-        answer=answer,
-        explanation=(
-            f"“{tokens[answer]}” gets {top:.4f} of the weight, the next largest (“{tokens[runner_up]}”) "
-            f"{second:.4f}. {verdict}"
-        ),
-    )
 
 
 def pretrained_trainable_lesson(
@@ -123,7 +88,7 @@ def pretrained_trainable_lesson(
         (real.w_query, real.w_key, real.w_value),
         query_index,
         rows_shown=W_ROWS_SHOWN,
-        prediction=_strongest_question(tokens, query_index, trace.weights[query_index], pattern, real.causal),
+        prediction=favourite_keys_question(tokens, trace.weights, head=pattern),
         code=_head_code(model, sentence, layer, head),
         pattern=pattern,
         provenance=real.provenance,

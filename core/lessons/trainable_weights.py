@@ -28,7 +28,6 @@ from core.lessons.common import (
     inputs_source,
     matrix_frame,
     row_values,
-    strongest_key_question,
     tokens_comment,
     unique_labels,
 )
@@ -72,11 +71,73 @@ class TrainableLesson:
     scale: float
     query_vector: tuple[float, ...]
     query_context: tuple[float, ...]
-    prediction: Prediction  # which token the chosen query attends to most, now through W_q and W_k
+    prediction: Prediction  # how many different keys win a row (lesson 1 asked which key one row picks)
     code: str  # the filled recipe (core/recipes/trainable_weights*.py, pretrained_head.py)
     versions: Versions | None = None  # random draws: the sources' SelfAttention_v1 vs _v2
     pattern: HeadPattern | None = None  # a model's head: what it was measured to do on this sentence
     provenance: Provenance | None = None  # a model's head: which model, layer and head
+
+
+def favourite_keys_question(
+    tokens: tuple[str, ...], weights: torch.Tensor, *, head: HeadPattern | None = None
+) -> Prediction:
+    """'Across all rows, how many different keys take a row's largest weight?', answered by `weights` (T, T).
+
+    Lesson 1 asked which key one query picks; its answer (often the query itself, through x·x) would repeat
+    here. Counting every row's favourite asks what W_q and W_k change: random ones have learned no reason to
+    send different queries to different keys, a trained head has (`head`: its measured pattern, for the text).
+    """
+    num_tokens = len(tokens)
+    favourites = [int(i) for i in weights.argmax(dim=-1)]  # (T,): each query's strongest key
+    distinct = len(set(favourites))
+    one = "One: every row gives its largest weight to the same token"
+    bins: tuple[tuple[int, int], ...]
+    labels: tuple[str, ...]
+    if num_tokens >= 4:
+        half = num_tokens // 2
+        bins = ((1, 1), (2, half), (half + 1, num_tokens))  # (lowest, highest) count of different favourites
+        labels = (
+            one,
+            (f"{half}" if half == 2 else f"2 to {half}") + ": a few tokens are the favourite of many rows",
+            f"{half + 1} to {num_tokens}: most rows have a favourite of their own",
+        )
+    else:  # too few rows for three ranges
+        bins = ((1, 1), (2, max(num_tokens, 2)))
+        labels = (one, "More than one: the rows have different favourites")
+    answer = next(i for i, (low, high) in enumerate(bins) if low <= distinct <= high)
+    where = f"In layer {head.layer}, head {head.head}, each" if head is not None else "Each"
+    rows = f"{num_tokens} row" + ("s" if num_tokens != 1 else "")
+    question = (
+        f"{where} of the {rows} of weights gives its largest weight to one token, its favourite key. "
+        f"How many different favourites will the {rows} have?"
+    )
+    counts = sorted({f: favourites.count(f) for f in favourites}.items(), key=lambda kv: (-kv[1], kv[0]))
+    listed = ", ".join(f"“{tokens[f]}” ({n} row{'s' if n > 1 else ''})" for f, n in counts)
+    if head is not None:
+        why = f"This head, measured on this sentence, {head.summary}."
+    elif distinct == 1:
+        spread = float((weights.max(dim=0).values - weights.min(dim=0).values).max())  # widest gap down a column
+        why = (
+            "W_q and W_k are random: nothing has taught them to send different queries to different keys, and "
+            f"here one key scores highest against every query. No two rows differ by more than {spread:.4f} "
+            "in any weight. Switch the sidebar's Weights to a trained head and count again."
+        )
+    else:
+        why = (
+            "W_q and W_k are random, not trained, yet here they already send some queries to different keys: "
+            "the projections mix each embedding's numbers differently for queries and for keys."
+        )
+    return Prediction(
+        question=question,
+        options=labels,
+        answer=answer,
+        explanation=(
+            f"One favourite for all {rows}: “{tokens[favourites[0]]}”. {why}"
+            if distinct == 1
+            else f"{distinct} different favourites: {listed}. {why}"
+        ),
+        shuffle=False,  # one to all: the order of the counts
+    )
 
 
 def lesson_from_trace(
@@ -249,7 +310,7 @@ def trainable_lesson(settings: Settings, query_index: int) -> TrainableLesson:
         trace,
         matrices,
         query_index,
-        prediction=strongest_key_question(tokens, query_index, trace.weights[query_index], projected=True),
+        prediction=favourite_keys_question(tokens, trace.weights),
         code=_code(settings, query_index),
         versions=versions,
     )

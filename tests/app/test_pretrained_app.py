@@ -127,9 +127,9 @@ def test_lesson_2_layer_and_head_come_from_the_link(model: real_model.RealModel)
 def test_lesson_2_prediction_reveals_the_real_heads_answer() -> None:
     at = app(registry.page("trainable_weights"), weights="pretrained")
     radio = prediction_radio(at, "predict_trainable_weights")
-    radio.set_value(0).run()  # [CLS]
+    radio.set_value(0).run()  # "One", where the default next-piece head has 5 favourites on 8 pieces
     revealed = " ".join(s.value for s in at.success) + " ".join(w.value for w in at.warning)
-    assert "of the weight" in revealed
+    assert "5 different favourites" in revealed and "looks at the next piece" in revealed
 
 
 def test_lesson_4_dropout_and_switching_back_to_random() -> None:

@@ -23,7 +23,8 @@ LOCK = "once you have answered the question above"
 # (lesson, source, something on the page that answers its question)
 GIVEAWAYS = [
     ("trainable_weights", WeightSource.RANDOM, "Heatmap of the attention weights after the softmax."),
-    ("trainable_weights", WeightSource.ENCODER, "measured on this sentence: looks at the previous piece"),
+    ("trainable_weights", WeightSource.ENCODER, "measured on this sentence: looks at the next piece"),
+    ("trainable_weights", WeightSource.RANDOM, "Heatmap of the context vectors."),  # alike rows: alike weights
     ("trainable_weights", WeightSource.ENCODER, "Heatmap of the attention weights after the softmax."),
     ("causal_dropout", WeightSource.RANDOM, "Bars of how much each output row changed"),
     ("causal_dropout", WeightSource.RANDOM, "no leakage"),

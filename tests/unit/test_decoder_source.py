@@ -71,8 +71,10 @@ def test_lesson_twos_default_head_reads_the_previous_token(model: sm.SmolLM2) ->
     lesson = pt.pretrained_trainable_lesson(model, BOOK, layer, head, 1)
     assert lesson.pattern is not None and lesson.pattern.summary.startswith("looks at the previous piece")
     assert lesson.pattern.previous > 0.7
-    # The question's answer is the row's largest weight: " journey" reads "Your".
-    assert lesson.tokens[lesson.prediction.answer] == "Your"
+    # The question counts the rows' favourite keys: a previous-token head gives most rows their own.
+    favourites = square(lesson.weights).argmax(dim=-1).tolist()
+    assert len(set(favourites)) >= len(lesson.tokens) // 2 + 1
+    assert lesson.prediction.options[lesson.prediction.answer].startswith(f"{len(lesson.tokens) // 2 + 1} to")
 
 
 def test_lesson_four_on_a_decoder_head_keeps_its_own_weights_behind_the_mask(model: sm.SmolLM2) -> None:
@@ -137,13 +139,11 @@ def test_too_long_a_text_gives_way_to_the_books_sentence_in_words(model: sm.Smol
     assert sentence == BOOK and problem is not None
 
 
-def test_a_causal_heads_question_offers_only_the_tokens_its_query_can_see(model: sm.SmolLM2) -> None:
-    lesson = pt.pretrained_trainable_lesson(model, BOOK, 16, 0, 2)  # " starts" sees "Your", " journey", itself
-    assert lesson.prediction.options == ("Your", " journey", " starts")
-    assert lesson.prediction.options[lesson.prediction.answer] == " journey"  # the previous token, as measured
-    assert "can only see itself and the tokens before it" in lesson.prediction.question
-    encoder = pt.pretrained_trainable_lesson(pt_encoder(), BOOK, 0, 2, 2)
-    assert len(encoder.prediction.options) == len(encoder.tokens)  # an encoder's query sees the whole sentence
+def test_a_causal_heads_favourites_are_tokens_its_queries_can_see(model: sm.SmolLM2) -> None:
+    lesson = pt.pretrained_trainable_lesson(model, BOOK, 16, 0, 2)
+    favourites = square(lesson.weights).argmax(dim=-1).tolist()
+    assert all(key <= query for query, key in enumerate(favourites))  # nothing from the future
+    assert lesson.prediction.question.startswith("In layer 16, head 0, each of the")
 
 
 def pt_encoder():

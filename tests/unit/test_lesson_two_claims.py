@@ -1,13 +1,15 @@
-"""Lesson 2's explanations say what its numbers show (issue 30's claims): a near-tie is not called a head's
-learned choice, and q·k through W_q and W_k is not explained with lesson 1's x·x reasoning."""
+"""Lesson 2's question and explanations say what its numbers show (issue 30): it no longer repeats lesson 1's
+question, its answer is the count of the rows' favourite keys, and the head's pattern is the measured one."""
 
 from __future__ import annotations
 
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.app.settings import Settings
 from core.inputs.pretrained_heads import HeadPattern
-from core.lessons import pretrained as pt
+from core.lessons import frame_matrix
 from core.lessons import trainable_weights as tw
 
 TOKENS = ("[CLS]", "the", "cat", "sat", "[SEP]")
@@ -16,26 +18,49 @@ SPREADS = HeadPattern(
 )
 
 
-def test_a_near_tie_is_called_a_near_tie() -> None:
-    # "its W_q and W_k learned to make those scores stand out" was said of 0.2672 against 0.2643.
-    row = torch.tensor([0.1, 0.2672, 0.2643, 0.2, 0.1685])
-    explanation = pt._strongest_question(TOKENS, 2, row, SPREADS).explanation
-    assert "0.2672" in explanation and "0.2643" in explanation
-    assert "near-tie" in explanation and "stand out" not in explanation and "clear margin" not in explanation
+def test_lesson_two_counts_favourite_keys_instead_of_repeating_lesson_ones_question() -> None:
+    # Issue 30: lesson 2 asked lesson 1's question ("which token will 'journey' attend to most?") and got its
+    # answer ("journey"). It now asks how many different keys win a row, answered by every row's argmax.
+    lesson = tw.trainable_lesson(Settings(), 1)  # the book's example, seed 123, d_out 2
+    prediction = lesson.prediction
+    assert "favourite" in prediction.question and "attend to most" not in prediction.question
+    weights = frame_matrix(lesson.weights)  # (6, 6)
+    assert set(weights.argmax(dim=-1).tolist()) == {1}  # every row's largest weight is on "journey"
+    assert prediction.options[prediction.answer].startswith("One:")
+    spread = float((weights.max(dim=0).values - weights.min(dim=0).values).max())
+    assert f"One favourite for all 6 rows: “journey”" in prediction.explanation
+    assert f"more than {spread:.4f} in any weight" in prediction.explanation
+    assert "its own embedding" not in prediction.explanation  # lesson 1's x·x reasoning
 
 
-def test_a_clear_winner_is_called_one() -> None:
-    row = torch.tensor([0.05, 0.7, 0.1, 0.1, 0.05])
-    explanation = pt._strongest_question(TOKENS, 2, row, SPREADS).explanation
-    assert "clear margin (0.6000 of the weight)" in explanation and "near-tie" not in explanation
+def test_the_count_falls_in_the_range_it_is_offered_under() -> None:
+    tokens = ("[CLS]", "the", "cat", "sat", "[SEP]", "a", "b", "c")
+    eye = torch.eye(8)  # every row its own favourite: 8 different ones
+    prediction = tw.favourite_keys_question(tokens, eye, head=SPREADS)
+    assert prediction.options[prediction.answer] == "5 to 8: most rows have a favourite of their own"
+    assert prediction.question.startswith("In layer 0, head 4, each of the 8 rows")
+    assert "8 different favourites" in prediction.explanation and "spreads out" in prediction.explanation
+    two = torch.zeros(8, 8)
+    two[:4, 2], two[4:, 5] = 1.0, 1.0  # two favourites: "cat" for 4 rows, "a" for 4
+    prediction = tw.favourite_keys_question(tokens, two)
+    assert prediction.options[prediction.answer] == "2 to 4: a few tokens are the favourite of many rows"
+    assert "“cat” (4 rows), “a” (4 rows)" in prediction.explanation
+    small = tw.favourite_keys_question(("a", "b"), torch.eye(2))  # two rows: two ranges only
+    assert small.options[small.answer] == "More than one: the rows have different favourites"
 
 
-def test_lesson_two_reasons_with_w_q_and_w_k_not_lesson_ones_embeddings() -> None:
-    for seed in (123, 789, 1):
-        for query in range(6):
-            explanation = tw.trainable_lesson(Settings(seed=seed), query).prediction.explanation
-            assert "its own embedding" not in explanation and "longer vector" not in explanation
-            assert "W_q and W_k alone decide" in explanation
+@given(st.integers(1, 12), st.integers(0, 2**31 - 1))
+def test_the_answer_is_always_the_count_of_distinct_argmaxes(num_tokens: int, seed: int) -> None:
+    weights = torch.rand(num_tokens, num_tokens, generator=torch.Generator().manual_seed(seed)).softmax(-1)
+    tokens = tuple(f"t{i}" for i in range(num_tokens))
+    prediction = tw.favourite_keys_question(tokens, weights)
+    distinct = len(set(weights.argmax(dim=-1).tolist()))
+    label = prediction.options[prediction.answer]
+    if distinct == 1:
+        assert label.startswith("One:")
+    else:
+        low, _, high = label.split(":")[0].replace("More than one", f"2 to {max(num_tokens, 2)}").partition(" to ")
+        assert int(low) <= distinct <= int(high or low)
 
 
 def test_parks_only_where_most_of_the_weight_lands() -> None:
