@@ -112,7 +112,9 @@ def book_layer(lesson: MultiHeadLesson, book: BookLayer, settings: Settings) -> 
     )
 
 
-def article_design(lesson: MultiHeadLesson, article: ArticleHeads, book_params: int, settings: Settings) -> None:
+def article_design(
+    lesson: MultiHeadLesson, article: ArticleHeads, book_params: int, settings: Settings, answered: bool
+) -> None:
     """Random draws: the self-attention article's full-width heads on the same input."""
     step(f"The self-attention article's design: {article.num_heads} full-width heads")
     widgets.prose("multi_head", "article")
@@ -133,24 +135,33 @@ def article_design(lesson: MultiHeadLesson, article: ArticleHeads, book_params: 
             "It prints no numbers for its heads (its draws continue from earlier cells), so the weights below "
             "are drawn from the sidebar's seed."
         )
-    a1, a2 = st.columns(2)
-    with a1:
-        draw.heatmap(
-            article.weights,
-            "Each head's weights for the query token",
-            "Heatmap: one row per full-width head, one column per token.",
-            value_title="weight",
-            x_title="key token",
-            y_title="head",
-        )
-    with a2:
-        draw.heatmap(
-            article.context,
-            f"Context vectors: h × d_v = {article.num_heads} × {article.d_v}",
-            "Heatmap of each head's context vector for the query token.",
-            signed=True,
-            x_title="dimension",
-            y_title="head",
+    if not answered:  # full-width random heads that differ would point at an answer for the book's heads
+        widgets.answer_first("These heads' weights and context vectors appear")
+    else:
+        a1, a2 = st.columns(2)
+        with a1:
+            draw.heatmap(
+                article.weights,
+                "Each head's weights for the query token",
+                "Heatmap: one row per full-width head, one column per token.",
+                value_title="weight",
+                x_title="key token",
+                y_title="head",
+            )
+        with a2:
+            draw.heatmap(
+                article.context,
+                f"Context vectors: h × d_v = {article.num_heads} × {article.d_v}",
+                "Heatmap of each head's context vector for the query token.",
+                signed=True,
+                x_title="dimension",
+                y_title="head",
+            )
+        st.markdown(
+            f"For this query token the two most different of these heads differ by **{article.apart:.4f}** per "
+            f"weight on average; the book's split heads above, on the same row, by **{article.book_apart:.4f}**. "
+            f"These heads score with d_k = {article.d_k} numbers each, drawn by `torch.rand` (from 0 to 1); the "
+            f"book's with {lesson.head_dim}, drawn by `nn.Linear` (small, centred at zero)."
         )
     widgets.code_box(
         article.code,
@@ -235,7 +246,7 @@ def lesson_5(settings: Settings) -> None:
     if lesson.book is not None:
         book_layer(lesson, lesson.book, settings)
         if lesson.article is not None:
-            article_design(lesson, lesson.article, lesson.book.params, settings)
+            article_design(lesson, lesson.article, lesson.book.params, settings, answered)
         parameter_count(settings)
         widgets.code_box(lesson.code, title="the book's multi-head attention with these numbers")
 

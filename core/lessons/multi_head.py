@@ -155,6 +155,8 @@ class ArticleHeads:
     context: pd.DataFrame  # (h, d_v): each head's context vector for the query token
     params: int  # h * (d_k + d_k + d_v) * d: three times the weights of one head for three heads
     code: str  # the filled recipe core/recipes/multi_head_article.py
+    apart: float  # the most different pair of these heads: mean |difference| per weight of the query's row
+    book_apart: float  # the same for the book's split heads (lesson.head_weights) on the same query's row
 
 
 @dataclass(frozen=True)
@@ -251,8 +253,12 @@ def _shape_steps(num_tokens: int, d_in: int, d_out: int, heads: int) -> tuple[Sh
     )
 
 
-def article_heads(settings: Settings, x: torch.Tensor, tokens: tuple[str, ...]) -> ArticleHeads:
-    """The article's way: torch.rand(h, d_q, d) weights, `repeat`, `bmm`, `permute`. x: (T, d)."""
+def article_heads(
+    settings: Settings, x: torch.Tensor, tokens: tuple[str, ...], book_weights: torch.Tensor
+) -> ArticleHeads:
+    """The article's way: torch.rand(h, d_q, d) weights, `repeat`, `bmm`, `permute`. x: (T, d).
+
+    book_weights: the book's split heads (h, T, T) on the same input, compared on the same query's row."""
     heads, d_k = settings.num_heads, settings.d_out
     d_v = d_k + 4
     num_tokens, d = x.shape
@@ -304,6 +310,8 @@ def article_heads(settings: Settings, x: torch.Tensor, tokens: tuple[str, ...]) 
         context=matrix_frame(context, head_names, dims("z", d_v)),
         params=heads * (2 * d_k + d_v) * d,
         code=code,
+        apart=heads_apart(weights.unsqueeze(1)),  # (h, T) -> (h, 1, T): the query's row of every head
+        book_apart=heads_apart(book_weights[:, query_index : query_index + 1]),  # (h, 1, T)
     )
 
 
@@ -374,7 +382,7 @@ def multihead_lesson(settings: Settings) -> MultiHeadLesson:
         code=code,
         heads_note=heads_note(d_out, settings.num_heads),
         book=book,
-        article=article_heads(settings, x, tokens),
+        article=article_heads(settings, x, tokens, trace.weights[0]),
     )
 
 

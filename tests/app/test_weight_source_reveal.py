@@ -32,6 +32,8 @@ GIVEAWAYS = [
     ("causal_dropout", WeightSource.ENCODER, "with the future masked"),
     ("multi_head", WeightSource.RANDOM, "heatmaps of the causal attention weights of"),
     ("multi_head", WeightSource.RANDOM, "the heatmaps look alike"),
+    ("multi_head", WeightSource.RANDOM, "Heatmap: one row per full-width head, one column per token."),
+    ("multi_head", WeightSource.RANDOM, "the book's split heads above, on the same row, by"),
     ("multi_head", WeightSource.ENCODER, "heatmaps of the 12 heads' weights"),
     ("cross_attention", WeightSource.RANDOM, "Rectangular heatmap"),
     ("cross_attention", WeightSource.ENCODER, "Rectangular heatmap"),

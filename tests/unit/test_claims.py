@@ -161,3 +161,25 @@ def test_position_text_names_the_embeddings_the_models_really_add() -> None:
     model = tt.TinyTransformer(tt.TrainingConfig(), torch.Generator().manual_seed(0))
     assert isinstance(model.position_embedding, torch.nn.Module)  # the training lab's model adds positions
     assert "position_embeddings" in minilm.EncoderWeights.__dataclass_fields__  # so does the real model
+
+
+def test_lesson_5_compares_the_articles_heads_with_the_books_on_the_same_row() -> None:
+    # Issue 30: the article's full-width heads, shown before the answer, differed visibly while the book's
+    # heads (the question's) looked alike. The page now waits, then says how far apart each set is.
+    from core.lessons.common import frame_matrix
+    from core.lessons.multi_head import heads_apart, multihead_lesson
+
+    lesson = multihead_lesson(settings_for_preset("book"))  # the book: 2 heads of width 1
+    article = lesson.article
+    assert article is not None
+    query = article.query_index
+    rows = frame_matrix(article.weights)  # (h, T): each full-width head's row for the query
+    pair = float((rows[0] - rows[1]).abs().mean())
+    assert article.apart == pytest.approx(pair)
+    book = lesson.head_weights[lesson.head_weights.row_index == query]  # the book's heads on that row
+    per_head = [
+        torch.tensor(book[book["head"] == h].sort_values("col_index")["value"].to_numpy()) for h in ("head 1", "head 2")
+    ]
+    assert article.book_apart == pytest.approx(float((per_head[0] - per_head[1]).abs().mean()))
+    assert article.apart > article.book_apart  # here the article's heads are the ones that differ
+    assert heads_apart(torch.stack(per_head).unsqueeze(1)) == pytest.approx(article.book_apart)
