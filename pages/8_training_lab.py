@@ -7,7 +7,7 @@ import streamlit as st
 from core.app.registry import PageControl
 from core.charts import training as charts_training
 from core.lessons import training_lab as tt
-from ui import draw, training_queue, widgets
+from ui import cache, draw, training_queue, widgets
 from ui.frame import page_start
 from ui.presentation import step
 
@@ -163,8 +163,9 @@ for finished in training_queue.collect():  # asked for now or earlier, and ready
 st.session_state["training_runs"] = runs
 waiting = st.empty()  # the place in the queue, or the run's progress, while this session waits
 
-# The start statistics' table and chart measure the answer (the spread's ratio): they wait for a choice.
-answered = widgets.predict(tt.spread_question(config.d_k), key="predict_training_lab")
+# The start statistics' table and chart measure the answer (the gradient's ratio): they wait for a choice.
+start = cache.computed(tt.START, config)
+answered = widgets.predict(tt.gradient_question(start), key="predict_training_lab")
 step("Loss and held-out accuracy")
 widgets.prose("training_lab", "curves")
 if runs:
@@ -200,17 +201,14 @@ if latest is not None:
 step("At the start: what scaling changes")
 widgets.prose("training_lab", "start")
 if not answered:
-    widgets.answer_first("The spread both ways (a table and a chart, measured on your latest run) appears")
-elif latest is not None:
-    widgets.prose("training_lab", "start_spread")
-    st.dataframe(tt.start_table(latest.start).round(4), hide_index=True, width="stretch")
-    draw.draw(
-        charts_training.start_chart(tt.start_frame(latest.start)),
-        "Bars: logit spread, softmax entropy and gradient norm at initialisation, scaled and unscaled.",
-    )
+    widgets.answer_first("The spread, the entropy and the gradient both ways (a table and a chart) appear")
 else:
     widgets.prose("training_lab", "start_spread")
-    st.info("Press Train: the table and the chart measure your run's start, with and without the scale.")
+    st.dataframe(tt.start_table(start).round(4), hide_index=True, width="stretch")
+    draw.draw(
+        charts_training.start_chart(tt.start_frame(start)),
+        "Bars: logit spread, softmax entropy and gradient norm at initialisation, scaled and unscaled.",
+    )
 widgets.prose("training_lab", "cost")
 widgets.code_box(tt.code(config))
 training_queue.wait(waiting)  # last: the page is complete while the student waits

@@ -8,7 +8,6 @@ frames the charts draw, the recipe's values and the predict-then-reveal question
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -32,6 +31,7 @@ from core.models.tiny_transformer import (
     TrainingRun,
     check,
     sequence_length,
+    start_of,
     train,
 )
 
@@ -355,23 +355,58 @@ def code(config: TrainingConfig) -> str:
     return recipes.fill("training_lab", recipe_values(config))
 
 
-def spread_question(d_k: int) -> Prediction:
-    """Predict-then-reveal: how much wider the attention logits start without 1/sqrt(d_k).
+# The start statistics of the page's setting, before any training (a few ms to a second; tiny to keep).
+START = LessonSpec(start_of, uses=None, max_entries=64)
+ABOUT = 0.1  # a gradient ratio within 10% of √d_k is "about √d_k": the missing factor and little else
 
-    The answer is the theory the start statistics below measure: q.k sums d_k products of
-    similar size, so its spread grows like sqrt(d_k), and scaling divides exactly that out.
+
+def gradient_question(start: StartStatistics) -> Prediction:
+    """Predict-then-reveal: how the gradient reaching W_q and W_k changes at the start without 1/√d_k.
+
+    Two effects pull apart: the missing factor makes it √d_k times larger, and the peakier softmax passes
+    less back. Which wins depends on d_k, the initialisation and the task; the answer is measured on the
+    setting's untrained model (`start`), the numbers the table under the question shows once answered.
+    (The logits' spread, asked here before, grows by exactly √d_k by definition: no prediction at all.)
     """
-    root = math.sqrt(d_k)
+    root = start.theory_ratio
+    ratio = start.grad_norm_unscaled / start.grad_norm_scaled
+    options = (
+        "Smaller than with the factor",
+        f"Larger, but by less than √d_k = {root:.2f} times",
+        f"About √d_k = {root:.2f} times larger",
+        f"More than √d_k = {root:.2f} times larger",
+    )
+    if ratio < 1:
+        answer = 0
+    elif ratio < (1 - ABOUT) * root:
+        answer = 1
+    elif ratio <= (1 + ABOUT) * root:
+        answer = 2
+    else:
+        answer = 3
+    entropy = (
+        f"the softmax entropy falls from {start.entropy_scaled:.2f} to {start.entropy_unscaled:.2f} nats "
+        f"(uniform attention: {start.uniform_entropy:.2f})"
+    )
+    why = (
+        f"The missing factor alone would make it √d_k times larger; without it {entropy}, and a peakier "
+        "softmax passes less gradient back, so less than √d_k of it arrives."
+        if answer in (0, 1)
+        else f"Within 10% of what the missing factor alone gives; meanwhile {entropy}."
+        if answer == 2
+        else f"More than the missing factor alone gives: {entropy}, and a less even softmax changes the rest "
+        "of the backward pass too, here upwards."
+    )
     return Prediction(
-        question=f"At the start of training with d_k = {d_k}, how much wider is the spread of the attention "
-        "logits q·k without the 1/√d_k than with it?",
-        options=("About the same", f"About √d_k = {root:.0f} times", f"About d_k = {d_k} times"),
-        answer=1,
+        question=f"Before any training (d_k = {start.d_k}), take the 1/√d_k away. The gradient that reaches "
+        "W_q and W_k will be…",
+        options=options,
+        answer=answer,
         explanation=(
-            f"Exactly √{d_k} = {root:.1f}: dividing by √d_k is the only difference, and q·k's spread grows "
-            "like √d_k because it adds d_k products of the same size. Train a run and compare with the start "
-            "statistics at the bottom of the page, measured on the model itself."
+            f"Measured on this setting's untrained model, the same weights both ways: {start.grad_norm_scaled:.4f} "
+            f"with the factor, {start.grad_norm_unscaled:.4f} without, {ratio:.2f} times. {why}"
         ),
+        shuffle=False,  # from smaller to larger
     )
 
 

@@ -387,13 +387,26 @@ def _attention_on(model: TinyTransformer, tokens: torch.Tensor) -> np.ndarray:
     return torch.stack([w[0] for w in weights]).numpy().astype(np.float32)  # (L, h, T, T)
 
 
+def _fresh(config: TrainingConfig) -> tuple[torch.Generator, TinyTransformer, Batch]:
+    """The run's generator, its untrained model and its held-out batch, drawn in that order from the seed."""
+    generator = torch.Generator().manual_seed(int(config.seed))
+    model = TinyTransformer(config, generator)
+    held_out = draw_batch(config.task, HELD_OUT, generator)
+    return generator, model, held_out
+
+
+def start_of(config: TrainingConfig) -> StartStatistics:
+    """`config`'s start statistics without training: the numbers its run's `start` will hold."""
+    check(config)
+    _, model, held_out = _fresh(config)
+    return start_statistics(model, held_out, config.d_k)
+
+
 def train(config: TrainingConfig, on_progress: ProgressCallback | None = None) -> TrainingRun:
     """Train a fresh model on `config` (the lesson's caps bound its cost first; this checks only validity)."""
     check(config)
     started = time.perf_counter()
-    generator = torch.Generator().manual_seed(int(config.seed))
-    model = TinyTransformer(config, generator)
-    held_out = draw_batch(config.task, HELD_OUT, generator)
+    generator, model, held_out = _fresh(config)
     example = held_out.tokens[0]
     start = start_statistics(model, held_out, config.d_k)
     before = _attention_on(model, example)

@@ -20,7 +20,7 @@ APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
 def lesson_predictions() -> list[Prediction]:
     """Every lesson question with fixed options that the page can show, over the presets and settings."""
     found = [why_scale.sweep(m).prediction for m in (1.0, 8.0)]
-    found += [tl.spread_question(d_k) for d_k in tl.D_K_CHOICES]
+    found += [tl.gradient_question(tl.start_of(tl.TrainingConfig(d_k=d_k, heads=1))) for d_k in (4, 16, 64)]
     for key in PRESETS:
         settings = settings_for_preset(key)
         found.append(multi_head.multihead_lesson(settings).prediction)

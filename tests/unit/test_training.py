@@ -131,6 +131,43 @@ def test_start_statistics_do_not_depend_on_the_runs_own_scaling() -> None:
     assert scaled.start == unscaled.start  # same weights, both sides measured explicitly
 
 
+def test_the_start_of_a_setting_is_what_its_run_measures_first() -> None:
+    config = model_tt.TrainingConfig(steps=2, d_k=8)
+    assert model_tt.start_of(config) == model_tt.train(config).start
+
+
+@pytest.mark.parametrize(
+    ("config", "answer"),
+    [
+        (model_tt.TrainingConfig(), 1),  # nn.Linear, d_k 16: 3.39 times, less than √16 (the softmax saturates)
+        (model_tt.TrainingConfig(init=model_tt.Init.BOOK, d_k=4, heads=1), 3),  # the book's start: 2.58 > √4
+        (replace(INDUCTION, d_k=16, heads=1), 2),  # 4.34 times: within 10% of √16
+    ],
+)
+def test_the_gradient_question_is_answered_by_the_measured_ratio(config: model_tt.TrainingConfig, answer: int) -> None:
+    # Issue 30: the question asked how much wider the logits' spread is without 1/√d_k, which is √d_k by
+    # definition. The gradient's ratio is a real prediction: its answer changes with the setting.
+    start = model_tt.start_of(config)
+    prediction = tt.gradient_question(start)
+    ratio = start.grad_norm_unscaled / start.grad_norm_scaled
+    assert prediction.answer == answer, ratio
+    assert f"{ratio:.2f} times" in prediction.explanation
+    assert f"{start.grad_norm_scaled:.4f} with the factor, {start.grad_norm_unscaled:.4f} without" in prediction.explanation
+
+
+def test_the_start_table_waits_for_the_answer_and_needs_no_run(navigation_mode: None) -> None:
+    at = training_page()
+    assert not at.get("vega_lite_chart") and not at.dataframe  # before a choice: no table, no chart
+    radio = next(r for r in at.radio if r.key and r.key.startswith("predict_training_lab"))
+    radio.set_value(1).run()
+    assert not at.exception, [e.value for e in at.exception]
+    start = model_tt.start_of(model_tt.TrainingConfig())
+    table = at.dataframe[0].value
+    assert table["scaled"].iloc[2] == pytest.approx(round(start.grad_norm_scaled, 4))
+    assert len(at.get("vega_lite_chart")) == 1  # the start chart, with no run trained
+    assert at.session_state["training_runs"] == []
+
+
 @pytest.mark.parametrize("scale", [None, 1.0])
 def test_fused_forward_equals_traced_forward(scale: float | None) -> None:
     config = model_tt.TrainingConfig(task=model_tt.Task.INDUCTION, layers=2, heads=2, d_k=8, scale=scale is None)
