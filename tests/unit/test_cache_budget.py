@@ -95,6 +95,8 @@ def largest_values() -> dict[str, object]:
         "tiling_lesson": attention_at_scale.tiling_lesson(5, 2, 2, True),
         "kv_lesson": attention_at_scale_kv.kv_lesson("cpu", max(attention_at_scale_kv.TIMING_CHOICES)),
         "cost_view": attention_at_scale.cost_view("cpu", 1024),
+        # Lesson 8's start statistics: eight numbers whatever the setting.
+        "start_of": training_lab.start_of(training_lab.TrainingConfig(d_k=256, heads=1)),
         # A model's head (core/inputs/weights.py ENCODER) at the 64-piece cap; lesson 7 reads two such sentences,
         # longer than any pair it offers.
         "_trainable": the_largest(
