@@ -55,6 +55,11 @@ def test_every_page_in_a_real_browser(server: str, browser, tmp_path: Path) -> N
         assert page.locator('[data-testid="stException"]').count() == 0, name
         page.screenshot(path=str(shots / f"{index}_{name}.jpg"), type="jpeg", quality=55)
     assert not js_errors, js_errors
+    # The page menu lists the lessons in their numbers' order and shows each number (lesson 10 was listed
+    # second under "Going further", with no numbers, while the overview says "the numbers in the navigation").
+    menu = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+    lessons = [text.split("\n")[-1].strip() for text in menu if "·" in text]
+    assert lessons == [spec.heading for spec in registry.lessons()], menu
     context.close()
 
 
