@@ -369,12 +369,13 @@ def gradient_question(start: StartStatistics) -> Prediction:
     (The logits' spread, asked here before, grows by exactly √d_k by definition: no prediction at all.)
     """
     root = start.theory_ratio
+    shown = f"{root:.0f}" if root == round(root) else f"{root:.2f}"  # √16 = 4, √8 = 2.83
     ratio = start.grad_norm_unscaled / start.grad_norm_scaled
     options = (
         "Smaller than with the factor",
-        f"Larger, but by less than √d_k = {root:.2f} times",
-        f"About √d_k = {root:.2f} times larger",
-        f"More than √d_k = {root:.2f} times larger",
+        f"Larger, but by less than √d_k = {shown} times",
+        f"About √d_k = {shown} times larger",
+        f"More than √d_k = {shown} times larger",
     )
     if ratio < 1:
         answer = 0
