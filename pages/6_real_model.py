@@ -211,7 +211,7 @@ def bridge(lesson: lesson_rm.RealModelLesson) -> None:
     step("The same attention as in the earlier lessons")
     widgets.prose("real_model", "bridge")
     # Side by side on a wide screen, stacked on a phone (one line was cut at 390 px).
-    attention, projections = st.columns(2)
+    attention, projections = st.columns(2, vertical_alignment="center")
     attention.latex(
         r"\text{head}_i = \text{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{" + str(lesson.head_dim) + r"}}\right) V_i"
     )
