@@ -18,6 +18,7 @@ import torch
 from streamlit.delta_generator import DeltaGenerator
 
 from core.app import registry
+from core.app.failure import Remedy, failure_note
 from core.app.links import MAX_LINK_CHARS, PAGE_PARAMETERS, LinkReading, read_link, settings_implied_by_link
 from core.app.markup import code_span
 from core.app.settings import (
@@ -200,27 +201,27 @@ def run_page(page: st.Page, settings: Settings, step_bar: DeltaGenerator) -> Non
     try:
         page.run()  # the same script for every weight source (core/inputs/weights.py)
     except Exception:
-        failed = lesson_failed(page, settings, offer_the_book=True)
+        failed = lesson_failed(page, settings, with_button=True)
     if st.session_state.get("present"):
         try:
             with step_bar:
                 following = class_poll.role().following is not None
                 presentation.presentation_bar(presentation.steps_drawn(), spec.slug, following=following)
         except Exception:
-            lesson_failed(page, settings, offer_the_book=not failed)
+            lesson_failed(page, settings, with_button=not failed)
 
 
-def lesson_failed(page: st.Page, settings: Settings, *, offer_the_book: bool) -> bool:
-    """The friendly message for an unexpected error, with (once a run) the way back to the book's example."""
+def lesson_failed(page: st.Page, settings: Settings, *, with_button: bool) -> bool:
+    """The friendly message for an unexpected error and (once a run) its button: words true of this page
+    and its settings (core.app.failure): the book's example where the page reads it and the settings
+    differ from it, else the page run again."""
     hardening.LOGGER.exception("page %r failed with %r", page.url_path or "overview", settings)
-    st.error(
-        "This part of the lesson hit a problem with these settings, so it stops here. "
-        "Everything else still works: the sidebar, the other lessons, and this one with other "
-        "settings. The button below goes back to the book's example.",
-        icon=":material/sentiment_dissatisfied:",
-    )
-    if offer_the_book:
-        st.button("Back to the book's example", on_click=back_to_the_book, key="error_back_to_book")
+    note = failure_note(spec, settings, st.query_params.keys())
+    st.error(note.text, icon=":material/sentiment_dissatisfied:")
+    if with_button and note.remedy is Remedy.BOOK:
+        st.button(note.button, on_click=back_to_the_book, key="error_back_to_book")
+    elif with_button:
+        st.button(note.button, key="error_run_again")  # a click reruns the page
     return True
 
 

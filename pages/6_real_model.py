@@ -97,6 +97,9 @@ def word_pieces(lesson: lesson_rm.RealModelLesson, example: lesson_rm.ExampleSen
                 st.caption(lesson_rm.contrast_caption(reading, example))
 
 
+PHONE_COLUMNS = 3  # one layer's heads on a phone: 3 a row, each about 100 px wide
+
+
 def head_grid(lesson: lesson_rm.RealModelLesson, answered: bool) -> None:
     step(f"All {lesson.num_layers * lesson.num_heads} heads")
     widgets.prose("real_model", "grid")
@@ -113,6 +116,21 @@ def head_grid(lesson: lesson_rm.RealModelLesson, answered: bool) -> None:
         layer_key=LAYER,
         head_key=HEAD,
     )
+    # On a phone the grid shrinks to its column and each head is a square of about 24 px: the chosen
+    # head's layer follows, its heads larger. A wider screen keeps the grid alone, as it was.
+    layer = st.session_state[LAYER]
+    with draw.narrow_screens_only("real_layer"):
+        st.caption(
+            f"On a small screen the squares above are small. Here are the {lesson.num_heads} heads of "
+            f"layer {layer}, larger. Tap a square above, or choose a layer below, to see another layer."
+        )
+        draw.head_panels(
+            frames_rm.layer_frame(lesson, layer),
+            f"The {lesson.num_heads} heads of layer {layer}",
+            f"Small heatmaps of the {lesson.num_heads} heads of layer {layer}, on one colour scale.",
+            key="real_layer",
+            columns=PHONE_COLUMNS,
+        )
 
 
 def head_picker(lesson: lesson_rm.RealModelLesson) -> tuple[int, int]:
@@ -192,11 +210,12 @@ def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int, answered:
 def bridge(lesson: lesson_rm.RealModelLesson) -> None:
     step("The same attention as in the earlier lessons")
     widgets.prose("real_model", "bridge")
-    st.latex(
-        r"\text{head}_i = \text{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{"
-        + str(lesson.head_dim)
-        + r"}}\right) V_i,\qquad Q_i = X W_q^{(i)},\; K_i = X W_k^{(i)},\; V_i = X W_v^{(i)}"
+    # Side by side on a wide screen, stacked on a phone (one line was cut at 390 px).
+    attention, projections = st.columns(2, vertical_alignment="center")
+    attention.latex(
+        r"\text{head}_i = \text{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{" + str(lesson.head_dim) + r"}}\right) V_i"
     )
+    projections.latex(r"Q_i = X W_q^{(i)},\; K_i = X W_k^{(i)},\; V_i = X W_v^{(i)}")
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("width of a token's vector", lesson.hidden_size)
     m2.metric("heads per layer", lesson.num_heads)

@@ -9,7 +9,8 @@ Save as SVG / PNG under a file name that holds the page, the chart's title and t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import streamlit as st
 
@@ -120,6 +121,22 @@ def head_panels(
     st.html(f"<style>.st-key-{container} svg, .st-key-{container} canvas {{max-width: 100%; height: auto;}}</style>")
     with st.container(key=container):
         draw(charts_heads.head_panels(frame, title, causal=causal, columns=columns), description)
+
+
+NARROW_PX = 640  # Streamlit stacks st.columns at this width and below: a phone held upright
+
+
+@contextmanager
+def narrow_screens_only(key: str) -> Iterator[None]:
+    """What is drawn inside shows on a screen NARROW_PX wide or less (a phone) and nowhere else.
+
+    The server does not know the screen's width, so the browser decides (a CSS media query on the
+    container): a wide screen keeps its view as it was, a phone gets what its small screen needs.
+    """
+    container = f"al-narrow-{key}"
+    st.html(f"<style>@media (min-width: {NARROW_PX + 1}px) {{.st-key-{container} {{display: none;}}}}</style>")
+    with st.container(key=container):
+        yield
 
 
 def head_grid(

@@ -102,10 +102,14 @@ def head_lines(num_tokens: int, title: str, label_chars: int = 10) -> alt.LayerC
     """One head as lines from each query (left) to the keys it attends to (right).
 
     Data: LINES_DATA (one row per line) and TOKENS_DATA (the labels down both sides).
-    Thicker, darker lines carry more weight; a click on a token on the left shows only its lines.
+    Thicker, more opaque lines carry more weight; a click on a token on the left shows only its lines.
     The labels leave exactly the room the longest piece needs (`label_chars`): a fixed 90 px each
     side left the lines about 30 px wide in a narrow column. Labels and title are drawn in the
-    page's text colour (currentColor), so they stay readable in dark mode.
+    page's text colour (currentColor), so they stay readable in dark mode. The lines take the
+    first colour of the theme's category palette (one constant category, no legend), which
+    Streamlit's theme sets per light or dark: a dark blue on white, a light blue on black. A fixed
+    viridis blue (#3b528b) reached only 2.5:1 on the dark background, and its thin lines all but
+    vanished (a rule ignores the theme's `mark.color`: Vega-Lite's own default draws it black).
     """
     num_tokens = max(num_tokens, 1)
     y_scale = alt.Scale(domain=[-0.5, num_tokens - 0.5], reverse=True, nice=False, zero=False)
@@ -114,8 +118,10 @@ def head_lines(num_tokens: int, title: str, label_chars: int = 10) -> alt.LayerC
     weight_opacity = alt.Opacity("weight:Q", scale=alt.Scale(domain=[0, 1], range=[0.25, 1]), legend=None)
     strokes = (
         alt.Chart(alt.NamedData(name=LINES_DATA))
-        .mark_rule(strokeCap="round", color="#3b528b")
+        .mark_rule(strokeCap="round")
+        .transform_calculate(line_colour="'weight'")  # one category: the theme's first colour (see above)
         .encode(
+            color=alt.Color("line_colour:N", legend=None),
             x=alt.datum(0.0, scale=x_scale, axis=_NO_AXIS),
             x2=alt.datum(1.0),
             y=alt.Y("query_index:Q", scale=y_scale, axis=_NO_AXIS),

@@ -14,6 +14,7 @@ import torch
 
 from core.attention import functional as fn
 from core.attention.head_measures import Measure
+from core.lessons.multi_head import heads_frame
 from core.lessons.real_model import RealModelLesson
 
 GRID_FLOOR = 0.02  # grid cells below this weight are left to the panel's background (the colour of 0)
@@ -52,6 +53,12 @@ def grid_frame(lesson: RealModelLesson, layer: int, head: int, floor: float = GR
             "chosen": ((layers == layer) & (heads == head)).numpy(),
         }
     )
+
+
+def layer_frame(lesson: RealModelLesson, layer: int) -> pd.DataFrame:
+    """One layer's heads, long (head, row, col, value, row_index, col_index): core.charts.heads' panels,
+    which a phone shows larger than the 72-head grid's squares."""
+    return heads_frame(lesson.attentions[layer], lesson.labels, range(lesson.num_heads))
 
 
 def weights_frame(lesson: RealModelLesson, weights: torch.Tensor) -> pd.DataFrame:

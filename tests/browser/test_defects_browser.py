@@ -105,9 +105,14 @@ def background(page) -> str:
     return page.evaluate("() => getComputedStyle(document.querySelector('[data-testid=stApp]')).backgroundColor")
 
 
-def test_the_real_models_lines_leave_room_and_read_in_dark_mode(server: str, browser) -> None:
-    """Item 7: at 1280 px the label columns sat ~30 px apart; in dark mode the labels were grey on black."""
-    context = browser.new_context(color_scheme="dark", **PROJECTOR)
+RULE_STROKES = "c => [...c.querySelectorAll('g.mark-rule line, g.mark-rule path')].map(l => getComputedStyle(l).stroke)"
+
+
+@pytest.mark.parametrize("scheme", ["dark", "light"])
+def test_the_real_models_lines_leave_room_and_read_in_both_themes(server: str, browser, scheme: str) -> None:
+    """Item 7: at 1280 px the label columns sat ~30 px apart; in dark mode the labels were grey on black.
+    Review #16: in dark mode the lines themselves (a fixed dark blue, 2.5:1 on the background) all but vanished."""
+    context = browser.new_context(color_scheme=scheme, **PROJECTOR)
     page = visit(context, f"{server}/real_model")
     lines = chart(page, "Lines from each word piece")
     boxes = lines.evaluate(
@@ -119,8 +124,11 @@ def test_the_real_models_lines_leave_room_and_read_in_dark_mode(server: str, bro
     assert left and right and len(left) == len(right)
     assert min(right) - max(left) >= 150, (max(left), min(right))
     page_background = background(page)
-    assert luminance(page_background) < 0.1  # dark mode is on
+    assert (luminance(page_background) < 0.1) == (scheme == "dark")  # the theme asked for is on
     assert min(contrast(b["fill"], page_background) for b in boxes) >= 4.5, {b["fill"] for b in boxes}
+    # The lines' colour at full opacity (the heaviest lines are drawn at it): as readable as text.
+    strokes = set(lines.evaluate(RULE_STROKES))
+    assert strokes and min(contrast(stroke, page_background) for stroke in strokes) >= 4.5, (strokes, page_background)
     context.close()
 
 

@@ -55,7 +55,8 @@ def test_no_formula_is_cut_on_a_phone(server: str, browser) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
     cut: list[str] = []
-    for name in ("without_weights", "multi_head", "multi_head?weights=pretrained"):
+    # Lesson 6's head_i = softmax(...) V_i with Q_i, K_i, V_i on one line was cut at the right (review #17).
+    for name in ("without_weights", "multi_head", "multi_head?weights=pretrained", "real_model"):
         page.goto(f"{server}/{name}", wait_until="domcontentloaded")
         page.wait_for_selector(support.IDLE, timeout=60_000)
         support.answer_every_question(page)
@@ -70,3 +71,48 @@ def test_no_formula_is_cut_on_a_phone(server: str, browser) -> None:
         ]
     context.close()
     assert not cut, cut
+
+
+# The centre x of every panel header ("head 0" ... "head 11") of the chart whose description holds the text given.
+PANEL_HEADERS = """(description) => {
+  const chart = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+    .find(c => (c.getAttribute('aria-label') || '').includes(description));
+  if (!chart) return null;
+  const heads = [...chart.querySelectorAll('text')].filter(t => /^head \\d+$/.test(t.textContent.trim()));
+  const centre = t => { const b = t.getBoundingClientRect(); return b.left + b.width / 2; };
+  return {visible: chart.checkVisibility(), x: heads.map(centre).sort((a, b) => a - b),
+          right: chart.getBoundingClientRect().right};
+}"""
+LAYER_VIEW = "heads of layer"  # lesson 6's one layer, larger, on a phone
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_on_a_phone_the_real_models_heads_of_one_layer_come_larger(server: str, browser, width: int) -> None:
+    """Review #17: on a 390 px phone the 72-head grid shrinks to squares of about 24 px. A phone also gets the
+    chosen head's layer, three heads a row, each about four times as wide; a laptop keeps the grid alone."""
+    context = browser.new_context(viewport={"width": width, "height": 844})
+    page = context.new_page()
+    page.goto(f"{server}/real_model?real_layer=2&real_head=5", wait_until="domcontentloaded")
+    page.wait_for_selector(support.IDLE, timeout=120_000)
+    support.answer_every_question(page)
+    grid = page.locator('[data-testid="stVegaLiteChart"][aria-label*="A grid of 6 by 12"]').first
+    grid.locator("svg").first.wait_for(state="attached", timeout=60_000)
+    assert grid.is_visible()  # the grid stays on every screen
+    page.locator(f'[data-testid="stVegaLiteChart"][aria-label*="{LAYER_VIEW}"] svg').first.wait_for(
+        state="attached", timeout=60_000
+    )
+    page.wait_for_timeout(800)  # Vega lays out once more after its column's width settles
+    view = page.evaluate(PANEL_HEADERS, "heads of layer 2,")
+    assert view is not None, "the chosen head's layer (2) is the one drawn"
+    if width > 640:
+        assert not view["visible"]
+        assert not page.get_by_text("On a small screen the squares above are small").first.is_visible()
+        context.close()
+        return
+    assert view["visible"] and len(view["x"]) == 12 and view["right"] <= width
+    columns = sorted(set(round(x) for x in view["x"]))
+    assert len(columns) == 3, columns  # three heads a row
+    panel = columns[1] - columns[0]
+    grid_panel = grid.bounding_box()["width"] / 12
+    assert panel >= 90 and panel >= 3 * grid_panel, (panel, grid_panel)
+    context.close()

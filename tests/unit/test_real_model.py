@@ -21,6 +21,7 @@ from core import recipes
 from core.app import registry
 from core.attention import functional as fn
 from core.charts import common as charts
+from core.charts import heads as charts_heads
 from core.charts import real_model as charts_rm
 from core.lessons import matrix_frame
 from core.lessons import real_model as lesson_rm
@@ -293,6 +294,20 @@ def test_grid_frame_drops_faint_cells_marks_the_chosen_head_and_spec_validates(l
     params = spec.get("params", []) + spec["spec"].get("params", [])  # Altair hoists them
     assert [p["name"] for p in params] == [charts_rm.HEAD_SELECTION]
     assert params[0]["select"]["fields"] == ["layer", "head"]
+
+
+def test_one_layers_panels_hold_that_layers_heads(lesson) -> None:
+    # What a phone shows larger than the grid's squares (review #17): layer 3's twelve heads, each its weights.
+    frame = frames_rm.layer_frame(lesson, 3)
+    tokens = len(lesson.tokens)
+    assert len(frame) == lesson.num_heads * tokens * tokens
+    assert sorted(frame["head"].unique()) == list(range(lesson.num_heads))
+    five = frame[frame["head"] == 5].sort_values(["row_index", "col_index"])
+    expected = lesson.attentions[3, 5].double().flatten().numpy()
+    assert five["value"].to_numpy() == pytest.approx(expected)
+    assert list(five["row"].astype(str)[:: tokens]) == list(lesson.labels)
+    spec = validated_spec(charts_heads.head_panels(frame, "The 12 heads of layer 3", columns=3))
+    assert spec["facet"]["field"] == "head" and spec["columns"] == 3
 
 
 def test_lines_and_measure_map_specs_validate(lesson) -> None:

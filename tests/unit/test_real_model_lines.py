@@ -36,3 +36,16 @@ def test_no_tooltip_shows_a_raw_field_name() -> None:
     assert "query_index" not in json.dumps([layer["encoding"].get("tooltip") for layer in spec["layer"]]).replace(
         '"field": "query_index"', ""
     )
+
+
+def test_the_lines_take_the_themes_colour_light_or_dark() -> None:
+    # A fixed viridis blue (#3b528b) reached 2.5:1 on the dark theme's background: the lines all but vanished.
+    # One constant category takes the theme's first palette colour (a dark blue on white, a light blue on black);
+    # a rule's own default colour is Vega-Lite's black, whatever the theme, so the colour must come from a scale.
+    (rules,) = [layer for layer in lines_spec(5)["layer"] if layer["mark"].get("type") == "rule"]
+    assert "color" not in rules["mark"], rules["mark"]
+    colour = rules["encoding"]["color"]
+    assert colour["type"] == "nominal" and colour["legend"] is None
+    assert not {"scheme", "range"} & set(colour.get("scale", {})), colour  # the theme's palette, not ours
+    calculated = {step["as"]: step["calculate"] for step in rules.get("transform", []) if "calculate" in step}
+    assert calculated[colour["field"]].startswith("'"), calculated  # one constant: one colour for every line
