@@ -66,7 +66,8 @@ def navigation() -> dict[str, list[st.Page]]:
             pages.append(st.Page(spec.file, title=spec.title, icon=spec.icon, default=True, url_path="start"))
             pages.append(st.Page(spec.file, title=spec.title, url_path=spec.slug, visibility="hidden"))
         else:
-            pages.append(st.Page(spec.file, title=spec.heading, icon=spec.icon, url_path=spec.slug))  # "6 · Inside a real model"
+            # The heading, "6 · Inside a real model": the menu shows the numbers the overview refers to.
+            pages.append(st.Page(spec.file, title=spec.heading, icon=spec.icon, url_path=spec.slug))
     return sections
 
 

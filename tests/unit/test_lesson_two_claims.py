@@ -28,7 +28,7 @@ def test_lesson_two_counts_favourite_keys_instead_of_repeating_lesson_ones_quest
     assert set(weights.argmax(dim=-1).tolist()) == {1}  # every row's largest weight is on "journey"
     assert prediction.options[prediction.answer].startswith("One:")
     spread = float((weights.max(dim=0).values - weights.min(dim=0).values).max())
-    assert f"One favourite for all 6 rows: “journey”" in prediction.explanation
+    assert "One favourite for all 6 rows: “journey”" in prediction.explanation
     assert f"more than {spread:.4f} in any weight" in prediction.explanation
     assert "its own embedding" not in prediction.explanation  # lesson 1's x·x reasoning
 

@@ -152,7 +152,8 @@ def test_the_gradient_question_is_answered_by_the_measured_ratio(config: model_t
     ratio = start.grad_norm_unscaled / start.grad_norm_scaled
     assert prediction.answer == answer, ratio
     assert f"{ratio:.2f} times" in prediction.explanation
-    assert f"{start.grad_norm_scaled:.4f} with the factor, {start.grad_norm_unscaled:.4f} without" in prediction.explanation
+    both = f"{start.grad_norm_scaled:.4f} with the factor, {start.grad_norm_unscaled:.4f} without"
+    assert both in prediction.explanation
 
 
 def test_the_start_table_waits_for_the_answer_and_needs_no_run(navigation_mode: None) -> None:
