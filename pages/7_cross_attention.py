@@ -231,7 +231,7 @@ def lesson_7(settings: Settings) -> None:
         return
     context_and_shapes(lesson, answered, settings)
     widgets.code_box(lesson.code)
-    cross_trained.section(settings, lesson.d_v)
+    cross_trained.section(settings, lesson.d_v, answered)
 
 
 lesson_7(page_start().settings)

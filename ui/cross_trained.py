@@ -78,8 +78,11 @@ def _random_settings(settings: Settings) -> Settings:
     return replace(settings, preset=PresetKey.CUSTOM, d_in=effective_d_in(settings))
 
 
-def section(settings: Settings, d_v: int) -> None:
-    """The step: a held-out sentence, the question, then the trained weights beside the random ones."""
+def section(settings: Settings, d_v: int, shape_answered: bool) -> None:
+    """The step: a held-out sentence, the question, then the trained weights beside the random ones.
+
+    `shape_answered`: the page's shape question has a choice. Until then the random weights wait too: on the
+    default pair their 7 rows and 8 columns are that question's answer."""
     step("Trained: the weights become the alignment")
     widgets.prose("cross_attention", "trained")
     run = trained_run()
@@ -101,10 +104,16 @@ def section(settings: Settings, d_v: int) -> None:
     heatmaps = charts.alignment_heatmaps(lesson.trained, lesson.random)
     left, right = st.columns(2)
     with left:
-        draw.draw(
-            heatmaps.random,
-            "Heatmap of the sources' random cross-attention weights on the picked sentence pair.",
-        )
+        if shape_answered:
+            draw.draw(
+                heatmaps.random,
+                "Heatmap of the sources' random cross-attention weights on the picked sentence pair.",
+            )
+        else:
+            st.caption(
+                ":material/lock: The random weights on this pair appear once you have answered the first "
+                "question, on the weights' shape."
+            )
     with right:
         if answered:  # the trained weights, and every number measured on them, answer the question
             draw.draw(heatmaps.trained, "Heatmap of the trained cross-attention weights on the picked sentence pair.")

@@ -36,6 +36,8 @@ GIVEAWAYS = [
     ("multi_head", WeightSource.RANDOM, "the book's split heads above, on the same row, by"),
     ("multi_head", WeightSource.ENCODER, "heatmaps of the 12 heads' weights"),
     ("cross_attention", WeightSource.RANDOM, "Rectangular heatmap"),
+    # The trained step's random weights on the default pair: 7 rows and 8 columns (issue 30's second review).
+    ("cross_attention", WeightSource.RANDOM, "Heatmap of the sources' random cross-attention weights on the picked"),
     ("cross_attention", WeightSource.ENCODER, "Rectangular heatmap"),
     ("cross_attention", WeightSource.ENCODER, "[CLS] and [SEP] take"),
 ]
