@@ -65,6 +65,7 @@ with st.spinner(f"Measuring attention on the {device.upper()} (once per setting 
     view = cache.computed(lesson.COST, device, int(longest))
 # The memory chart, its slope, the doubling's factor and the table answer the question: they wait for a choice.
 if widgets.predict(view.prediction, key="predict_scale_doubling"):
+    widgets.prose("attention_at_scale", "cost_line")  # "a T² law" would answer the question before it
     cost_charts(view, device)
 else:
     widgets.answer_first("The measured time and memory, their slopes and the 128k-token bill appear")

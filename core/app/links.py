@@ -50,6 +50,13 @@ def _block_choices() -> tuple[str, ...]:
     return _numbers(attention_at_scale.BLOCK_CHOICES)
 
 
+def _longest_choices() -> tuple[str, ...]:
+    from core.lessons import attention_at_scale  # as above
+
+    # Every device's (a CPU server offers the first three), as the box writes them ("2,048") and as typed.
+    return tuple(f"{t:,}" for t in attention_at_scale.TOKEN_CHOICES) + _numbers(attention_at_scale.TOKEN_CHOICES)
+
+
 def _generated_choices() -> tuple[str, ...]:
     from core.lessons import attention_at_scale_kv  # as above
 
@@ -152,8 +159,8 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "train_lr": Choice(_numbers(training_lab.LEARNING_RATES)),
         "train_steps": Whole(10, training_lab.MAX_STEPS, point_zero=True),
         "train_show_layer": Choice(("1", "2")),
-        # lesson 9: the longest sequence's choices depend on the device, so its box checks it
-        "scale_longest": CheckedByItsControl(),
+        # lesson 9: the longest sequence (its box offers this device's share of the choices)
+        "scale_longest": Choice(_longest_choices),
         "scale_keys": Whole(2, 16, point_zero=True),
         "scale_block": Whole(1, 16, point_zero=True),
         "scale_block_q": Choice(_block_choices),

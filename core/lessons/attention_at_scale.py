@@ -224,6 +224,8 @@ def bytes_text(count: float) -> str:
 
 
 def duration_text(milliseconds: float) -> str:
+    if milliseconds < 1:  # two significant digits: 0.048 ms, not 0.0 (or 0.1, which misstates a ratio)
+        return f"{milliseconds:.2g} ms"
     if milliseconds < 1000:
         return f"{milliseconds:,.1f} ms"
     if milliseconds < 120_000:
@@ -278,7 +280,8 @@ def time_sentences(cost: CostResult) -> tuple[str, ...]:
     fixed = float(shortest.milliseconds) / line_at_shortest if line_at_shortest > 0 else math.inf
     said = [
         f"At {int(shortest.tokens):,} tokens a call took {duration_text(float(shortest.milliseconds))}, "
-        f"{fixed:,.0f}× what the T² line predicts there: at small T what every call pays whatever T (Python, "
+        f"{fixed:,.0f}× the {duration_text(line_at_shortest)} the T² line predicts there: at small T what every "
+        "call pays whatever T (Python, "
         "dispatching each operation, allocating its output) and the parts that grow only like T (the T × 64 inputs "
         "and output) take most of the time."
         if fixed >= 2
@@ -313,11 +316,15 @@ def fused_sentence(cost: CostResult) -> str:
             f"PyTorch's fused kernel was never slower than the plain path here (within 10%), from "
             f"{int(table.tokens.iloc[0]):,} to {cost.longest:,} tokens."
         )
-    where = "at every length measured" if len(slower) == len(table) else "at " + ", ".join(f"{t:,}" for t in slower)
+    where = (
+        "at every length measured"
+        if len(slower) == len(table)
+        else "at " + ", ".join(f"{t:,}" for t in slower) + " tokens"
+    )
     if cost.device != "cpu":
-        return f"PyTorch's fused kernel was slower than the plain path {where} tokens on this {cost.device.upper()}."
+        return f"PyTorch's fused kernel was slower than the plain path {where} on this {cost.device.upper()}."
     return (
-        f"PyTorch's fused kernel was slower than the plain path {where} tokens on this CPU. What it saves is "
+        f"PyTorch's fused kernel was slower than the plain path {where} on this CPU. What it saves is "
         "the T×T matrix's trips to memory, which cost far less on a CPU, whose caches are large, than on a GPU; "
         "what it pays is its tile-by-tile loop of small products and a running softmax, where the plain path "
         "hands the processor one large matrix product, the work CPU libraries are most tuned for. With one head "

@@ -184,3 +184,13 @@ def test_the_sidebar_rule_is_unchanged() -> None:
     reading = read_link({"d_out": "06", "seed": "7.0", "dropout": ".25", "device": "cuda"}, DEVICES)
     assert (reading.settings.d_out, reading.settings.seed, reading.settings.dropout) == (6, 7, 0.25)
     assert [note.parameter for note in reading.notes] == ["device"]
+
+
+def test_a_longest_length_no_device_offers_gets_a_note() -> None:
+    # The second teacher review: ?scale_longest=99999999 was dropped without a word (its rule left the check to
+    # a box that never made it); every other bad value got a note.
+    for value in ("99999999", "abc", "1000"):
+        notes = read_link({"scale_longest": value}, ["cpu"]).page_notes()
+        assert [note.parameter for note in notes] == ["scale_longest"], value
+    for value in ("2,048", "2048", "16,384"):  # as the box writes it, as typed, and a GPU's choice
+        assert not read_link({"scale_longest": value}, ["cpu"]).page_notes(), value
