@@ -203,6 +203,7 @@ widgets.prose("training_lab", "start")
 if not answered:
     widgets.answer_first("The spread, the entropy and the gradient both ways (a table and a chart) appear")
 else:
+    widgets.prose("training_lab", "start_effects")  # the two effects all but name the answer: after it
     widgets.prose("training_lab", "start_spread")
     st.dataframe(tt.start_table(start).round(4), hide_index=True, width="stretch")
     draw.draw(
