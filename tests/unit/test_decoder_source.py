@@ -66,15 +66,17 @@ def test_lesson_two_shows_the_models_own_causal_weights(model: sm.SmolLM2, text:
         assert lesson.provenance is not None and lesson.provenance.model == "SmolLM2-135M"
 
 
-def test_lesson_twos_default_head_reads_the_previous_token(model: sm.SmolLM2) -> None:
+def test_lesson_twos_default_head_looks_at_itself_not_the_overviews_previous_token(model: sm.SmolLM2) -> None:
     layer, head = DEFAULTS["trainable_weights"]
     lesson = pt.pretrained_trainable_lesson(model, BOOK, layer, head, 1)
-    assert lesson.pattern is not None and lesson.pattern.summary.startswith("looks at the previous piece")
-    assert lesson.pattern.previous > 0.7
-    # The question counts the rows' favourite keys: a previous-token head gives most rows their own.
+    assert lesson.pattern is not None and lesson.pattern.summary.startswith("looks at itself")
+    assert lesson.pattern.self_weight > 0.7
+    # The question counts the rows' favourite keys: here every row its own.
     favourites = square(lesson.weights).argmax(dim=-1).tolist()
-    assert len(set(favourites)) >= len(lesson.tokens) // 2 + 1
+    assert favourites == list(range(len(lesson.tokens)))
     assert lesson.prediction.options[lesson.prediction.answer].startswith(f"{len(lesson.tokens) // 2 + 1} to")
+    # The overview draws layer 16, head 0 on this sentence: lesson 2 must not open on the head it shows.
+    assert (layer, head) != (16, 0)
 
 
 def test_lesson_four_on_a_decoder_head_keeps_its_own_weights_behind_the_mask(model: sm.SmolLM2) -> None:

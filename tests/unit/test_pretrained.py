@@ -277,6 +277,7 @@ def test_default_heads_show_the_patterns_their_lessons_are_about(model: rm.RealM
     five = pt.pretrained_multihead_lesson(model, sentence, layer)
     assert five.trained is not None
     assert five.trained.distinct_patterns >= 3 and five.prediction.answer == 1
+    assert all(p.previous < 0.5 for p in five.trained.patterns)  # no previous-piece head: lesson 6's answer
     layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["cross_attention"]
     pair = ptc.PAIRS[0]
     seven = ptc.pretrained_cross_lesson(model, pair.first, pair.second, layer, head)
