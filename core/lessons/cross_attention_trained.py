@@ -70,6 +70,8 @@ def _question(pair: AlignedPair, random_weights: torch.Tensor) -> Prediction:
     partner = clause.alignment[row]
     random_row = random_weights[row]
     random_best = int(random_row.argmax())
+    distance = abs(partner - row)
+    places = f"{distance} place{'s' if distance != 1 else ''}"
     return Prediction(
         question=(
             f"After training, while the model writes “{word}”, which German word will its cross-attention read most?"
@@ -78,8 +80,13 @@ def _question(pair: AlignedPair, random_weights: torch.Tensor) -> Prediction:
         answer=answer,
         explanation=(
             f"The trained model puts {trained_row[answer]:.2f} of “{word}”'s weight on “{clause.german[answer]}”"
-            f" (its partner is “{clause.german[partner]}”, {abs(partner - row)} place(s) away from where “{word}”"
-            f" stands). The sources' random weights put {float(random_row[partner]):.2f} there and read most from"
+            + (
+                f", its German partner, {places} from where “{word}” stands."
+                if answer == partner
+                else f"; its German partner “{clause.german[partner]}”, {places} from where “{word}” stands, gets "
+                f"{trained_row[partner]:.2f}."
+            )
+            + f" The sources' random weights put {float(random_row[partner]):.2f} on the partner and read most from"
             f" “{clause.german[random_best]}” ({float(random_row[random_best]):.2f})."
         ),
         shuffle=False,  # the German words in their order: the order is what the question is about

@@ -111,6 +111,9 @@ def test_the_lesson_asks_where_translate_reads_and_answers_from_the_weights(run:
     trained_on = run.examples[0].weights[translate, question.answer]
     random_on = float(lesson.words["random weight on it"].iloc[translate])
     assert f"{trained_on:.2f}" in question.explanation and f"{random_on:.2f}" in question.explanation
+    # Plain words (the second teacher review): no "place(s)", and the partner is not named twice.
+    assert "(s)" not in question.explanation and question.explanation.count("“übersetzen”") == 1
+    assert "its German partner, 3 places from where “translate” stands" in question.explanation
     assert lesson.clause_share == pytest.approx(run.examples[0].share)
     assert lesson.random_share < 0.5 < lesson.clause_share  # the random weights do not align the words
     assert len(lesson.trained) == len(lesson.random) == 7 * 8
