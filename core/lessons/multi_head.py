@@ -217,8 +217,9 @@ def _heads_question(weights: torch.Tensor) -> Prediction:
         options=HEAD_OPTIONS,
         answer=answer,
         explanation=(
-            f"The most different pair of heads differs by {apart:.4f} per weight on average (we call at least "
-            f"{HEADS_DIFFER} clear, below {HEADS_ALIKE} the same), and the last row's largest weight is {peak:.4f} "
+            f"The most different pair of heads differs by {apart:.4f} per weight on average, over all "
+            f"{num_tokens} × {num_tokens} cells with the masked zeros (we call at least {HEADS_DIFFER} clear, below "
+            f"{HEADS_ALIKE} the same), and the last row's largest weight, averaged over the heads, is {peak:.4f} "
             f"where spreading evenly would give {1 / num_tokens:.4f}. {why} Heads specialise only by training "
             "(lesson 8); see what trained heads do in lesson 6."
         ),
