@@ -12,6 +12,7 @@ Shape legend: L layers (30), H query heads (9), G key/value heads (3), T tokens,
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -281,6 +282,11 @@ class InductionLesson:
     top: tuple[tuple[int, int, float], ...]  # (layer, head, score), highest first
     num_heads: int
     num_kv_heads: int
+    vocab_size: int  # a uniform guess over it costs ln(vocab_size) nats a token
+
+    @property
+    def uniform_loss(self) -> float:
+        return math.log(self.vocab_size)
 
     @property
     def chance(self) -> float:
@@ -314,6 +320,7 @@ def induction_lesson(_model: smollm2.SmolLM2, length: int, seed: int) -> Inducti
         top=tuple(report.top_heads(6)),
         num_heads=config.num_heads,
         num_kv_heads=config.num_kv_heads,
+        vocab_size=config.vocab_size,
     )
 
 
@@ -323,7 +330,14 @@ def induction_question(lesson: InductionLesson) -> Prediction:
         ("about the same", "a little lower (under 2 nats)", "much lower (2 nats or more)"),
         2 if lesson.first_loss - lesson.second_loss >= 2 else 1 if lesson.second_loss < lesson.first_loss else 0,
         f"{lesson.first_loss:.2f} nats on the first copy, {lesson.second_loss:.2f} on the second; "
-        f"accuracy {lesson.first_accuracy:.0%} against {lesson.second_accuracy:.0%}.",
+        f"accuracy {lesson.first_accuracy:.0%} against {lesson.second_accuracy:.0%}. "
+        + (
+            f"A uniform guess over the {lesson.vocab_size:,} tokens would cost {lesson.uniform_loss:.2f} nats: on "
+            "random tokens the model does worse than that, because it still bets on the words that usually come "
+            "next in text and is confidently wrong."
+            if lesson.first_loss > lesson.uniform_loss
+            else f"(A uniform guess over the {lesson.vocab_size:,} tokens would cost {lesson.uniform_loss:.2f} nats.)"
+        ),
         shuffle=False,
     )
 

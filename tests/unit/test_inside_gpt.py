@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import pickle
 
 import numpy as np
@@ -109,6 +110,10 @@ def test_induction_heads_and_the_loss_on_the_second_copy(model) -> None:
     assert lesson.first_loss - lesson.second_loss > 5
     assert lesson.second_accuracy > lesson.first_accuracy
     assert gpt.induction_question(lesson).answer == 2
+    # The first copy's loss is worse than a uniform guess (15.1 against ln 49,152 = 10.80): the explanation says so
+    # and why, where a reviewer found 15.14 unexplained.
+    assert lesson.uniform_loss == pytest.approx(math.log(49_152)) and lesson.first_loss > lesson.uniform_loss
+    assert "would cost 10.80 nats" in gpt.induction_question(lesson).explanation
     # A whole grouped-query group among the top heads: layer 17's query heads 3, 4 and 5 read KV head 1.
     assert sorted(lesson.groups_of_top()[(17, 1)]) == [3, 4, 5]
 
