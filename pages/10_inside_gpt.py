@@ -295,7 +295,7 @@ def grouped_query(model, lesson: gpt.InductionLesson, answered: bool) -> None:
     groups = gpt.kv_groups(lesson.num_heads, lesson.num_kv_heads)
     scores = lesson.scores if answered else None  # the induction scores fade the map once they are out
     draw.draw(
-        charts_gpt.groups(frames.group_frame(lesson.scores.shape[0], lesson.num_heads, groups, scores)),
+        charts_gpt.groups(frames.group_frame(lesson.scores.shape[0], lesson.num_heads, groups, scores), answered),
         "A 30 by 9 map of query heads coloured by the key/value head they read"
         + (", faded by induction score." if answered else "."),
     )

@@ -61,16 +61,22 @@ def attention_row(frame: pd.DataFrame, title: str) -> VegaChart:
 
 
 @functools.cache
-def _group_template() -> str:
+def _group_template(faded: bool) -> str:
+    """`faded`: each head's opacity shows its induction score (only once the induction question is answered:
+    before that an "induction score" legend would stand for a measure not yet out)."""
     base = alt.Chart(alt.NamedData(name=GROUP_DATA)).encode(
         x=alt.X("head:O", title="query head", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("layer:O", title="layer"),
     )
-    rect = base.mark_rect().encode(
-        color=alt.Color("group:N", title="reads", scale=alt.Scale(scheme="set2")),
-        opacity=alt.Opacity("value:Q", title="induction score", scale=alt.Scale(domain=[0, 1], range=[0.25, 1])),
-        tooltip=["layer:O", "head:O", "group:N", alt.Tooltip("value:Q", format=".2f", title="induction score")],
-    )
+    colour = alt.Color("group:N", title="reads", scale=alt.Scale(scheme="set2"))
+    if faded:
+        rect = base.mark_rect().encode(
+            color=colour,
+            opacity=alt.Opacity("value:Q", title="induction score", scale=alt.Scale(domain=[0, 1], range=[0.25, 1])),
+            tooltip=["layer:O", "head:O", "group:N", alt.Tooltip("value:Q", format=".2f", title="induction score")],
+        )
+    else:
+        rect = base.mark_rect().encode(color=colour, tooltip=["layer:O", "head:O", "group:N"])
     return template(
         rect.properties(
             title="Query heads coloured by the key/value head they read", width="container", height=alt.Step(16)
@@ -78,8 +84,8 @@ def _group_template() -> str:
     )
 
 
-def groups(frame: pd.DataFrame) -> VegaChart:
-    return VegaChart(_group_template(), {GROUP_DATA: frame})
+def groups(frame: pd.DataFrame, faded: bool) -> VegaChart:
+    return VegaChart(_group_template(faded), {GROUP_DATA: frame})
 
 
 @functools.cache
@@ -88,9 +94,12 @@ def _timing_template() -> str:
         alt.Chart(alt.NamedData(name=TIMING_DATA))
         .mark_line(point=True)
         .encode(
-            x=alt.X("length:Q", title="tokens so far", scale=alt.Scale(zero=False)),
+            # Whole tokens on the axis ("37.5 tokens" was drawn), and the runs' names in full under the chart.
+            x=alt.X(
+                "length:Q", title="tokens so far", scale=alt.Scale(zero=False), axis=alt.Axis(format="d", tickMinStep=1)
+            ),
             y=alt.Y("ms:Q", title="ms per new token"),
-            color=alt.Color("run:N", title=None, legend=alt.Legend(orient="bottom")),
+            color=alt.Color("run:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=0, columns=1)),
             tooltip=["run:N", "length:Q", alt.Tooltip("ms:Q", format=".1f")],
         )
         .properties(title="Time per generated token, measured on this server", width="container")

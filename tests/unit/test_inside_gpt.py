@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import pickle
 
@@ -262,7 +263,8 @@ def test_every_chart_of_the_lesson_is_valid_vega_lite(model, vocabulary) -> None
     charts = [
         charts_gpt.probabilities(frames.probability_frame(view)),
         charts_gpt.attention_row(frames.row_frame(result.steps[-1], tokens, 0, 0), "row"),
-        charts_gpt.groups(frames.group_frame(30, 9, gpt.kv_groups(9, 3), lesson.scores)),
+        charts_gpt.groups(frames.group_frame(30, 9, gpt.kv_groups(9, 3), lesson.scores), True),
+        charts_gpt.groups(frames.group_frame(30, 9, gpt.kv_groups(9, 3), None), False),
         charts_gpt.timing(frames.timing_frame(timing)),
         charts_rm.grid(frames.grid_frame(analysis, 0, 0), len(analysis.tokens), 30, 9),
         charts_rm.measure(frames.measure_frame(analysis.sink, 0, 0), "sink", "sink"),
@@ -270,6 +272,11 @@ def test_every_chart_of_the_lesson_is_valid_vega_lite(model, vocabulary) -> None
     for chart in charts:
         spec = validated_spec(chart)
         assert all(len(table) > 0 for table in spec["datasets"].values())
+    # The grouped-query map names no induction score before the question is out (second teacher review).
+    assert "induction score" in json.dumps(validated_spec(charts[2])["encoding"])
+    assert "induction score" not in json.dumps(validated_spec(charts[3])["encoding"])
+    timing_axis = validated_spec(charts[4])["encoding"]["x"]["axis"]
+    assert timing_axis["format"] == "d" and timing_axis["tickMinStep"] == 1  # whole tokens, not "37.5"
 
 
 @pytest.mark.slow
