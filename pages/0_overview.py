@@ -15,15 +15,15 @@ def block_map() -> None:
     st.subheader("The whole block in one picture")
     widgets.prose("overview", "block")
     dark = st.context.theme.type == "dark"
-    st.graphviz_chart(block_diagram.decoder_block_dot(dark=dark), width="stretch")
+    with draw.scrolls_on_narrow_screens("block", min_width_px=640):  # a phone scrolls a readable diagram
+        st.graphviz_chart(block_diagram.decoder_block_dot(dark=dark), width="stretch")
     by_lesson = block_diagram.parts_by_lesson()
-    columns = st.columns(3)
-    for index, spec in enumerate(registry.lessons()):
-        parts = by_lesson.get(spec.slug, ())
-        where = "; ".join(part.label for part in parts)
-        with columns[index % 3]:
-            st.page_link(spec.file, label=f"{spec.number}. {spec.title}", icon=spec.icon)
-            st.caption(where)
+    lessons = registry.lessons()
+    for first in range(0, len(lessons), 3):  # a row of three at a time: a phone stacks them in lesson order
+        for column, spec in zip(st.columns(3), lessons[first : first + 3], strict=False):
+            with column:
+                st.page_link(spec.file, label=f"{spec.number}. {spec.title}", icon=spec.icon)
+                st.caption("; ".join(part.label for part in by_lesson.get(spec.slug, ())))
 
 
 def live_attention(settings: Settings) -> None:
@@ -82,8 +82,13 @@ with why:
     widgets.prose("overview", "why")
     widgets.prose("overview", "model")
     st.markdown("Where the steps lead: the scaled dot-product attention of every transformer layer.")
-    st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V")
-    st.caption("M is the mask: 0 where a query may look, −∞ where it may not (the future, in a causal model).")
+    # Two short lines: on one, the formula's right end was cut on a 390 px phone.
+    st.latex(r"A = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right)")
+    st.latex(r"\text{Attention}(Q, K, V) = A\,V")
+    st.caption(
+        "A holds the attention weights. M is the mask: 0 where a query may look, −∞ where it may not (the future, "
+        "in a causal model)."
+    )
 st.subheader("How to use it")
 usage, current = st.columns([3, 2])
 with usage:

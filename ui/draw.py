@@ -139,6 +139,19 @@ def narrow_screens_only(key: str) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def scrolls_on_narrow_screens(key: str, min_width_px: int) -> Iterator[None]:
+    """What is drawn inside keeps at least `min_width_px` on a phone and scrolls sideways, instead of shrinking
+    to the column until its text is unreadable (the overview's block diagram); wider screens are unchanged."""
+    container = f"al-wide-{key}"
+    st.html(
+        f"<style>@media (max-width: {NARROW_PX}px) {{.st-key-{container} {{overflow-x: auto;}} "
+        f".st-key-{container} svg {{min-width: {min_width_px}px;}}}}</style>"
+    )
+    with st.container(key=container):
+        yield
+
+
 def head_grid(
     frame,
     num_tokens: int,

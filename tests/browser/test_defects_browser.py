@@ -253,3 +253,23 @@ def test_on_a_dark_projector_the_printed_scores_table_is_whole(server: str, brow
     tables = page.evaluate(DATAFRAMES_CUT)
     assert tables and all(table["over"] <= GUTTER_PX and table["right"] <= 1280 for table in tables), tables
     context.close()
+
+
+def test_the_overview_on_a_phone_fits_its_formula_and_keeps_its_diagram_readable(server: str, browser) -> None:
+    # The second teacher review: on a phone the formula's right end was cut, the block diagram shrank to
+    # unreadable text, and the lesson links came in column order (1, 4, 7, 10, 2, ...).
+    context = browser.new_context(**PHONE)
+    page = visit(context, f"{server}/", answer=False)
+    formulas = page.locator(".katex-display .katex")
+    assert formulas.count() >= 2
+    for index in range(formulas.count()):
+        box = formulas.nth(index).bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 390, index
+    diagram = page.locator('[data-testid="stGraphVizChart"] svg').first
+    diagram.scroll_into_view_if_needed()
+    box = diagram.bounding_box()
+    assert box is not None and box["width"] >= 640  # readable, and its container scrolls sideways
+    links = page.locator('[data-testid="stPageLink"]').all_inner_texts()
+    numbers = [int(text.split(".")[0].split()[-1]) for text in links if "." in text]
+    assert numbers == sorted(numbers) and len(numbers) == 10, links
+    context.close()
