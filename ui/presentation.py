@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.app.links import LinkReading
+from ui.link_notes import link_warning
+
 _STEPS_KEY = "steps_drawn"  # how many steps this run's page has drawn so far
 _STEP_PAGE = "step_page"  # the page the session's current step belongs to
+_LINK_PAGE = "link_page"  # the page this session's link opened in presentation mode
 
 
 def start_counting() -> None:
@@ -62,6 +66,13 @@ _COMPACT_HEAD = (
     '.st-key-al-bar [data-testid="stWidgetLabel"] {display: none;}',
     ".st-key-al-bar {gap: 0.25rem;}",
     '.st-key-al-bar [data-testid="stHorizontalBlock"] {gap: 0.5rem;}',
+    # Streamlit pulls the block after a heading up by 1rem (a negative margin under the heading's text) to
+    # offset the heading's bottom padding; with that padding shrunk, the pull put the first line under the
+    # title (a link's warning covered the title's lower half).
+    '.st-key-al-title [data-testid="stHeading"] > [data-testid="stMarkdownContainer"] {margin-bottom: 0;}',
+    # The step's own heading (st.subheader, larger than the shrunk title) at the title's size, with less padding.
+    '[class*="st-key-al-step-"] h3 {font-size: 1.35rem; padding: 0.25rem 0 0 0; line-height: 1.25;}',
+    '[class*="st-key-al-step-"] [data-testid="stHeading"] > [data-testid="stMarkdownContainer"] {margin-bottom: 0;}',
 )
 
 
@@ -82,7 +93,26 @@ def _move_step(delta: int, total: int) -> None:
     st.session_state["step"] = min(max(1, int(st.session_state.get("step", 1) or 1) + delta), total)
 
 
-def presentation_bar(total: int, page: str, *, following: bool = False) -> None:
+def step_link_note(link: LinkReading | None, total: int, page: str) -> None:
+    """One warning for a link's step this page does not have, naming the page's own steps.
+
+    The link's rule only knows that no page has more than 30 steps, and its note said "from 1 to 30" on a
+    page of 4. Here: a value that rule ignored ("99", "inf"), or, on the page the link opened, a whole
+    number past the page's last step (which the step box dropped without a word).
+    """
+    opened = st.session_state.setdefault(_LINK_PAGE, page)
+    if link is None:
+        return
+    asked = next((note.value for note in link.page_notes() if note.parameter == "step"), None)
+    wanted = link.controls.get("step")
+    if asked is None and page == opened and isinstance(wanted, int) and wanted > total:
+        asked = str(wanted)
+    if asked is not None:
+        steps = "only step 1" if total <= 1 else f"steps 1 to {total}"
+        link_warning("step", asked, f"is not a step of this page, which has {steps}")
+
+
+def presentation_bar(total: int, page: str, *, following: bool = False, link: LinkReading | None = None) -> None:
     """Back / step k of n / Next, with the step bound to the link so students follow the teacher.
 
     The box starts at "min" (step 1), not at a default value: the step is also set through session
@@ -90,8 +120,10 @@ def presentation_bar(total: int, page: str, *, following: bool = False) -> None:
 
     A student `following` a class poll gets no buttons and no box (they did nothing: the teacher moves the
     class), only "Step k of n"; the step box is still drawn, hidden, so that their link keeps the step.
+    A step the `link` asked for that this page lacks gets its note here, above the title (`step_link_note`).
     """
     start_step_on(page, following=following)
+    step_link_note(link, total, page)
     if following:
         with st.container(key="al-follow-step"):
             chosen = st.number_input(f"Step (of {total})", 1, max(total, 1), "min", key="step", bind="query-params")
@@ -100,12 +132,14 @@ def presentation_bar(total: int, page: str, *, following: bool = False) -> None:
         st.caption(f"Step {current} of {total}, as the teacher shows it.")
         st.html(presentation_style(current))
         return
-    back, where, forward = st.columns([1, 3, 1], vertical_alignment="center")
+    # "of n steps" beside the box, not under it: under it, the centred row put the box about 28 px above
+    # Back and Next, and the bar a line taller.
+    back, where, count, forward = st.columns([1, 2.2, 0.8, 1], vertical_alignment="center")
     with where:
         chosen = st.number_input(
             f"Step (of {total})", 1, max(total, 1), "min", key="step", bind="query-params", label_visibility="collapsed"
         )
-        st.caption(f"of {total} steps")
+    count.caption(f"of {total} steps")
     current = min(int(chosen or 1), total)
     back.button("← Back", on_click=_move_step, args=(-1, total), disabled=current <= 1, width="stretch")
     forward.button("Next →", on_click=_move_step, args=(1, total), disabled=current >= total, width="stretch")

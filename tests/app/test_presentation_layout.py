@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from tests.support import open_page
 from ui import presentation
 
 
@@ -25,3 +26,12 @@ def test_the_step_bar_stays_below_the_fixed_header() -> None:
     css = presentation.presentation_style(1)
     padding = re.search(r'stMainBlockContainer"\] \{padding-top: ([\d.]+)rem', css)
     assert padding is not None and float(padding.group(1)) * 20 >= 75, css
+
+
+def test_the_step_count_stands_beside_the_step_box_not_under_it() -> None:
+    # "of n steps" under the box made its column taller than Back's and Next's: centred in the row, the box sat
+    # about 28 px above them on a projector (tests/browser/test_projector_fold.py measures the row).
+    at = open_page("causal_dropout", present="1")
+    (box_column,) = [column for column in at.columns if any(box.key == "step" for box in column.number_input)]
+    assert not box_column.caption
+    assert [c.value for column in at.columns for c in column.caption if "steps" in c.value] == ["of 5 steps"]
