@@ -19,7 +19,7 @@ from core.models.smollm2 import GenerationCancelled
 from ui import cache, draw, sessions, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 LAYER, HEAD = PageControl.GPT_LAYER, PageControl.GPT_HEAD  # the chosen head (clicks on the grid set them too)
 
@@ -82,6 +82,7 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
     step("The next token")
     widgets.prose("inside_gpt", "prompt")
     st.text(analysis.text)  # what the model reads, template included; st.text: never markdown
+    step_break()  # the tokens and the question: on a projector its options started below the fold
     st.caption(f"{len(analysis.tokens)} tokens, as the model reads them:")
     st.text("  ".join(repr(token) for token in analysis.tokens))
     answered = widgets.predict(gpt.top_token_question(analysis, vocabulary), key="predict_gpt_top")
@@ -202,6 +203,7 @@ def induction(model) -> tuple[gpt.InductionLesson, bool]:
     """The induction section; whether its question is answered (the next two sections show losses and scores)."""
     step("Induction heads, measured")
     widgets.prose("inside_gpt", "induction")
+    step_break()  # the slider and the question: on a projector its options started below the fold
     length = int(
         st.slider(
             "Random tokens before the repeat",

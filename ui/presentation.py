@@ -29,8 +29,21 @@ def step(title: str) -> None:
         st.subheader(title)
 
 
+def step_break() -> None:
+    """In presentation mode, start the next step here, without a heading; elsewhere nothing changes.
+
+    For a step too tall for a projector (1280×720 CSS px): its question, or its chart, then opens a
+    screen of its own instead of starting below the fold. Streamlit draws no empty container, so an
+    empty element marks the place; its wrapper is hidden in every mode (no extra gap on the page).
+    """
+    number = steps_drawn() + 1
+    st.session_state[_STEPS_KEY] = number
+    with st.container(key=f"al-step-{number}"):
+        st.html(f"<span></span><style>div:has(> .st-key-al-step-{number}) {{display: none;}}</style>")
+
+
 def steps_drawn() -> int:
-    """How many steps the page drew in this run (1 + its step() calls)."""
+    """How many steps the page drew in this run (1 + its step() and step_break() calls)."""
     return int(st.session_state.get(_STEPS_KEY, 1))
 
 
