@@ -217,7 +217,7 @@ def induction(model) -> tuple[gpt.InductionLesson, bool]:
     seed = int(st.session_state.get(PageControl.GPT_SEED, 0))
     lesson = cache.computed(gpt.INDUCTION, model, length, seed)
     st.caption(
-        f"{length} random tokens, then the same {length} again (seed {seed}, the sampling seed above): "
+        f"{length} random tokens, then the same {length} again (seed {seed}, the sampling seed of “The next token”): "
         + " ".join(repr(t) for t in lesson.tokens[:8])
         + " …"
     )
@@ -361,7 +361,9 @@ def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKin
     )
     st.caption(gpt.cache_caption(timing))
     if not answered:  # the recipe generates the next tokens: the first question's answer
-        widgets.answer_first("The Code box, which generates the answer to the first question, appears")
+        widgets.answer_first(
+            "The Code box, which generates the answer to the first question, appears", question="predict_gpt_top"
+        )
         return
     widgets.code_box(
         gpt.kv_cache_code(analysis, timing),

@@ -143,7 +143,7 @@ if answered:
 else:
     widgets.answer_first("The table of these weights and the query's largest and smallest share appear")
 st.markdown(
-    f"float32 sums of the weights at ×1 (whatever the multiplier above): divide by sum **{lesson.sums.by_sum!r}**, "
+    f"float32 sums of the weights at ×1 (whatever the score multiplier): divide by sum **{lesson.sums.by_sum!r}**, "
     f"naive softmax "
     f"**{lesson.sums.naive_softmax!r}**, `torch.softmax` **{lesson.sums.torch_softmax!r}**"
 )

@@ -9,12 +9,14 @@ from ui.link_notes import link_warning
 
 _STEPS_KEY = "steps_drawn"  # how many steps this run's page has drawn so far
 _STEP_PAGE = "step_page"  # the page the session's current step belongs to
+_QUESTIONS_KEY = "question_steps"  # this run: the step each predict question was drawn on, by its key
 _LINK_PAGE = "link_page"  # the page this session's link opened in presentation mode
 
 
 def start_counting() -> None:
     """Before each page run: step 1 is the lesson's opening, before its first heading."""
     st.session_state[_STEPS_KEY] = 1
+    st.session_state[_QUESTIONS_KEY] = {}
 
 
 def step(title: str) -> None:
@@ -45,6 +47,26 @@ def step_break() -> None:
 def steps_drawn() -> int:
     """How many steps the page drew in this run (1 + its step() and step_break() calls)."""
     return int(st.session_state.get(_STEPS_KEY, 1))
+
+
+def question_drawn(key: str) -> None:
+    """Note the step a predict question is drawn on (ui.widgets.predict), for the lock lines under it."""
+    steps = st.session_state.setdefault(_QUESTIONS_KEY, {})
+    steps.pop(key, None)  # the latest question last
+    steps[key] = steps_drawn()
+
+
+def the_question(key: str | None = None) -> str:
+    """How a lock line names the question it waits for (`key`; by default the latest one drawn).
+
+    "the question above", which is true on the whole page; in presentation mode, where only one step
+    shows, "the question on step N" when that question is on another step.
+    """
+    steps: dict[str, int] = st.session_state.get(_QUESTIONS_KEY) or {}
+    where = steps.get(key) if key is not None else next(reversed(steps.values()), None)
+    if st.session_state.get("present") and where is not None and where != steps_drawn():
+        return f"the question on step {where}"
+    return "the question above"
 
 
 def presentation_style(current: int) -> str:
