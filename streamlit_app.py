@@ -188,7 +188,7 @@ def back_to_the_book() -> None:
     apply_preset()
 
 
-def run_page(page: st.Page, settings: Settings, step_bar: DeltaGenerator) -> None:
+def run_page(page: st.Page, settings: Settings, step_bar: DeltaGenerator, link: LinkReading) -> None:
     """Run one lesson and, in presentation mode, its step bar (drawn into `step_bar`, above the
     page, once the page has counted its steps); an unexpected error in either becomes a short
     message, and its traceback a log line.
@@ -207,7 +207,8 @@ def run_page(page: st.Page, settings: Settings, step_bar: DeltaGenerator) -> Non
         try:
             with step_bar:
                 following = class_poll.role().following is not None
-                presentation.presentation_bar(presentation.steps_drawn(), spec.slug, following=following)
+                total = presentation.steps_drawn()
+                presentation.presentation_bar(total, spec.slug, following=following, link=link)
         except Exception:
             lesson_failed(page, settings, with_button=not failed)
 
@@ -270,7 +271,7 @@ with step_bar:  # a class poll's notes stay in view in presentation mode
     guarded(class_poll.read_room_link, None, "poll link")
     room_state = guarded(lambda: class_poll.follow_teacher(spec.slug), None, "poll follower")
 with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
-    run_page(page, shown, step_bar)
+    run_page(page, shown, step_bar, link)
     if st.session_state.get("present"):
         with step_bar:
             step = int(st.session_state.get("step") or 1)

@@ -19,7 +19,7 @@ from core.models.smollm2 import GenerationCancelled
 from ui import cache, draw, sessions, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 LAYER, HEAD = PageControl.GPT_LAYER, PageControl.GPT_HEAD  # the chosen head (clicks on the grid set them too)
 
@@ -82,6 +82,7 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
     step("The next token")
     widgets.prose("inside_gpt", "prompt")
     st.text(analysis.text)  # what the model reads, template included; st.text: never markdown
+    step_break()  # the tokens and the question: on a projector its options started below the fold
     st.caption(f"{len(analysis.tokens)} tokens, as the model reads them:")
     st.text("  ".join(repr(token) for token in analysis.tokens))
     answered = widgets.predict(gpt.top_token_question(analysis, vocabulary), key="predict_gpt_top")
@@ -202,6 +203,7 @@ def induction(model) -> tuple[gpt.InductionLesson, bool]:
     """The induction section; whether its question is answered (the next two sections show losses and scores)."""
     step("Induction heads, measured")
     widgets.prose("inside_gpt", "induction")
+    step_break()  # the slider and the question: on a projector its options started below the fold
     length = int(
         st.slider(
             "Random tokens before the repeat",
@@ -215,7 +217,7 @@ def induction(model) -> tuple[gpt.InductionLesson, bool]:
     seed = int(st.session_state.get(PageControl.GPT_SEED, 0))
     lesson = cache.computed(gpt.INDUCTION, model, length, seed)
     st.caption(
-        f"{length} random tokens, then the same {length} again (seed {seed}, the sampling seed above): "
+        f"{length} random tokens, then the same {length} again (seed {seed}, the sampling seed of “The next token”): "
         + " ".join(repr(t) for t in lesson.tokens[:8])
         + " …"
     )
@@ -359,7 +361,9 @@ def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKin
     )
     st.caption(gpt.cache_caption(timing))
     if not answered:  # the recipe generates the next tokens: the first question's answer
-        widgets.answer_first("The Code box, which generates the answer to the first question, appears")
+        widgets.answer_first(
+            "The Code box, which generates the answer to the first question, appears", question="predict_gpt_top"
+        )
         return
     widgets.code_box(
         gpt.kv_cache_code(analysis, timing),

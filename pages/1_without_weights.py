@@ -8,7 +8,7 @@ from core.app.settings import PresetKey
 from core.lessons import common, without_weights
 from ui import cache, draw, widgets
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 
 def context_charts(
@@ -78,6 +78,7 @@ for column, formula in zip(
 ):
     column.latex(formula)
 
+step_break()  # on a projector, the question's options fell below the fold of the opening
 query = widgets.query_picker(
     cache.computed(common.TOKEN_LABELS, settings),
     settings.preset_info.query_index,
@@ -142,7 +143,7 @@ if answered:
 else:
     widgets.answer_first("The table of these weights and the query's largest and smallest share appear")
 st.markdown(
-    f"float32 sums of the weights at ×1 (whatever the multiplier above): divide by sum **{lesson.sums.by_sum!r}**, "
+    f"float32 sums of the weights at ×1 (whatever the score multiplier): divide by sum **{lesson.sums.by_sum!r}**, "
     f"naive softmax "
     f"**{lesson.sums.naive_softmax!r}**, `torch.softmax` **{lesson.sums.torch_softmax!r}**"
 )

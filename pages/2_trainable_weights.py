@@ -16,7 +16,7 @@ from core.lessons.trainable_weights import TrainableLesson
 from ui import cache, draw, widgets
 from ui import weights as source
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 QUERY_KEY = "query_trainable_weights"  # one picker for every source; a new source brings its own default
 SLUG = "trainable_weights"
@@ -27,6 +27,7 @@ def computed(settings: Settings) -> TrainableLesson | None:
     example = f"{settings.preset}/{settings.weights}"  # a new example or source brings its own focus token
     if not settings.weights.is_model:
         widgets.prose(SLUG, "intro")
+        step_break()  # on a projector, the question's options fell below the fold of the opening
         tokens = cache.computed(common.TOKEN_LABELS, settings)
         query = widgets.query_picker(tokens, settings.preset_info.query_index, key=QUERY_KEY, example=example)
         return cache.computed(trainable_weights.LESSON, settings, query)
@@ -37,6 +38,7 @@ def computed(settings: Settings) -> TrainableLesson | None:
         return None
     sentence, pieces = source.lesson_sentence(settings)
     layer, head = source.head_picker(SLUG, settings.weights)
+    step_break()  # the query and the question (one option a word piece) on a screen of their own
     query = widgets.query_picker(
         pieces, pt.default_query(settings, len(pieces), settings.weights), key=QUERY_KEY, example=example
     )

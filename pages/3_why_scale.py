@@ -10,7 +10,7 @@ from core.charts.spec import VegaChart
 from core.lessons import why_scale
 from ui import cache, draw, widgets
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 
 def peakiness(settings: Settings) -> None:
@@ -116,6 +116,7 @@ else:
 
 step("(b) The variance of q·k grows like d_k")
 widgets.prose("why_scale", "variance")
+step_break()  # the formula and the chart: on a projector the chart started at the fold, under two paragraphs
 st.latex(r"\operatorname{Var}(q\cdot k) = d_k, \qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
 variance = cache.computed(why_scale.VARIANCE, settings.seed, int(trials))
 draw.draw(

@@ -18,7 +18,7 @@ from core.lessons.common import token_name
 from ui import cache, draw, widgets
 from ui import weights as source
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 PREDICT_KEY = "predict_causal_dropout"
 SLUG = "causal_dropout"
@@ -62,6 +62,7 @@ def computed(settings: Settings) -> CausalLesson | None:
     from core.lessons import pretrained as pt
 
     widgets.prose(source.text(settings.weights), "causal_intro")
+    step_break()  # the head, its pieces and the question: on a projector its options fell below the fold
     if not source.model_ready(settings.weights):
         return None
     sentence, _ = source.lesson_sentence(settings)

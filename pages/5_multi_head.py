@@ -24,7 +24,7 @@ from core.lessons.multi_head import (
 from ui import cache, draw, widgets
 from ui import weights as source
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 PREDICT_KEY = "predict_multi_head"
 SLUG = "multi_head"
@@ -33,6 +33,7 @@ SLUG = "multi_head"
 def formulas() -> None:
     """Random draws: the intro and the book's two formulas."""
     widgets.prose(SLUG, "intro")
+    step_break()  # the formulas and the question: on a projector the question's options fell below the fold
     # Side by side on a wide screen, stacked on a phone (one line was cut at 390 px).
     whole, one_head = st.columns(2)
     whole.latex(r"\text{MultiHead}(X) = [\,\text{head}_1 \cdots \text{head}_h\,]\,W_o")

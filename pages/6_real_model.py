@@ -18,7 +18,7 @@ from core.models.minilm import MAX_WORD_PIECES, ModelFilesError, SentenceError
 from ui import cache, draw, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 LAYER, HEAD = (
     PageControl.REAL_LAYER,
@@ -225,6 +225,7 @@ def bridge(lesson: lesson_rm.RealModelLesson) -> None:
 
 def causal(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame: pd.DataFrame, answered: bool) -> None:
     """The chosen head without a mask and with a causal mask put back, side by side."""
+    step_break()  # on a projector, these heatmaps started below the fold of the step's formula and numbers
     widgets.prose("real_model", "causal")
     if not answered:
         widgets.answer_first("The chosen head with and without a causal mask appears")

@@ -215,13 +215,12 @@ def lesson_7(settings: Settings) -> None:
     if lesson is None:
         return
     trained = lesson.trained
-    if trained is None:
-        if lesson.translating:
-            widgets.prose(SLUG, "pair")
-        step("Queries from one sequence, keys from another")
+    if trained is None and lesson.translating:
+        widgets.prose(SLUG, "pair")
+    # The question opens the step, on every source: a model's question (one option a word piece) stood at the
+    # end of the opening, below a projector's fold.
+    step(f"Queries from one {'sequence' if trained is None else 'sentence'}, keys from another")
     answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
-    if trained is not None:
-        step("Queries from one sentence, keys from another")
     the_weights(lesson, answered)
     if trained is not None:
         where_the_weight_goes(lesson, trained, answered)

@@ -9,7 +9,7 @@ from core.charts import training as charts_training
 from core.lessons import training_lab as tt
 from ui import cache, draw, training_queue, widgets
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 frame = page_start()
 
@@ -132,12 +132,17 @@ def show_heads(run: tt.TrainingRun) -> None:
 
 widgets.prose("training_lab", "intro")
 widgets.prose("training_lab", "tasks")
+step_break()  # the controls and the question: on a projector they started below the two paragraphs' fold
 requested = controls(frame.settings.seed)
 limited = tt.within_caps(requested)
 config = limited.config
 for reason in limited.reasons:
     st.info(reason, icon=":material/speed:")
 st.caption(f"Estimated time on one core: about {tt.estimated_seconds(config):.0f} s (less if someone ran it already).")
+# Predict before pressing Train (on a projector the question stood below the buttons and the fold). The start
+# statistics' table and chart measure the answer (the gradient's ratio): they wait for a choice.
+start = cache.computed(tt.START, config)
+answered = widgets.predict(tt.gradient_question(start), key="predict_training_lab")
 
 runs: list[tt.TrainingRun] = st.session_state.setdefault("training_runs", [])
 b1, b2, b4, b3 = st.columns(4)
@@ -163,9 +168,6 @@ for finished in training_queue.collect():  # asked for now or earlier, and ready
 st.session_state["training_runs"] = runs
 waiting = st.empty()  # the place in the queue, or the run's progress, while this session waits
 
-# The start statistics' table and chart measure the answer (the gradient's ratio): they wait for a choice.
-start = cache.computed(tt.START, config)
-answered = widgets.predict(tt.gradient_question(start), key="predict_training_lab")
 step("Loss and held-out accuracy")
 widgets.prose("training_lab", "curves")
 if runs:

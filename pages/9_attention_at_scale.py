@@ -7,7 +7,7 @@ from core.lessons import attention_at_scale_kv as scale_kv
 from core.lessons import attention_at_scale_online as scale_online
 from ui import cache, draw, widgets
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 
 def cost_charts(view: lesson.CostView, device: str) -> None:
@@ -50,6 +50,7 @@ widgets.prose("attention_at_scale", "intro")
 
 step("(a) The cost of T×T")
 widgets.prose("attention_at_scale", "cost")
+step_break()  # each part's controls and question: on a projector they started below its paragraph's fold
 choices = list(lesson.token_choices(device))
 longest = st.selectbox(
     "Longest sequence measured (tokens)",
@@ -82,6 +83,7 @@ st.latex(
     r"\ell \leftarrow \ell\, e^{m_{\text{old}} - m_{\text{new}}} + \sum_j e^{s_j - m_{\text{new}}}, \quad "
     r"o \leftarrow o\, e^{m_{\text{old}} - m_{\text{new}}} + \sum_j e^{s_j - m_{\text{new}}} v_j"
 )
+step_break()
 k1, k2 = st.columns(2)
 # Select boxes, not number boxes: a number typed out of range turned the box red and silently kept the old
 # result. A block wider than the row is read as the whole row, and the page says so.
@@ -108,6 +110,7 @@ widgets.code_box(
 
 step("(c) FlashAttention's tiling")
 widgets.prose("attention_at_scale", "tiling")
+step_break()
 t1, t2, t3 = st.columns(3)
 blocks = list(lesson.BLOCK_CHOICES)
 block_q = t1.selectbox("Query block (rows)", blocks, index=blocks.index(8), key="scale_block_q", **widgets.LINKED)
@@ -149,6 +152,7 @@ def real_gpt_timing() -> None:
 
 step("(d) The KV cache")
 widgets.prose("attention_at_scale", "kv_cache")
+step_break()
 generated = st.selectbox(
     "Generated tokens to time",
     list(scale_kv.TIMING_CHOICES),
@@ -175,6 +179,7 @@ widgets.code_box(
     "A one-layer model with a KV cache in plain PyTorch: identical logits both ways.",
     title="generation with and without a KV cache",
 )
+step_break()  # the caches of real models, and their question, on a screen of their own
 widgets.prose("attention_at_scale", "real_models")
 if widgets.predict(scale_kv.grouping_question(), key="predict_scale_grouping"):  # the table's sizes answer it
     widgets.prose("attention_at_scale", "real_models_answer")

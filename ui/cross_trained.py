@@ -21,7 +21,7 @@ from core.models import tiny_seq2seq
 from core.models.tiny_seq2seq import AlignmentRun, Seq2SeqConfig
 from services.training_queue import ProgressCallback, State, TrainingQueue
 from ui import cache, draw, sessions, widgets
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 UPDATE_S = 0.3  # how often the waiting student's bar is redrawn
 KEPT_S = 7 * 24 * 3600  # the one run is kept a week (one result: the cache stays bounded)
@@ -85,6 +85,7 @@ def section(settings: Settings, d_v: int, shape_answered: bool) -> None:
     default pair their 7 rows and 8 columns are that question's answer."""
     step("Trained: the weights become the alignment")
     widgets.prose("cross_attention", "trained")
+    step_break()  # on a projector, the question started below the fold of the paragraph
     run = trained_run()
     if run is None:
         return

@@ -99,6 +99,8 @@ def page_start() -> Frame:
         if state.input_problem:
             st.error(state.input_problem, icon=":material/error:")
         mine = {*state.page.controls, *FRAME_CONTROLS}
+        if st.session_state.get("present"):
+            mine.discard("step")  # the step bar's note names this page's own steps (ui.presentation)
         for note in state.link.page_notes():
             if note.parameter in mine:
                 link_warning(note.parameter, note.value, note.reason)

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.app.links import LinkReading
+from ui.link_notes import link_warning
+
 _STEPS_KEY = "steps_drawn"  # how many steps this run's page has drawn so far
 _STEP_PAGE = "step_page"  # the page the session's current step belongs to
+_QUESTIONS_KEY = "question_steps"  # this run: the step each predict question was drawn on, by its key
+_LINK_PAGE = "link_page"  # the page this session's link opened in presentation mode
 
 
 def start_counting() -> None:
     """Before each page run: step 1 is the lesson's opening, before its first heading."""
     st.session_state[_STEPS_KEY] = 1
+    st.session_state[_QUESTIONS_KEY] = {}
 
 
 def step(title: str) -> None:
@@ -25,9 +31,42 @@ def step(title: str) -> None:
         st.subheader(title)
 
 
+def step_break() -> None:
+    """In presentation mode, start the next step here, without a heading; elsewhere nothing changes.
+
+    For a step too tall for a projector (1280×720 CSS px): its question, or its chart, then opens a
+    screen of its own instead of starting below the fold. Streamlit draws no empty container, so an
+    empty element marks the place; its wrapper is hidden in every mode (no extra gap on the page).
+    """
+    number = steps_drawn() + 1
+    st.session_state[_STEPS_KEY] = number
+    with st.container(key=f"al-step-{number}"):
+        st.html(f"<span></span><style>div:has(> .st-key-al-step-{number}) {{display: none;}}</style>")
+
+
 def steps_drawn() -> int:
-    """How many steps the page drew in this run (1 + its step() calls)."""
+    """How many steps the page drew in this run (1 + its step() and step_break() calls)."""
     return int(st.session_state.get(_STEPS_KEY, 1))
+
+
+def question_drawn(key: str) -> None:
+    """Note the step a predict question is drawn on (ui.widgets.predict), for the lock lines under it."""
+    steps = st.session_state.setdefault(_QUESTIONS_KEY, {})
+    steps.pop(key, None)  # the latest question last
+    steps[key] = steps_drawn()
+
+
+def the_question(key: str | None = None) -> str:
+    """How a lock line names the question it waits for (`key`; by default the latest one drawn).
+
+    "the question above", which is true on the whole page; in presentation mode, where only one step
+    shows, "the question on step N" when that question is on another step.
+    """
+    steps: dict[str, int] = st.session_state.get(_QUESTIONS_KEY) or {}
+    where = steps.get(key) if key is not None else next(reversed(steps.values()), None)
+    if st.session_state.get("present") and where is not None and where != steps_drawn():
+        return f"the question on step {where}"
+    return "the question above"
 
 
 def presentation_style(current: int) -> str:
@@ -62,6 +101,13 @@ _COMPACT_HEAD = (
     '.st-key-al-bar [data-testid="stWidgetLabel"] {display: none;}',
     ".st-key-al-bar {gap: 0.25rem;}",
     '.st-key-al-bar [data-testid="stHorizontalBlock"] {gap: 0.5rem;}',
+    # Streamlit pulls the block after a heading up by 1rem (a negative margin under the heading's text) to
+    # offset the heading's bottom padding; with that padding shrunk, the pull put the first line under the
+    # title (a link's warning covered the title's lower half).
+    '.st-key-al-title [data-testid="stHeading"] > [data-testid="stMarkdownContainer"] {margin-bottom: 0;}',
+    # The step's own heading (st.subheader, larger than the shrunk title) at the title's size, with less padding.
+    '[class*="st-key-al-step-"] h3 {font-size: 1.35rem; padding: 0.25rem 0 0 0; line-height: 1.25;}',
+    '[class*="st-key-al-step-"] [data-testid="stHeading"] > [data-testid="stMarkdownContainer"] {margin-bottom: 0;}',
 )
 
 
@@ -82,7 +128,26 @@ def _move_step(delta: int, total: int) -> None:
     st.session_state["step"] = min(max(1, int(st.session_state.get("step", 1) or 1) + delta), total)
 
 
-def presentation_bar(total: int, page: str, *, following: bool = False) -> None:
+def step_link_note(link: LinkReading | None, total: int, page: str) -> None:
+    """One warning for a link's step this page does not have, naming the page's own steps.
+
+    The link's rule only knows that no page has more than 30 steps, and its note said "from 1 to 30" on a
+    page of 4. Here: a value that rule ignored ("99", "inf"), or, on the page the link opened, a whole
+    number past the page's last step (which the step box dropped without a word).
+    """
+    opened = st.session_state.setdefault(_LINK_PAGE, page)
+    if link is None:
+        return
+    asked = next((note.value for note in link.page_notes() if note.parameter == "step"), None)
+    wanted = link.controls.get("step")
+    if asked is None and page == opened and isinstance(wanted, int) and wanted > total:
+        asked = str(wanted)
+    if asked is not None:
+        steps = "only step 1" if total <= 1 else f"steps 1 to {total}"
+        link_warning("step", asked, f"is not a step of this page, which has {steps}")
+
+
+def presentation_bar(total: int, page: str, *, following: bool = False, link: LinkReading | None = None) -> None:
     """Back / step k of n / Next, with the step bound to the link so students follow the teacher.
 
     The box starts at "min" (step 1), not at a default value: the step is also set through session
@@ -90,8 +155,10 @@ def presentation_bar(total: int, page: str, *, following: bool = False) -> None:
 
     A student `following` a class poll gets no buttons and no box (they did nothing: the teacher moves the
     class), only "Step k of n"; the step box is still drawn, hidden, so that their link keeps the step.
+    A step the `link` asked for that this page lacks gets its note here, above the title (`step_link_note`).
     """
     start_step_on(page, following=following)
+    step_link_note(link, total, page)
     if following:
         with st.container(key="al-follow-step"):
             chosen = st.number_input(f"Step (of {total})", 1, max(total, 1), "min", key="step", bind="query-params")
@@ -100,12 +167,14 @@ def presentation_bar(total: int, page: str, *, following: bool = False) -> None:
         st.caption(f"Step {current} of {total}, as the teacher shows it.")
         st.html(presentation_style(current))
         return
-    back, where, forward = st.columns([1, 3, 1], vertical_alignment="center")
+    # "of n steps" beside the box, not under it: under it, the centred row put the box about 28 px above
+    # Back and Next, and the bar a line taller.
+    back, where, count, forward = st.columns([1, 2.2, 0.8, 1], vertical_alignment="center")
     with where:
         chosen = st.number_input(
             f"Step (of {total})", 1, max(total, 1), "min", key="step", bind="query-params", label_visibility="collapsed"
         )
-        st.caption(f"of {total} steps")
+    count.caption(f"of {total} steps")
     current = min(int(chosen or 1), total)
     back.button("← Back", on_click=_move_step, args=(-1, total), disabled=current <= 1, width="stretch")
     forward.button("Next →", on_click=_move_step, args=(1, total), disabled=current >= total, width="stretch")

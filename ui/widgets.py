@@ -14,7 +14,7 @@ from core.app import prose as core_prose
 from core.app.markup import literal
 from core.lessons.common import Prediction
 from services.class_poll import PollError
-from ui import class_poll
+from ui import class_poll, presentation
 from ui.frame import frame
 from ui.link_notes import link_warning
 
@@ -37,16 +37,21 @@ def predict(prediction: Prediction, key: str) -> bool:
     its numbers, the radio starts unanswered again instead of revealing the new answer at once.
     """
     page = frame().page.slug  # read here: a fragment's own reruns happen outside the frame's hand-over
+    presentation.question_drawn(key)
     with st.container(border=True):
         _predict_box(prediction, key, page)
         class_poll.teacher_tally(page, key, prediction)
     return bool(st.session_state.get(_answer_out_key(prediction, key), False))
 
 
-def answer_first(what_appears: str) -> None:
+def answer_first(what_appears: str, question: str | None = None) -> None:
     """Stands where a predict question's give-away will appear: `what_appears` is a clause such as
-    "The bars and their weights appear" (it is followed by "once you have answered ...")."""
-    st.caption(f":material/lock: {literal(what_appears)} once you have answered the question above.")
+    "The bars and their weights appear" (it is followed by "once you have answered ...").
+
+    `question` is the key of the question it waits for, when that is not the latest one drawn; in
+    presentation mode the line names that question's step when it is on another one.
+    """
+    st.caption(f":material/lock: {literal(what_appears)} once you have answered {presentation.the_question(question)}.")
 
 
 def _answer_out_key(prediction: Prediction, key: str) -> str:

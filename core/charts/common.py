@@ -43,6 +43,11 @@ MASKED_LABEL = "–"  # the cell's text where the number would be
 HIGHLIGHT = "#e4007c"  # outline of the query's row; stands out on viridis, blue-orange, light and dark
 MIN_CELL_FONT_PX = 14  # numbers smaller than this are hidden (the tooltip still has them)
 MAX_CELL_FONT_PX = 24
+# A line or bar chart's own height (for its marks), the view growing for its title, axes and legend, and the
+# column's width. Streamlit's default "fit" squeezes all of them into 300 px: in presentation mode's larger
+# type a vertical axis title then outgrew the plot and pushed the chart's title above the top edge, cut off.
+PLOT_HEIGHT = 220
+GROWS_FOR_TEXT = alt.AutoSizeParams(type="fit-x", contains="padding")
 
 
 def hex_to_rgb(colours: tuple[str, ...]) -> np.ndarray:
@@ -516,9 +521,7 @@ def sweep_chart(frame: pd.DataFrame, highlight: float) -> VegaChart:
                 alt.Tooltip("multiplier:Q", title="multiplier"),
             ],
         )
-        # fit-x: the column's width, and 220 px for the bars themselves (Streamlit's default "fit"
-        # would squeeze axes, labels and legend into the 220 px too).
-        .properties(height=220, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+        .properties(height=PLOT_HEIGHT, autosize=GROWS_FOR_TEXT)
     )
 
 
@@ -565,6 +568,7 @@ def _peakiness_chart(metric: PeakMetric) -> alt.Chart:
             ),
             tooltip=["d_k:Q", "scaling:N", alt.Tooltip(f"{metric}:Q", title=title, format=".4f")],
         )
+        .properties(height=PLOT_HEIGHT, autosize=GROWS_FOR_TEXT)
     )
 
 
@@ -637,6 +641,7 @@ def _leakage_template(num_tokens: int, position: int) -> str:
             color=_color_if(alt.datum.position < position, "#4c78a8", "#e45756"),
             tooltip=[alt.Tooltip("token:N"), alt.Tooltip("max change:Q", format=".6f")],
         )
+        .properties(height=PLOT_HEIGHT, autosize=GROWS_FOR_TEXT)
     )
     return template(chart)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import altair as alt
 import pandas as pd
 
-from core.charts.common import heatmap
+from core.charts.common import GROWS_FOR_TEXT, PLOT_HEIGHT, heatmap
 from core.charts.spec import VegaChart, from_altair
 
 WEIGHT_RANGE = (0.0, 1.0)  # both heatmaps on one colour scale, so that their colours compare
@@ -46,11 +46,11 @@ def share_curve(curve: pd.DataFrame, target: float) -> VegaChart:
             y=alt.Y("share:Q", title="share of the weight", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
             tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("share:Q", format=".3f")],
         )
-        .properties(width="container", height=220)
+        .properties(width="container", height=PLOT_HEIGHT)
     )
     rule = (
         alt.Chart(pd.DataFrame({"target": [target], "label": [f"target {target:.0%}"]}))
         .mark_rule(color="#595959", strokeDash=[2, 2])
         .encode(y="target:Q", tooltip=[alt.Tooltip("label:N")])
     )
-    return from_altair(alt.layer(line, rule))
+    return from_altair(alt.layer(line, rule).properties(autosize=GROWS_FOR_TEXT))

@@ -11,6 +11,7 @@ import functools
 import altair as alt
 import pandas as pd
 
+from core.charts.common import GROWS_FOR_TEXT, PLOT_HEIGHT
 from core.charts.spec import VegaChart, template
 
 PROBABILITY_DATA = "gpt_probabilities"  # token, stage, probability, rank
@@ -102,7 +103,12 @@ def _timing_template() -> str:
             color=alt.Color("run:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=0, columns=1)),
             tooltip=["run:N", "length:Q", alt.Tooltip("ms:Q", format=".1f")],
         )
-        .properties(title="Time per generated token, measured on this server", width="container")
+        .properties(
+            title="Time per generated token, measured on this server",
+            width="container",
+            height=PLOT_HEIGHT,
+            autosize=GROWS_FOR_TEXT,
+        )
     )
     return template(chart)
 

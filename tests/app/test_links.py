@@ -17,7 +17,7 @@ from core.app import links
 from core.app.links import PAGE_PARAMETERS, Choice, Flag, Text, Whole, read_link
 from core.charts import common as charts
 from core.models.minilm import EncoderConfig, default_folder
-from tests.support import open_page
+from tests.support import app, open_page
 
 DEVICES = ["cpu"]
 ODD_SPELLINGS = ["１２００", "٣٠٠", "1_000", "1e3", " 500 ", "500 ", "+500", "0x1f4", "500.5", "inf", "-1", "nan"]
@@ -173,6 +173,23 @@ def test_a_bad_step_in_presentation_mode_is_a_note_not_an_error_box() -> None:
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("`step=inf`" in note for note in page_notes(at))
     assert at.number_input(key="step").value == 1
+
+
+@pytest.mark.parametrize(("step", "lesson"), [("99", "why_scale"), ("-1", "inside_gpt")])
+def test_a_bad_step_in_presentation_mode_names_the_pages_own_steps(step: str, lesson: str) -> None:
+    # The link's rule allows 1 to 30 (no page has more), and its note said so on a page of 5 steps.
+    at = open_page(lesson, present="1", step=step)
+    (total,) = [c.value.split()[1] for c in at.caption if c.value.startswith("of ") and c.value.endswith(" steps")]
+    (note,) = [note for note in page_notes(at) if f"`step={step}`" in note]
+    assert f"which has steps 1 to {total}" in note and "30" not in note, note
+
+
+def test_a_step_past_the_last_of_the_page_the_link_opened_gets_a_note() -> None:
+    # A whole number the rule accepts but the page lacks: the step box dropped it to step 1 without a word.
+    # (AppTest opens the overview first: one step in presentation mode.)
+    at = app(None, present="1", step="3")
+    assert at.number_input(key="step").value == 1
+    assert any("`step=3` is not a step of this page, which has only step 1" in note for note in page_notes(at))
 
 
 def test_page_notes_stay_on_their_page() -> None:

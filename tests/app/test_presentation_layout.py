@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from tests.support import markdown_text, open_page
 from ui import presentation
 
 
@@ -25,3 +26,50 @@ def test_the_step_bar_stays_below_the_fixed_header() -> None:
     css = presentation.presentation_style(1)
     padding = re.search(r'stMainBlockContainer"\] \{padding-top: ([\d.]+)rem', css)
     assert padding is not None and float(padding.group(1)) * 20 >= 75, css
+
+
+def test_the_step_count_stands_beside_the_step_box_not_under_it() -> None:
+    # "of n steps" under the box made its column taller than Back's and Next's: centred in the row, the box sat
+    # about 28 px above them on a projector (tests/browser/test_projector_fold.py measures the row).
+    at = open_page("causal_dropout", present="1")
+    (box_column,) = [column for column in at.columns if any(box.key == "step" for box in column.number_input)]
+    assert not box_column.caption
+    assert [c.value for column in at.columns for c in column.caption if "steps" in c.value] == ["of 5 steps"]
+
+
+# ---------------------------------------------------------------- lock lines name where their question is
+LOCK = "once you have answered"
+
+
+def locks(at) -> list[str]:
+    return [c.value.replace("\\", "") for c in at.caption if LOCK in c.value]
+
+
+def test_in_presentation_mode_a_lock_line_names_the_step_of_its_question() -> None:
+    # Only one step shows on a projector: "the question above" pointed at a question on an earlier step.
+    at = open_page("without_weights", present="1")
+    lines = locks(at)
+    assert len(lines) >= 5
+    assert all(line.endswith(f"{LOCK} the question on step 2.") for line in lines), lines
+    at = open_page("training_lab", present="1")  # its lock is on the last step, the question on step 2
+    assert locks(at) and all(line.endswith(f"{LOCK} the question on step 2.") for line in locks(at)), locks(at)
+
+
+def test_on_the_whole_page_a_lock_line_points_above() -> None:
+    at = open_page("without_weights")
+    lines = locks(at)
+    assert lines and all(line.endswith(f"{LOCK} the question above.") for line in lines), lines
+
+
+def test_a_lock_on_its_questions_own_step_says_above_in_presentation_mode() -> None:
+    # Lesson 9 asks five questions, each with its lock under it on the same step.
+    at = open_page("attention_at_scale", present="1")
+    lines = locks(at)
+    assert len(lines) >= 5 and all(line.endswith(f"{LOCK} the question above.") for line in lines), lines
+
+
+def test_lesson_one_says_where_the_multiplier_slider_is() -> None:
+    # "Push the multiplier slider up" stood on a step of its own in presentation mode, the slider on step 2.
+    at = open_page("without_weights", present="1")
+    label = at.slider(key="logit_scale").label
+    assert f'"{label}" slider at the start of the lesson' in markdown_text(at)

@@ -69,6 +69,7 @@ def leakage_plain(frame: pd.DataFrame, position: int) -> alt.Chart:
             color=alt.condition(alt.datum.position < position, alt.value("#4c78a8"), alt.value("#e45756")),
             tooltip=["token:N", alt.Tooltip("max change:Q", format=".6f")],
         )
+        .properties(height=charts.PLOT_HEIGHT, autosize=charts.GROWS_FOR_TEXT)
     )
 
 
@@ -116,3 +117,23 @@ def test_draw_sends_the_charts_spec_with_arrow_datasets(monkeypatch) -> None:
     assert isinstance(sent["spec"]["datasets"][charts.BARS_DATA], pa.Table)
     assert sent["spec"]["encoding"]["x"]["sort"] == list(FRAME["token"])
     assert sent["alt"] == "a chart" and sent["theme"] == "streamlit"
+
+
+def test_line_and_bar_charts_keep_their_plot_height_and_grow_for_their_text() -> None:
+    """In Streamlit's default "fit" to 300 px, presentation mode's 20 px type squeezed the plot to about 80 px,
+    the vertical axis title outgrew it and pushed the chart's title above the top edge, where it was cut
+    (lesson 3's "mean max weight vs d_k", lesson 4's leakage bars, lesson 7's training curve, lesson 10's
+    timings). Each now keeps PLOT_HEIGHT for its marks and the view grows for title, axes and legend."""
+    from core.charts import cross_trained, inside_gpt
+
+    peaks = pd.DataFrame({"d_k": [1, 2], "scaling": ["scaled", "unscaled"], "max_weight": [0.3, 0.4]})
+    drawn = {
+        "peakiness": charts.peakiness(peaks, charts.PeakMetric.MAX_WEIGHT),
+        "leakage": charts.leakage(FRAME, 2),
+        "timing": inside_gpt.timing(pd.DataFrame({"length": [1, 2], "run": ["a", "a"], "ms": [1.0, 2.0]})),
+        "share curve": cross_trained.share_curve(pd.DataFrame({"step": [0, 10], "share": [0.1, 0.9]}), 0.8),
+    }
+    for name, chart in drawn.items():
+        spec = chart.spec()
+        assert spec.get("autosize") == {"type": "fit-x", "contains": "padding"}, name
+        assert spec.get("height") == charts.PLOT_HEIGHT, name

@@ -1,0 +1,128 @@
+"""Presentation mode on a projector (1280×720 CSS px at 1.5×): what each step is for starts above the fold.
+
+A review walked every lesson with ?present=1 and found step 1 of lessons 1, 2 and 5 cutting off the question's
+options (lesson 5 showed one of three), lesson 9's last step holding two questions and a chart below the fold,
+the step box 28 px above Back and Next, a link's warning drawn over the lesson's title, and a chart's title cut
+at its top edge. Pages mark where presentation mode starts a new screen (ui.presentation.step and step_break).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from core.app import registry
+from tests import support
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not support.CHROMIUM_PATH.exists(), reason="Debian's chromium is not installed"),
+]
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+PROJECTOR = {"viewport": {"width": 1280, "height": 720}, "device_scale_factor": 1.5}
+FOLD = 720  # CSS px
+# Each lesson on every weight source it takes: a model's head changes what the opening step holds.
+LINKS = [spec.slug for spec in registry.lessons()] + [
+    f"{spec.slug}?weights={source.value}"
+    for spec in registry.lessons()
+    for source in spec.weight_sources
+    if source.is_model
+]
+
+# On the step on screen: the question's options (the predict radios) and the charts and tables, top to bottom.
+ON_SCREEN = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  main.scrollTo(0, 0);
+  const seen = e => e.checkVisibility() && e.getBoundingClientRect().height > 0;
+  const questions = [...main.querySelectorAll('[role="radiogroup"][aria-label="Your prediction"]')].filter(seen)
+    .map(group => Math.max(...[...group.querySelectorAll('[data-testid="stRadioOption"], label')].filter(seen)
+      .map(option => option.getBoundingClientRect().bottom)));
+  const charts = [...main.querySelectorAll('[data-testid="stVegaLiteChart"], [data-testid="stDataFrame"]')]
+    .filter(seen).map(chart => chart.getBoundingClientRect().top);
+  const box = document.querySelector('.st-key-al-bar input').closest('[data-testid="stNumberInputContainer"]');
+  const next = [...document.querySelectorAll('.st-key-al-bar button')].find(b => b.innerText.includes('Next'));
+  return {questions, charts, box: box.getBoundingClientRect().top, next: next.getBoundingClientRect().top};
+}"""
+
+
+PRESENTATION_TYPE = "() => getComputedStyle(document.documentElement).fontSize === '20px'"
+
+
+def settle(page) -> None:
+    page.wait_for_selector(support.IDLE, timeout=180_000)  # a model's first load, once per server
+    page.wait_for_timeout(700)
+
+
+@pytest.mark.parametrize("link", LINKS)
+def test_every_steps_question_or_first_chart_starts_above_a_projectors_fold(server: str, browser, link: str) -> None:
+    context = browser.new_context(**PROJECTOR)
+    page = context.new_page()
+    page.goto(f"{server}/{link}{'&' if '?' in link else '?'}present=1", wait_until="domcontentloaded")
+    page.wait_for_selector(".st-key-al-bar input", timeout=180_000)
+    settle(page)
+    page.wait_for_function(PRESENTATION_TYPE, timeout=30_000)
+    total = int(re.search(r"of (\d+) steps", page.locator(".st-key-al-bar").inner_text()).group(1))
+    problems, questions = [], 0
+    for step in range(1, total + 1):
+        seen = page.evaluate(ON_SCREEN)
+        if abs(seen["box"] - seen["next"]) > 2:
+            problems.append(f"step {step}: the step box at {seen['box']:.0f} px, Next at {seen['next']:.0f} px")
+        questions += len(seen["questions"])
+        if seen["questions"] and max(seen["questions"]) > FOLD:  # every question of the step, all its options
+            problems.append(f"step {step}: a question's last option ends at {max(seen['questions']):.0f} px")
+        elif not seen["questions"] and seen["charts"] and seen["charts"][0] > FOLD:
+            problems.append(f"step {step}: the first chart starts at {seen['charts'][0]:.0f} px")
+        if step < total:
+            page.get_by_role("button", name="Next →").click()
+            page.wait_for_url(f"**step={step + 1}**", timeout=30_000)
+            settle(page)
+    assert questions >= 1, f"{link}: no question on any step"  # the check above is not vacuous
+    assert not problems, f"{link}: " + "; ".join(problems)
+    context.close()
+
+
+def test_a_links_warnings_leave_the_title_readable_and_name_the_pages_steps(server: str, browser) -> None:
+    # The title's heading pulls the next block 1rem up under itself (Streamlit's negative margin); with the title
+    # shrunk for presentation mode, a warning there covered the title's lower half.
+    context = browser.new_context(**PROJECTOR)
+    page = context.new_page()
+    page.goto(f"{server}/why_scale?d_in=0&step=99&present=1", wait_until="domcontentloaded")
+    page.wait_for_selector(".st-key-al-bar input", timeout=60_000)
+    settle(page)
+    page.wait_for_function(PRESENTATION_TYPE, timeout=30_000)  # the step's style, drawn after the page
+    main = page.locator('[data-testid="stMain"]')
+    step_note = main.locator('[data-testid="stAlert"]').filter(has_text="step=99")
+    assert "which has steps 1 to 5" in step_note.inner_text()
+    title = main.locator("h1").first.bounding_box()
+    alerts = [alert.bounding_box() for alert in main.locator('[data-testid="stAlert"]').all()]
+    assert len(alerts) == 2  # the step's note and the sidebar's pointer (d_in=0)
+    overlaps = [a for a in alerts if a["y"] < title["y"] + title["height"] and a["y"] + a["height"] > title["y"]]
+    assert not overlaps, (title, alerts)
+    context.close()
+
+
+CHART_TITLES = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+  .filter(chart => chart.checkVisibility() && chart.querySelector('g.role-title text'))
+  .map(chart => ({chart: chart.getAttribute('aria-label').slice(0, 50),
+                  above: chart.querySelector('svg').getBoundingClientRect().top
+                         - chart.querySelector('g.role-title text').getBoundingClientRect().top}))"""
+
+
+def test_a_charts_title_stays_inside_the_chart_in_presentation_mode(server: str, browser) -> None:
+    # Lesson 3, step 2: "mean max weight vs d_k (8 keys)" was cut at its top, under the measure's buttons. A
+    # title's text box starts up to 4 px above the chart (its line's leading); the cut one started 9 px above.
+    context = browser.new_context(**PROJECTOR)
+    page = context.new_page()
+    page.goto(f"{server}/why_scale?present=1", wait_until="domcontentloaded")
+    settle(page)
+    support.answer_every_question(page)
+    page.get_by_role("button", name="Next →").click()
+    page.wait_for_url("**step=2**", timeout=30_000)
+    settle(page)
+    page.locator('[data-testid="stVegaLiteChart"] svg').last.wait_for(state="attached", timeout=30_000)
+    titles = page.evaluate(CHART_TITLES)
+    assert any(t["chart"].startswith("Line chart of the mean max weight") for t in titles), titles
+    assert all(t["above"] <= 4 for t in titles), titles
+    context.close()
