@@ -101,7 +101,7 @@ if widgets.predict(online.prediction, key="predict_scale_online"):  # the two re
     o2.metric("softmax · V in one go", scale_online.vector_text(online.reference))
     st.caption(scale_online.online_caption(online))
 else:
-    widgets.answer_first("The online result beside softmax · V in one go, and their difference,")
+    widgets.answer_first("The online result appears beside softmax · V in one go, with their difference,")
 widgets.code_box(
     online.code,
     "The online softmax in plain PyTorch, with the page's query, keys, values and blocks.",

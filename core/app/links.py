@@ -57,6 +57,18 @@ def _longest_choices() -> tuple[str, ...]:
     return tuple(f"{t:,}" for t in attention_at_scale.TOKEN_CHOICES) + _numbers(attention_at_scale.TOKEN_CHOICES)
 
 
+def _longest_described() -> str:
+    from core.lessons import attention_at_scale  # as above
+
+    def listed(lengths: list[int], last: str) -> str:
+        return ", ".join(f"{t:,}" for t in lengths[:-1]) + f" {last} {lengths[-1]:,}"
+
+    cpu = list(attention_at_scale.token_choices("cpu"))
+    more = [t for t in attention_at_scale.TOKEN_CHOICES if t not in cpu]
+    gpu = f" (a GPU also offers {listed(more, 'and')})" if more else ""
+    return f"a length the box offers: {listed(cpu, 'or')} tokens{gpu}"
+
+
 def _generated_choices() -> tuple[str, ...]:
     from core.lessons import attention_at_scale_kv  # as above
 
@@ -160,7 +172,7 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "train_steps": Whole(10, training_lab.MAX_STEPS, point_zero=True),
         "train_show_layer": Choice(("1", "2")),
         # lesson 9: the longest sequence (its box offers this device's share of the choices)
-        "scale_longest": Choice(_longest_choices),
+        "scale_longest": Choice(_longest_choices, _longest_described),
         "scale_keys": Whole(2, 16, point_zero=True),
         "scale_block": Whole(1, 16, point_zero=True),
         "scale_block_q": Choice(_block_choices),

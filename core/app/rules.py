@@ -60,13 +60,18 @@ class Choice:
     """
 
     codes: tuple[str, ...] | Callable[[], tuple[str, ...]]
+    # What the note says instead of listing every code: where a value has two spellings ("2,048" and
+    # "2048"), the list named each twice.
+    described: Callable[[], str] | None = None
 
     def options(self) -> tuple[str, ...]:
         return self.codes() if callable(self.codes) else self.codes
 
     def read(self, text: str) -> Reading:
         options = self.options()
-        return (text, None) if text in options else (None, f"is not one of {', '.join(options)}")
+        if text in options:
+            return text, None
+        return None, f"is not {self.described()}" if self.described else f"is not one of {', '.join(options)}"
 
 
 @dataclass(frozen=True)

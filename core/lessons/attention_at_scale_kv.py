@@ -114,7 +114,9 @@ def cache_lesson(model: tt.TinyTransformer, timed_tokens: int, device: torch.dev
             "step": range(1, GENERATED + 1),
             "new token": with_cache.tokens[len(PROMPT) :],
             "cache rows (tokens)": with_cache.cache_lengths,
-            "cache size": [bytes_text(b) for b in with_cache.cache_bytes],
+            # Exact bytes, not KiB to one decimal: 0.1 KiB rounds a 256-byte step to +0.2 or +0.3 KiB.
+            "cache size": [f"{b:,} B" for b in with_cache.cache_bytes],
+            "added": _cache_steps(with_cache.cache_bytes),
         }
     )
     timing, speedup = generation_timing(model, timed_tokens, device)
@@ -127,9 +129,15 @@ def cache_lesson(model: tt.TinyTransformer, timed_tokens: int, device: torch.dev
         speedup=speedup,
         timed_tokens=timed_tokens,
         code=kv_code(),
-        prediction=_cache_question(model),
+        prediction=cache_question(model),
         chart=charts_scale.generation_chart(timing),
     )
+
+
+def _cache_steps(cache_bytes: tuple[int, ...]) -> list[str]:
+    """What each step added to the cache; the first step fills it with the whole prompt at once."""
+    first = f"+{cache_bytes[0]:,} B (the prompt)"
+    return [first] + [f"+{after - before:,} B" for before, after in zip(cache_bytes, cache_bytes[1:], strict=False)]
 
 
 def generation_caption(kv: CacheLesson) -> str:
@@ -177,7 +185,7 @@ def generation_timing(model: tt.TinyTransformer, timed_tokens: int, device: torc
     return frame, totals[1] / totals[0]
 
 
-def _cache_question(model: tt.TinyTransformer) -> Prediction:
+def cache_question(model: tt.TinyTransformer) -> Prediction:
     width = model.unembedding.in_features
     layers = len(model.layers)
     per_token = 2 * layers * width * BYTES_FLOAT32
@@ -221,7 +229,8 @@ def real_cache_table(tokens: int) -> pd.DataFrame:
         "head width": [str(s.head_dim) for s in shapes],
         "per token": [bytes_text(s.bytes_per_token(size)) for s in shapes],
         f"at {tokens:,} tokens": [
-            bytes_text(s.cache_bytes(tokens, size)) if tokens <= s.context else f"past its {s.context:,}-token context"
+            # short: "past its 1,024-token context" was cut off
+            bytes_text(s.cache_bytes(tokens, size)) if tokens <= s.context else "past its context"
             for s in shapes
         ],
         "at its released context": [f"{bytes_text(s.cache_bytes(s.context, size))} ({s.context:,})" for s in shapes],
@@ -239,12 +248,14 @@ def real_gpt_caption(timing: CacheTiming) -> str:
     from core.lessons.inside_gpt import logits_sentence  # lesson 10's module, loaded only where the GPT runs
 
     steps = len(timing.lengths)
-    with_ms, without_ms = sum(timing.with_cache_ms) / steps, sum(timing.without_cache_ms) / steps
+    # The ratio of the times as printed, so that a reader's own division gives it (165 / 46 is 3.6, where the
+    # unrounded times gave 3.5).
+    with_ms, without_ms = (round(sum(times) / steps) for times in (timing.with_cache_ms, timing.without_cache_ms))
     same = "the same tokens" if timing.same_tokens else "different tokens"
     return (
         f"On the lab's own GPT, SmolLM2-135M (lesson 10), measured on this server: {steps} tokens after a "
-        f"{timing.lengths[0]}-token prompt took {with_ms:.0f} ms each with the cache and {without_ms:.0f} ms without "
-        f"(without it, {without_ms / with_ms:.1f}× the time with it); both ways chose {same}, and "
+        f"{timing.lengths[0]}-token prompt took {with_ms} ms each with the cache and {without_ms} ms without "
+        f"(without it, {without_ms / max(with_ms, 1):.1f}× the time with it); both ways chose {same}, and "
         f"{logits_sentence(timing)}."
     )
 

@@ -114,6 +114,11 @@ def test_the_cache_section_shows_identical_choices(page: AppTest) -> None:
     assert list(growth["cache rows (tokens)"]) == list(
         range(len(scale_kv.PROMPT), len(scale_kv.PROMPT) + scale_kv.GENERATED)
     )
+    # The answer says the table shows exactly its step: every generated token adds the answer's bytes,
+    # in bytes (0.1 KiB rounded the 256-byte steps to +0.2 and +0.3 KiB).
+    question = scale_kv.cache_question(scale_kv.lab_model())
+    answer = question.options[question.answer]
+    assert set(growth["added"][1:]) == {f"+{answer}"}
 
 
 def test_a_longest_length_beyond_the_devices_cap_in_the_link_is_not_measured() -> None:

@@ -311,7 +311,8 @@ def test_the_real_cache_table_fits_a_page_and_gives_no_size_past_a_models_contex
     table = scale_kv.real_cache_table(8192)
     assert len(table.columns) == 5  # the quantity and one column per model
     row = table.set_index("KV cache, 16-bit").loc["at 8,192 tokens"]
-    assert row[kv_cache.GPT2_SMALL.name] == "past its 1,024-token context"
+    assert row[kv_cache.GPT2_SMALL.name] == "past its context"  # "past its 1,024-token c…" was cut off
+    assert row.str.len().max() <= 16
     assert scale_kv.real_cache_table(1024).set_index("KV cache, 16-bit").loc["at 1,024 tokens"].iloc[1] == "36.0 MiB"
 
 
@@ -528,3 +529,12 @@ def test_the_tiling_caption_keeps_m_and_l_per_query_block_not_for_every_query() 
     # "plus m and ℓ for each of the 32 queries": the loop keeps them for the rows of one query block at a time.
     caption = lesson.tiling_caption(lesson.tiling_lesson(5, 8, 4, True))
     assert "for each of the 32 queries" not in caption and "the 8 queries of the block" in caption
+
+
+def test_the_real_gpts_speed_up_is_the_ratio_of_the_times_it_prints() -> None:
+    from core.lessons import inside_gpt as gpt
+
+    # The third review: "46 ms … 165 ms (3.5×)", where 165 / 46 is 3.6 (the ratio came from unrounded times).
+    timing = gpt.CacheTiming((37, 38), (46.4, 46.4), (164.6, 164.6), 0.0, True, 0)
+    caption = scale_kv.real_gpt_caption(timing)
+    assert "46 ms each with the cache and 165 ms without (without it, 3.6× the time with it)" in caption
