@@ -558,11 +558,13 @@ def cache_caption(timing: CacheTiming) -> str:
     """The KV-cache section's caption: the tokens, the logits and the time per token, all from `timing`."""
     steps = len(timing.lengths)
     same = "the same tokens" if timing.same_tokens else "different tokens"
+    cached = timing.lengths[-1]  # the last step's sequence: its new token was chosen, not yet fed back
     return (
         f"Both runs chose {same}, and {logits_sentence(timing)}. "
         f"Mean time per token: {sum(timing.with_cache_ms) / steps:.0f} ms with the cache, "
         f"{sum(timing.without_cache_ms) / steps:.0f} ms without; "
-        f"the cache held {timing.cache_bytes / 2**20:.1f} MiB after {timing.lengths[-1] + 1} tokens."
+        f"the cache held {timing.cache_bytes / 2**20:.1f} MiB at the end: {cached} tokens × "
+        f"{timing.cache_bytes / cached / 1024:g} KiB (the last token chosen is never fed back, so it has no row)."
     )
 
 

@@ -433,3 +433,13 @@ def test_the_pages_check_says_a_session_without_a_server_is_still_here() -> None
 
     assert sessions.still_here()() is True  # no Runtime (a bare script, AppTest): nobody can close a tab
     assert sessions.session_id() == sessions.NO_SESSION
+
+
+def test_the_cache_caption_counts_the_rows_the_cache_really_holds() -> None:
+    # The third review: "the cache held 1.9 MiB after 45 tokens" beside "45 KiB per token" (45 × 45 KiB is
+    # 1.98 MiB). The last token chosen is never fed back: the cache holds 44 rows.
+    per_token = 30 * 3 * 64 * 2 * 4  # SmolLM2's layers × K/V heads × head width × (key, value) × float32
+    timing = gpt.CacheTiming((37, 38, 39, 40, 41, 42, 43, 44), (40.0,) * 8, (90.0,) * 8, 0.0, True, 44 * per_token)
+    caption = gpt.cache_caption(timing)
+    assert "the cache held 1.9 MiB at the end: 44 tokens × 45 KiB" in caption
+    assert "after 45 tokens" not in caption
