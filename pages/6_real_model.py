@@ -188,7 +188,7 @@ def measures(lesson: lesson_rm.RealModelLesson, layer: int, head: int, answered:
         default=lesson_rm.Measure.PREVIOUS,
     )
     if not answered:  # the map of every head's previous-token share, and the heads named below, answer it
-        widgets.answer_first("The map of this measure over every head, and the heads that show each pattern,")
+        widgets.answer_first("The map of this measure over every head, and the heads that show each pattern, appear")
         for finding in lesson.findings:
             widgets.prose("real_model", finding.pattern.value)
         return

@@ -191,7 +191,7 @@ def context_and_shapes(lesson: CrossLesson, answered: bool, settings: Settings) 
     if answered:
         st.dataframe([{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
     else:
-        widgets.answer_first("The shape of every tensor, the weights' included, appear")
+        widgets.answer_first("The shape of every tensor, the weights' included, appears")
 
 
 def where_the_weight_goes(lesson: CrossLesson, trained: TrainedHead, answered: bool) -> None:
