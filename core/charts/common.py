@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -207,6 +208,25 @@ def _domain_stops(domain: tuple[float, float], stops: tuple[str, ...]) -> list[f
     return [low + (high - low) * i / steps for i in range(steps)] + [high]
 
 
+LEGEND_FORMAT = ",.3~r"  # three significant digits, no exponent, no trailing zeros: 1.31, 0.654, 1,230
+
+
+def legend_values(domain: tuple[float, float], signed: bool) -> list[float]:
+    """The colour legend's labelled values: both ends of the scale and round numbers between them.
+
+    About four steps of 1, 2, 2.5 or 5 × 10^k (0 among them on a signed map); a round number within a
+    third of a step of an end gives way to the end, so that two labels never overlap.
+    """
+    low, high = float(domain[0]), float(domain[1])
+    if not high > low:
+        return [low]
+    magnitude = 10 ** math.floor(math.log10((high - low) / 4))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if (high - low) / (m * magnitude) <= 5)
+    inside = [i * step for i in range(math.ceil(low / step), math.floor(high / step) + 1)]
+    inside = [v for v in inside if min(v - low, high - v) > step / 3]
+    return [low, *inside, high]
+
+
 def heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
     """The Altair heatmap for one look, value range and labels (data comes from HEATMAP_DATA).
 
@@ -221,7 +241,14 @@ def heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
         x=alt.X("col:N", sort=cols, title=look.x_title, axis=alt.Axis(labelAngle=look.label_angle, labelOverlap=False)),
         y=alt.Y("row:N", sort=rows, title=look.y_title, axis=alt.Axis(labelOverlap=False)),
     )
-    legend = alt.Legend(orient="bottom", gradientLength=alt.ExprRef("clamp(width - 40, 60, 240)"), tickCount=4)
+    # The legend labels its two ends and points between (`legend_values`): Vega's own ticks stopped at the
+    # last round number, so a scale reaching 1.31 was labelled only up to 1.0.
+    legend = alt.Legend(
+        orient="bottom",
+        gradientLength=alt.ExprRef("clamp(width - 40, 60, 240)"),
+        values=legend_values(values.domain, look.signed),
+        format=LEGEND_FORMAT,
+    )
     # The query's row is outlined (from the data, so it follows the query picker too).
     colour = alt.Color("value:Q", scale=scale, title=look.value_title, legend=legend)
     tooltip = [
@@ -304,6 +331,7 @@ class _HeatmapTemplate:
 
     json: str
     domain: SpecPath  # the colour scale's domain
+    legend: SpecPath  # the colour legend's labelled values (its ends among them)
     sorts: tuple[SpecPath, ...]  # every layer's x and y sort (the labels' order)
     fonts: tuple[SpecPath, ...]  # the text layer's font size and opacity (numbers hidden when too small)
 
@@ -323,7 +351,8 @@ def _heatmap_template(look: HeatmapLook) -> _HeatmapTemplate:
     texts = [i for i, layer in enumerate(layers) if layer["mark"]["type"] == "text"]
     fonts = tuple(("layer", i, "mark", part) for i in texts for part in ("fontSize", "opacity"))
     domain = ("layer", 0, "encoding", "color", "scale", "domain")  # the cells' layer
-    return _HeatmapTemplate(json.dumps(spec), domain, sorts, fonts)  # readable already: the chart configures it
+    legend = ("layer", 0, "encoding", "color", "legend", "values")
+    return _HeatmapTemplate(json.dumps(spec), domain, legend, sorts, fonts)  # readable already: the chart configures it
 
 
 def heatmap(frame: pd.DataFrame, title: str, **options) -> VegaChart:
@@ -338,7 +367,10 @@ def heatmap(frame: pd.DataFrame, title: str, **options) -> VegaChart:
     look, values, columns = _look_and_values(frame, title, options)
     cached = _heatmap_template(look)
     font = cell_font_expr(values.label_chars)
-    slots: dict[SpecPath, object] = {cached.domain: _domain_stops(values.domain, look.stops)}
+    slots: dict[SpecPath, object] = {
+        cached.domain: _domain_stops(values.domain, look.stops),
+        cached.legend: legend_values(values.domain, look.signed),
+    }
     cols, rows = list(values.cols), list(values.rows)  # one list each: spec() copies what it writes
     for path in cached.sorts:
         slots[path] = cols if path[3] == "x" else rows
@@ -469,7 +501,7 @@ def _variance_chart() -> alt.LayerChart:
     )
     # cast: alt.layer() returns a FacetChart only for layers with shared facet channels (none here).
     return cast(alt.LayerChart, alt.layer(lines, points, data=alt.NamedData(name=VARIANCE_DATA))).properties(
-        title="Variance of the dot product: unscaled grows like d_k"
+        title=["Variance of the dot product:", "unscaled grows like d_k"]  # two lines: a phone cut one
     )
 
 
@@ -591,7 +623,7 @@ def saturation_chart(frame: pd.DataFrame) -> VegaChart:
         id_vars="multiplier", value_vars=list(_SATURATION_NAMES), var_name="quantity", value_name="value"
     ).assign(quantity=lambda long: long["quantity"].map(_SATURATION_NAMES))
     return from_altair(  # built once and cached by core.lessons.why_scale, so its data inline
-        alt.Chart(data, title="Gradient through softmax([m, 0, 0]) dies as m grows")
+        alt.Chart(data, title=alt.Title(["Gradient through softmax([m, 0, 0])", "dies as m grows"]))  # phone: two lines
         .mark_line(point=True)
         .encode(
             x=alt.X("multiplier:Q", scale=alt.Scale(type="log", base=2), title="score multiplier m (log scale)"),

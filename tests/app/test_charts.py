@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -328,3 +329,34 @@ def test_every_chart_on_a_page_offers_svg_and_png_under_a_name_with_its_settings
         assert options["actions"]["export"] is True
         assert options["downloadFileName"].startswith("attention-lab_why_scale_")
         assert "multiplier-16.0" in options["downloadFileName"]
+
+
+@pytest.mark.parametrize("signed", [True, False])
+def test_a_heatmaps_legend_labels_both_ends_of_its_colour_scale(signed: bool) -> None:
+    # The third review: lesson 7's context vectors reach 1.31, and the legend's labels stopped at 1.0
+    # (Vega's own ticks are round numbers inside the scale).
+    frame = lessons.matrix_frame(torch.tensor([[0.3224, 1.3081], [-0.2, 0.7]]), ["a", "b"], ["x", "y"])
+    colour = charts.heatmap(frame, "context", signed=signed).spec()["layer"][0]["encoding"]["color"]
+    labelled, domain = colour["legend"]["values"], colour["scale"]["domain"]
+    assert (labelled[0], labelled[-1]) == (domain[0], domain[-1])
+    assert labelled == sorted(labelled) and (0 in labelled or not signed)
+    steps = np.diff(labelled)
+    assert steps.min() > (domain[-1] - domain[0]) / 20  # no two labels on top of each other
+
+
+@given(low=st.floats(-1e4, 1e4), width=st.floats(1e-6, 1e4), signed=st.booleans())
+def test_legend_values_span_the_scale_with_a_few_labels(low: float, width: float, signed: bool) -> None:
+    domain = (-width, width) if signed else (low, low + width)
+    values = charts.legend_values(domain, signed)
+    assert values[0] == domain[0] and values[-1] == domain[1] and 3 <= len(values) <= 7
+    assert all(b > a for a, b in zip(values, values[1:], strict=False))
+
+
+def test_lesson_3s_long_chart_titles_are_two_lines_that_fit_a_phone() -> None:
+    # The third review: on a 390-px phone "Variance of the dot product: unscaled grows…" and "Gradient
+    # through softmax([m, 0, 0]) dies as …" were cut off. About 36 characters fit a phone's chart.
+    table = core.dot_product_variance(trials=1_000, generator=torch.Generator().manual_seed(0))
+    for spec in (validated(charts.variance(table)), validated(charts.saturation_chart(core.saturation_sweep()))):
+        title = spec["title"]
+        lines = title["text"] if isinstance(title, dict) else title
+        assert isinstance(lines, list) and len(lines) == 2 and max(map(len, lines)) <= 36, lines
