@@ -119,7 +119,7 @@ def section(settings: Settings, d_v: int, shape_answered: bool) -> None:
         if answered:  # the trained weights, and every number measured on them, answer the question
             draw.draw(heatmaps.trained, "Heatmap of the trained cross-attention weights on the picked sentence pair.")
         else:
-            widgets.answer_first("The trained weights, and how well they align the words,")
+            widgets.answer_first("The trained weights, and how well they align the words, appear")
     if answered:
         _measures(lesson)
     widgets.code_box(lesson.code, title="train it and measure the alignment")
@@ -137,12 +137,13 @@ def _measures(lesson: ct.TrainedCrossLesson) -> None:
     m3.metric("this sentence, random weights", f"{lesson.random_share:.1%}")
     st.markdown(
         f"On this sentence **{lesson.correct} of {len(lesson.english)}** English words read their German partner "
-        f"most. Given the right English words before it, the model writes the next one right "
-        f"**{lesson.held_out_accuracy:.1%}** of the time on the held-out sentences "
-        f"(trained on {lesson.train_clauses:,} others, in {lesson.seconds:.1f} s)."
+        f"most. A second measure, of what the model writes rather than where it reads: given the right English "
+        f"words before it, it writes the next one right **{lesson.held_out_accuracy:.1%}** of the time on the "
+        f"held-out sentences (trained on {lesson.train_clauses:,} others, in {lesson.seconds:.1f} s)."
     )
     widgets.number_table(lesson.words, hide_index=True)
     draw.draw(
         charts.share_curve(lesson.curve, ct.TARGET_SHARE),
         "Line chart of the held-out alignment share against the training step, with the 80% target.",
     )
+    st.caption(ct.target_caption(lesson.curve))

@@ -98,6 +98,17 @@ def curve_frame(run: AlignmentRun) -> pd.DataFrame:
     return pd.DataFrame({"step": run.steps, "loss": run.losses, "share": run.shares})
 
 
+def target_caption(curve: pd.DataFrame, target: float = TARGET_SHARE) -> str:
+    """What the training curve's dotted line is, and where the measured curve first reaches it."""
+    reached = curve.loc[curve.share >= target, "step"]
+    where = (
+        f"the held-out share first reached it at step {int(reached.iloc[0]):,} of {int(curve.step.iloc[-1]):,}"
+        if len(reached)
+        else f"the held-out share stayed below it ({curve.share.max():.1%} at best)"
+    )
+    return f"The dotted line is {target:.0%}, the share this lab set as the trained model's goal; {where}."
+
+
 def recipe_values(config: Seq2SeqConfig) -> dict[str, object]:
     """The recipe's settings, in its order: the run's config."""
     return {

@@ -7,6 +7,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -138,6 +139,17 @@ def test_the_charts_share_one_colour_scale_and_mark_the_target(short_run: s2s.Al
     rows = [row for table in curve.data.values() for row in (table if isinstance(table, list) else [])]
     assert {"target": 0.8, "label": "target 80%"} in rows
     assert json.loads(curve.template)["layer"][1]["mark"]["type"] == "rule"
+    # The dotted line says what it is, on the chart and under it (the third review asked).
+    assert json.loads(curve.template)["layer"][2]["encoding"]["text"]["field"] == "label"
+
+
+def test_the_target_caption_names_the_step_the_curve_reaches_it() -> None:
+    curve = pd.DataFrame({"step": [0, 50, 100, 150], "share": [0.1, 0.6, 0.85, 0.97]})
+    assert ct.target_caption(curve) == (
+        "The dotted line is 80%, the share this lab set as the trained model's goal; the held-out share first "
+        "reached it at step 100 of 150."
+    )
+    assert "stayed below it (60.0% at best)" in ct.target_caption(curve.head(2))
 
 
 def test_the_recipe_reproduces_the_run_exactly(short_run: s2s.AlignmentRun) -> None:
