@@ -15,6 +15,8 @@ def block_map() -> None:
     st.subheader("The whole block in one picture")
     widgets.prose("overview", "block")
     dark = st.context.theme.type == "dark"
+    with draw.narrow_screens_only("block_hint"):  # nothing on a phone said that the diagram goes on
+        st.caption(":material/swipe: The diagram is wider than a phone: swipe it sideways to see all of it.")
     with draw.scrolls_on_narrow_screens("block", min_width_px=640):  # a phone scrolls a readable diagram
         st.graphviz_chart(block_diagram.decoder_block_dot(dark=dark), width="stretch")
     by_lesson = block_diagram.parts_by_lesson()
@@ -63,12 +65,9 @@ def lecture() -> None:
     st.subheader("A lecture path")
     widgets.prose("overview", "lecture")
     plan = overview.lecture_path()
-    st.dataframe(
-        plan,
-        hide_index=True,
-        width="stretch",
-        column_config={"what to show": st.column_config.TextColumn(width="large")},
-    )
+    # A static table wraps its text: in a data grid the "what to show" column, the one a teacher needs,
+    # was cut off on a laptop.
+    st.table(plan, hide_index=True, border="horizontal")
     st.caption(f"{int(plan['minutes'].sum())} minutes in all; presentation mode (sidebar) shows one step at a time.")
 
 
