@@ -144,6 +144,7 @@ st.caption(f"Estimated time on one core: about {tt.estimated_seconds(config):.0f
 start = cache.computed(tt.START, config)
 answered = widgets.predict(tt.gradient_question(start), key="predict_training_lab")
 
+step("Loss and held-out accuracy")  # with its buttons: on a projector Train sat below the question's fold
 runs: list[tt.TrainingRun] = st.session_state.setdefault("training_runs", [])
 b1, b2, b4, b3 = st.columns(4)
 # A press queues the run(s) (one training per setting for the whole class, a few at once per process);
@@ -168,8 +169,6 @@ for finished in training_queue.collect():  # asked for now or earlier, and ready
 st.session_state["training_runs"] = runs
 waiting = st.empty()  # the place in the queue, or the run's progress, while this session waits
 
-step("Loss and held-out accuracy")
-widgets.prose("training_lab", "curves")
 if runs:
     loss_chart, accuracy_chart = charts_training.curve_charts(tt.curves_frame(runs), tt.chance_frame(runs))
     left, right = st.columns(2)  # side by side on a laptop, one under the other on a phone
@@ -188,6 +187,7 @@ if runs:
     )
 else:
     st.info("No run yet: press Train.", icon=":material/school:")
+widgets.prose("training_lab", "curves")  # under the charts it explains: they stay on the projector's screen
 
 widgets.prose("training_lab", "verdict")
 for sentence in tt.verdict(runs):
