@@ -146,4 +146,4 @@ def _measures(lesson: ct.TrainedCrossLesson) -> None:
         charts.share_curve(lesson.curve, ct.TARGET_SHARE),
         "Line chart of the held-out alignment share against the training step, with the 80% target.",
     )
-    st.caption(ct.target_caption(lesson.curve))
+    st.caption(ct.target_caption(lesson.curve, lesson.held_out_clauses))

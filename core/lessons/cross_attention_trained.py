@@ -18,6 +18,7 @@ import torch
 from core import recipes
 from core.lessons.common import Prediction, frame_matrix, matrix_frame
 from core.lessons.cross_attention import CrossLesson
+from core.models import tiny_seq2seq
 from core.models.tiny_seq2seq import AlignedPair, AlignmentRun, Seq2SeqConfig
 
 DEFAULT_CONFIG = Seq2SeqConfig()  # what the page trains, once per process
@@ -98,15 +99,24 @@ def curve_frame(run: AlignmentRun) -> pd.DataFrame:
     return pd.DataFrame({"step": run.steps, "loss": run.losses, "share": run.shares})
 
 
-def target_caption(curve: pd.DataFrame, target: float = TARGET_SHARE) -> str:
-    """What the training curve's dotted line is, and where the measured curve first reaches it."""
+def target_caption(curve: pd.DataFrame, held_out_clauses: int, target: float = TARGET_SHARE) -> str:
+    """What the training curve's dotted line is, where the measured curve first reaches it, and what the curve
+    measures (a fixed part of the held-out sentences: its last point is not the share above it on all of them)."""
     reached = curve.loc[curve.share >= target, "step"]
     where = (
-        f"the held-out share first reached it at step {int(reached.iloc[0]):,} of {int(curve.step.iloc[-1]):,}"
+        f"the curve first reached it at step {int(reached.iloc[0]):,} of {int(curve.step.iloc[-1]):,}"
         if len(reached)
-        else f"the held-out share stayed below it ({curve.share.max():.1%} at best)"
+        else f"the curve stayed below it ({curve.share.max():.1%} at best)"
     )
-    return f"The dotted line is {target:.0%}, the share this lab set as the trained model's goal; {where}."
+    measured = min(tiny_seq2seq.CURVE_CLAUSES, held_out_clauses)
+    sample = (
+        f" Each point is measured on the same {measured:,} of the {held_out_clauses:,} held-out sentences (all of "
+        f"them at every point would slow training down); the share above is measured on all of them at the end, so "
+        f"the last point ({curve.share.iloc[-1]:.1%}) can differ from it a little."
+        if measured < held_out_clauses
+        else ""
+    )
+    return f"The dotted line is {target:.0%}, the share this lab set as the trained model's goal; {where}.{sample}"
 
 
 def recipe_values(config: Seq2SeqConfig) -> dict[str, object]:

@@ -145,11 +145,16 @@ def test_the_charts_share_one_colour_scale_and_mark_the_target(short_run: s2s.Al
 
 def test_the_target_caption_names_the_step_the_curve_reaches_it() -> None:
     curve = pd.DataFrame({"step": [0, 50, 100, 150], "share": [0.1, 0.6, 0.85, 0.97]})
-    assert ct.target_caption(curve) == (
-        "The dotted line is 80%, the share this lab set as the trained model's goal; the held-out share first "
-        "reached it at step 100 of 150."
+    assert ct.target_caption(curve, 200) == (
+        "The dotted line is 80%, the share this lab set as the trained model's goal; the curve first reached it at "
+        "step 100 of 150."
     )
-    assert "stayed below it (60.0% at best)" in ct.target_caption(curve.head(2))
+    assert "stayed below it (60.0% at best)" in ct.target_caption(curve.head(2), 200)
+    # The curve's last point (a fixed sample of the held-out sentences) beside the share on all of them: the
+    # caption says why the two differ (97.9% against 97.8% on the page).
+    many = ct.target_caption(curve, s2s.CURVE_CLAUSES + 100)
+    assert f"the same {s2s.CURVE_CLAUSES} of the {s2s.CURVE_CLAUSES + 100:,} held-out sentences" in many
+    assert "the last point (97.0%) can differ from it a little" in many
 
 
 def test_the_recipe_reproduces_the_run_exactly(short_run: s2s.AlignmentRun) -> None:
