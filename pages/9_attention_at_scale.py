@@ -50,7 +50,6 @@ widgets.prose("attention_at_scale", "intro")
 
 step("(a) The cost of T×T")
 widgets.prose("attention_at_scale", "cost")
-step_break()  # each part's controls and question: on a projector they started below its paragraph's fold
 choices = list(lesson.token_choices(device))
 longest = st.selectbox(
     "Longest sequence measured (tokens)",
