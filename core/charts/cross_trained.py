@@ -53,7 +53,9 @@ def share_curve(curve: pd.DataFrame, target: float) -> VegaChart:
         .mark_rule(color="#595959", strokeDash=[2, 2])
         .encode(y="target:Q", tooltip=[alt.Tooltip("label:N")])
     )
-    label = rule.mark_text(align="left", baseline="bottom", dx=4, dy=-3, color="#595959").encode(
+    # The line says what it is (a reviewer asked what the dotted line was), in the page's text colour (dark
+    # mode too) and at least as large as a heatmap's numbers (MIN_CELL_FONT_PX).
+    label = rule.mark_text(align="left", baseline="bottom", dx=4, dy=-3, fontSize=15, color="currentColor").encode(
         x=alt.value(0), text="label:N"
-    )  # the line says what it is (a reviewer asked what the dotted line was)
+    )
     return from_altair(alt.layer(line, rule, label).properties(autosize=GROWS_FOR_TEXT))

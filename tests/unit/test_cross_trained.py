@@ -14,6 +14,7 @@ import torch
 from core import recipes
 from core.app.settings import Settings
 from core.charts import cross_trained as charts
+from core.charts.common import MIN_CELL_FONT_PX
 from core.lessons import cross_attention
 from core.lessons import cross_attention_trained as ct
 from core.models import tiny_seq2seq as s2s
@@ -140,7 +141,10 @@ def test_the_charts_share_one_colour_scale_and_mark_the_target(short_run: s2s.Al
     assert {"target": 0.8, "label": "target 80%"} in rows
     assert json.loads(curve.template)["layer"][1]["mark"]["type"] == "rule"
     # The dotted line says what it is, on the chart and under it (the third review asked).
-    assert json.loads(curve.template)["layer"][2]["encoding"]["text"]["field"] == "label"
+    label = json.loads(curve.template)["layer"][2]
+    assert label["encoding"]["text"]["field"] == "label"
+    # As large as a heatmap's numbers: the browser display test failed on an 11-px label.
+    assert label["mark"]["fontSize"] >= MIN_CELL_FONT_PX
 
 
 def test_the_target_caption_names_the_step_the_curve_reaches_it() -> None:
