@@ -85,9 +85,9 @@ def curve_charts(frame: pd.DataFrame, chance: pd.DataFrame | None = None) -> tup
     if chance is not None and len(chance):
         base = alt.Chart(chance).encode(y="accuracy:Q")
         rule = base.mark_rule(color="#595959", strokeDash=[2, 2]).encode(tooltip=[alt.Tooltip("label:N")])
-        label = base.mark_text(align="right", baseline="bottom", dx=-2, color="#595959", x="width").encode(
-            text="label:N"
-        )
+        label = base.mark_text(  # the page's text colour: #595959 all but vanished on the dark theme
+            align="right", baseline="bottom", dx=-2, fontSize=13, color="currentColor", x="width"
+        ).encode(text="label:N")
         accuracy = alt.layer(accuracy, rule, label)
     return from_altair(loss.properties(autosize=FIT_WIDTH)), from_altair(accuracy.properties(autosize=FIT_WIDTH))
 
