@@ -154,18 +154,25 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
             widgets.answer_first("The scores, weights and context vectors of every query appear")
 
 
-def versions(lesson: TrainableLesson, settings: Settings) -> None:
-    """The sources' SelfAttention_v1 and _v2 (random draws only), and d_v."""
+def versions(lesson: TrainableLesson, answered: bool) -> None:
+    """The sources' SelfAttention_v1 and _v2 (random draws only), and d_v.
+
+    The table waits for the question: its rows are context vectors too, as alike as the Z the question locks."""
     if lesson.versions is None:
         return
     step("SelfAttention_v1 vs SelfAttention_v2")
     widgets.prose(SLUG, "versions")
-    widgets.number_table(lesson.versions.table.set_index("token"))
-    a, b = st.columns(2)
-    a.metric("max |v1 − v2|, own initialisations", f"{lesson.versions.fresh_max_diff:.4f}")
-    b.metric("max |v1 − v2|, v2's weights copied into v1", f"{lesson.versions.copied_max_diff:.1e}")
-    if lesson.versions.book_hint is not None:
-        st.caption(lesson.versions.book_hint)
+    if answered:
+        widgets.number_table(lesson.versions.table.set_index("token"))
+        a, b = st.columns(2)
+        a.metric("max |v1 − v2|, own initialisations", f"{lesson.versions.fresh_max_diff:.4f}")
+        b.metric("max |v1 − v2|, v2's weights copied into v1", f"{lesson.versions.copied_max_diff:.1e}")
+        if lesson.versions.book_hint is not None:
+            st.caption(lesson.versions.book_hint)
+    else:
+        widgets.answer_first(
+            "Both versions' context vectors, side by side, appear", question="predict_trainable_weights"
+        )
     widgets.code_box(
         lesson.versions.code,
         "SelfAttention_v1 and _v2 in plain PyTorch: the three rows of the table above.",
@@ -187,7 +194,7 @@ def lesson_2(settings: Settings) -> None:
     ingredients(lesson, model, model and MODELS[settings.weights].biases)  # random draws: no biases
     one_query(lesson, settings, answered, model)
     all_queries(lesson, answered, model)
-    versions(lesson, settings)
+    versions(lesson, answered)
     if model:
         widgets.code_box(lesson.code, source.code_caption(settings.weights))
     else:

@@ -210,3 +210,30 @@ def test_lesson_7_hides_the_weights_shape_until_a_choice_in_normal_and_presentat
         assert not at.exception, [e.value for e in at.exception]
         shown = cross_attention_giveaways(at)  # all of it, once answered
         assert len(shown) == 4 and "as many context vectors as tokens" in shown, (link, shown)
+
+
+def test_lesson_2_keeps_both_versions_context_vectors_until_a_choice() -> None:
+    # The fourth review: the SelfAttention_v1 vs _v2 table printed six alike context vectors (0.29-0.31 /
+    # 0.79-0.82) under the question "how many different favourite keys", whose Z the page locks for that reason.
+    at = open_lesson("trainable_weights")
+    labels = " ".join(m.label for m in at.metric)
+    assert "max |v1 − v2|" not in labels and "Both versions" in on_screen(at)
+    answer_every_question(at)
+    assert "max |v1 − v2|" in " ".join(m.label for m in at.metric) and locks(at) == 0
+
+
+def test_no_paragraph_above_a_question_states_its_answer() -> None:
+    # The fourth review: lesson 4's "Rows before it must not change at all" above "which output rows can
+    # change?", lesson 7's "A trained translator would put each English word's weight on its German
+    # counterpart" above "which German word will 'translate' read", and lesson 5's "training gave each a
+    # different job" above "will they look alike?". Each paragraph is drawn before its question.
+    from core.app import prose
+
+    for page, section, giveaway in (
+        ("causal_dropout", "leak", "must not change at all"),
+        ("cross_attention", "weights_translation", "German counterpart"),
+        ("pretrained", "multi_intro", "different job"),
+        ("pretrained", "cross_intro", "still do so across two sentences"),
+    ):
+        assert giveaway not in " ".join(prose.section(page, section).split()), (page, section)
+    assert "Leakage check" in on_screen(open_lesson("causal_dropout"))  # the paragraph is on screen unlocked
