@@ -174,7 +174,7 @@ def presentation_bar(total: int, page: str, *, following: bool = False, link: Li
         chosen = st.number_input(
             f"Step (of {total})", 1, max(total, 1), "min", key="step", bind="query-params", label_visibility="collapsed"
         )
-    count.caption(f"of {total} steps")
+    count.caption(f"of {total} step{'s' if total != 1 else ''}")
     current = min(int(chosen or 1), total)
     back.button("← Back", on_click=_move_step, args=(-1, total), disabled=current <= 1, width="stretch")
     forward.button("Next →", on_click=_move_step, args=(1, total), disabled=current >= total, width="stretch")

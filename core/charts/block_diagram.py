@@ -38,8 +38,15 @@ BLOCK_PARTS: tuple[BlockPart, ...] = (
     BlockPart("tokens", "tokens of the text so far", Region.INPUT),
     BlockPart("embed", "token embeddings + position embeddings", Region.INPUT, ("without_weights",)),
     BlockPart("qkv", "queries, keys, values: x W_q, x W_k, x W_v", Region.BLOCK, ("trainable_weights",)),
-    BlockPart("scores", "scores q·k / √d_k, softmax", Region.BLOCK, ("without_weights", "why_scale")),
-    BlockPart("mask", "causal mask (and dropout while training)", Region.BLOCK, ("causal_dropout",)),
+    BlockPart("scores", "scores q·k / √d_k", Region.BLOCK, ("without_weights", "why_scale")),
+    # The mask before the softmax, as in the overview's formula softmax(QKᵀ/√d_k + M): the order was reversed.
+    BlockPart("mask", "causal mask: −∞ on future keys", Region.BLOCK, ("causal_dropout",)),
+    BlockPart(
+        "weights",
+        "softmax: the attention weights (dropout while training)",
+        Region.BLOCK,
+        ("without_weights", "causal_dropout"),
+    ),
     BlockPart(
         "heads", "h heads side by side, joined by W_o", Region.BLOCK, ("multi_head", "real_model", "inside_gpt")
     ),
@@ -53,7 +60,7 @@ BLOCK_PARTS: tuple[BlockPart, ...] = (
     BlockPart("cross", "cross-attention: keys and values from an encoder", Region.BESIDE, ("cross_attention",)),
     BlockPart("scale", "long contexts: FlashAttention tiles, KV cache", Region.BESIDE, ("attention_at_scale",)),
 )
-_BESIDE_OF = "mask"  # the attention part the side boxes attach to
+_BESIDE_OF = "weights"  # the attention part the side boxes attach to
 
 
 def part_label(part: BlockPart) -> str:
@@ -85,7 +92,7 @@ def decoder_block_dot(dark: bool = False) -> str:
         "digraph decoder {",
         "  rankdir=BT; nodesep=0.25; ranksep=0.3; bgcolor=transparent;",
         f'  node [shape=box, style="rounded", fontname="sans-serif", fontsize=12, color="{ink}", fontcolor="{ink}"];',
-        f'  edge [color="{ink}"];',
+        f'  edge [color="{ink}", fontcolor="{ink}", fontname="sans-serif"];',  # the residual labels: dark mode too
     ]
     lines += [_node(part, fill, "  ") for part in BLOCK_PARTS if part.region is not Region.BLOCK]
     lines.append('  subgraph cluster_block { label="one block, repeated N times"; style="rounded,dashed";')

@@ -103,7 +103,8 @@ def lecture_path() -> pd.DataFrame:
         total += part.minutes
         rows.append(
             {
-                "lesson": f"{spec.number}. {spec.title}",
+                # "10. …" in a table cell is read as a markdown list: its "1" was cut off
+                "lesson": f"{spec.number} · {spec.title}",
                 "minutes": part.minutes,
                 "after (min)": total,
                 "what to show": part.show,

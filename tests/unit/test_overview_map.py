@@ -21,15 +21,21 @@ def test_every_lesson_is_on_the_map_at_the_part_it_explains() -> None:
 
 def test_the_map_runs_from_embeddings_through_the_block_to_the_next_token() -> None:
     dot = block_diagram.decoder_block_dot(dark=True)
-    chain = ["tokens", "embed", "qkv", "scores", "mask", "heads", "residual1", "mlp", "residual2", "unembed", "softmax"]
+    # The mask comes before the softmax, as in the page's formula (the fourth review: the map had it after).
+    chain = [
+        "tokens", "embed", "qkv", "scores", "mask", "weights", "heads", "residual1", "mlp", "residual2", "unembed",
+        "softmax",
+    ]
     for a, b in zip(chain, chain[1:], strict=False):
         assert f"  {a} -> {b};" in dot
+    # Edge labels ("residual") in the theme's ink: Graphviz's default black vanished on the dark theme.
+    assert 'edge [color="#e6e6e6", fontcolor="#e6e6e6"' in dot
     assert "subgraph cluster_block" in dot and dot.count("{") == dot.count("}")
     assert "http" not in dot  # nothing to fetch
 
 
 def test_the_lecture_path_lists_every_lesson_in_order_with_its_minutes() -> None:
     plan = overview.lecture_path()
-    assert list(plan["lesson"]) == [f"{s.number}. {s.title}" for s in registry.lessons()]
+    assert list(plan["lesson"]) == [f"{s.number} · {s.title}" for s in registry.lessons()]  # no "10." list marker
     assert (plan["minutes"] > 0).all() and plan["after (min)"].iloc[-1] == plan["minutes"].sum() == 90
     assert plan["what to show"].str.len().min() > 20
