@@ -19,7 +19,7 @@ One `streamlit run` on every core the machine gives it, driven over its websocke
 
     python -m loadtest.training_queue --fair     # ~1.5 minutes: issue 31's row, the fair trainer
 
-The fair row: ten tabs press "Compare scaled vs unscaled" at the widest setting (20 runs of ~30 s),
+The fair row: ten tabs press "Scaled vs unscaled" at the widest setting (20 runs of ~30 s),
 then an honest student presses Train with the page's defaults; measured: that run's seconds from
 press to result against the same run alone (target: it starts within 30 s), and the OTHERS' reruns
 meanwhile against idle (target: within 2x). Every client is on loopback, so all share one address:
@@ -217,7 +217,7 @@ async def measure(url: str, pid: int, steps: int) -> dict:
     }
 
 
-COMPARE = "Compare scaled vs unscaled"
+COMPARE = "Scaled vs unscaled"
 TABS = 10
 HONEST_LIMIT_S = 90.0  # the honest run is waited for this long at most (keeps the row short)
 

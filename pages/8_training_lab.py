@@ -151,10 +151,11 @@ b1, b2, b4, b3 = st.columns(4)
 # a run someone already trained is ready at once and drawn in this very rerun.
 if b1.button("Train", type="primary", icon=":material/play_arrow:", key="train_button"):
     training_queue.ask([config])
-if b2.button("Compare scaled vs unscaled", icon=":material/compare:", key="train_compare"):
+# Short labels: on a projector "Compare scaled vs unsc…" and "Compare with the book'…" were cut off.
+if b2.button("Scaled vs unscaled", icon=":material/compare:", key="train_compare"):
     training_queue.ask([replace(config, scale=scaled) for scaled in (True, False)])
 if b4.button(
-    "Compare with the book's init",
+    "Book's init, both ways",
     icon=":material/science:",
     key="train_compare_book",
     help="The same setting with the book's torch.rand weights, scaled and unscaled: a start where the scale matters.",
@@ -207,7 +208,7 @@ if not answered:
 else:
     widgets.prose("training_lab", "start_effects")  # the two effects all but name the answer: after it
     widgets.prose("training_lab", "start_spread")
-    st.dataframe(tt.start_table(start).round(4), hide_index=True, width="stretch")
+    widgets.number_table(tt.start_table(start), decimals=5, hide_index=True)  # the explanation's decimals
     draw.draw(
         charts_training.start_chart(tt.start_frame(start)),
         "Bars: logit spread, softmax entropy and gradient norm at initialisation, scaled and unscaled.",

@@ -134,7 +134,7 @@ def test_the_real_models_lines_leave_room_and_read_in_both_themes(server: str, b
 
 def train_twice(page) -> None:
     """Two short runs (scaled and unscaled) on screen."""
-    page.get_by_role("button", name="Compare scaled vs unscaled").click()
+    page.get_by_role("button", name="Scaled vs unscaled").click()
     page.locator('[data-testid="stVegaLiteChart"][aria-label*="held-out accuracy"]').first.wait_for(
         state="attached", timeout=180_000
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pandas as pd
@@ -42,3 +43,12 @@ def test_the_induction_heatmaps_mark_the_first_copy_and_the_repeat() -> None:
     assert [label.split(":")[1][:-1] for label in first] == [label.split(":")[1][:-1] for label in repeat]
     previous = train(replace(tt.default_config(Task.PREVIOUS_TOKEN), steps=10))
     assert tt.example_labels(previous) == tt.token_labels(previous.example_tokens)
+
+
+def test_the_gradient_answers_ratio_is_the_ratio_of_the_numbers_it_prints() -> None:
+    # The fourth review: "0.0105 with the factor, 0.0355 without, 3.39 times", where 0.0355 / 0.0105 is 3.38.
+    from core.models.tiny_transformer import TrainingConfig, start_of
+
+    question = tt.gradient_question(start_of(TrainingConfig()))
+    scaled, unscaled, ratio = (float(x) for x in re.findall(r"(\d+\.\d+)", question.explanation)[:3])
+    assert round(unscaled / scaled, 2) == ratio, question.explanation
