@@ -15,8 +15,8 @@ from typing import cast
 import altair as alt
 import pandas as pd
 
-from core.charts.common import cell_font_expr
-from core.charts.spec import VegaChart, template
+from core.charts.common import LEGEND_FORMAT, cell_font_expr, legend_values
+from core.charts.spec import SpecPath, VegaChart, template
 
 GRID_DATA = "real_model_grid"  # layer, head, query_index, key_index, query, key, weight, chosen
 LINES_DATA = "real_model_lines"  # query_index, key_index, query, key, weight
@@ -189,7 +189,14 @@ def measure_map(title: str, value_title: str) -> alt.LayerChart:
     rect = (
         base.mark_rect(stroke=CHOSEN_COLOUR, aria=False)
         .encode(
-            color=alt.Color("value:Q", scale=alt.Scale(scheme="viridis"), title=value_title),
+            # The domain and the legend's labels are slots (`measure`): the data's own range, both ends labelled
+            # (Vega's ticks stopped at 0.8 on maps reaching 0.93-1.00).
+            color=alt.Color(
+                "value:Q",
+                scale=alt.Scale(scheme="viridis", domain=[0, 1]),
+                title=value_title,
+                legend=alt.Legend(values=[0, 1], format=LEGEND_FORMAT),
+            ),
             strokeWidth=alt.condition("datum.chosen", alt.value(3), alt.value(0)),
             tooltip=["layer:O", "head:O", alt.Tooltip("value:Q", format=".3f", title=value_title)],
         )
@@ -240,6 +247,16 @@ def _measure_template(title: str, value_title: str) -> str:
     return template(measure_map(title, value_title), make_readable=False)
 
 
+MEASURE_DOMAIN: SpecPath = ("layer", 0, "encoding", "color", "scale", "domain")
+MEASURE_LEGEND: SpecPath = ("layer", 0, "encoding", "color", "legend", "values")
+
+
 def measure(frame: pd.DataFrame, title: str, value_title: str) -> VegaChart:
-    """One measure of every head as a layers × heads map (MEASURE_DATA = `frame`)."""
-    return VegaChart(_measure_template(title, value_title), {MEASURE_DATA: frame})
+    """One measure of every head as a layers × heads map (MEASURE_DATA = `frame`), coloured over its own range."""
+    low, high = float(frame["value"].min()), float(frame["value"].max())
+    domain = (low, high) if high > low else (low, low + 1.0)
+    return VegaChart(
+        _measure_template(title, value_title),
+        {MEASURE_DATA: frame},
+        {MEASURE_DOMAIN: list(domain), MEASURE_LEGEND: legend_values(domain, signed=False)},
+    )

@@ -360,3 +360,15 @@ def test_lesson_3s_long_chart_titles_are_two_lines_that_fit_a_phone() -> None:
         title = spec["title"]
         lines = title["text"] if isinstance(title, dict) else title
         assert isinstance(lines, list) and len(lines) == 2 and max(map(len, lines)) <= 36, lines
+
+
+def test_a_measure_maps_colours_span_its_values_and_its_legend_labels_both_ends() -> None:
+    # The fourth review: lesson 10's sink, previous-token and induction maps reach 0.93-1.00 and their legends
+    # were labelled 0.2-0.8 only.
+    from core.charts import real_model as charts_rm
+
+    frame = pd.DataFrame({"layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "value": [0.05, 0.93, 0.2, 0.5]})
+    colour = validated(charts_rm.measure(frame.assign(chosen=False), "sink share", "sink share"))["layer"][0]
+    colour = colour["encoding"]["color"]
+    assert colour["scale"]["domain"] == [0.05, 0.93]
+    assert (colour["legend"]["values"][0], colour["legend"]["values"][-1]) == (0.05, 0.93)
