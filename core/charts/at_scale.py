@@ -17,7 +17,7 @@ import altair as alt
 import pandas as pd
 
 from core.attention.long_context import TileKind
-from core.charts.spec import VegaChart, from_altair, template
+from core.charts.spec import VegaChart, from_altair, phone_title, template
 
 HEIGHT = 260
 # Fit the column's width only: the height stays HEIGHT for the marks (a plain "fit" would squeeze the
@@ -28,7 +28,7 @@ FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
 def _log_log_lines(long: pd.DataFrame, title: str, field: str, unit: str, order: list[str]) -> alt.Chart:
     """Lines of `field` against tokens on log-log axes, one per series in `order` (colour, dash and shape)."""
     return (
-        alt.Chart(long, title=title)
+        alt.Chart(long, title=phone_title(title))
         .mark_line(point=True)
         .encode(
             x=alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), title="tokens T (log scale)"),
@@ -94,6 +94,7 @@ def memory_chart(table: pd.DataFrame) -> VegaChart:
 
 
 TILE_COLOURS = {TileKind.FULL.value: "#4e79a7", TileKind.DIAGONAL.value: "#f28e2b", TileKind.SKIPPED.value: "#e8e8e8"}
+TILES_TITLE = "Tiles of the scores matrix: which ones the loop computes"
 
 
 TILES_DATA = "tiles"
@@ -125,7 +126,7 @@ def _block_axis(blocks: int, *, orient: Literal["top", "bottom", "left", "right"
 def _tiles_template(rows: int, cols: int) -> str:
     kinds = list(TILE_COLOURS)
     return template(
-        alt.Chart(alt.NamedData(name=TILES_DATA), title="Tiles of the scores matrix: which ones the loop computes")
+        alt.Chart(alt.NamedData(name=TILES_DATA), title=phone_title(TILES_TITLE))
         .transform_calculate(key_end="datum.key_block + 1", query_end="datum.query_block + 1")
         .mark_rect(stroke="#888888", strokeWidth=1)
         .encode(
@@ -146,7 +147,7 @@ def _tiles_template(rows: int, cols: int) -> str:
             color=alt.Color(
                 "kind:N",
                 scale=alt.Scale(domain=kinds, range=[TILE_COLOURS[k] for k in kinds]),
-                legend=alt.Legend(orient="bottom", title=None),
+                legend=alt.Legend(orient="bottom", title=None, columns=2),  # one row ran off a phone
             ),
             tooltip=["queries:N", "keys:N", "kind:N"],
         )

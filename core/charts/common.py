@@ -20,9 +20,19 @@ import pandas as pd
 import pyarrow as pa
 from altair.expr.core import Expression
 
-from core.charts.spec import READABLE_TEXT, SpecPath, VegaChart, from_altair, readable, template
+from core.charts.spec import (
+    PHONE_TITLE_CHARS,
+    READABLE_TEXT,
+    SpecPath,
+    VegaChart,
+    from_altair,
+    phone_title,
+    readable,
+    template,
+)
 
-__all__ = ["READABLE_TEXT", "VegaChart", "readable"]  # re-exported: pages and tests know them from here
+# Re-exported: pages and tests know them from here.
+__all__ = ["PHONE_TITLE_CHARS", "READABLE_TEXT", "VegaChart", "phone_title", "readable"]
 
 QUERY_SELECTION = "query_row"  # name of the click selection on heatmaps
 HEATMAP_DATA = "heatmap_values"  # the one dataset name in every heatmap spec
@@ -408,7 +418,7 @@ def _grouped_bars(
 ) -> alt.Chart:
     """Bars of `value` per `x`, one colour per `group`, side by side (categories in BARS_DATA's order)."""
     return (
-        alt.Chart(alt.NamedData(name=BARS_DATA), title=title)
+        alt.Chart(alt.NamedData(name=BARS_DATA), title=phone_title(title))
         .mark_bar()
         .encode(
             # The sort is a slot: `grouped_bars` writes this sentence's tokens in.
@@ -416,7 +426,10 @@ def _grouped_bars(
             xOffset=alt.XOffset(f"{group}:N"),
             y=alt.Y(f"{value}:Q", title=value_title or value),
             color=alt.Color(
-                f"{group}:N", scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
+                f"{group}:N",
+                scale=alt.Scale(scheme="tableau10"),
+                title=None,
+                legend=alt.Legend(orient="bottom", columns=2),  # one row of three ran off a phone's right edge
             ),
             tooltip=[alt.Tooltip(f"{x}:N"), alt.Tooltip(f"{group}:N"), alt.Tooltip(f"{value}:Q", format=".4f")],
         )
@@ -664,7 +677,7 @@ LEAKAGE_TITLE = "Change in each output row after perturbing one token"
 @functools.lru_cache(maxsize=64)
 def _leakage_template(num_tokens: int, position: int) -> str:
     chart = (
-        alt.Chart(alt.NamedData(name=BARS_DATA), title=LEAKAGE_TITLE)
+        alt.Chart(alt.NamedData(name=BARS_DATA), title=phone_title(LEAKAGE_TITLE))
         .mark_bar()
         .encode(
             # The sort is a slot: `leakage` writes this sentence's tokens in.

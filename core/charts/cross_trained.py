@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import GROWS_FOR_TEXT, PLOT_HEIGHT, heatmap
-from core.charts.spec import VegaChart, from_altair
+from core.charts.spec import VegaChart, from_altair, phone_title
 
 WEIGHT_RANGE = (0.0, 1.0)  # both heatmaps on one colour scale, so that their colours compare
 
@@ -39,7 +39,7 @@ def share_curve(curve: pd.DataFrame, target: float) -> VegaChart:
     curve: columns step, share (core.lessons.cross_attention_trained.curve_frame).
     """
     line = (
-        alt.Chart(curve, title="Weight on the right German word, held-out sentences")
+        alt.Chart(curve, title=phone_title("Weight on the right German word, held-out sentences"))
         .mark_line(point=True)
         .encode(
             x=alt.X("step:Q", title="training step"),
@@ -55,7 +55,8 @@ def share_curve(curve: pd.DataFrame, target: float) -> VegaChart:
     )
     # The line says what it is (a reviewer asked what the dotted line was), in the page's text colour (dark
     # mode too) and at least as large as a heatmap's numbers (MIN_CELL_FONT_PX).
-    label = rule.mark_text(align="left", baseline="bottom", dx=4, dy=-3, fontSize=15, color="currentColor").encode(
-        x=alt.value(0), text="label:N"
+    # At the right end, under the rule: the curve crosses the rule near the left, and ends above it.
+    label = rule.mark_text(align="right", baseline="top", dx=-4, dy=4, fontSize=15, color="currentColor").encode(
+        x=alt.value("width"), text="label:N"
     )
     return from_altair(alt.layer(line, rule, label).properties(autosize=GROWS_FOR_TEXT))

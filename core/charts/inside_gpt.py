@@ -12,13 +12,15 @@ import altair as alt
 import pandas as pd
 
 from core.charts.common import GROWS_FOR_TEXT, PLOT_HEIGHT
-from core.charts.spec import VegaChart, template
+from core.charts.spec import VegaChart, phone_title, template
 
 PROBABILITY_DATA = "gpt_probabilities"  # token, stage, probability, rank
 ROW_DATA = "gpt_row"  # token, position, weight
 GROUP_DATA = "gpt_groups"  # layer, head, group, value
 TIMING_DATA = "gpt_timing"  # length, run, ms
 ROPE_DATA = "gpt_rope"  # distance, score, positions, start
+SAMPLING_TITLE = "The next token: before and after temperature, top-k and top-p"
+ROPE_TITLE = "One query and one key at every distance, the key at two places"
 
 
 @functools.cache
@@ -33,7 +35,7 @@ def _probability_template() -> str:
             yOffset="stage:N",
             tooltip=["token:N", "stage:N", alt.Tooltip("probability:Q", format=".3f")],
         )
-        .properties(title="The next token: before and after temperature, top-k and top-p", width="container")
+        .properties(title=phone_title(SAMPLING_TITLE), width="container")
     )
     return template(chart)
 
@@ -52,7 +54,7 @@ def _row_template(title: str) -> str:
             y=alt.Y("weight:Q", title="weight", scale=alt.Scale(domain=[0, 1])),
             tooltip=["token:N", alt.Tooltip("weight:Q", format=".3f")],
         )
-        .properties(title=title, width="container")
+        .properties(title=phone_title(title), width="container")
     )
     return template(chart)
 
@@ -80,7 +82,9 @@ def _group_template(faded: bool) -> str:
         rect = base.mark_rect().encode(color=colour, tooltip=["layer:O", "head:O", "group:N"])
     return template(
         rect.properties(
-            title="Query heads coloured by the key/value head they read", width="container", height=alt.Step(16)
+            title=phone_title("Query heads coloured by the key/value head they read"),
+            width="container",
+            height=alt.Step(16),
         )
     )
 
@@ -104,7 +108,7 @@ def _timing_template() -> str:
             tooltip=["run:N", "length:Q", alt.Tooltip("ms:Q", format=".1f")],
         )
         .properties(
-            title="Time per generated token, measured on this server",
+            title=phone_title("Time per generated token, measured on this server"),
             width="container",
             height=PLOT_HEIGHT,
             autosize=GROWS_FOR_TEXT,
@@ -126,13 +130,14 @@ def _rope_template() -> str:
             x=alt.X("distance:Q", title="distance i − j (query after key)"),
             y=alt.Y("score:Q", title="score q · k", scale=alt.Scale(zero=False)),
             # Two hues far apart (not two blues): the ways positions enter are the chart's point.
+            # Each legend one entry a line: side by side in rows, the two ran off a phone's right edge.
             color=alt.Color(
-                "positions:N", title=None, legend=alt.Legend(orient="bottom"), scale=alt.Scale(scheme="set1")
+                "positions:N", title=None, legend=alt.Legend(orient="bottom", columns=1), scale=alt.Scale(scheme="set1")
             ),
-            strokeDash=alt.StrokeDash("start:N", title=None, legend=alt.Legend(orient="bottom")),
+            strokeDash=alt.StrokeDash("start:N", title=None, legend=alt.Legend(orient="bottom", columns=1)),
             tooltip=["positions:N", "start:N", "distance:Q", alt.Tooltip("score:Q", format=".3f")],
         )
-        .properties(title="One query and one key at every distance, the key at two places", width="container")
+        .properties(title=phone_title(ROPE_TITLE), width="container")
     )
     return template(chart)
 

@@ -127,6 +127,22 @@ def with_export(spec: dict, file_name: str) -> dict:
     return {**spec, "usermeta": usermeta}
 
 
+PHONE_TITLE_CHARS = 36  # about what a 390-px phone's chart shows of a title before Vega cuts it with "…"
+
+
+def phone_title(title: str, limit: int = PHONE_TITLE_CHARS) -> str | list[str]:
+    """A title a phone shows whole: as it is when short, else two lines split at the space nearest the middle.
+
+    Vega cuts a title wider than its chart with "…" (lessons 1, 4, 9 and 10 on a phone); a list is drawn one
+    line under the other.
+    """
+    if len(title) <= limit or " " not in title:
+        return title
+    spaces = [i for i, char in enumerate(title) if char == " "]
+    middle = min(spaces, key=lambda i: abs(i - len(title) / 2))
+    return [title[:middle], title[middle + 1 :]]
+
+
 def chart_title(spec: dict) -> str:
     """The chart's own title as plain text ("chart" if it has none): the first layer's or the top's."""
     title = spec.get("title") or next((layer.get("title") for layer in spec.get("layer", []) if layer.get("title")), "")

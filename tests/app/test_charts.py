@@ -372,3 +372,31 @@ def test_a_measure_maps_colours_span_its_values_and_its_legend_labels_both_ends(
     colour = colour["encoding"]["color"]
     assert colour["scale"]["domain"] == [0.05, 0.93]
     assert (colour["legend"]["values"][0], colour["legend"]["values"][-1]) == (0.05, 0.93)
+
+
+@given(st.text(alphabet="abc ", min_size=1, max_size=90))
+def test_a_phone_title_keeps_every_word_and_splits_only_a_long_title_in_two(title: str) -> None:
+    shown = charts.phone_title(title)
+    if isinstance(shown, str):
+        assert shown == title and (len(title) <= charts.PHONE_TITLE_CHARS or " " not in title)
+    else:
+        assert len(shown) == 2 and " ".join(shown) == title
+        assert max(map(len, shown)) < len(title)
+
+
+def test_the_long_chart_titles_a_phone_cut_are_two_lines() -> None:
+    # The fourth review: on a 390-px phone Vega cut these titles with "…" (lessons 4, 7, 9 and 10).
+    from core.charts import at_scale, cross_trained, inside_gpt
+
+    for title in (
+        charts.LEAKAGE_TITLE,
+        at_scale.TILES_TITLE,
+        inside_gpt.SAMPLING_TITLE,
+        inside_gpt.ROPE_TITLE,
+        "Weight on the right German word, held-out sentences",
+        "Time of one causal attention call (one head, width 64)",
+    ):
+        lines = charts.phone_title(title)
+        assert isinstance(lines, list) and max(map(len, lines)) <= 36, lines
+    curve = cross_trained.share_curve(pd.DataFrame({"step": [0, 10], "share": [0.1, 0.9]}), 0.8).spec()
+    assert isinstance(curve["layer"][0]["title"], list)

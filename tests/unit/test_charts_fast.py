@@ -45,14 +45,17 @@ def comparable(spec: dict) -> str:
 
 def grouped_plain(frame: pd.DataFrame, title: str) -> alt.Chart:
     return (
-        alt.Chart(alt.NamedData(name=charts.BARS_DATA), title=title)
+        alt.Chart(alt.NamedData(name=charts.BARS_DATA), title=charts.phone_title(title))
         .mark_bar()
         .encode(
             x=alt.X("token:N", sort=list(frame["token"]), axis=charts.token_axis(len(frame))),
             xOffset=alt.XOffset("measure:N"),
             y=alt.Y("score:Q", title="score"),
             color=alt.Color(
-                "measure:N", scale=alt.Scale(scheme="tableau10"), title=None, legend=alt.Legend(orient="bottom")
+                "measure:N",
+                scale=alt.Scale(scheme="tableau10"),
+                title=None,
+                legend=alt.Legend(orient="bottom", columns=2),
             ),
             tooltip=["token:N", "measure:N", alt.Tooltip("score:Q", format=".4f")],
         )
@@ -61,7 +64,7 @@ def grouped_plain(frame: pd.DataFrame, title: str) -> alt.Chart:
 
 def leakage_plain(frame: pd.DataFrame, position: int) -> alt.Chart:
     return (
-        alt.Chart(alt.NamedData(name=charts.BARS_DATA), title=charts.LEAKAGE_TITLE)
+        alt.Chart(alt.NamedData(name=charts.BARS_DATA), title=charts.phone_title(charts.LEAKAGE_TITLE))
         .mark_bar()
         .encode(
             x=alt.X("token:N", sort=list(frame["token"]), axis=charts.token_axis(len(frame))),
