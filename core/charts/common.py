@@ -52,6 +52,7 @@ WEIGHT_DOMAIN = (0.0, 1.0)  # attention weights always on 0..1: 0.099 must not l
 MASKED_COLOUR = "#c8c8c8"  # a causal mask's future cells: no weight colour, so a 0 never passes for a small weight
 MASKED_LABEL = "–"  # the cell's text where the number would be
 HIGHLIGHT = "#e4007c"  # outline of the query's row; stands out on viridis, blue-orange, light and dark
+WIDE_COLUMNS = 24  # columns a heatmap labels one by one; more skip the labels that would overlap
 MIN_CELL_FONT_PX = 14  # numbers smaller than this are hidden (the tooltip still has them)
 MAX_CELL_FONT_PX = 24
 # A line or bar chart's own height (for its marks), the view growing for its title, axes and legend, and the
@@ -148,12 +149,16 @@ class HeatmapLook:
     y_title: str = "query"
     marked: str | None = None  # what the frame's `marked` cells are (e.g. "dropped"): dashed outline and ✕
     causal: bool = False  # grey out the cells above the diagonal (col_index > row_index): the masked future
+    # Beyond WIDE_COLUMNS columns (a model's 32 or 64 output dimensions, not a sentence's tokens) the column
+    # labels that would overlap are skipped: all 64 drawn in a third of a page were an illegible smear.
+    thin_column_labels: bool = False
 
     @classmethod
     def of(cls, num_rows: int, num_cols: int, title: str, **options) -> HeatmapLook:
         """The look of a num_rows × num_cols heatmap."""
         row_height = 38 if num_rows <= 10 else 30 if num_rows <= 16 else 22
-        return cls(row_height, -45 if num_cols <= 10 else -90, 4 if num_cols <= 8 else 3, title, **options)
+        angle, decimals = -45 if num_cols <= 10 else -90, 4 if num_cols <= 8 else 3
+        return cls(row_height, angle, decimals, title, thin_column_labels=num_cols > WIDE_COLUMNS, **options)
 
     @property
     def stops(self) -> tuple[str, ...]:
@@ -248,7 +253,12 @@ def heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
         domain=_domain_stops(values.domain, look.stops), range=list(look.stops), interpolate="rgb", clamp=True
     )
     base = alt.Chart(title=look.title).encode(
-        x=alt.X("col:N", sort=cols, title=look.x_title, axis=alt.Axis(labelAngle=look.label_angle, labelOverlap=False)),
+        x=alt.X(
+            "col:N",
+            sort=cols,
+            title=look.x_title,
+            axis=alt.Axis(labelAngle=look.label_angle, labelOverlap=look.thin_column_labels),
+        ),
         y=alt.Y("row:N", sort=rows, title=look.y_title, axis=alt.Axis(labelOverlap=False)),
     )
     # The legend labels its two ends and points between (`legend_values`): Vega's own ticks stopped at the

@@ -400,3 +400,11 @@ def test_the_long_chart_titles_a_phone_cut_are_two_lines() -> None:
         assert isinstance(lines, list) and max(map(len, lines)) <= 36, lines
     curve = cross_trained.share_curve(pd.DataFrame({"step": [0, 10], "share": [0.1, 0.9]}), 0.8).spec()
     assert isinstance(curve["layer"][0]["title"], list)
+
+
+def test_a_models_wide_matrix_skips_column_labels_that_would_overlap_and_a_sentence_keeps_all() -> None:
+    # The fourth review: lesson 2's W heatmaps on a model drew out1 … out64 on top of each other.
+    wide = lessons.matrix_frame(torch.zeros(4, 64), [f"in{i}" for i in range(4)], [f"out{j}" for j in range(64)])
+    sentence = lessons.matrix_frame(torch.zeros(6, 6), list("abcdef"), list("abcdef"))
+    axis = [charts.heatmap(frame, "W").spec()["layer"][0]["encoding"]["x"]["axis"] for frame in (wide, sentence)]
+    assert [a["labelOverlap"] for a in axis] == [True, False]  # a sentence's every token stays labelled
