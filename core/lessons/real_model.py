@@ -262,8 +262,13 @@ def previous_token_question(lesson: RealModelLesson) -> Prediction:
         answer=picks.index(best),
         explanation=(
             f"Layer {best // num_heads}, head {best % num_heads} puts {float(scores.flatten()[best]):.4f} of each "
-            f"row's weight on the previous piece on average; the other two put "
-            + " and ".join(f"{float(scores.flatten()[i]):.4f}" for i in picks if i != best)
+            f"row's weight on the previous piece on average; "
+            # Each number with its head: the options are shuffled, so an unnamed pair could be read either way.
+            + " and ".join(
+                f"layer {i // num_heads}, head {i % num_heads} puts {float(scores.flatten()[i]):.4f}"
+                for i in picks
+                if i != best
+            )
             + ". Open it below: its heatmap is a stripe just under the diagonal."
         ),
     )
@@ -305,7 +310,8 @@ def described(finding: Finding) -> str:
         return f"In this sentence no head reaches {finding.threshold:.2f}; {strongest}."
     named = ", ".join(f"{s.layer}-{s.head} ({s.value:.2f})" for s in finding.heads[:6])
     more = f" and {len(finding.heads) - 6} more" if len(finding.heads) > 6 else ""
-    return f"In this sentence {len(finding.heads)} head(s) reach {finding.threshold:.2f} (layer-head): {named}{more}."
+    heads = "1 head reaches" if len(finding.heads) == 1 else f"{len(finding.heads)} heads reach"
+    return f"In this sentence {heads} {finding.threshold:.2f} (layer-head): {named}{more}."
 
 
 def finding_caption(finding: Finding) -> str:

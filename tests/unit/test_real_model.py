@@ -552,3 +552,22 @@ def test_page_tests_the_pronoun_head_on_the_contrast_sentence(navigation_mode, m
     contrast = lesson_rm.real_model_lesson(model, example.contrast.sentence)
     reading = lesson_rm.contrast_reading(lesson, contrast, example)
     assert lesson_rm.contrast_caption(reading, example) in captions(at)
+
+
+def test_a_finding_counts_its_heads_in_words() -> None:
+    # The fourth review read "1 head(s) reach" on lesson 6.
+    from core.attention.head_measures import Finding, HeadScore, Pattern
+    from core.lessons.real_model import described
+
+    one = HeadScore(0, 2, 0.97)
+    assert described(Finding(Pattern.PREVIOUS, 0.5, (one,), one)).startswith("In this sentence 1 head reaches 0.50")
+    two = Finding(Pattern.PREVIOUS, 0.5, (one, HeadScore(1, 3, 0.6)), one)
+    assert described(two).startswith("In this sentence 2 heads reach 0.50") and "(s)" not in described(two)
+
+
+def test_the_previous_piece_answer_names_the_head_of_every_number(lesson: lesson_rm.RealModelLesson) -> None:
+    # The fourth review: "the other two put 0.0830 and 0.0132" said neither which head was which, and the
+    # shuffled options listed them the other way round.
+    question = lesson_rm.previous_token_question(lesson)
+    for option in question.options:
+        assert f"{option} puts" in question.explanation.replace("Layer", "layer"), (option, question.explanation)
