@@ -94,6 +94,9 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
     """The question and its verdict. A fragment: choosing an answer reruns this box, then the page once
     more only if the answer unlocks something on it (a class answering at once costs the server little)."""
     st.markdown(f"**Predict first.** {literal(prediction.question)}")
+    # In presentation mode the verdict comes between the question and its options: under them, it fell below
+    # a projector's fold on five lessons, and the teacher had to scroll to show it.
+    verdict = st.container() if st.session_state.get("present") else st
     order = prediction.display_order()
     shown_option = st.radio(
         "Your prediction",
@@ -111,14 +114,14 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
         return
     if choice is None and shown:
         right = literal(prediction.options[prediction.answer])
-        st.info(f"The teacher revealed: “{right}”. {literal(prediction.explanation)}", icon=":material/school:")
+        verdict.info(f"The teacher revealed: “{right}”. {literal(prediction.explanation)}", icon=":material/school:")
     elif choice is None:
         st.caption("Choose an answer to see what the numbers say.")
     elif choice == prediction.answer:
-        st.success(f"Right. {literal(prediction.explanation)}", icon=":material/check_circle:")
+        verdict.success(f"Right. {literal(prediction.explanation)}", icon=":material/check_circle:")
     else:
         right = literal(prediction.options[prediction.answer])
-        st.warning(
+        verdict.warning(
             f"Not quite: it is “{right}”. {literal(prediction.explanation)}",
             icon=":material/lightbulb:",
         )

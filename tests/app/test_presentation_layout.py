@@ -78,3 +78,40 @@ def test_lesson_one_says_where_the_multiplier_slider_is() -> None:
     at = open_page("without_weights", present="1")
     label = at.slider(key="logit_scale").label
     assert f'"{label}" slider at the start of the lesson' in markdown_text(at)
+
+
+# ---------------------------------------------------------------- the verdict above the fold
+def box_of(node, key_prefix: str):
+    """The innermost block whose direct children include the predict radio keyed `key_prefix…`."""
+    for child in getattr(node, "children", {}).values():
+        if getattr(child, "type", None) == "radio" and str(getattr(child, "key", "")).startswith(key_prefix):
+            return node
+        found = box_of(child, key_prefix)
+        if found is not None:
+            return found
+    return None
+
+
+def test_in_presentation_mode_the_verdict_comes_between_the_question_and_its_options() -> None:
+    # The fourth review: on a projector the verdict under the options fell below the 720-px fold on lessons 1,
+    # 5, 6, 7 and 8. In presentation mode it stands above the options; on the page it stays below them.
+    for present, verdict_first in (("1", True), (None, False)):
+        at = open_page("without_weights", **({"present": present} if present else {}))
+        box = box_of(at.main, "predict_without_weights")
+        radio = next(c for c in box.children.values() if getattr(c, "type", None) == "radio")
+        radio.set_value(0).run()
+        box = box_of(at.main, "predict_without_weights")
+        kinds = [getattr(child, "type", None) for child in box.children.values()]
+        flat = " ".join(str(k) for k in kinds)
+        assert "radio" in kinds, flat
+        verdict_at = next(
+            (i for i, child in enumerate(box.children.values()) if has_alert(child)), None
+        )
+        assert verdict_at is not None, flat
+        assert (verdict_at < kinds.index("radio")) == verdict_first, flat
+
+
+def has_alert(node) -> bool:
+    if getattr(node, "type", None) in ("success", "warning", "info", "alert"):
+        return True
+    return any(has_alert(child) for child in getattr(node, "children", {}).values())
