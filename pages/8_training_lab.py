@@ -208,7 +208,7 @@ if not answered:
 else:
     widgets.prose("training_lab", "start_effects")  # the two effects all but name the answer: after it
     widgets.prose("training_lab", "start_spread")
-    widgets.number_table(tt.start_table(start), decimals=5, hide_index=True)  # the explanation's decimals
+    widgets.number_table(tt.start_table(start), decimals=tt.START_DECIMALS, hide_index=True)
     draw.draw(
         charts_training.start_chart(tt.start_frame(start)),
         "Bars: logit spread, softmax entropy and gradient norm at initialisation, scaled and unscaled.",

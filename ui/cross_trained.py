@@ -83,7 +83,7 @@ def section(settings: Settings, d_v: int, shape_answered: bool) -> None:
 
     `shape_answered`: the page's shape question has a choice. Until then the random weights wait too: on the
     default pair their 7 rows and 8 columns are that question's answer."""
-    step("Trained: the weights become the alignment")
+    step("Trained: a tiny encoder–decoder")  # the old heading named the answer to its question
     widgets.prose("cross_attention", "trained")
     step_break()  # on a projector, the question started below the fold of the paragraph
     run = trained_run()

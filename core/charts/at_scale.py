@@ -147,7 +147,7 @@ def _tiles_template(rows: int, cols: int) -> str:
             color=alt.Color(
                 "kind:N",
                 scale=alt.Scale(domain=kinds, range=[TILE_COLOURS[k] for k in kinds]),
-                legend=alt.Legend(orient="bottom", title=None, columns=2),  # one row ran off a phone
+                legend=alt.Legend(orient="bottom", title=None, columns=1, labelLimit=0),  # uncut on a phone
             ),
             tooltip=["queries:N", "keys:N", "kind:N"],
         )

@@ -137,7 +137,9 @@ def _rope_template() -> str:
             strokeDash=alt.StrokeDash("start:N", title=None, legend=alt.Legend(orient="bottom", columns=1)),
             tooltip=["positions:N", "start:N", "distance:Q", alt.Tooltip("score:Q", format=".3f")],
         )
-        .properties(title=phone_title(ROPE_TITLE), width="container")
+        # The plot keeps its height and the view grows for the two legends, one entry a line: in a fixed
+        # total height they squeezed the lines to nothing (the browser display test).
+        .properties(title=phone_title(ROPE_TITLE), width="container", height=PLOT_HEIGHT, autosize=GROWS_FOR_TEXT)
     )
     return template(chart)
 

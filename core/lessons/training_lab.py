@@ -8,6 +8,7 @@ frames the charts draw, the recipe's values and the predict-then-reveal question
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -308,18 +309,25 @@ def start_frame(start: StartStatistics) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["quantity", "scores", "value"])
 
 
+START_DECIMALS = 5  # the table's and the gradient answer's
+
+
 def start_table(start: StartStatistics) -> pd.DataFrame:
-    """The same numbers as a table, with the ratio and what theory says beside them."""
+    """The same numbers as a table, with the ratio and what theory says beside them.
+
+    The values are rounded to START_DECIMALS and the ratio is that of the rounded values, so that a reader's
+    own division of two cells gives the third (3.38902 from unrounded values stood beside 0.03554 / 0.01049).
+    """
+    scaled = [round(v, START_DECIMALS) for v in (start.logit_std_scaled, start.entropy_scaled, start.grad_norm_scaled)]
+    unscaled = [
+        round(v, START_DECIMALS) for v in (start.logit_std_unscaled, start.entropy_unscaled, start.grad_norm_unscaled)
+    ]
     return pd.DataFrame(
         {
             "quantity": list(START_QUANTITIES),
-            "scaled": [start.logit_std_scaled, start.entropy_scaled, start.grad_norm_scaled],
-            "unscaled": [start.logit_std_unscaled, start.entropy_unscaled, start.grad_norm_unscaled],
-            "unscaled / scaled": [
-                start.measured_ratio,
-                start.entropy_unscaled / start.entropy_scaled,
-                start.grad_norm_unscaled / start.grad_norm_scaled,
-            ],
+            "scaled": scaled,
+            "unscaled": unscaled,
+            "unscaled / scaled": [u / s if s else math.nan for s, u in zip(scaled, unscaled, strict=True)],
             "theory": [
                 f"ratio √d_k = {start.theory_ratio:.2f}",
                 f"uniform attention: {start.uniform_entropy:.2f}; one-hot: 0",
@@ -398,6 +406,9 @@ def gradient_question(start: StartStatistics) -> Prediction:
         else f"More than the missing factor alone gives: {entropy}, and a less even softmax changes the rest "
         "of the backward pass too, here upwards."
     )
+    # The ratio of the numbers as printed (START_DECIMALS, as the table): a reader's division gives it.
+    scaled_text, unscaled_text = (f"{v:.{START_DECIMALS}f}" for v in (start.grad_norm_scaled, start.grad_norm_unscaled))
+    printed_ratio = float(unscaled_text) / float(scaled_text) if float(scaled_text) else ratio
     return Prediction(
         question=f"Before any training (d_k = {start.d_k}), take the 1/√d_k away. The gradient that reaches "
         "W_q and W_k will be…",
@@ -405,8 +416,8 @@ def gradient_question(start: StartStatistics) -> Prediction:
         answer=answer,
         explanation=(
             # Five decimals, as the table under it: at four, 0.0355 / 0.0105 gave 3.38 beside "3.39 times".
-            f"Measured on this setting's untrained model, the same weights both ways: {start.grad_norm_scaled:.5f} "
-            f"with the factor, {start.grad_norm_unscaled:.5f} without, {ratio:.2f} times. {why}"
+            f"Measured on this setting's untrained model, the same weights both ways: {scaled_text} "
+            f"with the factor, {unscaled_text} without, {printed_ratio:.2f} times. {why}"
         ),
         shuffle=False,  # from smaller to larger
     )

@@ -20,7 +20,7 @@ def test_page_7_trains_the_model_and_reveals_its_alignment_only_after_a_choice()
     at.run()
     at.switch_page(registry.page("cross_attention").file).run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any(h.value == "Trained: the weights become the alignment" for h in at.subheader)
+    assert any(h.value == "Trained: a tiny encoder–decoder" for h in at.subheader)
     picker = at.selectbox(key="cross_trained_example")
     assert picker.value == 0 and len(picker.options) == 12
     assert picker.options[0].startswith("Kannst du mir helfen diesen Satz zu übersetzen →")

@@ -52,3 +52,13 @@ def test_the_gradient_answers_ratio_is_the_ratio_of_the_numbers_it_prints() -> N
     question = tt.gradient_question(start_of(TrainingConfig()))
     scaled, unscaled, ratio = (float(x) for x in re.findall(r"(\d+\.\d+)", question.explanation)[:3])
     assert round(unscaled / scaled, 2) == ratio, question.explanation
+
+
+def test_the_start_tables_ratio_is_the_ratio_of_its_printed_cells() -> None:
+    # The fifth review: the table printed 3.38902 beside 0.03554 / 0.01049 = 3.38799.
+    from core.models.tiny_transformer import TrainingConfig, start_of
+
+    table = tt.start_table(start_of(TrainingConfig()))
+    for _, row in table.iterrows():
+        assert row["unscaled / scaled"] == row["unscaled"] / row["scaled"]
+        assert row["scaled"] == round(row["scaled"], tt.START_DECIMALS)
