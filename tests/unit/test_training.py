@@ -151,9 +151,13 @@ def test_the_gradient_question_is_answered_by_the_measured_ratio(config: model_t
     prediction = tt.gradient_question(start)
     ratio = start.grad_norm_unscaled / start.grad_norm_scaled
     assert prediction.answer == answer, ratio
-    assert f"{ratio:.2f} times" in prediction.explanation
-    both = f"{start.grad_norm_scaled:.4f} with the factor, {start.grad_norm_unscaled:.4f} without"
-    assert both in prediction.explanation
+    # The numbers at the table's decimals, and the ratio of those printed numbers (a reader's division).
+    digits = tt.START_DECIMALS
+    scaled, unscaled = f"{start.grad_norm_scaled:.{digits}f}", f"{start.grad_norm_unscaled:.{digits}f}"
+    assert f"{scaled} with the factor, {unscaled} without, {float(unscaled) / float(scaled):.2f} times" in (
+        prediction.explanation
+    )
+    assert abs(float(unscaled) / float(scaled) - ratio) < 0.01
 
 
 def test_the_start_table_waits_for_the_answer_and_needs_no_run(navigation_mode: None) -> None:
@@ -164,7 +168,7 @@ def test_the_start_table_waits_for_the_answer_and_needs_no_run(navigation_mode: 
     assert not at.exception, [e.value for e in at.exception]
     start = model_tt.start_of(model_tt.TrainingConfig())
     table = at.dataframe[0].value
-    assert table["scaled"].iloc[2] == pytest.approx(round(start.grad_norm_scaled, 4))
+    assert table["scaled"].iloc[2] == pytest.approx(round(start.grad_norm_scaled, tt.START_DECIMALS))
     assert len(at.get("vega_lite_chart")) == 1  # the start chart, with no run trained
     assert at.session_state["training_runs"] == []
 
