@@ -94,6 +94,12 @@ def _gpt(name: str) -> tuple[str, ...]:
     return choices[name]
 
 
+def _each_models_range(what: str, field: str) -> str:
+    """'a layer of one of the models: 0 to 5 for all-MiniLM-L6-v2, 0 to 29 for SmolLM2-135M'."""
+    ranges = ", ".join(f"0 to {getattr(shape, field) - 1} for {shape.name}" for shape in MODELS.values())
+    return f"a {what} of one of the models: {ranges}"
+
+
 def _real_model_measures() -> tuple[str, ...]:
     from core.attention.head_measures import Measure
 
@@ -158,8 +164,8 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "d_v": Whole(1, 64, point_zero=True),
         # lessons 2, 4, 5, 7 on a model's head: any model's range here; the picker (ui/weights.head_picker)
         # then holds the value to the chosen model's own range, with a note. And lesson 7's pair of sentences.
-        "layer": Whole(0, MAX_LAYERS - 1),
-        "head": Whole(0, MAX_HEADS - 1),
+        "layer": Whole(0, MAX_LAYERS - 1, described=lambda: _each_models_range("layer", "num_layers")),
+        "head": Whole(0, MAX_HEADS - 1, described=lambda: _each_models_range("head", "num_heads")),
         "pair": Choice(_pretrained_pairs),
         # lesson 8
         "train_task": Choice(tuple(task.value for task in tt.Task)),

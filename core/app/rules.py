@@ -28,11 +28,16 @@ class Whole:
     low: int
     high: int
     point_zero: bool = False  # the widget holds a float and writes whole values as "7.0"
+    # What the note says instead of "from low to high": where the range depends on another setting
+    # (a layer of the encoder runs to 5, of the GPT to 29), the single range would name the wrong one.
+    described: Callable[[], str] | None = None
 
     def read(self, text: str) -> Reading:
         pattern = _DIGITS_POINT_ZERO if self.point_zero else _DIGITS
         number = int(float(text)) if pattern.fullmatch(text) else None
         if number is None or not self.low <= number <= self.high:
+            if self.described:
+                return None, f"is not {self.described()} (digits 0-9 only)"
             return None, f"is not a whole number from {self.low} to {self.high} (digits 0-9 only)"
         return number, None
 

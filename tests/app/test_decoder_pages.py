@@ -94,6 +94,16 @@ def test_a_decoder_layer_on_the_encoder_is_a_note_and_the_default() -> None:
     assert layer_box.value == pt.DEFAULT_HEADS[WeightSource.ENCODER]["trainable_weights"][0]
 
 
+def test_a_layer_past_every_model_names_each_models_range() -> None:
+    # A reviewer read "not a whole number from 0 to 29" on the encoder, whose layers run to 5.
+    at = app(registry.page("trainable_weights"), weights="pretrained", layer="99", head="40")
+    assert not at.exception
+    notes = " ".join(w.value for w in at.warning)
+    assert "0 to 5 for all-MiniLM-L6-v2, 0 to 29 for SmolLM2-135M" in notes, notes
+    assert "0 to 11 for all-MiniLM-L6-v2, 0 to 8 for SmolLM2-135M" in notes, notes
+    assert "from 0 to 29" not in notes
+
+
 def test_lesson_five_on_the_decoder_names_the_shared_key_value_heads(model: sm.SmolLM2) -> None:
     at = answer(app(registry.page("multi_head"), weights="decoder"), "multi_head")
     lesson = pt.pretrained_multihead_lesson(model, pt.BOOK_SENTENCE, 0)
