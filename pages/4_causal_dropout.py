@@ -348,9 +348,10 @@ def dropout_step(lesson: CausalLesson, settings: Settings) -> None:
     else:
         step("Dropout on the attention weights")
         widgets.prose(SLUG, "dropout")
+        # Two lines: on one, the formula ran past a 390 px phone's right edge (review 5).
         st.latex(
-            rf"\tilde\alpha_{{ij}} = \frac{{m_{{ij}}\,\alpha_{{ij}}}}{{1-p}},\quad m_{{ij}}\sim\text{{Bernoulli}}(1-p),"
-            rf"\quad p = {lesson.dropout:g}"
+            rf"\begin{{gathered}}\tilde\alpha_{{ij}} = \frac{{m_{{ij}}\,\alpha_{{ij}}}}{{1-p}}\\"
+            rf"m_{{ij}}\sim\text{{Bernoulli}}(1-p),\quad p = {lesson.dropout:g}\end{{gathered}}"
         )
     if lesson.dropout_note:
         st.info(lesson.dropout_note, icon=":material/info:")

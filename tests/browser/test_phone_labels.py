@@ -50,13 +50,29 @@ def test_no_heatmap_clips_its_labels_on_a_phone(server: str, browser) -> None:
     assert not clipped, "\n".join(clipped)
 
 
+FORMULA_PAGES = (
+    "overview",
+    "without_weights",
+    "trainable_weights",
+    "why_scale",
+    "causal_dropout",
+    "multi_head",
+    "multi_head?weights=pretrained",
+    "real_model",
+    "cross_attention",
+    "attention_at_scale",
+)
+
+
 def test_no_formula_is_cut_on_a_phone(server: str, browser) -> None:
     # Lesson 1's three formulas on one line and lesson 5's MultiHead line ran past a 390 px screen.
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
     cut: list[str] = []
     # Lesson 6's head_i = softmax(...) V_i with Q_i, K_i, V_i on one line was cut at the right (review #17).
-    for name in ("without_weights", "multi_head", "multi_head?weights=pretrained", "real_model"):
+    # Lesson 4's dropout formula, with its Bernoulli draw on the same line, was cut too (review 5): every page
+    # with a formula is checked.
+    for name in FORMULA_PAGES:
         page.goto(f"{server}/{name}", wait_until="domcontentloaded")
         page.wait_for_selector(support.IDLE, timeout=60_000)
         support.answer_every_question(page)
