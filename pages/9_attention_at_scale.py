@@ -77,10 +77,11 @@ widgets.code_box(
 
 step("(b) The online softmax, step by step")
 widgets.prose("attention_at_scale", "online")
+# One update a line: the three on one line ran past a 390 px phone's right edge.
 st.latex(
-    r"m_{\text{new}} = \max(m_{\text{old}}, \max_j s_j), \quad "
-    r"\ell \leftarrow \ell\, e^{m_{\text{old}} - m_{\text{new}}} + \sum_j e^{s_j - m_{\text{new}}}, \quad "
-    r"o \leftarrow o\, e^{m_{\text{old}} - m_{\text{new}}} + \sum_j e^{s_j - m_{\text{new}}} v_j"
+    r"\begin{aligned}m_{\text{new}} &= \max(m_{\text{old}}, \max_j s_j)\\"
+    r"\ell &\leftarrow \ell\, e^{m_{\text{old}} - m_{\text{new}}} + \sum_j e^{s_j - m_{\text{new}}}\\"
+    r"o &\leftarrow o\, e^{m_{\text{old}} - m_{\text{new}}} + \sum_j e^{s_j - m_{\text{new}}} v_j\end{aligned}"
 )
 step_break()
 k1, k2 = st.columns(2)
