@@ -350,6 +350,13 @@ def test_legend_values_span_the_scale_with_a_few_labels(low: float, width: float
     values = charts.legend_values(domain, signed)
     assert values[0] == domain[0] and values[-1] == domain[1] and 3 <= len(values) <= 7
     assert all(b > a for a, b in zip(values, values[1:], strict=False))
+    # Lesson 10's legend put 0.8 a ninth of the scale under its end 0.901, the labels on top of each other.
+    assert min(np.diff(values)) >= (domain[1] - domain[0]) / 8 * (1 - 1e-9)
+
+
+def test_a_round_number_near_an_end_gives_way_to_the_end() -> None:
+    # The fifth review: lesson 10's previous-token map, 0.0142 to 0.901, labelled 0.8 on top of 0.901.
+    assert charts.legend_values((0.0142, 0.901), signed=False) == [0.0142, 0.2, 0.4, 0.6, 0.901]
 
 
 def test_lesson_3s_long_chart_titles_are_two_lines_that_fit_a_phone() -> None:
