@@ -113,18 +113,29 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
     if shown is False:  # in a poll, before the Reveal
         return
     if choice is None and shown:
-        right = literal(prediction.options[prediction.answer])
-        verdict.info(f"The teacher revealed: “{right}”. {literal(prediction.explanation)}", icon=":material/school:")
+        right = _quoted(prediction.options[prediction.answer])
+        verdict.info(f"The teacher revealed: {right}. {literal(prediction.explanation)}", icon=":material/school:")
     elif choice is None:
         st.caption("Choose an answer to see what the numbers say.")
     elif choice == prediction.answer:
         verdict.success(f"Right. {literal(prediction.explanation)}", icon=":material/check_circle:")
     else:
-        right = literal(prediction.options[prediction.answer])
+        right = _quoted(prediction.options[prediction.answer])
         verdict.warning(
-            f"Not quite: it is “{right}”. {literal(prediction.explanation)}",
+            f"Not quite: it is {right}. {literal(prediction.explanation)}",
             icon=":material/lightbulb:",
         )
+
+
+QUOTE_MARKS = "'\"‘’“”"
+
+
+def _quoted(option: str) -> str:
+    """The option as markdown-safe text in curly quotes, unless it is a quoted token ('The') already:
+    “'The'” read as a typo."""
+    if len(option) >= 2 and option[0] in QUOTE_MARKS and option[-1] in QUOTE_MARKS:
+        return literal(option)
+    return f"“{literal(option)}”"
 
 
 @functools.lru_cache(maxsize=256)

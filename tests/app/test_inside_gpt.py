@@ -87,6 +87,11 @@ def test_the_top_token_question_is_the_models_own_ranking() -> None:
     at = open_page("inside_gpt")
     radio = next(r for r in at.radio if r.label == "Your prediction")
     assert {"'The'", "'L'"} <= {option.replace("\\", "") for option in radio.options}
+    # The fifth review: a wrong answer's verdict read "Not quite: it is “'The'”", quotes in quotes.
+    wrong = next(option for option in radio.options if option.replace("\\", "") != "'The'")
+    radio.set_value(wrong).run()
+    verdicts = [w.value for w in at.warning if w.value.startswith("Not quite")]
+    assert verdicts and verdicts[0].replace("\\", "").startswith("Not quite: it is 'The'."), verdicts
 
 
 @needs_model
