@@ -36,9 +36,15 @@ class BlockPart:
 # input, block and output regions; the parts beside the block attach to the attention part.
 BLOCK_PARTS: tuple[BlockPart, ...] = (
     BlockPart("tokens", "tokens of the text so far", Region.INPUT),
-    BlockPart("embed", "token embeddings + position embeddings", Region.INPUT, ("without_weights",)),
+    # A lesson's card lists the labels of its parts, so each label is true of every lesson it names: lesson 1
+    # has token embeddings and plain dot products, no positions and no √d_k (the fifth review).
+    BlockPart("embed", "token embeddings", Region.INPUT, ("without_weights",)),
+    BlockPart(
+        "positions", "positions: added embeddings, or q and k rotated (RoPE)", Region.INPUT, ("training_lab", "inside_gpt")
+    ),
     BlockPart("qkv", "queries, keys, values: x W_q, x W_k, x W_v", Region.BLOCK, ("trainable_weights",)),
-    BlockPart("scores", "scores q·k / √d_k", Region.BLOCK, ("without_weights", "why_scale")),
+    BlockPart("scores", "scores: dot products q·k", Region.BLOCK, ("without_weights", "trainable_weights")),
+    BlockPart("divide", "scaled: divided by √d_k", Region.BLOCK, ("trainable_weights", "why_scale")),
     # The mask before the softmax, as in the overview's formula softmax(QKᵀ/√d_k + M): the order was reversed.
     BlockPart("mask", "causal mask: −∞ on future keys", Region.BLOCK, ("causal_dropout",)),
     BlockPart(
@@ -102,7 +108,7 @@ def decoder_block_dot(dark: bool = False) -> str:
     chain = [part.key for part in BLOCK_PARTS if part.region is not Region.BESIDE]
     lines += [f"  {a} -> {b};" for a, b in zip(chain, chain[1:], strict=False)]
     # The residual paths: each sub-layer's input skips it and is added back to its output.
-    lines.append('  embed -> residual1 [style=dashed, constraint=false, label=" residual", fontsize=10];')
+    lines.append('  positions -> residual1 [style=dashed, constraint=false, label=" residual", fontsize=10];')
     lines.append('  residual1 -> residual2 [style=dashed, constraint=false, label=" residual", fontsize=10];')
     lines += [
         f"  {part.key} -> {_BESIDE_OF} [style=dashed, arrowhead=none];"

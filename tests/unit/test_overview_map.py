@@ -23,7 +23,7 @@ def test_the_map_runs_from_embeddings_through_the_block_to_the_next_token() -> N
     dot = block_diagram.decoder_block_dot(dark=True)
     # The mask comes before the softmax, as in the page's formula (the fourth review: the map had it after).
     chain = [
-        "tokens", "embed", "qkv", "scores", "mask", "weights", "heads", "residual1", "mlp", "residual2", "unembed",
+        "tokens", "embed", "positions", "qkv", "scores", "divide", "mask", "weights", "heads", "residual1", "mlp", "residual2", "unembed",
         "softmax",
     ]
     for a, b in zip(chain, chain[1:], strict=False):
@@ -32,6 +32,14 @@ def test_the_map_runs_from_embeddings_through_the_block_to_the_next_token() -> N
     assert 'edge [color="#e6e6e6", fontcolor="#e6e6e6"' in dot
     assert "subgraph cluster_block" in dot and dot.count("{") == dot.count("}")
     assert "http" not in dot  # nothing to fetch
+
+
+def test_each_lessons_card_names_only_what_the_lesson_does() -> None:
+    # The fifth review: lesson 1's card read "token embeddings + position embeddings; scores q·k / √d_k", and
+    # lesson 1 has neither positions nor the scale.
+    lesson_one = " ".join(part.label for part in block_diagram.parts_by_lesson()["without_weights"])
+    assert "position" not in lesson_one and "√d_k" not in lesson_one
+    assert "√d_k" in " ".join(part.label for part in block_diagram.parts_by_lesson()["why_scale"])
 
 
 def test_the_lecture_path_lists_every_lesson_in_order_with_its_minutes() -> None:
