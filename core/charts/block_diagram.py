@@ -40,7 +40,10 @@ BLOCK_PARTS: tuple[BlockPart, ...] = (
     # has token embeddings and plain dot products, no positions and no √d_k (the fifth review).
     BlockPart("embed", "token embeddings", Region.INPUT, ("without_weights",)),
     BlockPart(
-        "positions", "positions: added embeddings, or q and k rotated (RoPE)", Region.INPUT, ("training_lab", "inside_gpt")
+        "positions",
+        "positions: added embeddings, or q and k rotated (RoPE)",
+        Region.INPUT,
+        ("training_lab", "inside_gpt"),
     ),
     BlockPart("qkv", "queries, keys, values: x W_q, x W_k, x W_v", Region.BLOCK, ("trainable_weights",)),
     BlockPart("scores", "scores: dot products q·k", Region.BLOCK, ("without_weights", "trainable_weights")),
@@ -108,8 +111,8 @@ def decoder_block_dot(dark: bool = False) -> str:
     chain = [part.key for part in BLOCK_PARTS if part.region is not Region.BESIDE]
     lines += [f"  {a} -> {b};" for a, b in zip(chain, chain[1:], strict=False)]
     # The residual paths: each sub-layer's input skips it and is added back to its output.
-    lines.append('  positions -> residual1 [style=dashed, constraint=false, label=" residual", fontsize=10];')
-    lines.append('  residual1 -> residual2 [style=dashed, constraint=false, label=" residual", fontsize=10];')
+    lines.append('  positions -> residual1 [style=dashed, constraint=false, label=" residual", fontsize=11];')
+    lines.append('  residual1 -> residual2 [style=dashed, constraint=false, label=" residual", fontsize=11];')
     lines += [
         f"  {part.key} -> {_BESIDE_OF} [style=dashed, arrowhead=none];"
         for part in BLOCK_PARTS

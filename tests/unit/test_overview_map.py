@@ -23,8 +23,8 @@ def test_the_map_runs_from_embeddings_through_the_block_to_the_next_token() -> N
     dot = block_diagram.decoder_block_dot(dark=True)
     # The mask comes before the softmax, as in the page's formula (the fourth review: the map had it after).
     chain = [
-        "tokens", "embed", "positions", "qkv", "scores", "divide", "mask", "weights", "heads", "residual1", "mlp", "residual2", "unembed",
-        "softmax",
+        "tokens", "embed", "positions", "qkv", "scores", "divide", "mask", "weights", "heads", "residual1", "mlp",
+        "residual2", "unembed", "softmax",
     ]
     for a, b in zip(chain, chain[1:], strict=False):
         assert f"  {a} -> {b};" in dot
