@@ -308,10 +308,11 @@ def described(finding: Finding) -> str:
     strongest = f"the strongest is layer {best.layer}, head {best.head} ({best.value:.2f})"
     if not finding.heads:
         return f"In this sentence no head reaches {finding.threshold:.2f}; {strongest}."
-    named = ", ".join(f"{s.layer}-{s.head} ({s.value:.2f})" for s in finding.heads[:6])
+    # "layer 0, head 2" as everywhere else on the page: a reviewer read "0-2" beside it as another notation.
+    named = "; ".join(f"layer {s.layer}, head {s.head} ({s.value:.2f})" for s in finding.heads[:6])
     more = f" and {len(finding.heads) - 6} more" if len(finding.heads) > 6 else ""
     heads = "1 head reaches" if len(finding.heads) == 1 else f"{len(finding.heads)} heads reach"
-    return f"In this sentence {heads} {finding.threshold:.2f} (layer-head): {named}{more}."
+    return f"In this sentence {heads} {finding.threshold:.2f}: {named}{more}."
 
 
 def finding_caption(finding: Finding) -> str:

@@ -381,7 +381,7 @@ def test_page_renders_the_default_example_with_core_numbers(navigation_mode, les
     assert at.sidebar.slider(key="d_in").disabled  # the frame's sidebar ran, greyed out here
     previous = next(f for f in lesson.findings if f.pattern is lesson_rm.Pattern.PREVIOUS)
     best = previous.strongest
-    assert f"{best.layer}-{best.head} ({best.value:.2f})" in captions(at)
+    assert f"layer {best.layer}, head {best.head} ({best.value:.2f})" in captions(at)
     # First visit opens the head that sends most of 'it' to 'dog'.
     pair = lesson_rm.pair_finding(lesson, "it", "dog")
     assert pair is not None and pair.strongest.value > 2 * pair.mean_weight
@@ -563,6 +563,8 @@ def test_a_finding_counts_its_heads_in_words() -> None:
     assert described(Finding(Pattern.PREVIOUS, 0.5, (one,), one)).startswith("In this sentence 1 head reaches 0.50")
     two = Finding(Pattern.PREVIOUS, 0.5, (one, HeadScore(1, 3, 0.6)), one)
     assert described(two).startswith("In this sentence 2 heads reach 0.50") and "(s)" not in described(two)
+    # The fifth review: "0-2 (1.00)" beside the verdict's "layer 0, head 2", two notations for one head.
+    assert described(two) == "In this sentence 2 heads reach 0.50: layer 0, head 2 (0.97); layer 1, head 3 (0.60)."
 
 
 def test_the_previous_piece_answer_names_the_head_of_every_number(lesson: lesson_rm.RealModelLesson) -> None:
