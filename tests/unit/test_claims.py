@@ -188,3 +188,11 @@ def test_lesson_5_compares_the_articles_heads_with_the_books_on_the_same_row() -
     assert article.book_apart == pytest.approx(float((per_head[0] - per_head[1]).abs().mean()))
     assert article.apart > article.book_apart  # here the article's heads are the ones that differ
     assert heads_apart(torch.stack(per_head).unsqueeze(1)) == pytest.approx(article.book_apart)
+
+
+def test_lesson_fours_intro_leaves_the_rows_to_the_question() -> None:
+    # The fifth review: "token i must not see tokens after i", on the projector's screen with "which output
+    # rows can change?", answered the question for the student.
+    intro = prose.section("causal_dropout", "intro")
+    assert "must not see" not in intro and "after *i*" not in intro and "row" not in intro
+    assert "mask" in intro and "predict" in intro
