@@ -561,3 +561,13 @@ def test_the_online_tables_first_factor_is_0_as_its_paragraph_says(keys: int, bl
     table = scale_online.online_lesson(0, keys, block).table
     assert table["e^(m_old − m_new)"].iloc[0] == 0.0
     assert "first row shows 0.0000" in " ".join(prose.section("attention_at_scale", "online").split())
+
+
+def test_the_online_paragraph_leaves_exactness_to_its_question() -> None:
+    # The fifth review: "computed as e^(s − m_old) where it should now be e^(s − m_new)" above "Its result
+    # is… exactly / an approximation" did the algebra the question asks for.
+    from core.app import prose
+
+    online = " ".join(prose.section("attention_at_scale", "online").split())
+    assert "should now be" not in online and "e^(s − m_new)" not in online
+    assert "multiplied by e^(m_old − m_new)" in online  # the update itself is still described
