@@ -245,17 +245,12 @@ REAL_GPT_NEW_TOKENS = 8
 
 def real_gpt_caption(timing: CacheTiming) -> str:
     """What the lab's own GPT measured on this server: the time per token with and without the cache."""
-    from core.lessons.inside_gpt import logits_sentence  # lesson 10's module, loaded only where the GPT runs
+    from core.lessons.inside_gpt import logits_sentence, time_per_token_sentence  # lesson 10's, where the GPT runs
 
-    steps = len(timing.lengths)
-    # The ratio of the times as printed, so that a reader's own division gives it (165 / 46 is 3.6, where the
-    # unrounded times gave 3.5).
-    with_ms, without_ms = (round(sum(times) / steps) for times in (timing.with_cache_ms, timing.without_cache_ms))
     same = "the same tokens" if timing.same_tokens else "different tokens"
     return (
-        f"On the lab's own GPT, SmolLM2-135M (lesson 10), measured on this server: {steps} tokens after a "
-        f"{timing.lengths[0]}-token prompt took {with_ms} ms each with the cache and {without_ms} ms without "
-        f"(without it, {without_ms / max(with_ms, 1):.1f}× the time with it); both ways chose {same}, and "
+        f"On the lab's own GPT, SmolLM2-135M (lesson 10), measured on this server, generating "
+        f"{len(timing.lengths)} tokens: {time_per_token_sentence(timing)} Both ways chose {same}, and "
         f"{logits_sentence(timing)}."
     )
 
