@@ -48,7 +48,7 @@ settings = frame.settings
 device = settings.device
 widgets.prose("attention_at_scale", "intro")
 
-step("(a) The cost of T×T")
+step("(a) Longer contexts, measured")  # "the cost of T×T" answered the doubling question
 widgets.prose("attention_at_scale", "cost")
 choices = list(lesson.token_choices(device))
 longest = st.selectbox(

@@ -62,7 +62,7 @@ def test_page_renders_its_sections_and_numbers(page: AppTest) -> None:
     assert not page.error, [e.value for e in page.error]
     assert page.title[0].value.startswith("9 ·")
     headings = "\n".join(m.value for m in page.markdown)
-    for title in ("The cost of T×T", "online softmax", "tiling", "KV cache"):
+    for title in ("Longer contexts, measured", "online softmax", "tiling", "KV cache"):
         assert title in headings
     cost = lesson.COST.compute("cpu", 1024).cost  # the same measurement the page shows is cached per process
     assert metric(page, "scores of 131,072 tokens") == lesson.bytes_text(cost.long_scores_bytes) == "64.0 GiB"

@@ -579,6 +579,19 @@ def test_the_online_tables_first_factor_is_0_as_its_paragraph_says(keys: int, bl
     assert "first row shows 0.0000" in " ".join(prose.section("attention_at_scale", "online").split())
 
 
+def test_part_a_leaves_the_doubling_to_its_question() -> None:
+    # The fifth and sixth reviews: "(a) The cost of T×T" and "one score for every (query, key) pair" above
+    # "Double the context: the memory grows by…" made "4 times" a reading, not a prediction.
+    from core.app import prose
+
+    above = " ".join(" ".join(prose.section("attention_at_scale", part).split()) for part in ("intro", "cost"))
+    assert "T×T" not in above and "every (query, key) pair" not in above and "T²" not in above
+    from tests.support import ROOT
+
+    page = (ROOT / "pages" / "9_attention_at_scale.py").read_text()
+    assert 'step("(a) Longer contexts, measured")' in page
+
+
 def test_the_online_paragraph_leaves_exactness_to_its_question() -> None:
     # The fifth review: "computed as e^(s − m_old) where it should now be e^(s − m_new)" above "Its result
     # is… exactly / an approximation" did the algebra the question asks for.
