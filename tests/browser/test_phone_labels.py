@@ -3,7 +3,10 @@ its key labels; lesson 5's heads are small multiples that must shrink with their
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from PIL import Image
 
 from tests import support
 
@@ -85,6 +88,37 @@ def test_no_formula_is_cut_on_a_phone(server: str, browser) -> None:
                        .map(k => k.textContent.slice(0, 40))"""
             )
         ]
+    context.close()
+    assert not cut, cut
+
+
+INK = 128  # a pixel darker than this grey (0-255) on the light theme is a glyph's ink
+
+
+def _ink_on_an_edge(png: bytes) -> bool:
+    """Whether a formula's screenshot has ink in its top or bottom row: a glyph its box cuts off."""
+    image = Image.open(io.BytesIO(png)).convert("L")
+    width, height = image.size
+    edges = [image.getpixel((x, y)) for x in range(width) for y in (0, height - 1)]
+    return min(edges) < INK  # type: ignore[type-var]  # "L" pixels are ints
+
+
+def test_no_formula_is_cut_at_its_top_or_bottom_on_a_phone(server: str, browser) -> None:
+    # The sixth review: lesson 4's stacked fraction stood 2 px taller than the formula's box, which hides what
+    # overflows: the top of "m_ij α_ij" was shaved off on a phone and a laptop.
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=3)
+    page = context.new_page()
+    cut: list[str] = []
+    for name in FORMULA_PAGES:
+        page.goto(f"{server}/{name}", wait_until="domcontentloaded")
+        page.wait_for_selector(support.IDLE, timeout=60_000)
+        support.answer_every_question(page)
+        page.wait_for_timeout(800)
+        formulas = page.locator(".katex-display")
+        for index in range(formulas.count()):
+            formula = formulas.nth(index)
+            if formula.is_visible() and _ink_on_an_edge(formula.screenshot()):
+                cut.append(f"{name}: {formula.text_content()[:40]}")
     context.close()
     assert not cut, cut
 
