@@ -33,9 +33,11 @@ def test_unscaled_scores_get_no_smaller_gradient_at_the_start(config: tt.Trainin
     assert start.grad_norm_unscaled > start.grad_norm_scaled, start
     text = prose.section("why_scale", "saturation")
     assert "barely receive any learning signal" not in text
-    assert "only\npart of the story" in text and "training lab" in text
-    # The fifth review: "two effects pull in opposite directions" halved lesson 8's four options in advance.
+    assert "the training lab asks you to predict" in text
+    # The fifth review: "two effects pull in opposite directions" halved lesson 8's four options in advance; the
+    # sixth: "only part of the story: the scale changes more than the softmax's shape" still hinted.
     assert "opposite" not in text and "√d_k times larger" not in text
+    assert "part of the story" not in text and "changes more than" not in text
     # The third review: "can still come out larger unscaled" ruled out one of lesson 8's options before it
     # was asked. Lesson 3 names both effects and leaves the outcome to lesson 8's question.
     assert "larger* unscaled" not in text and "can still come out" not in text
