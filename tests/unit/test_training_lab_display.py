@@ -62,3 +62,17 @@ def test_the_start_tables_ratio_is_the_ratio_of_its_printed_cells() -> None:
     for _, row in table.iterrows():
         assert row["unscaled / scaled"] == row["unscaled"] / row["scaled"]
         assert row["scaled"] == round(row["scaled"], tt.START_DECIMALS)
+
+
+def test_the_spread_paragraph_says_the_printed_ratio_may_miss_root_d_k_in_its_last_digits() -> None:
+    # The sixth review: "exactly √d_k times larger" beside a printed 4.00003 (d_k = 16).
+    from core.app import prose
+    from core.models.tiny_transformer import TrainingConfig, start_of
+
+    start = start_of(TrainingConfig())
+    spread = tt.start_table(start).iloc[0]
+    root = start.theory_ratio
+    assert spread["unscaled / scaled"] != root  # what the paragraph explains, at the default setting
+    assert abs(spread["unscaled / scaled"] - root) < 1e-3  # within the rounding of five-decimal cells
+    text = " ".join(prose.section("training_lab", "start_spread").split())
+    assert "its last digits can differ from √d_k's" in text
