@@ -50,12 +50,8 @@ BLOCK_PARTS: tuple[BlockPart, ...] = (
     BlockPart("divide", "scaled: divided by √d_k", Region.BLOCK, ("trainable_weights", "why_scale")),
     # The mask before the softmax, as in the overview's formula softmax(QKᵀ/√d_k + M): the order was reversed.
     BlockPart("mask", "causal mask: −∞ on future keys", Region.BLOCK, ("causal_dropout",)),
-    BlockPart(
-        "weights",
-        "softmax: the attention weights (dropout while training)",
-        Region.BLOCK,
-        ("without_weights", "causal_dropout"),
-    ),
+    BlockPart("weights", "softmax: the attention weights", Region.BLOCK, ("without_weights", "causal_dropout")),
+    BlockPart("dropout", "dropout on the weights (training only)", Region.BLOCK, ("causal_dropout",)),
     BlockPart(
         "heads", "h heads side by side, joined by W_o", Region.BLOCK, ("multi_head", "real_model", "inside_gpt")
     ),

@@ -23,8 +23,8 @@ def test_the_map_runs_from_embeddings_through_the_block_to_the_next_token() -> N
     dot = block_diagram.decoder_block_dot(dark=True)
     # The mask comes before the softmax, as in the page's formula (the fourth review: the map had it after).
     chain = [
-        "tokens", "embed", "positions", "qkv", "scores", "divide", "mask", "weights", "heads", "residual1", "mlp",
-        "residual2", "unembed", "softmax",
+        "tokens", "embed", "positions", "qkv", "scores", "divide", "mask", "weights", "dropout", "heads",
+        "residual1", "mlp", "residual2", "unembed", "softmax",
     ]
     for a, b in zip(chain, chain[1:], strict=False):
         assert f"  {a} -> {b};" in dot
@@ -39,6 +39,7 @@ def test_each_lessons_card_names_only_what_the_lesson_does() -> None:
     # lesson 1 has neither positions nor the scale.
     lesson_one = " ".join(part.label for part in block_diagram.parts_by_lesson()["without_weights"])
     assert "position" not in lesson_one and "√d_k" not in lesson_one
+    assert "dropout" not in lesson_one  # the sixth review: its card ended "(dropout while training)", lesson 4's
     assert "√d_k" in " ".join(part.label for part in block_diagram.parts_by_lesson()["why_scale"])
 
 
