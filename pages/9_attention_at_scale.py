@@ -67,13 +67,14 @@ with st.spinner(f"Measuring attention on the {device.upper()} (once per setting 
 if widgets.predict(view.prediction, key="predict_scale_doubling"):
     widgets.prose("attention_at_scale", "cost_line")  # "a T² law" would answer the question before it
     cost_charts(view, device)
+    # After the answer too: its shape comment "(1, T, T): the matrix that grows like T^2" is the answer.
+    widgets.code_box(
+        lesson.cost_code(int(longest)),
+        "Plain PyTorch: the same measurement, timed with perf_counter.",
+        title="time and memory of plain attention",
+    )
 else:
-    widgets.answer_first("The measured time and memory, their slopes and the 128k-token bill appear")
-widgets.code_box(
-    lesson.cost_code(int(longest)),
-    "Plain PyTorch: the same measurement, timed with perf_counter.",
-    title="time and memory of plain attention",
-)
+    widgets.answer_first("The measured time and memory, their slopes, the 128k-token bill and their code appear")
 
 step("(b) The online softmax, step by step")
 widgets.prose("attention_at_scale", "online")

@@ -1,4 +1,4 @@
-"""The cost of T x T: plain causal attention's time and the size of its scores matrix, doubling T."""
+"""Longer contexts: plain causal attention's time and the size of its scores matrix, doubling T."""
 
 import time
 

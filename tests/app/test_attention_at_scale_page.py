@@ -105,6 +105,16 @@ def test_predictions_reveal_answers_computed_from_the_page(page: AppTest) -> Non
     assert any(s.value.startswith("Right.") and "Measured on this CPU" in s.value for s in page.success)
 
 
+def test_the_cost_code_waits_for_the_doubling_answer() -> None:
+    # The cost recipe's shape comment reads "(1, T, T): the matrix that grows like T^2", the doubling's answer:
+    # its Code box stood open to a click above the question's reveal.
+    at = opened(scale_longest="1024")
+    title = "Code: time and memory of plain attention"
+    assert title not in [expander.label for expander in at.expander]
+    prediction_radio(at, "predict_scale_doubling").set_value(0).run()
+    assert title in [expander.label for expander in at.expander]
+
+
 def test_the_cache_section_shows_identical_choices(page: AppTest) -> None:
     caption = "\n".join(c.value for c in page.caption)
     assert "Both ways chose the same tokens" in caption
