@@ -24,7 +24,7 @@ BLOCK_CHOICES = range(1, 17)  # keys per block (the page reads a block wider tha
 
 @dataclass(frozen=True)
 class OnlineLesson:
-    table: pd.DataFrame  # one row per block: keys, block max, m, e^(m_old - m_new), ℓ, output so far
+    table: pd.DataFrame  # one row per block: keys, block max, m, e^(m_old - m_new), ℓ, weighted sum ÷ ℓ so far
     output: tuple[float, ...]
     reference: tuple[float, ...]
     max_difference: float  # |online − ordinary|, both in float32
@@ -55,7 +55,8 @@ def online_lesson(seed: int, num_keys: int, block_size: int) -> OnlineLesson:
             "m (running max)": [s.running_max for s in result.steps],
             "e^(m_old − m_new)": [s.correction for s in result.steps],
             "ℓ (running sum)": [s.running_sum for s in result.steps],
-            "output so far": [
+            # The weighted sum divided by ℓ: the paragraph's "weighted sum" is the running numerator.
+            "weighted sum ÷ ℓ so far": [
                 "[" + ", ".join(f"{v:.4f}" for v in s.partial_output.tolist()) + "]" for s in result.steps
             ],
         }

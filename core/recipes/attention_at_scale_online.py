@@ -24,7 +24,7 @@ for start in range(0, num_keys, block_size):
     l = l * correction + p.sum()  # noqa: E741
     acc = acc * correction + p @ V[start : start + block_size]
     m = m_new
-    print(f"keys {start}-{start + len(s) - 1}: m = {m.item():.4f}, l = {l.item():.4f}, output so far {acc / l}")
+    print(f"keys {start}-{start + len(s) - 1}: m = {m.item():.4f}, l = {l.item():.4f}, sum / l so far {acc / l}")
 
 online = acc / l
 ordinary = torch.softmax(K @ q / 4**0.5, dim=0) @ V  # the whole row at once

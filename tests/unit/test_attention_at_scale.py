@@ -590,6 +590,9 @@ def test_part_a_leaves_the_doubling_to_its_question() -> None:
 
     page = (ROOT / "pages" / "9_attention_at_scale.py").read_text()
     assert 'step("(a) Longer contexts, measured")' in page
+    # The seventh review: the overview's lesson list still promised "why long contexts cost T×T".
+    listed = next(line for line in prose.section("overview", "model").splitlines() if "Attention at scale" in line)
+    assert "T×T" not in listed
 
 
 def test_the_online_paragraph_leaves_exactness_to_its_question() -> None:
