@@ -355,11 +355,12 @@ def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKin
     step("The KV cache, measured")
     widgets.prose("inside_gpt", "kvcache")
     timing = cache.computed(gpt.CACHE_TIMING, model, text, kind, 8)
+    # The measured numbers above their chart: under it they fell below a projector's fold (the seventh review).
+    st.caption(gpt.cache_caption(timing))
     draw.draw(
         charts_gpt.timing(frames.timing_frame(timing)),
         "Lines of the time per generated token with and without the KV cache.",
     )
-    st.caption(gpt.cache_caption(timing))
     if not answered:  # the recipe generates the next tokens: the first question's answer
         widgets.answer_first(
             "The Code box, which generates the answer to the first question, appears", question="predict_gpt_top"

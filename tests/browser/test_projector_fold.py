@@ -126,3 +126,22 @@ def test_a_charts_title_stays_inside_the_chart_in_presentation_mode(server: str,
     assert any(t["chart"].startswith("Line chart of the mean max weight") for t in titles), titles
     assert all(t["above"] <= 4 for t in titles), titles
     context.close()
+
+
+def test_the_gpts_cache_numbers_stand_above_a_projectors_fold(server: str, browser) -> None:
+    # The seventh review: lesson 10's last step, "The KV cache, measured", had its measured numbers under the
+    # chart, below the fold.
+    context = browser.new_context(**PROJECTOR)
+    page = context.new_page()
+    page.goto(f"{server}/inside_gpt?present=1", wait_until="domcontentloaded")
+    page.wait_for_selector(".st-key-al-bar input", timeout=180_000)
+    settle(page)
+    total = int(re.search(r"of (\d+) steps", page.locator(".st-key-al-bar").inner_text()).group(1))
+    page.goto(f"{server}/inside_gpt?present=1&step={total}", wait_until="domcontentloaded")
+    page.wait_for_selector(".st-key-al-bar input", timeout=180_000)
+    settle(page)
+    caption = page.get_by_text("The first step reads the whole").first
+    caption.wait_for(state="visible", timeout=120_000)
+    box = caption.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= FOLD, box
+    context.close()
