@@ -595,6 +595,17 @@ def test_part_a_leaves_the_doubling_to_its_question() -> None:
     assert "T×T" not in listed
 
 
+def test_the_online_tables_running_column_is_named_for_what_it_holds() -> None:
+    # The seventh review: "output so far" held the weighted sum divided by ℓ, while the paragraph calls the
+    # running numerator "the weighted sum".
+    from core.lessons import attention_at_scale_online as scale_online
+
+    online = scale_online.online_lesson(0, 12, 4)
+    assert "weighted sum ÷ ℓ so far" in online.table.columns and "output so far" not in online.table.columns
+    last = online.table["weighted sum ÷ ℓ so far"].iloc[-1]
+    assert last == "[" + ", ".join(f"{v:.4f}" for v in online.output) + "]"  # after the last block: the result
+
+
 def test_the_online_paragraph_leaves_exactness_to_its_question() -> None:
     # The fifth review: "computed as e^(s − m_old) where it should now be e^(s − m_new)" above "Its result
     # is… exactly / an approximation" did the algebra the question asks for.

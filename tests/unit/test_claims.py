@@ -198,3 +198,10 @@ def test_lesson_fours_intro_leaves_the_rows_to_the_question() -> None:
     intro = prose.section("causal_dropout", "intro")
     assert "must not see" not in intro and "after *i*" not in intro and "row" not in intro
     assert "mask" in intro and "predict" in intro
+
+
+def test_lesson_sevens_trained_paragraph_says_what_the_model_learns_not_that_an_answer_exists() -> None:
+    # The sixth review: "a task whose right answer is known", just above "which German word will its
+    # cross-attention read most?", faintly signalled that each English word has a partner.
+    text = " ".join(prose.section("cross_attention", "trained").split())
+    assert "right answer" not in text and "to translate German clauses" in text
