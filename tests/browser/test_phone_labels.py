@@ -4,6 +4,7 @@ its key labels; lesson 5's heads are small multiples that must shrink with their
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 
 import pytest
 from PIL import Image
@@ -67,6 +68,16 @@ FORMULA_PAGES = (
 )
 
 
+def each_formula_page(page, server: str) -> Iterator[str]:  # noqa: ANN001 - a Playwright page
+    """Opens each page with a formula in turn, every question answered (some formulas wait for one)."""
+    for name in FORMULA_PAGES:
+        page.goto(f"{server}/{name}", wait_until="domcontentloaded")
+        page.wait_for_selector(support.IDLE, timeout=60_000)
+        support.answer_every_question(page)
+        page.wait_for_timeout(800)
+        yield name
+
+
 def test_no_formula_is_cut_on_a_phone(server: str, browser) -> None:
     # Lesson 1's three formulas on one line and lesson 5's MultiHead line ran past a 390 px screen.
     context = browser.new_context(viewport={"width": 390, "height": 844})
@@ -75,11 +86,7 @@ def test_no_formula_is_cut_on_a_phone(server: str, browser) -> None:
     # Lesson 6's head_i = softmax(...) V_i with Q_i, K_i, V_i on one line was cut at the right (review #17).
     # Lesson 4's dropout formula, with its Bernoulli draw on the same line, was cut too (review 5): every page
     # with a formula is checked.
-    for name in FORMULA_PAGES:
-        page.goto(f"{server}/{name}", wait_until="domcontentloaded")
-        page.wait_for_selector(support.IDLE, timeout=60_000)
-        support.answer_every_question(page)
-        page.wait_for_timeout(800)
+    for name in each_formula_page(page, server):
         cut += [
             f"{name}: {width}"
             for width in page.evaluate(
@@ -109,11 +116,7 @@ def test_no_formula_is_cut_at_its_top_or_bottom_on_a_phone(server: str, browser)
     context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=3)
     page = context.new_page()
     cut: list[str] = []
-    for name in FORMULA_PAGES:
-        page.goto(f"{server}/{name}", wait_until="domcontentloaded")
-        page.wait_for_selector(support.IDLE, timeout=60_000)
-        support.answer_every_question(page)
-        page.wait_for_timeout(800)
+    for name in each_formula_page(page, server):
         formulas = page.locator(".katex-display")
         for index in range(formulas.count()):
             formula = formulas.nth(index)

@@ -55,6 +55,15 @@ def settle(page) -> None:
     page.wait_for_timeout(700)
 
 
+def presented(context, url: str):  # noqa: ANN001, ANN201 - Playwright's context and page
+    """A new tab on `url` (in presentation mode), once its step bar is drawn and the page is idle."""
+    page = context.new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector(".st-key-al-bar input", timeout=180_000)
+    settle(page)
+    return page
+
+
 @pytest.mark.parametrize("link", LINKS)
 def test_every_steps_question_or_first_chart_starts_above_a_projectors_fold(server: str, browser, link: str) -> None:
     context = browser.new_context(**PROJECTOR)
@@ -87,10 +96,7 @@ def test_a_links_warnings_leave_the_title_readable_and_name_the_pages_steps(serv
     # The title's heading pulls the next block 1rem up under itself (Streamlit's negative margin); with the title
     # shrunk for presentation mode, a warning there covered the title's lower half.
     context = browser.new_context(**PROJECTOR)
-    page = context.new_page()
-    page.goto(f"{server}/why_scale?d_in=0&step=99&present=1", wait_until="domcontentloaded")
-    page.wait_for_selector(".st-key-al-bar input", timeout=60_000)
-    settle(page)
+    page = presented(context, f"{server}/why_scale?d_in=0&step=99&present=1")
     page.wait_for_function(PRESENTATION_TYPE, timeout=30_000)  # the step's style, drawn after the page
     main = page.locator('[data-testid="stMain"]')
     step_note = main.locator('[data-testid="stAlert"]').filter(has_text="step=99")
@@ -132,14 +138,9 @@ def test_the_gpts_cache_numbers_stand_above_a_projectors_fold(server: str, brows
     # The seventh review: lesson 10's last step, "The KV cache, measured", had its measured numbers under the
     # chart, below the fold.
     context = browser.new_context(**PROJECTOR)
-    page = context.new_page()
-    page.goto(f"{server}/inside_gpt?present=1", wait_until="domcontentloaded")
-    page.wait_for_selector(".st-key-al-bar input", timeout=180_000)
-    settle(page)
-    total = int(re.search(r"of (\d+) steps", page.locator(".st-key-al-bar").inner_text()).group(1))
-    page.goto(f"{server}/inside_gpt?present=1&step={total}", wait_until="domcontentloaded")
-    page.wait_for_selector(".st-key-al-bar input", timeout=180_000)
-    settle(page)
+    first = presented(context, f"{server}/inside_gpt?present=1")
+    total = int(re.search(r"of (\d+) steps", first.locator(".st-key-al-bar").inner_text()).group(1))
+    page = presented(context, f"{server}/inside_gpt?present=1&step={total}")  # the last step: the cache's
     caption = page.get_by_text("The first step reads the whole").first
     caption.wait_for(state="visible", timeout=120_000)
     box = caption.bounding_box()
