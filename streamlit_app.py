@@ -261,11 +261,13 @@ spec = registry.page(page.url_path or registry.HOME.slug)  # the default page's 
 started = time.perf_counter()
 chosen, link = guarded_sidebar(spec)
 shown, input_problem = usable(chosen)
-# The sidebar's lesson titles wrap instead of ending in "Attention without trainable wei…".
-st.html('<style>[data-testid="stSidebarNavLink"] span {white-space: normal; overflow: visible;}</style>')
-# A formula's box hides what stands out of it vertically: tall fractions, braces and parentheses lost a pixel
-# or two of ink at the top or bottom (the sixth review saw lesson 4's numerator shaved). Room above and below.
-st.html("<style>.katex-display {padding: 0.3em 0;}</style>")
+# One style block for every page: the sidebar's lesson titles wrap instead of ending in "Attention without
+# trainable wei…"; a formula's box hides what stands out of it vertically (tall fractions, braces and
+# parentheses lost a pixel or two of ink, the sixth review saw lesson 4's numerator shaved), so it gets room.
+st.html(
+    '<style>[data-testid="stSidebarNavLink"] span {white-space: normal; overflow: visible;}'
+    " .katex-display {padding: 0.3em 0;}</style>"
+)
 step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
 present = bool(st.session_state.get("present"))
 with st.sidebar:

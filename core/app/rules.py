@@ -36,9 +36,8 @@ class Whole:
         pattern = _DIGITS_POINT_ZERO if self.point_zero else _DIGITS
         number = int(float(text)) if pattern.fullmatch(text) else None
         if number is None or not self.low <= number <= self.high:
-            if self.described:
-                return None, f"is not {self.described()} (digits 0-9 only)"
-            return None, f"is not a whole number from {self.low} to {self.high} (digits 0-9 only)"
+            allowed = self.described() if self.described else f"a whole number from {self.low} to {self.high}"
+            return None, f"is not {allowed} (digits 0-9 only)"
         return number, None
 
 

@@ -407,8 +407,8 @@ def gradient_question(start: StartStatistics) -> Prediction:
         "of the backward pass too, here upwards."
     )
     # The ratio of the numbers as printed (START_DECIMALS, as the table): a reader's division gives it.
-    scaled_text, unscaled_text = (f"{v:.{START_DECIMALS}f}" for v in (start.grad_norm_scaled, start.grad_norm_unscaled))
-    printed_ratio = float(unscaled_text) / float(scaled_text) if float(scaled_text) else ratio
+    scaled, unscaled = (round(v, START_DECIMALS) for v in (start.grad_norm_scaled, start.grad_norm_unscaled))
+    printed_ratio = unscaled / scaled if scaled else ratio
     return Prediction(
         question=f"Before any training (d_k = {start.d_k}), take the 1/√d_k away. The gradient that reaches "
         "W_q and W_k will be…",
@@ -416,8 +416,8 @@ def gradient_question(start: StartStatistics) -> Prediction:
         answer=answer,
         explanation=(
             # Five decimals, as the table under it: at four, 0.0355 / 0.0105 gave 3.38 beside "3.39 times".
-            f"Measured on this setting's untrained model, the same weights both ways: {scaled_text} "
-            f"with the factor, {unscaled_text} without, {printed_ratio:.2f} times. {why}"
+            f"Measured on this setting's untrained model, the same weights both ways: {scaled:.{START_DECIMALS}f} "
+            f"with the factor, {unscaled:.{START_DECIMALS}f} without, {printed_ratio:.2f} times. {why}"
         ),
         shuffle=False,  # from smaller to larger
     )
