@@ -283,5 +283,6 @@ with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_
             guarded(lambda: class_poll.teacher_panel(spec.slug, step), None, "poll panel")
     with step_bar:
         guarded(lambda: class_poll.student_bar(room_state), None, "poll bar")
+hardening.late_unreadable_values_note()
 frame.after_run(spec.slug, shown, time.perf_counter() - started)  # one line on the app's run log
 freeze_import_time_objects()  # after the page, so that its imports are loaded too

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 import streamlit as st
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.runtime.app_session import AppSession
-from streamlit.runtime.state.common import WidgetMetadata, user_key_from_element_id
-from streamlit.runtime.state.session_state import Serialized, SessionState
+from streamlit.runtime.state.common import WidgetMetadata, unpack_widget_state_value, user_key_from_element_id
+from streamlit.runtime.state.session_state import Serialized, SessionState, WStates
 
 from core.app.markup import code_span
 
@@ -76,45 +76,81 @@ def keep_shared_caches() -> None:
     AppSession._handle_clear_cache_request = clear_own_session_state_only  # type: ignore[method-assign]
 
 
-_UNREADABLE_KEY = "al_unreadable_controls"
-_NUMBER_FIELDS = frozenset({"int_value", "double_value"})  # keys of controls whose forged value was dropped this run
+_UNREADABLE_KEY = "al_unreadable_controls"  # keys of controls whose forged value was dropped this run
+_LATE_KEY = "al_unreadable_late"  # the same, for values dropped when their control registered (after the title)
+_NUMBER_FIELDS = frozenset({"int_value", "double_value"})
+# Value fields whose deserializer consumes what it reads (uploads, chat): never read twice.
+_READ_ONCE_FIELDS = frozenset({"file_uploader_state_value", "chat_input_value"})
 
 
 def drop_unreadable_widget_values() -> None:
     """Make a control value that Streamlit cannot read a note on the page, not its raw error box.
 
-    A browser sends each widget's value, and Streamlit reads (deserialises) every changed value
-    before the script runs, outside any error handler of ours: a forged message, such as an
-    integer box holding inf or NaN (int() raises) or a chart selection that is not JSON, stops
-    the run with Streamlit's error box. The check runs just before Streamlit's callbacks, once
-    per process: a value that cannot be read is dropped (the control keeps its previous value)
-    and its key is kept for `unreadable_values_note`. tests/app/test_forged_messages.py sends them.
+    A browser sends each widget's value, and Streamlit reads (deserialises) every changed value: a
+    forged message, such as an integer box holding inf or NaN (int() raises) or a chart selection
+    that is not JSON, stops the run with Streamlit's error box. Each value is judged by what its
+    control accepts, with that control's own registration (metadata), at two moments, once per process:
+
+    - before Streamlit's callbacks, for controls the previous run registered: a callback must never
+      see a forged value (a preset box's callback reads PRESETS[value]);
+    - when a control registers, for a value sent before its control was known. Under load a student's
+      answer can arrive while the page that draws its box has not registered it yet (a rerun
+      interrupted, a page switch); judging it then by "no metadata" dropped every answer of a
+      busy class (issue 40: 0 of 9 counted). Such a value now waits, as Streamlit's own code lets
+      it, and is read by the box it was sent to.
+
+    A value that cannot be read is dropped (the control keeps its previous value) and its key is kept
+    for `unreadable_values_note`. tests/app/test_forged_messages.py sends them.
     """
-    original = SessionState._call_callbacks
-    if getattr(original, "_attention_lab", False):
+    original_callbacks = SessionState._call_callbacks
+    if getattr(original_callbacks, "_attention_lab", False):
         return
+    original_register = SessionState.register_widget
 
     def call_callbacks_on_readable_values(self: SessionState, **kwargs) -> None:
-        dropped = []
         widgets = self._new_widget_state
-        for widget_id in list(widgets):
-            try:
-                sent = widgets.states.get(widget_id)
-                if isinstance(sent, Serialized) and not sent_as_registered(
-                    sent.value, widgets.widget_metadata.get(widget_id)
-                ):
-                    raise ValueError("a value of another type, or an option the control does not have")
-                widgets[widget_id]  # reading deserialises it
-            except Exception:  # whatever a widget's deserializer raises on a value it never sends
-                del self._new_widget_state[widget_id]
-                dropped.append(user_key_from_element_id(widget_id) or "a control")
-        if dropped:
-            LOGGER.warning("Dropped unreadable values of %s.", dropped)
-            self._new_session_state[_UNREADABLE_KEY] = tuple(dropped)
-        original(self, **kwargs)
+        known = widgets.widget_metadata  # registered by the previous run; a value for an unknown control waits
+        dropped = [wid for wid in list(widgets) if wid in known and not _readable(widgets, wid, known[wid])]
+        _drop(self, dropped, _UNREADABLE_KEY)
+        original_callbacks(self, **kwargs)
+
+    def register_readable_value(self: SessionState, metadata: WidgetMetadata, user_key: str | None):
+        if not _readable(self._new_widget_state, metadata.id, metadata):
+            _drop(self, [metadata.id], _LATE_KEY)
+        return original_register(self, metadata, user_key)
 
     call_callbacks_on_readable_values._attention_lab = True  # type: ignore[attr-defined]
+    register_readable_value._attention_lab = True  # type: ignore[attr-defined]
     SessionState._call_callbacks = call_callbacks_on_readable_values  # type: ignore[method-assign]
+    SessionState.register_widget = register_readable_value  # type: ignore[method-assign,assignment]
+
+
+def _readable(widgets: WStates, widget_id: str, metadata: WidgetMetadata) -> bool:
+    """Whether the value the client sent for `widget_id` (if any, not yet read) is one its control accepts:
+    sent as the control sends it, and read without error by the control's own deserializer."""
+    sent = widgets.states.get(widget_id)
+    if not isinstance(sent, Serialized):
+        return True  # nothing sent, or a value the server set itself
+    if not sent_as_registered(sent.value, metadata):
+        return False
+    if sent.value.WhichOneof("value") in _READ_ONCE_FIELDS:
+        return True
+    try:
+        metadata.deserializer(unpack_widget_state_value(sent.value))
+    except Exception:  # whatever a widget's deserializer raises on a value it never sends
+        return False
+    return True
+
+
+def _drop(state: SessionState, widget_ids: list[str], note_key: str) -> None:
+    if not widget_ids:
+        return
+    for widget_id in widget_ids:
+        del state._new_widget_state[widget_id]
+    names = tuple(user_key_from_element_id(widget_id) or "a control" for widget_id in widget_ids)
+    LOGGER.warning("Dropped unreadable values of %s.", list(names))
+    earlier = state._new_session_state.get(note_key, ())
+    state._new_session_state[note_key] = (*earlier, *names)
 
 
 def sent_as_registered(sent: WidgetState, metadata: WidgetMetadata | None) -> bool:
@@ -145,10 +181,22 @@ def sent_as_registered(sent: WidgetState, metadata: WidgetMetadata | None) -> bo
 
 def unreadable_values_note() -> None:
     """The note for values `drop_unreadable_widget_values` dropped before this run (then forgotten)."""
-    dropped = st.session_state.pop(_UNREADABLE_KEY, ())
+    _note(st.session_state.pop(_UNREADABLE_KEY, ()))
+
+
+def late_unreadable_values_note() -> None:
+    """At the end of a run: the note for values dropped as their control registered, after the title's
+    note was drawn. A toast, so that it is seen wherever the page is scrolled."""
+    dropped = st.session_state.pop(_LATE_KEY, ())
     if dropped:
-        names = ", ".join(code_span(str(name), 40) for name in dropped[:5])
-        st.warning(
-            f"A control sent a value the app cannot read ({names}); it keeps its previous value.",
-            icon=":material/link_off:",
-        )
+        st.toast(_note_text(dropped), icon=":material/link_off:")
+
+
+def _note(dropped: tuple[str, ...]) -> None:
+    if dropped:
+        st.warning(_note_text(dropped), icon=":material/link_off:")
+
+
+def _note_text(dropped: tuple[str, ...]) -> str:
+    names = ", ".join(code_span(str(name), 40) for name in list(dict.fromkeys(dropped))[:5])
+    return f"A control sent a value the app cannot read ({names}); it keeps its previous value."
