@@ -6,17 +6,18 @@ a forged control value becomes a note on the page (`drop_unreadable_widget_value
 
 from __future__ import annotations
 
-import ipaddress
 import logging
-from collections.abc import Mapping
 
 import streamlit as st
+from streamlit import runtime
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.state.common import WidgetMetadata, unpack_widget_state_value, user_key_from_element_id
 from streamlit.runtime.state.session_state import Serialized, SessionState, WStates
 
 from core.app.markup import code_span
+from services import client_addresses
 
 LOGGER = logging.getLogger("attention_lab")
 
@@ -29,25 +30,41 @@ KEPT_ON_CLEAR = ("class_poll_student", "class_poll_room", "class_poll_following"
 
 
 def client_address() -> str:
-    """The network address the store's per-address bounds count by ("" when none is known).
+    """What the store's per-address bounds count this visitor as ("" outside a server: AppTest).
 
-    The peer's address, or, when the peer is a proxy on this machine or a private network (a load
-    balancer), the last X-Forwarded-For entry: the one that proxy appended, which a client cannot forge.
-    A class behind one NAT shares one address; the store's bounds are set for that.
+    The visitor's own address when the connection tells it (services/client_addresses.py: a forwarded
+    address only through a proxy the deployment names), else this session ("session:<id>"): on a host
+    whose proxy nobody configured, every visitor shares one address, and counting by it would refuse
+    the thirteenth teacher of the hour. A class behind one NAT shares one address; the bounds are set for that.
     """
     try:
-        peer = st.context.ip_address or ""  # None on loopback
-        headers: Mapping[str, str] = st.context.headers or {}
-        forwarded = headers.get("X-Forwarded-For", "")
+        reported = st.context.ip_address  # None on loopback; uvicorn may have put a header's entry in its place
+        forwarded = st.context.headers.get_all("X-Forwarded-For") if st.context.headers else []
     except Exception:  # no client context (AppTest): every session counts as one address
         return ""
+    named = client_addresses.named_proxies()
+    peer = _connection_peer() or client_addresses.peer_from_report(
+        reported, forwarded, named, client_addresses.uvicorn_proxies()
+    )
+    address = client_addresses.visitor_address(peer, forwarded, named, client_addresses.proxy_hops())
+    if address is not None:
+        return address
+    context = get_script_run_ctx()
+    return f"session:{context.session_id}"[:64] if context is not None else ""
+
+
+def _connection_peer() -> str | None:
+    """The TCP peer of this session's websocket, as uvicorn's protocol object holds it before any header
+    was applied; None where Streamlit's or uvicorn's internals differ (then `peer_from_report` is used)."""
     try:
-        behind_proxy = not peer or ipaddress.ip_address(peer).is_private
-    except ValueError:
-        behind_proxy = False
-    if forwarded and behind_proxy:
-        return forwarded.split(",")[-1].strip()[:64]
-    return peer[:64]
+        context = get_script_run_ctx()
+        client = runtime.get_instance().get_client(context.session_id) if context else None
+        receive = getattr(getattr(client, "_websocket", None), "_receive", None)
+        peer = getattr(getattr(receive, "__self__", None), "client", None)  # (host, port)
+        host = peer[0] if isinstance(peer, tuple) and peer and isinstance(peer[0], str) else None
+    except Exception:  # no runtime (AppTest), or internals of another shape
+        return None
+    return host
 
 
 def keep_shared_caches() -> None:
