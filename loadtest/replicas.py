@@ -36,6 +36,7 @@ from pathlib import Path
 
 from loadtest import load_client, run_log
 from services.class_poll import REDIS_URL_VARIABLE
+from services.client_addresses import TRUSTED_PROXIES_VARIABLE
 from testkit.harness import RedisServer, free_port, redis_available, start_server
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
@@ -58,6 +59,9 @@ defaults
     timeout tunnel 1h
     option redispatch
     retries 2
+    # Appends the client's address to X-Forwarded-For (what a client wrote stands to its left): the
+    # replicas name this proxy in ATTENTION_LAB_TRUSTED_PROXIES and count the entry it appended.
+    option forwardfor
 
 frontend lab
     bind 127.0.0.1:{port}
@@ -131,7 +135,8 @@ def start(
     folder.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(url="", folder=folder)
     try:
-        shared: dict[str, str] = {}
+        # The replicas believe the X-Forwarded-For entry of this balancer only (it connects from loopback).
+        shared: dict[str, str] = {TRUSTED_PROXIES_VARIABLE: "127.0.0.1,::1"}
         if redis and redis_available():
             cluster.redis = RedisServer(folder=folder / "redis").start()
             shared[REDIS_URL_VARIABLE] = cluster.redis.url
