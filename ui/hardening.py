@@ -110,11 +110,9 @@ def drop_unreadable_widget_values() -> None:
 
     - before Streamlit's callbacks, for controls the previous run registered: a callback must never
       see a forged value (a preset box's callback reads PRESETS[value]);
-    - when a control registers, for a value sent before its control was known. Under load a student's
-      answer can arrive while the page that draws its box has not registered it yet (a rerun
-      interrupted, a page switch); judging it then by "no metadata" dropped every answer of a
-      busy class (issue 40: 0 of 9 counted). Such a value now waits, as Streamlit's own code lets
-      it, and is read by the box it was sent to.
+    - when a control registers, for a value sent before its control was known (a first run, a page
+      switch, a reconnecting browser): such a value waits, as Streamlit's own code lets it, and is read
+      by the box it was sent to, with the box's fresh registration.
 
     A value that cannot be read is dropped (the control keeps its previous value) and its key is kept
     for `unreadable_values_note`. tests/app/test_forged_messages.py sends them.
@@ -184,16 +182,20 @@ def sent_as_registered(sent: WidgetState, metadata: WidgetMetadata | None) -> bo
     field = sent.WhichOneof("value")
     if metadata is None or field is None:
         return True
+    options = getattr(getattr(metadata.deserializer, "__self__", None), "formatted_option_to_option_index", None)
+    if isinstance(options, dict):  # a choice box sends one of its option labels; the app's take no new ones
+        return field == "string_value" and sent.string_value in options
+    # Streamlit forgets a control's field (value_type None) once it has read an empty value for it, such as
+    # an unanswered radio's, until the control registers again: judging by the field then dropped every
+    # answer a busy class gave between a fragment's rerun and the page's (issue 40: 0 of 9 counted). The
+    # control's deserializer judges those values (`_readable`).
+    if metadata.value_type is None:
+        return True
     # A number box registers "double_value", and the browser sends an integer box's value as "int_value"
     # (Streamlit reads either): both are numbers, and the box's deserializer judges the number itself.
     if {field, metadata.value_type} <= _NUMBER_FIELDS:
         return True
-    if field != metadata.value_type:
-        return False
-    options = getattr(getattr(metadata.deserializer, "__self__", None), "formatted_option_to_option_index", None)
-    if field == "string_value" and isinstance(options, dict):  # the app's choice boxes take no new options
-        return sent.string_value in options
-    return True
+    return field == metadata.value_type
 
 
 def unreadable_values_note() -> None:
