@@ -74,6 +74,7 @@ def scaled_dot_product_attention(
     dropout_p: float = 0.0,
     is_causal: bool = False,
     scale: float | None = None,
+    enable_gqa: bool = False,
     *,
     generator: torch.Generator | None = None,
 ) -> AttentionTrace:
@@ -82,13 +83,21 @@ def scaled_dot_product_attention(
     A query row whose keys are all masked gets zero weights and a zero context vector
     (PyTorch's math would give 0/0 = nan there; zeros are what a student expects to see).
     Dropout is applied whenever dropout_p > 0, as in PyTorch: pass 0.0 for evaluation.
+
+    `enable_gqa`, as in PyTorch: grouped-query attention, where query (..., Hq, L, E) has more heads
+    than key and value (..., Hkv, S, E): each key/value head serves Hq / Hkv consecutive query heads
+    (query head h reads key head h // (Hq / Hkv)), as in SmolLM2 and Llama. The trace keeps the
+    keys and values as given; its scores and weights have one map per query head.
     """
-    _check_shapes(query, key, value)
     _check_dropout(dropout_p)
+    shared_key, shared_value = (
+        (_share_kv_heads(query, key), _share_kv_heads(query, value)) if enable_gqa else (key, value)
+    )
+    _check_shapes(query, shared_key, shared_value)
     num_queries, num_keys = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
 
-    scores = query @ key.transpose(-2, -1)  # (..., L, E) @ (..., E, S) -> (..., L, S)
+    scores = query @ shared_key.transpose(-2, -1)  # (..., L, E) @ (..., E, S) -> (..., L, S)
     scaled_scores = scores * scale_factor
 
     allowed = _combine_masks(attn_mask, is_causal, num_queries, num_keys, query.device)
@@ -107,7 +116,7 @@ def scaled_dot_product_attention(
     if dropout_p > 0.0:
         dropped_weights, dropout_mask = dropout_with_generator(weights, dropout_p, generator)
 
-    context = dropped_weights @ value  # (..., L, S) @ (..., S, Ev) -> (..., L, Ev)
+    context = dropped_weights @ shared_value  # (..., L, S) @ (..., S, Ev) -> (..., L, Ev)
     return AttentionTrace(
         queries=query,
         keys=key,
@@ -181,6 +190,19 @@ def _combine_masks(
     if attn_mask is not None and attn_mask.dtype == torch.bool:
         allowed = attn_mask if allowed is None else allowed & attn_mask
     return allowed
+
+
+def _share_kv_heads(query: torch.Tensor, key_or_value: torch.Tensor) -> torch.Tensor:
+    """Repeat each key/value head for the query heads it serves: (..., Hkv, S, E) -> (..., Hq, S, E)."""
+    if query.dim() < 3 or key_or_value.dim() < 3:
+        raise ValueError("Grouped-query attention needs a head dimension: (..., heads, tokens, features).")
+    query_heads, kv_heads = query.shape[-3], key_or_value.shape[-3]
+    if kv_heads == 0 or query_heads % kv_heads:
+        raise ValueError(
+            f"With grouped-query attention the query heads must be a multiple of the key/value heads: "
+            f"{query_heads} query heads, {kv_heads} key/value heads."
+        )
+    return key_or_value.repeat_interleave(query_heads // kv_heads, dim=-3)  # (..., Hq, S, E)
 
 
 def _check_shapes(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:

@@ -37,6 +37,35 @@ def test_sdpa_cross_shapes_and_dv_differs(device: torch.device, scale: float | N
     assert torch.allclose(ours.context, theirs, atol=1e-5)
 
 
+@pytest.mark.parametrize(("query_heads", "kv_heads"), [(9, 3), (4, 1), (6, 6)])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sdpa_grouped_query_attention_matches_torch(
+    device: torch.device, query_heads: int, kv_heads: int, is_causal: bool
+) -> None:
+    """enable_gqa as PyTorch defines it: query head h reads key/value head h // (Hq / Hkv)."""
+    q, k, v = qkv((2, query_heads, 7, 8), (2, kv_heads, 7, 8), 5, device, seed=3)
+    ours = core.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=True)
+    theirs = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=True)
+    assert ours.weights.shape == (2, query_heads, 7, 7)
+    assert ours.keys.shape == (2, kv_heads, 7, 8)  # the trace keeps the keys as given
+    assert torch.allclose(ours.context, theirs, atol=1e-5)
+
+
+def test_sdpa_grouped_query_attention_with_a_cache_mask_matches_torch(device: torch.device) -> None:
+    """Three new queries after four cached tokens: a bool mask that lets query t see keys 0 .. 4 + t."""
+    q, k, v = qkv((9, 3, 8), (3, 7, 8), 8, device, seed=4)
+    allowed = torch.ones(3, 7, dtype=torch.bool, device=device).tril(4)
+    ours = core.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)
+    theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)
+    assert torch.allclose(ours.context, theirs, atol=1e-5)
+
+
+def test_sdpa_grouped_query_attention_needs_whole_groups() -> None:
+    q, k, v = qkv((5, 3, 4), (2, 3, 4), 4, torch.device("cpu"))
+    with pytest.raises(ValueError, match="multiple of the key/value heads"):
+        core.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+
 def test_sdpa_boolean_mask_true_means_attend(device: torch.device) -> None:
     q, k, v = qkv((1, 4, 6, 8), (1, 4, 7, 8), 8, device, seed=2)
     mask = torch.rand(6, 7, generator=gen(3)) > 0.4
