@@ -107,12 +107,13 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
         charts_gpt.probabilities(frames.probability_frame(view)),
         "Bars of the ten most probable next tokens, before and after the filters.",
     )
-    st.caption(f"{view.kept:,} tokens can still be drawn; seed {seed} draws {view.sampled!r}.")
+    kept = "1 token (the top one) can" if view.kept == 1 else f"{view.kept:,} tokens can"
+    st.caption(f"{kept} still be drawn; seed {seed} draws {view.sampled!r}.")
     widgets.code_box(
         gpt.next_token_code(analysis, view),
         "Plain PyTorch in float32 from the model's file. The page multiplies the file's 4-bit weights in bfloat16 "
         "(less memory, faster), so its probabilities can differ from these by up to about 0.04 and the same seed "
-        "can draw a neighbouring token; the ranking of the top tokens is the same.",
+        "can draw a neighbouring token; the most probable token stays the same, while lower places can swap.",
         title="the next token from the model's file",
     )
     generation(model, analysis, settings, seed, text, kind)

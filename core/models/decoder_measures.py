@@ -167,7 +167,8 @@ def rope_offset_scores(
 
 def sinusoidal_positions(positions: torch.Tensor, width: int) -> torch.Tensor:
     """The original Transformer's position vectors: (P,) -> (P, width); pair i is sin and cos of
-    position x 10000^(-2i / width), the same frequencies RoPE turns by (with base 10,000)."""
+    position x 10000^(-2i / width). RoPE turns pair i by the same kind of frequency, base^(-2i / width),
+    with SmolLM2's own base (`DecoderConfig.rope_base`, 100,000), not this 10,000."""
     pair = torch.arange(0, width, 2, dtype=torch.float64)  # (width / 2,)
     angles = positions.to(torch.float64)[:, None] * 10000.0 ** (-pair / width)  # (P, width / 2)
     return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)  # (P, width / 2, 2) -> (P, width)

@@ -1,8 +1,9 @@
 """SmolLM2-135M-Instruct's next token for the page's prompt, from the model's GGUF file, in plain PyTorch plus gguf.
 
 The prompt arrives as the token ids the page shows (the tokenizer is the one part left out). The
-probabilities come out as on the page (which keeps the weights in bfloat16: they differ from these
-float32 ones in the third decimal), then temperature, top-k and top-p, and one seeded draw.
+probabilities come out as on the page (which multiplies the weights in bfloat16: its probabilities can
+differ from these float32 ones by up to about 0.04, as the page's caption says), then temperature,
+top-k and top-p, and one seeded draw.
 """
 
 import importlib.metadata

@@ -99,7 +99,7 @@ def test_the_top_token_question_is_the_models_own_ranking() -> None:
     ("param", "value", "check"),
     [
         ("gpt_prompt", "fox", lambda at: "brown fox" in "\n".join(t.value for t in at.text)),
-        ("gpt_temperature", "0.0", lambda at: "1 tokens can still be drawn" in captions(at)),
+        ("gpt_temperature", "0.0", lambda at: "1 token (the top one) can still be drawn" in captions(at)),
         ("gpt_top_k", "5", lambda at: "5 tokens can still be drawn" in captions(at)),
         ("gpt_top_p", "0.5", lambda at: "49,152 tokens can" not in captions(at)),
         ("gpt_seed", "7", lambda at: "seed 7 draws" in captions(at)),

@@ -205,3 +205,20 @@ def test_lesson_sevens_trained_paragraph_says_what_the_model_learns_not_that_an_
     # cross-attention read most?", faintly signalled that each English word has a partner.
     text = " ".join(prose.section("cross_attention", "trained").split())
     assert "right answer" not in text and "to translate German clauses" in text
+
+
+def test_lesson_ten_names_what_top_p_keeps_and_what_lesson_eight_trains() -> None:
+    # Issue 41, item 9: top-p keeps the fewest tokens whose probabilities add up to *at least* p (a sum of
+    # exactly p is rare), and lesson 8's tasks are previous token and induction, not "copying".
+    text = Path("pages/text/inside_gpt.md").read_text(encoding="utf-8")
+    assert "add up to at least p" in " ".join(text.split())
+    assert "copying task" not in text
+
+
+def test_the_sinusoid_docstring_gives_rope_base_as_smollm2_has_it() -> None:
+    from core.models import decoder_measures
+    from core.models.smollm2 import DecoderConfig
+
+    doc = " ".join((decoder_measures.sinusoidal_positions.__doc__ or "").split())
+    assert "100,000" in doc and "(with base 10,000)" not in doc
+    assert "rope_base" in doc and "rope_base" in DecoderConfig.__dataclass_fields__
