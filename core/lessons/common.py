@@ -70,7 +70,10 @@ def strongest_key_question(tokens: tuple[str, ...], query_index: int, weights_ro
         question=f"Which token will “{tokens[query_index]}” attend to most?",
         options=tokens,
         answer=answer,
-        explanation=f"The largest weight, {float(weights_row[answer]):.4f}, goes to {own}: {why}",
+        # The weight quoted is the softmax of the plain scores (the multiplier at ×1): the lesson's multiplier
+        # never changes which key wins, only how large its share is, and the lecture path sets it to ×200.
+        explanation=f"With the plain scores (multiplier ×1), the largest weight, {float(weights_row[answer]):.4f}, "
+        f"goes to {own}: {why} A larger multiplier keeps the same winner and only makes its share larger.",
         shuffle=False,  # the tokens in sentence order; where the answer sits says nothing
     )
 

@@ -222,3 +222,17 @@ def test_the_sinusoid_docstring_gives_rope_base_as_smollm2_has_it() -> None:
     doc = " ".join((decoder_measures.sinusoidal_positions.__doc__ or "").split())
     assert "100,000" in doc and "(with base 10,000)" not in doc
     assert "rope_base" in doc and "rope_base" in DecoderConfig.__dataclass_fields__
+
+
+@pytest.mark.parametrize("multiplier", [1.0, 5.0, 200.0])
+def test_lesson_one_explanation_names_the_multiplier_its_weight_is_for(multiplier: float) -> None:
+    # Issue 41, item 9: the explanation quoted the x1 weight while the lecture path sets the multiplier to x200.
+    # It says the weight is at x1, and the winner it names is the winner at every multiplier the page allows.
+    from core.lessons import without_weights
+
+    settings = settings_for_preset(PresetKey.BOOK)
+    plain = without_weights.without_weights_lesson(settings, 1, 1.0)
+    lesson = without_weights.without_weights_lesson(settings, 1, multiplier)
+    assert "multiplier ×1" in lesson.prediction.explanation
+    assert lesson.prediction == plain.prediction  # the question and its answer do not move with the slider
+    assert lesson.prediction.answer == int(torch.tensor(lesson.by_sum_weights).argmax())
