@@ -141,6 +141,11 @@ def _measures(lesson: ct.TrainedCrossLesson) -> None:
         f"words before it, it writes the next one right **{lesson.held_out_accuracy:.1%}** of the time on the "
         f"held-out sentences (trained on {lesson.train_clauses:,} others, in {lesson.seconds:.1f} s)."
     )
+    st.caption(
+        "The toy is built so that this measure means something: every English word here has exactly one German "
+        "partner, so the right alignment is word for word. A real translator's attention is rarely that clean "
+        "(one word can read several, and idioms read none one-to-one)."
+    )
     widgets.number_table(lesson.words, hide_index=True)
     draw.draw(
         charts.share_curve(lesson.curve, ct.TARGET_SHARE),

@@ -26,6 +26,7 @@ def test_page_7_trains_the_model_and_reveals_its_alignment_only_after_a_choice()
     assert picker.options[0].startswith("Kannst du mir helfen diesen Satz zu übersetzen →")
     assert not [m for m in at.metric if m.label.startswith("held-out share")]  # not before the answer
     assert any("how well they align the words" in c.value for c in at.caption)
+    assert not any("word for word" in c.value for c in at.caption)  # the toy's design waits for the answer too
     radio = next(r for r in at.radio if r.key and r.key.startswith("predict_cross_trained"))
     radio.set_value(radio.options.index("übersetzen")).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -33,6 +34,8 @@ def test_page_7_trains_the_model_and_reveals_its_alignment_only_after_a_choice()
     assert float(share.value.rstrip("%")) >= 80.0
     table = next(df.value for df in at.dataframe if "its German partner" in df.value.columns)
     assert table["English word"].tolist() == ["Can", "you", "help", "me", "translate", "this", "sentence"]
+    # Issue 41, item 9: the page says the toy is built to align word for word (a real translator is not).
+    assert any("exactly one German partner" in c.value and "word for word" in c.value for c in at.caption)
 
 
 def test_own_sentences_are_not_called_a_translation() -> None:
