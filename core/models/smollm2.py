@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib.metadata
-import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ import torch.nn.functional as F
 from gguf import GGMLQuantizationType
 from tokenizers import Tokenizer
 
+from core.attention.functional import scaled_dot_product_attention
 from core.models.gguf_file import (
     BLOCK,
     ChatMessage,  # noqa: F401 (re-exported: the page builds chats from this module alone)
@@ -484,9 +484,12 @@ def attention(
     future = torch.ones(tokens, offset + tokens, dtype=torch.bool, device=x.device).triu(offset + 1)  # (T, S + T)
     weights = None
     if path is AttentionPath.REFERENCE:
-        scores = queries @ shared_keys.transpose(1, 2) / math.sqrt(config.head_dim)  # (H, T, S + T)
-        weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)  # (H, T, S + T)
-        heads_out = weights @ shared_values  # (H, T, d)
+        # Lesson 4's causal attention, step by step, by the same function the lessons show (grouped:
+        # enable_gqa shares each key/value head among its query heads, as the lines above do by hand).
+        trace = scaled_dot_product_attention(
+            queries, keys.double(), values.double(), attn_mask=~future, enable_gqa=True
+        )
+        weights, heads_out = trace.weights, trace.context  # (H, T, S + T), (H, T, d)
     else:
         # Without a cache the mask is the plain causal one; one new query sees every key. Only a
         # block of queries after a cache needs the explicit mask (torch's CPU kernel is slow with one).
