@@ -155,20 +155,35 @@ def all_heads(analysis: gpt.PromptAnalysis) -> None:
     step(f"All {analysis.num_layers * analysis.num_heads} heads")
     widgets.prose("inside_gpt", "grid")
     st.caption(gpt.sink_sentence(analysis))
+    # Every head small (its weights summed in blocks of positions), then the chosen layer's heads in full: every
+    # weight of all 270 heads was one message of up to 4 MB at 64 tokens, over Streamlit's limit (issue 40).
     draw.head_grid(
-        frames.grid_frame(analysis, st.session_state[LAYER], st.session_state[HEAD]),
-        len(analysis.tokens),
-        analysis.num_layers,
-        analysis.num_heads,
-        "A grid of 30 by 9 small heatmaps, one per head; rows are layers, columns heads.",
+        charts_gpt.heads_overview(
+            frames.overview_frame(analysis),
+            frames.overview_heads_frame(analysis, st.session_state[LAYER], st.session_state[HEAD]),
+            analysis.num_layers,
+            analysis.num_heads,
+        ),
+        f"A grid of {analysis.num_layers} by {analysis.num_heads} small heatmaps, one per head (layers across, "
+        "heads down), each of its weights summed in blocks of positions.",
         key="gpt_grid",
         layer_key=LAYER,
         head_key=HEAD,
+        width="content",  # its heads square, whatever the column's width (stretched, they were wide and flat)
     )
     c1, c2 = st.columns(2)
     linked = {**widgets.LINKED, "help": "Counted from 0, as in the code."}
     layer = int(c1.selectbox("Layer", list(range(analysis.num_layers)), key=LAYER, **linked))
     head = int(c2.selectbox("Head", list(range(analysis.num_heads)), key=HEAD, **linked))
+    group = analysis.num_heads // analysis.num_kv_heads  # one row of panels per key/value head
+    draw.head_panels(
+        frames.layer_frame(analysis, layer),
+        f"The {analysis.num_heads} heads of layer {layer}",
+        f"Small heatmaps of the {analysis.num_heads} heads of layer {layer}, every weight, on one colour scale.",
+        key="gpt_layer_panels",
+        causal=True,
+        columns=group,
+    )
     draw.heatmap(
         frames.head_frame(analysis, layer, head),
         f"Layer {layer}, head {head}: queries down, keys across",

@@ -107,10 +107,12 @@ def head_grid(lesson: lesson_rm.RealModelLesson, answered: bool) -> None:
         widgets.answer_first("The grid of every head's weights appears")
         return
     draw.head_grid(
-        frames_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD]),
-        len(lesson.tokens),
-        lesson.num_layers,
-        lesson.num_heads,
+        charts_rm.grid(
+            frames_rm.grid_frame(lesson, st.session_state[LAYER], st.session_state[HEAD]),
+            len(lesson.tokens),
+            lesson.num_layers,
+            lesson.num_heads,
+        ),
         "A grid of 6 by 12 small heatmaps, one per attention head; rows are layers, columns heads.",
         key="real_grid",
         layer_key=LAYER,

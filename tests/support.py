@@ -44,6 +44,44 @@ def validated_spec(chart) -> dict:
     return spec
 
 
+# ---------------------------------------------------------------- message sizes (issue 40)
+# Streamlit sends each element in one websocket message and refuses one over server.maxMessageSize (2 MB,
+# .streamlit/config.toml) with its raw error box; every page keeps its largest under half of that.
+MESSAGE_BUDGET = 1_000_000  # bytes
+# 64 tokens of SmolLM2-135M: lesson 10's cap (and lessons 2, 4 and 5's on the decoder's heads) ...
+PROMPT_64 = (
+    "The students in the lecture hall watched as the teacher drew the attention pattern of every head on the "
+    "board, explaining how each token looks back at the ones before it and how some heads park their weight on "
+    "the first token while others copy what came after an earlier match of the current word, so that the class "
+    "could see the"
+)
+# ... and 64 word pieces of all-MiniLM-L6-v2, [CLS] and [SEP] included: lesson 6's cap (and the encoder's heads').
+SENTENCE_64 = PROMPT_64.removesuffix(" see the")
+
+
+def message_bytes(chart_proto) -> int:
+    """The bytes of the websocket message (a ForwardMsg) that carries one drawn chart's element proto."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    message = ForwardMsg()
+    message.delta.new_element.vega_lite_chart.CopyFrom(chart_proto)
+    return message.ByteSize()
+
+
+def chart_message_bytes(chart) -> int:
+    """The bytes of the message that draws a `core.charts.spec.VegaChart`, marshalled as st.vega_lite_chart does."""
+    import json
+
+    from streamlit.elements.vega_charts import _marshall_chart_data
+    from streamlit.proto.VegaLiteChart_pb2 import VegaLiteChart
+
+    spec = chart.spec()
+    proto = VegaLiteChart()
+    _marshall_chart_data(proto, spec)  # the datasets as Arrow IPC bytes, out of the spec
+    proto.spec = json.dumps(spec)
+    return message_bytes(proto)
+
+
 # ---------------------------------------------------------------- AppTest helpers shared by the test modules
 def app(page: str | None = None, **params: str):
     """The frame with a link's parameters, run once, then `page` (a registry file) if it is not the overview."""

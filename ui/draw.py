@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Literal
 
 import streamlit as st
 
@@ -35,15 +36,17 @@ def draw(
     *,
     key: str | None = None,
     on_select: Callable[[], None] | None = None,
+    width: Literal["stretch", "content"] = "stretch",
 ) -> object:
-    """Draw `chart` the house way; `on_select` (with its widget `key`) makes its selections clickable."""
+    """Draw `chart` the house way; `on_select` (with its widget `key`) makes its selections clickable.
+
+    `width`: "stretch" fills the column; "content" keeps the chart's own width (a map of fixed squares).
+    """
     spec = chart.spec()  # a fresh dict: the cached template and data are never changed
     spec = with_export(spec, download_name(current_slug(), chart_title(spec), _link_settings()))
     if on_select is None:
-        return st.vega_lite_chart(spec=spec, theme="streamlit", width="stretch", alt=description)
-    return st.vega_lite_chart(
-        spec=spec, theme="streamlit", width="stretch", alt=description, key=key, on_select=on_select
-    )
+        return st.vega_lite_chart(spec=spec, theme="streamlit", width=width, alt=description)
+    return st.vega_lite_chart(spec=spec, theme="streamlit", width=width, alt=description, key=key, on_select=on_select)
 
 
 def heatmap(frame, title: str, description: str, *, key: str | None = None, on_select=None, **options) -> object:
@@ -153,24 +156,24 @@ def scrolls_on_narrow_screens(key: str, min_width_px: int) -> Iterator[None]:
 
 
 def head_grid(
-    frame,
-    num_tokens: int,
-    num_layers: int,
-    num_heads: int,
+    chart: VegaChart,
     description: str,
     *,
     key: str,
     layer_key: str,
     head_key: str,
+    width: Literal["stretch", "content"] = "stretch",
 ) -> None:
-    """A real model's every head as small heatmaps (layers × heads), a click opening one in the layer and head
-    boxes. Wider than a phone, the grid shrinks to its column instead of scrolling sideways."""
+    """A real model's every head in one clickable chart (core.charts.real_model.grid, or lesson 10's overview of
+    blocks), a click opening one in the layer and head boxes. Wider than a phone, the chart shrinks to its
+    column instead of scrolling sideways. `width`: as in `draw` ("content" keeps a map's squares square)."""
     container = f"al-grid-{key}"
     st.html(f"<style>.st-key-{container} svg, .st-key-{container} canvas {{max-width: 100%; height: auto;}}</style>")
     with st.container(key=container):
         draw(
-            charts_rm.grid(frame, num_tokens, num_layers, num_heads),
+            chart,
             description,
             key=key,
             on_select=lambda: select_head_from_chart(key, charts_rm.HEAD_SELECTION, layer_key, head_key),
+            width=width,
         )

@@ -12,12 +12,13 @@ column (ui/draw.head_panels) instead of clipping its labels.
 from __future__ import annotations
 
 import functools
+from typing import Literal
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.common import MASKED_COLOUR, VIRIDIS
+from core.charts.common import MASKED_COLOUR, VIRIDIS, WIDE_COLUMNS
 from core.charts.spec import VegaChart, template
 
 HEAD_PANELS_DATA = "head_panels"
@@ -47,8 +48,11 @@ def _panels(tokens: tuple[str, ...], heads: tuple[str, ...], title: str, causal:
         title="weight (one scale for every head" + ("; grey: masked future)" if causal else ")"),
         legend=alt.Legend(orient="bottom", gradientLength=200, titleLimit=500),
     )
-    key_axis = alt.Axis(labelAngle=-90, labelOverlap=False, labelLimit=70, title=None)
-    query_axis = alt.Axis(labelOverlap=False, labelLimit=70, title=None)
+    # Every token labelled, as a sentence's heatmap labels them; beyond WIDE_COLUMNS tokens (a model's 64-token
+    # prompt: under 4 px a token) the labels that would overlap are skipped, as the heatmap skips a wide matrix's.
+    overlap: Literal["greedy"] | bool = False if len(tokens) <= WIDE_COLUMNS else "greedy"
+    key_axis = alt.Axis(labelAngle=-90, labelOverlap=overlap, labelLimit=70, title=None)
+    query_axis = alt.Axis(labelOverlap=overlap, labelLimit=70, title=None)
     cells = (
         alt.Chart()
         .mark_rect()
@@ -89,9 +93,20 @@ def head_panels(frame: pd.DataFrame, title: str, *, causal: bool = False, column
     row (default `panel_columns`: a decoder's layer passes its group size, one row per key/value head)."""
     tokens = tuple(dict.fromkeys(frame.sort_values("row_index")["row"]))
     # A model's heads are numbered (0, 1, …), the random lesson's already labelled ("head 1", …).
-    labels = frame["head"].map(lambda h: f"head {h}" if isinstance(h, int | np.integer) else str(h))
-    heads = tuple(dict.fromkeys(labels))
-    data = frame.assign(head=labels)[["head", "row", "col", "value", "row_index", "col_index"]]
+    names = {h: f"head {h}" if isinstance(h, int | np.integer) else str(h) for h in frame["head"].unique()}
+    heads = tuple(dict.fromkeys(names.values()))
+    # Sent compactly (a model's 12 heads of 64 x 64 are 49,152 cells): the labels as categories (an Arrow
+    # dictionary, each label sent once), the weights as float32 (the tooltip shows 4 decimals), small positions.
+    data = pd.DataFrame(
+        {
+            "head": pd.Categorical(frame["head"].map(names), categories=list(heads)),
+            "row": frame["row"],
+            "col": frame["col"],
+            "value": frame["value"].astype(np.float32),
+            "row_index": frame["row_index"].astype(np.int16),
+            "col_index": frame["col_index"].astype(np.int16),
+        }
+    )
     return VegaChart(
         _panels_template(tokens, heads, title, causal, columns or panel_columns(len(heads))), {HEAD_PANELS_DATA: data}
     )

@@ -1,7 +1,9 @@
 """Chart builders for "Inside a GPT": DataFrames in, `VegaChart` out (templates built once per look).
 
-The all-heads grid and the per-head measure maps reuse the real encoder's builders
-(core.charts.real_model.grid / measure): same columns, same click selection.
+The all-heads overview has its own builder (`heads_overview`: each head a small map of blocks, so that
+its message stays small at 64 tokens), with the click selection of the real encoder's grid; the chosen
+layer's heads are core.charts.heads' panels, and the per-head measure maps the encoder's
+(core.charts.real_model.measure).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import functools
 import altair as alt
 import pandas as pd
 
-from core.charts.common import GROWS_FOR_TEXT, PLOT_HEIGHT
+from core.charts.common import GROWS_FOR_TEXT, MASKED_COLOUR, PLOT_HEIGHT, VIRIDIS
+from core.charts.real_model import CHOSEN_COLOUR, HEAD_SELECTION
 from core.charts.spec import VegaChart, phone_title, template
 
 PROBABILITY_DATA = "gpt_probabilities"  # token, stage, probability, rank
@@ -19,6 +22,10 @@ ROW_DATA = "gpt_row"  # token, position, weight
 GROUP_DATA = "gpt_groups"  # layer, head, group, value
 TIMING_DATA = "gpt_timing"  # length, run, ms
 ROPE_DATA = "gpt_rope"  # distance, score, positions, start
+OVERVIEW_DATA = "gpt_overview"  # layer, head, query_block, key_block, share
+OVERVIEW_HEADS_DATA = "gpt_overview_heads"  # layer, head, sink, previous, chosen
+OVERVIEW_TITLE = "Every head of every layer, in blocks of positions; click one to open it"
+OVERVIEW_STEP_PX = 18  # a head's square: 30 layers across fit a laptop's column, and shrink to a phone's
 SAMPLING_TITLE = "The next token: before and after temperature, top-k and top-p"
 ROPE_TITLE = "One query and one key at every distance, the key at two places"
 
@@ -42,6 +49,87 @@ def _probability_template() -> str:
 
 def probabilities(frame: pd.DataFrame) -> VegaChart:
     return VegaChart(_probability_template(), {PROBABILITY_DATA: frame})
+
+
+@functools.lru_cache(maxsize=16)
+def _overview_template(num_layers: int, num_heads: int, blocks: int) -> str:
+    """Layers across, heads down (a wide, low map); inside each head's square its blocks, queries down and keys
+    across, over the masked colour (the blocks wholly in the future are not sent).
+
+    The heads' squares (OVERVIEW_HEADS_DATA) lie under the blocks and take the click: the blocks have no
+    selection, so Vega-Lite makes them non-interactive and a click anywhere on a head selects its (layer,
+    head), as on the real encoder's grid; hovering shows the head's two measures. Drawn as SVG, which
+    Streamlit's default would not be for ~10,000 marks (canvas): each head is a labelled element, for a
+    screen reader (the blocks are not: 9,720 of them) and for the browser test that clicks one.
+    """
+    pick = alt.selection_point(name=HEAD_SELECTION, fields=["layer", "head"], on="click", empty=False)
+    x = alt.X(
+        "layer:O",
+        title="layer",
+        sort=list(range(num_layers)),
+        scale=alt.Scale(domain=list(range(num_layers)), paddingInner=0.15, paddingOuter=0.05),
+        axis=alt.Axis(labelAngle=0, ticks=False, domain=False),
+    )
+    y = alt.Y(
+        "head:O",
+        title="head",
+        sort=list(range(num_heads)),
+        scale=alt.Scale(domain=list(range(num_heads)), paddingInner=0.15, paddingOuter=0.05),
+        axis=alt.Axis(ticks=False, domain=False, labelOverlap=False),  # all nine heads named
+    )
+    heads = alt.Chart(alt.NamedData(name=OVERVIEW_HEADS_DATA)).encode(x=x, y=y)
+    squares = (
+        heads.mark_rect(color=MASKED_COLOUR, cursor="pointer", aria=True)
+        .encode(
+            tooltip=[
+                alt.Tooltip("layer:O"),
+                alt.Tooltip("head:O"),
+                alt.Tooltip("sink:Q", title="sink share", format=".2f"),
+                alt.Tooltip("previous:Q", title="previous-token score", format=".2f"),
+            ]
+        )
+        .add_params(pick)
+    )
+    in_block = alt.Scale(domain=list(range(blocks)), paddingInner=0, paddingOuter=0)
+    blocks_drawn = (
+        alt.Chart(alt.NamedData(name=OVERVIEW_DATA))
+        .mark_rect(aria=False)
+        .encode(
+            x=x,
+            xOffset=alt.XOffset("key_block:O", scale=in_block),
+            y=y,
+            yOffset=alt.YOffset("query_block:O", scale=in_block),
+            color=alt.Color(
+                "share:Q",
+                scale=alt.Scale(domain=[0.0, 1.0], range=list(VIRIDIS), interpolate="rgb", clamp=True),
+                title="weight on those keys (grey: masked future)",
+                legend=alt.Legend(orient="bottom", gradientLength=200, titleLimit=500),
+            ),
+        )
+    )
+    outline = (
+        heads.transform_filter("datum.chosen")
+        # Decoration: without ARIA it is no unlabelled image to a screen reader (axe svg-img-alt).
+        .mark_rect(fillOpacity=0, stroke=CHOSEN_COLOUR, strokeWidth=3, aria=False)
+    )
+    chart = alt.layer(squares, blocks_drawn, outline).properties(
+        title=alt.Title(OVERVIEW_TITLE, subtitle="in each head: queries down, keys across, as in the maps below"),
+        # The step of a whole head (`for: position`); without it Vega-Lite gives each block the step.
+        width=alt.Step(OVERVIEW_STEP_PX, **{"for": "position"}),
+        height=alt.Step(OVERVIEW_STEP_PX, **{"for": "position"}),
+        usermeta={"embedOptions": {"renderer": "svg"}},
+    )
+    return template(chart)
+
+
+def heads_overview(blocks: pd.DataFrame, heads: pd.DataFrame, num_layers: int, num_heads: int) -> VegaChart:
+    """Every head as a small map of blocks (OVERVIEW_DATA = `blocks`: core.lessons.inside_gpt_frames.overview_frame)
+    over one clickable square a head (OVERVIEW_HEADS_DATA = `heads`: overview_heads_frame); the template is
+    built once per number of blocks."""
+    size = int(blocks["query_block"].max()) + 1
+    return VegaChart(
+        _overview_template(num_layers, num_heads, size), {OVERVIEW_DATA: blocks, OVERVIEW_HEADS_DATA: heads}
+    )
 
 
 @functools.lru_cache(maxsize=16)

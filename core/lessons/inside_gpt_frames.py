@@ -16,7 +16,7 @@ from core.lessons.inside_gpt import (
     SamplingView,
 )
 
-GRID_FLOOR = 0.02  # grid cells under this look like 0 on a 0..1 scale: dropped to keep 270 panels light
+OVERVIEW_BLOCKS = 8  # each head's map in the all-heads overview: at most 8 x 8 blocks of positions, whatever T
 
 
 def labels(tokens: tuple[str, ...]) -> list[str]:
@@ -24,21 +24,73 @@ def labels(tokens: tuple[str, ...]) -> list[str]:
     return [f"{i} {token!r}"[:18] for i, token in enumerate(tokens)]
 
 
-def grid_frame(analysis: PromptAnalysis, layer: int, head: int) -> pd.DataFrame:
-    """Every head's weights, long, as core.charts.real_model.grid reads them (cells under the floor dropped)."""
+def _labels_at(tokens: tuple[str, ...], positions: np.ndarray) -> pd.Categorical:
+    """The labels at `positions` as a categorical: it reaches the browser as an Arrow dictionary column
+    (each label sent once, a byte per cell), not one string per cell."""
+    return pd.Categorical.from_codes(positions, categories=labels(tokens))
+
+
+def block_edges(count: int, blocks: int = OVERVIEW_BLOCKS) -> np.ndarray:
+    """Where each block of positions starts, and the end: (B + 1,) edges cutting 0..count into
+    B = min(count, blocks) blocks whose sizes differ by one at most (64 tokens: eight blocks of 8)."""
+    parts = min(count, blocks)
+    return (np.arange(parts + 1) * count) // parts
+
+
+def block_shares(weights: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """weights (..., T, T) -> (..., B, B): for a block of queries and a block of keys, the weight each of
+    those queries puts on those keys together, averaged over the queries. Each row of blocks sums to 1
+    (as each row of weights does); a block wholly after its queries is 0 (the causal mask)."""
+    starts, sizes = edges[:-1], np.diff(edges)
+    by_key_block = np.add.reduceat(weights, starts, axis=-1)  # (..., T, B): each query's weight on each key block
+    return np.add.reduceat(by_key_block, starts, axis=-2) / sizes[:, None]  # (..., B, B): mean over the queries
+
+
+def overview_frame(analysis: PromptAnalysis) -> pd.DataFrame:
+    """Every head as a small map of blocks, long, as core.charts.inside_gpt.heads_overview reads it: layer, head,
+    query_block, key_block, share (block_shares, 3 decimals). Only the blocks the causal mask leaves open
+    (key_block <= query_block): the chart draws the rest in the masked colour.
+
+    Sent compactly: 30 x 9 x 36 rows at most (9,720) whatever the prompt's length, in bytes and float32. The
+    heads' every weight was up to 1.1 million cells, 4.4 MB in one message at 64 tokens (issue 40)."""
     weights = analysis.attentions.astype(np.float32)  # (L, H, T, T)
-    layers, heads, queries, keys = np.nonzero(weights >= GRID_FLOOR)
-    names = pd.Categorical.from_codes(np.arange(len(analysis.tokens)), categories=labels(analysis.tokens))
-    return pd.DataFrame(
+    shares = block_shares(weights, block_edges(weights.shape[-1]))  # (L, H, B, B)
+    layers, heads, query_blocks, key_blocks = (a.flatten().astype(np.uint8) for a in np.indices(shares.shape))
+    frame = pd.DataFrame(
         {
             "layer": layers,
             "head": heads,
-            "query_index": queries,
-            "key_index": keys,
-            "query": names[queries],
-            "key": names[keys],
-            "weight": weights[layers, heads, queries, keys].round(4),
-            "chosen": (layers == layer) & (heads == head),
+            "query_block": query_blocks,
+            "key_block": key_blocks,
+            "share": shares.flatten().round(3).astype(np.float32),
+        }
+    )
+    return frame[frame["key_block"] <= frame["query_block"]].reset_index(drop=True)
+
+
+def overview_heads_frame(analysis: PromptAnalysis, layer: int, head: int) -> pd.DataFrame:
+    """One row a head (L x H): layer, head, sink, previous (the measures below the overview, 3 decimals), and
+    chosen (the head the page has open): what the overview's click targets name and its outline marks."""
+    frame = measure_frame(analysis.sink, layer, head).rename(columns={"value": "sink"})
+    frame.insert(3, "previous", analysis.previous.astype(np.float64).flatten())
+    return frame.astype({"layer": np.uint8, "head": np.uint8, "sink": np.float32, "previous": np.float32}).round(
+        {"sink": 3, "previous": 3}
+    )
+
+
+def layer_frame(analysis: PromptAnalysis, layer: int) -> pd.DataFrame:
+    """One layer's heads, every weight, long, as core.charts.heads.head_panels reads them: head, row, col
+    (categorical labels), value (float32: the weights are float16), row_index, col_index (int16)."""
+    weights = analysis.attentions[layer].astype(np.float32)  # (H, T, T)
+    heads, rows, cols = (a.flatten() for a in np.indices(weights.shape, dtype=np.int16))  # (H * T * T,) each
+    return pd.DataFrame(
+        {
+            "head": heads,
+            "row": _labels_at(analysis.tokens, rows),
+            "col": _labels_at(analysis.tokens, cols),
+            "value": weights.flatten(),
+            "row_index": rows,
+            "col_index": cols,
         }
     )
 
@@ -48,9 +100,14 @@ def head_frame(analysis: PromptAnalysis, layer: int, head: int) -> pd.DataFrame:
     weights = analysis.attentions[layer, head].astype(np.float64)  # (T, T)
     count = weights.shape[0]
     rows, cols = np.divmod(np.arange(count * count), count)  # row-major cells
-    names = np.array(labels(analysis.tokens), dtype=object)
     return pd.DataFrame(
-        {"row": names[rows], "col": names[cols], "value": weights.flatten(), "row_index": rows, "col_index": cols}
+        {
+            "row": _labels_at(analysis.tokens, rows),
+            "col": _labels_at(analysis.tokens, cols),
+            "value": weights.flatten(),
+            "row_index": rows,
+            "col_index": cols,
+        }
     )
 
 

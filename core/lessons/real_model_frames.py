@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -37,16 +38,17 @@ def grid_frame(lesson: RealModelLesson, layer: int, head: int, floor: float = GR
 
     Cells under `floor` are dropped: on a 0..1 colour scale they look like 0 anyway, and the
     72 panels of a 64-piece sentence would otherwise hold 295,000 cells. `chosen` marks the
-    cells of the head (layer, head) that the page has opened.
+    cells of the head (layer, head) that the page has opened. The positions are sent as bytes
+    (uint8: 64 pieces at most), not int64: at the cap, 0.4 MB in one message instead of 1.6 MB.
     """
     weights = lesson.attentions
     layers, heads, queries, keys = torch.nonzero(weights >= floor, as_tuple=True)
     return pd.DataFrame(
         {
-            "layer": layers.numpy(),
-            "head": heads.numpy(),
-            "query_index": queries.numpy(),
-            "key_index": keys.numpy(),
+            "layer": layers.numpy().astype(np.uint8),
+            "head": heads.numpy().astype(np.uint8),
+            "query_index": queries.numpy().astype(np.uint8),
+            "key_index": keys.numpy().astype(np.uint8),
             "query": _labels_at(lesson, queries),
             "key": _labels_at(lesson, keys),
             "weight": weights[layers, heads, queries, keys].numpy().round(4),

@@ -9,7 +9,7 @@ import pytest
 
 from core.lessons import inside_gpt as gpt
 from core.models import smollm2
-from tests.support import open_page
+from tests.support import MESSAGE_BUDGET, PROMPT_64, message_bytes, open_page
 from ui import cache
 
 try:
@@ -116,6 +116,20 @@ def test_each_control_is_read_from_the_link(param: str, value: str, check) -> No
     assert not at.exception
     assert not [w.value for w in at.main.warning if param in w.value]  # no link note: the value was taken
     assert check(at), param
+
+
+@needs_model
+@pytest.mark.slow  # the page at its cap, every question answered
+def test_at_its_64_token_cap_every_chart_goes_in_a_message_under_1_mb() -> None:
+    # Issue 40: the grid of 270 heads was one message of 4.4 MB at 64 tokens, over Streamlit's 2 MB limit.
+    at = open_page("inside_gpt", gpt_prompt="own", gpt_text=PROMPT_64)
+    answer_all(at)
+    assert not at.exception
+    assert "64 tokens, as the model reads them:" in captions(at)
+    sizes = {chart.proto.alt: message_bytes(chart.proto) for chart in at.get("vega_lite_chart")}
+    assert max(sizes.values()) <= MESSAGE_BUDGET, sorted(sizes.items(), key=lambda item: -item[1])[:3]
+    assert [alt for alt in sizes if alt.startswith("A grid of 30 by 9")]  # every head, and ...
+    assert [alt for alt in sizes if alt.startswith("Small heatmaps of the 9 heads of layer")]  # ... one layer's
 
 
 @needs_model

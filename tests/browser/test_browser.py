@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
@@ -125,6 +126,36 @@ def test_clicking_a_head_in_the_real_models_grid_opens_it(server: str, browser) 
     playwright_api.expect(head_box).to_have_value("9", timeout=30_000)
     wait_for_rerun(page)
     assert (layer_box.input_value(), head_box.input_value()) == ("4", "9")
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert not js_errors, js_errors
+    context.close()
+
+
+def test_clicking_a_head_in_the_gpts_overview_opens_it_and_its_layer(server: str, browser) -> None:
+    """Lesson 10's 270 heads, each a small map of blocks (issue 40): a click on one still opens it, with its
+    layer's nine heads in full. At the 64-token cap, where the old grid of every weight broke the page."""
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+    page = context.new_page()
+    js_errors: list[str] = []
+    page.on("pageerror", lambda error: js_errors.append(str(error)))
+    link = urlencode({"gpt_prompt": "own", "gpt_text": support.PROMPT_64, "gpt_layer": 3, "gpt_head": 5})
+    page.goto(f"{server}/inside_gpt?{link}", wait_until="domcontentloaded")
+    overview = page.locator('[data-testid="stVegaLiteChart"]').filter(has_text="click one to open it")
+    outline = overview.locator('path[stroke="#e45756"]')
+    outline.first.wait_for(state="attached", timeout=300_000)  # the model loads once per server, then 64 tokens
+    page.wait_for_selector(support.IDLE, timeout=300_000)
+    assert outline.count() == 1  # the link's head, outlined
+    head_box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Head").locator("input").first
+    layer_box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Layer").locator("input").first
+    assert (layer_box.input_value(), head_box.input_value()) == ("3", "5")
+    # A head's square, labelled by its tooltip; the blocks drawn over it let the click through.
+    overview.locator('path[aria-label*="layer: 17; head: 2;"]').first.click()
+    playwright_api.expect(layer_box).to_have_value("17", timeout=120_000)
+    page.wait_for_selector(support.IDLE, timeout=300_000)
+    assert (layer_box.input_value(), head_box.input_value()) == ("17", "2")
+    layer_panels = '[data-testid="stVegaLiteChart"][aria-label^="Small heatmaps of the 9 heads of layer 17,"]'
+    assert page.locator(layer_panels).count() == 1  # the layer's panels followed
+    assert "gpt_layer=17" in page.url and "gpt_head=2" in page.url
     assert page.locator('[data-testid="stException"]').count() == 0
     assert not js_errors, js_errors
     context.close()

@@ -234,9 +234,23 @@ def test_the_code_box_s_float32_greedy_tokens_are_the_page_s(model) -> None:
 
 def test_frames_feed_the_charts(model, vocabulary) -> None:
     analysis = gpt.analyse_prompt(model, gpt.EXAMPLES[2].text, gpt.EXAMPLES[2].kind)
-    grid = frames.grid_frame(analysis, 1, 2)
-    assert grid["chosen"].any() and (grid["key_index"] <= grid["query_index"]).all()
-    assert len(frames.head_frame(analysis, 0, 0)) == len(analysis.tokens) ** 2
+    count = len(analysis.tokens)
+    overview = frames.overview_frame(analysis)
+    blocks = min(count, frames.OVERVIEW_BLOCKS)
+    assert len(overview) == 30 * 9 * blocks * (blocks + 1) // 2  # the blocks the causal mask leaves open
+    assert (overview["key_block"] <= overview["query_block"]).all()
+    row_sums = overview.groupby(["layer", "head", "query_block"])["share"].sum()
+    assert np.allclose(row_sums, 1, atol=2e-2)  # each row of blocks shares out the queries' weight
+    heads = frames.overview_heads_frame(analysis, 1, 2)
+    assert len(heads) == 270 and heads[heads["chosen"]][["layer", "head"]].values.tolist() == [[1, 2]]
+    seven = heads[(heads["layer"] == 7) & (heads["head"] == 4)]
+    assert seven["sink"].item() == pytest.approx(analysis.sink[7, 4], abs=6e-4)  # 3 decimals
+    assert seven["previous"].item() == pytest.approx(analysis.previous[7, 4], abs=6e-4)
+    layer = frames.layer_frame(analysis, 3)
+    assert len(layer) == 9 * count * count and sorted(layer["head"].unique()) == list(range(9))
+    five = layer[layer["head"] == 5].sort_values(["row_index", "col_index"])
+    assert np.array_equal(five["value"].to_numpy(), analysis.attentions[3, 5].astype(np.float32).flatten())
+    assert len(frames.head_frame(analysis, 0, 0)) == count**2
     view = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(0.7, 5, 1.0), 0)
     assert len(frames.probability_frame(view)) == 2 * gpt.TOP_CANDIDATES
 
@@ -275,6 +289,7 @@ def test_the_lessons_caches_stay_under_their_budget(model) -> None:
 
 
 def test_every_chart_of_the_lesson_is_valid_vega_lite(model, vocabulary) -> None:
+    from core.charts import heads as charts_heads
     from core.charts import inside_gpt as charts_gpt
     from core.charts import real_model as charts_rm
     from tests.support import validated_spec
@@ -291,7 +306,8 @@ def test_every_chart_of_the_lesson_is_valid_vega_lite(model, vocabulary) -> None
         charts_gpt.groups(frames.group_frame(30, 9, gpt.kv_groups(9, 3), lesson.scores), True),
         charts_gpt.groups(frames.group_frame(30, 9, gpt.kv_groups(9, 3), None), False),
         charts_gpt.timing(frames.timing_frame(timing)),
-        charts_rm.grid(frames.grid_frame(analysis, 0, 0), len(analysis.tokens), 30, 9),
+        charts_gpt.heads_overview(frames.overview_frame(analysis), frames.overview_heads_frame(analysis, 0, 0), 30, 9),
+        charts_heads.head_panels(frames.layer_frame(analysis, 0), "layer 0", causal=True, columns=3),
         charts_rm.measure(frames.measure_frame(analysis.sink, 0, 0), "sink", "sink"),
     ]
     for chart in charts:
@@ -468,3 +484,39 @@ def test_the_cache_caption_counts_the_rows_the_cache_really_holds() -> None:
     caption = gpt.cache_caption(timing)
     assert "The cache held 1.9 MiB at the end: 44 tokens × 45 KiB" in caption
     assert "after 45 tokens" not in caption
+
+
+def test_block_shares_add_up_each_blocks_weights_averaged_over_its_queries() -> None:
+    # At the cap, eight blocks of eight tokens (what the page's prose says); a short prompt keeps one a token.
+    assert frames.block_edges(gpt.MAX_PROMPT_TOKENS).tolist() == list(range(0, 65, 8))
+    assert frames.block_edges(5).tolist() == [0, 1, 2, 3, 4, 5]
+    assert set(np.diff(frames.block_edges(21))) == {2, 3}
+    weights = np.tril(np.random.default_rng(0).random((2, 21, 21)))
+    weights /= weights.sum(-1, keepdims=True)  # (2, T, T): causal rows that sum to 1
+    edges = frames.block_edges(21)
+    shares = frames.block_shares(weights, edges)  # (2, B, B)
+    for q, (q0, q1) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
+        for k, (k0, k1) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
+            assert np.allclose(shares[:, q, k], weights[:, q0:q1, k0:k1].sum(-1).mean(-1))
+    assert np.allclose(shares.sum(-1), 1) and np.all(np.triu(shares, k=1) == 0)
+
+
+def test_the_all_heads_charts_at_64_tokens_each_fit_in_one_small_message(model) -> None:
+    """Issue 40: every weight of 270 heads in one chart was a 4.4 MB message at 64 tokens (over Streamlit's 2 MB)."""
+    from core.charts import common
+    from core.charts import heads as charts_heads
+    from core.charts import inside_gpt as charts_gpt
+    from tests.support import MESSAGE_BUDGET, PROMPT_64, chart_message_bytes
+
+    analysis = gpt.analyse_prompt(model, PROMPT_64, gpt.PromptKind.TEXT)
+    assert len(analysis.tokens) == gpt.MAX_PROMPT_TOKENS
+    heads = frames.overview_heads_frame(analysis, 3, 4)
+    sizes = {
+        "overview": chart_message_bytes(charts_gpt.heads_overview(frames.overview_frame(analysis), heads, 30, 9)),
+        "layer": chart_message_bytes(
+            charts_heads.head_panels(frames.layer_frame(analysis, 3), "layer 3", causal=True, columns=3)
+        ),
+        "head": chart_message_bytes(common.heatmap(frames.head_frame(analysis, 3, 4), "head", show_values=False)),
+    }
+    assert max(sizes.values()) <= MESSAGE_BUDGET, sizes
+    assert sizes["overview"] < MESSAGE_BUDGET / 10, sizes  # at most 30 x 9 x 36 blocks, whatever the prompt
