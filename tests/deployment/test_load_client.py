@@ -342,3 +342,32 @@ def test_a_question_left_behind_is_asked_again() -> None:
 
     asyncio.run(visit())
 
+
+def test_the_capacity_table_puts_ours_beside_the_reference() -> None:
+    from loadtest import capacity
+
+    def step(students: int, p95_s: float, cpu_ms: float) -> capacity.Step:
+        return capacity.Step(
+            students=students,
+            changes=100,
+            changes_per_s=1.0,
+            p50_s=p95_s / 2,
+            p95_s=p95_s,
+            max_s=p95_s,
+            open_p95_s=p95_s,
+            errors=0,
+            mismatches=0,
+            checked=90,
+            answers=30,
+            server_cpu_ms_per_change=cpu_ms,
+            server_cpu_busy=0.5,
+            server_peak_rss_mib=500.0,
+            server_cpus="0",
+            client_cpu_busy=0.1,
+            examples=(),
+        )
+
+    lines = capacity.table([step(50, 0.4, 60.0), step(150, 0.8, 99.0)], [step(50, 0.2, 50.0)])
+    assert lines[0].startswith("| students | p50 ours / ref (s) | p95 ours / ref (s) |")
+    assert lines[2] == "| 50 | 0.20 / 0.10 | 0.40 / 0.20 | 60.0 / 50.0 | 1.20x | 0 / 0 | 0 / 0 | 90 (30) |"
+    assert lines[3] == "| 150 | 0.40 / - | 0.80 / - | 99.0 / - | - | 0 / - | 0 / - | 90 (30) |"
