@@ -56,7 +56,7 @@ from testkit.harness import NO_SEED_PAGES, PAGE_URLS, percentile
 
 THINK_MEDIAN_S = 5.0  # median pause between two actions of one student
 THINK_SIGMA = 0.6  # lognormal shape: 90% of pauses within median · e^(±1.645·0.6) = 1.9 .. 13.4 s
-PAGE_SWITCH_P = 0.25  # one action in four opens another lesson; the rest step the seed
+PAGE_SWITCH_P = 0.25  # of the actions that answer no question: one in four opens another lesson, the rest step the seed
 SEEDS_PER_STUDENT = 1000  # student i's seeds: 1000·(i+1) and up, one per seed step
 RUN_TIMEOUT_S = 30.0  # a run that has not finished by then counts as an error
 # Pages whose Code box holds the seed: not those that grey the seed out (the registry says which).
