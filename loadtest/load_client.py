@@ -59,6 +59,7 @@ THINK_SIGMA = 0.6  # lognormal shape: 90% of pauses within median · e^(±1.645�
 PAGE_SWITCH_P = 0.25  # of the actions that answer no question: one in four opens another lesson, the rest step the seed
 SEEDS_PER_STUDENT = 1000  # student i's seeds: 1000·(i+1) and up, one per seed step
 RUN_TIMEOUT_S = 30.0  # a run that has not finished by then counts as an error
+WARM_UP_TIMEOUT_S = 300.0  # a fresh server's first run (its imports) on a busy machine took over 30 s
 # Pages whose Code box holds the seed: not those that grey the seed out (the registry says which).
 # (The training lab's box, once drawn only after a student trained, is on the page from the start.)
 SEED_PAGES = frozenset(PAGE_URLS) - NO_SEED_PAGES
@@ -344,11 +345,15 @@ class Student:
         )
         self.view = RunView()
 
-    async def rerun(self, action: Action, page_hash: str = "", fragment_id: str = "") -> tuple[float, RunView]:
+    async def rerun(
+        self, action: Action, page_hash: str = "", fragment_id: str = "", timeout_s: float | None = None
+    ) -> tuple[float, RunView]:
         """Send one rerun as the browser would and wait for its end; returns (seconds, what it sent).
 
         `fragment_id`: rerun only that st.fragment (as the browser does for a widget inside one).
+        `timeout_s`: the longest wait for the next message (default RUN_TIMEOUT_S).
         """
+        timeout_s = RUN_TIMEOUT_S if timeout_s is None else timeout_s
         message = BackMsg()
         state = message.rerun_script
         state.query_string = self.query_string
@@ -373,7 +378,7 @@ class Student:
             await self.socket.send(message.SerializeToString())
             while True:
                 reply = ForwardMsg()
-                reply.ParseFromString(await asyncio.wait_for(self.socket.recv(), RUN_TIMEOUT_S))
+                reply.ParseFromString(await asyncio.wait_for(self.socket.recv(), timeout_s))
                 read_message(reply, view)
                 if reply.WhichOneof("type") == "script_finished" and reply.script_finished in (
                     FINISHED.FINISHED_SUCCESSFULLY,
@@ -591,7 +596,7 @@ async def warm_up(
         student = student_class(-1, base_url, time.monotonic(), random.Random(0), page, seed=123)
         try:
             await student.connect()
-            await student.rerun(Action.OPEN)
+            await student.rerun(Action.OPEN, timeout_s=WARM_UP_TIMEOUT_S)
         finally:
             await close(student)
 
