@@ -2,23 +2,31 @@
 
     python -m loadtest.capacity                      # 25, 50, 100, 150, 200, 250, 300 students, 60 s each
     python -m loadtest.capacity --steps 25,50 --seconds 20
+    python -m loadtest.capacity --table              # 50, 100, 150 and 200 students, every step, side by side
 
 Two apps are measured in the same run, step by step, one after the other at each class size:
 Attention Lab (streamlit_app.py) and the reference page (loadtest/reference_page.py: one slider,
 one 6x6 heatmap), with the same students, the same think times (the same random draws) and the
 same pinning, so that their ratio cancels most of what the machine adds. A reference student
-moves the slider where a lesson student steps the seed or switches page.
+moves the slider where a lesson student steps the seed, switches page or answers a question (a
+lesson student answers each predict question a page shows before anything else there, and what
+the answer unlocks is checked on the answer's run: loadtest/load_client.py).
 
 For each step a fresh `streamlit run` is pinned to core 0 (`taskset -c 0`) and this process, the
 load client (loadtest/load_client.py), to core 1, so the client never takes the server's CPU. A step
-*holds* when the p95 of the students' changes (seed steps and page switches, sent once the whole
-class has arrived) is under P95_TARGET_S and nothing went wrong (no error, no wrong number).
+*holds* when the p95 of the students' changes (seed steps, page switches and answers, sent once the
+whole class has arrived) is under P95_TARGET_S and nothing went wrong (no error, no wrong number).
 Capacity is the largest step that holds; stepping stops once a step is clearly overloaded
 (p95 over STOP_P95_S), so that on a noisy shared machine one unlucky step does not end the curve.
 Also recorded per step: the server's CPU time per change (from /proc), its peak memory, and the
 CPU-bound ceiling those imply: the class size at which the core would be busy all the time,
 1 / (CPU per change x changes per student per second). The ceiling depends little on what else
 runs on the machine; the measured capacity does (README "Scaling out").
+
+The run ends with both apps side by side, one row per class size (`table`): p50 and p95 ours and
+the reference's, our CPU per change over the reference's, errors, mismatches, and the runs checked
+whole (every question on the page answered: a check that ran, not one that found nothing to read).
+`--table` measures TABLE_STEPS and every one of them, overloaded or not.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from testkit.harness import start_server
 P95_TARGET_S = 1.0
 STOP_P95_S = 5.0  # a step this slow is overloaded: larger classes would only be slower
 STEPS = (25, 50, 100, 150, 200, 250, 300)
+TABLE_STEPS = (50, 100, 150, 200)  # --table: the class sizes compared side by side
 SERVER_CPU = "0"  # taskset's core list for the server
 CLIENT_CPU = 1  # the core this process (the client) moves to
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -72,6 +81,8 @@ class Step:
     open_p95_s: float
     errors: int
     mismatches: int
+    checked: int  # the class's runs checked whole: every question on the page answered (RunView.complete)
+    answers: int  # of the changes, answers to predict questions (none on the reference page)
     server_cpu_ms_per_change: float
     server_cpu_busy: float  # fraction of the server's core in use during the class
     server_peak_rss_mib: float
@@ -160,6 +171,8 @@ def measure(
             open_p95_s=summary["open_p95_s"],
             errors=summary["errors"],
             mismatches=summary["mismatches"],
+            checked=summary["checked"],
+            answers=summary["answers"],
             server_cpu_ms_per_change=round(1000 * cpu_used / max(summary["changes"], 1), 1),
             server_cpu_busy=round(cpu_used / wall, 2),
             server_peak_rss_mib=round(peak_rss_mib(process.pid), 1),
@@ -211,14 +224,53 @@ def report(app: App, step: Step) -> None:
     print(f"{app:9s} {step.students:4d} students: p50 {step.p50_s:.3f} s, p95 {step.p95_s:.3f} s, "
           f"{step.changes_per_s:.1f} changes/s, server {step.server_cpu_busy:.0%} busy, "
           f"{step.server_cpu_ms_per_change} ms CPU/change (ceiling {step.cpu_ceiling_students} students), "
-          f"errors {step.errors}, mismatches {step.mismatches}, server on cores {step.server_cpus}, "
-          f"client {step.client_cpu_busy:.0%} busy",
+          f"errors {step.errors}, mismatches {step.mismatches} ({step.checked} runs checked whole, "
+          f"{step.answers} answers), server on cores {step.server_cpus}, client {step.client_cpu_busy:.0%} busy",
           flush=True)  # fmt: skip
 
 
-def run(steps: tuple[int, ...] = STEPS, seconds: float = 60.0, env: dict[str, str] | None = None) -> dict:
+def table(lab: list[Step], reference: list[Step]) -> list[str]:
+    """Ours and the reference page's side by side, one row per class size (Markdown lines): p50 and p95
+    of the changes, our CPU per change over the reference's, then what went wrong in our class (errors,
+    mismatches) and how many of its runs were checked whole. A size one app did not measure shows "-"."""
+    ours = {s.students: s for s in lab}
+    theirs = {s.students: s for s in reference}
+    lines = [
+        "| students | p50 ours / ref (s) | p95 ours / ref (s) | CPU per change ours / ref (ms) | CPU ratio "
+        "| errors ours / ref | mismatches ours / ref | runs checked whole (answers) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for students in sorted(ours.keys() | theirs.keys()):
+        a, b = ours.get(students), theirs.get(students)
+        ratio = (
+            f"{a.server_cpu_ms_per_change / b.server_cpu_ms_per_change:.2f}x"
+            if a is not None and b is not None and b.server_cpu_ms_per_change > 0
+            else "-"
+        )
+        checked = "-" if a is None else f"{a.checked} ({a.answers})"
+        lines.append(
+            f"| {students} | {_pair(a, b, 'p50_s')} | {_pair(a, b, 'p95_s')} "
+            f"| {_pair(a, b, 'server_cpu_ms_per_change')} | {ratio} | {_pair(a, b, 'errors')} "
+            f"| {_pair(a, b, 'mismatches')} | {checked} |"
+        )
+    return lines
+
+
+def _pair(ours: Step | None, reference: Step | None, name: str) -> str:
+    """One field of both steps, "ours / reference" ("-" for a step not measured; seconds to 2 decimals)."""
+    cells = []
+    for step in (ours, reference):
+        value = None if step is None else getattr(step, name)
+        cells.append("-" if value is None else f"{value:.2f}" if name.endswith("_s") else str(value))
+    return " / ".join(cells)
+
+
+def run(
+    steps: tuple[int, ...] = STEPS, seconds: float = 60.0, env: dict[str, str] | None = None, *, stop: bool = True
+) -> dict:
     """Step the class up, the reference page and ours at each size; an app stops after a step that is
-    clearly overloaded. Returns a JSON-ready dict: each app's curve and their ratios."""
+    clearly overloaded (`stop=False`: never, every size is measured). Returns a JSON-ready dict: each
+    app's curve, their ratios, and the side-by-side table's lines."""
     pin_client()
     measured: dict[App, list[Step]] = {App.LAB: [], App.REFERENCE: []}
     stopped: set[App] = set()
@@ -229,7 +281,7 @@ def run(steps: tuple[int, ...] = STEPS, seconds: float = 60.0, env: dict[str, st
             step = measure(students, seconds, env, app)
             measured[app].append(step)
             report(app, step)
-            if step.p95_s > STOP_P95_S or step.errors:
+            if stop and (step.p95_s > STOP_P95_S or step.errors):
                 stopped.add(app)
         if len(stopped) == len(App):
             break
@@ -244,6 +296,7 @@ def run(steps: tuple[int, ...] = STEPS, seconds: float = 60.0, env: dict[str, st
         "think_median_s": load_client.THINK_MEDIAN_S,
         "think_sigma": load_client.THINK_SIGMA,
         "page_switch_p": load_client.PAGE_SWITCH_P,
+        "table": table(measured[App.LAB], measured[App.REFERENCE]),
     }
 
 
@@ -254,16 +307,22 @@ def main() -> None:
     parser.add_argument(
         "--profile", type=Path, default=None, help="profile our app's server at the first step into this file"
     )
+    parser.add_argument(
+        "--table", action="store_true", help=f"measure {TABLE_STEPS} (or --steps), every step, side by side"
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a `kill` stops the server it started too
     steps = tuple(int(n) for n in args.steps.split(","))
+    if args.table and args.steps == parser.get_default("steps"):
+        steps = TABLE_STEPS
     if args.profile is not None:  # one step of our app only, sampled
         pin_client()
         step = measure(steps[0], args.seconds, app=App.LAB, profile=args.profile)
         report(App.LAB, step)
         return
-    result = run(steps, args.seconds)
+    result = run(steps, args.seconds, stop=not args.table)
     print(json.dumps(result, indent=2))
+    print("\n".join(result["table"]))
 
 
 if __name__ == "__main__":

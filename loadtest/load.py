@@ -6,8 +6,9 @@ tabs, each its own Streamlit session, session i opening a link with seed 1000·(
 2. each goes to its own page, where its box must still show the link's seed, and for
    `seconds` keeps stepping the seed up (the sidebar's "+"), timing each click until the
    server has finished a run with the new seed (read from its run log, below);
-3. once every session has stopped clicking, each opens the trainable-weights page, which must
-   show the numbers `core` computes for the seed it clicked its way to.
+3. once every session has stopped clicking, each opens the trainable-weights page, answers its
+   predict question as a student does (a page may hold back what an answer unlocks), and the page
+   must show the numbers `core` computes for the seed it clicked its way to.
 The server also writes one line per finished run (ATTENTION_LAB_RUN_LOG), which says what it
 computed for each session: never a seed from another session's range (cross-talk), never the
 default 123 (a lost link). Seed ranges never overlap, so a number on screen says whose it is.
@@ -47,6 +48,7 @@ ARRIVAL_GAP_S = 0.5  # seconds between two sessions' arrivals
 SEEDS_PER_SESSION = 1000  # session i's seeds: 1000·(i+1) and up, one per click
 SETTLE_MS = 120_000  # how long a tab may take to paint what the server computed for it
 Z_SHOWN = re.compile(r"context vector z for “[^”]*” = (\[-?\d+\.\d{4}, -?\d+\.\d{4}\])")  # pages/3
+QUESTION = '[class*="st-key-predict_"]'  # a predict-then-reveal radio's element (ui/widgets.py `_predict_box`)
 
 
 def rss_mib(pid: int) -> dict[str, float]:
@@ -103,13 +105,26 @@ async def barrier(stats: dict, name: str, sessions: int) -> None:
         await asyncio.sleep(0.2)
 
 
+async def answer_questions(page) -> None:
+    """Choose an option in every predict question on the page, as a student does before reading what the
+    answers unlock; a question already answered keeps its answer."""
+    questions = page.locator(QUESTION)
+    for i in range(await questions.count()):
+        question = questions.nth(i)
+        if not await question.locator('input[type="radio"]:checked').count():
+            await question.locator('[data-testid="stRadioOption"]').first.click()
+            await wait_idle(page)
+
+
 async def check_own_numbers(page, index: int, seed: int, stats: dict) -> None:
-    """The trainable-weights page must show z(2) for `seed`, the one this session clicked to.
+    """The trainable-weights page must show z(2) for `seed`, the one this session clicked to, once its
+    question is answered.
 
     If it does not within SETTLE_MS, say what it shows: an older seed of this session (stale),
     another session's (cross-talk), or no numbers at all (a tab that never finished painting).
     """
     await go_to(page, "trainable_weights")
+    await answer_questions(page)
     try:
         await page.wait_for_function(
             "(z) => document.body.innerText.includes(z)", arg=f"[{expected_z(seed)}]", timeout=SETTLE_MS

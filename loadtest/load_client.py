@@ -5,15 +5,25 @@ Each student is one asyncio task (hundreds fit in one process on one core):
    where the affinity cookie is set), opens the websocket `/_stcore/stream` and sends the rerun a
    browser sends on arrival: `BackMsg.rerun_script` with the link's query string (`seed=...`) and
    the page's URL path;
-2. then, until the class ends, it thinks for a random time and acts: usually it steps its seed up
-   by one (the sidebar's "+": a rerun carrying every widget's state, the seed box's new value among
-   them), sometimes (PAGE_SWITCH_P) it opens another lesson through the sidebar (a rerun with that
-   page's script hash);
+2. then, until the class ends, it thinks for a random time and acts. While the page shows a
+   predict-then-reveal question the student has not answered (a radio keyed `predict_...` in a
+   bordered box, ui/widgets.py `_predict_box`), it answers it, first question first: it chooses an
+   option, which the browser sends as a rerun of the box's st.fragment; the box then reruns the
+   page, which draws what the answer unlocks. Otherwise it usually steps its seed up by one (the
+   sidebar's "+": a rerun carrying every widget's state, the seed box's new value among them), and
+   sometimes (PAGE_SWITCH_P) opens another lesson through the sidebar (a rerun with that page's
+   script hash). A question whose key changes with the settings (its fingerprint) starts unanswered
+   again after a seed step, and a lesson opened again asks its questions again, as in a browser;
 3. each action is timed from sending it to the `ForwardMsg.script_finished` that says the run
-   ended (FINISHED_SUCCESSFULLY; a run cut short for a newer one is not the end);
+   ended (FINISHED_SUCCESSFULLY, or FINISHED_FRAGMENT_RUN_SUCCESSFULLY for an answer that reran its
+   box alone; a run cut short for a newer one is not the end);
 4. every run's elements are checked against the student's own settings: the page is the one asked
-   for, every seed in the Code box is the student's (seed, or seed + 1 for the dropout draw), and
-   on the trainable-weights page the context vector z equals what `core` computes for that seed.
+   for, every seed in a Code box is the student's (seed, or seed + 1 for the dropout draw), and on
+   the trainable-weights page a context vector z shown equals what `core` computes for that seed.
+   What must be on the page (the student's seed in a Code box, z) is required only once the whole
+   page ran with every question on it answered (`RunView.complete`): a page may hold anything back
+   until its question is answered (lesson 9's cost Code box does), so the student answers first and
+   the check follows on the answer's run. Wrong numbers are flagged on every run, answered or not.
    Seed ranges never overlap (student i starts at 1000·(i+1)), so a wrong number says whose it is.
 
 Think time: lognormal with a median of THINK_MEDIAN_S = 5 s and sigma THINK_SIGMA = 0.6 (90% of
@@ -46,12 +56,14 @@ from testkit.harness import NO_SEED_PAGES, PAGE_URLS, percentile
 
 THINK_MEDIAN_S = 5.0  # median pause between two actions of one student
 THINK_SIGMA = 0.6  # lognormal shape: 90% of pauses within median · e^(±1.645·0.6) = 1.9 .. 13.4 s
-PAGE_SWITCH_P = 0.25  # one action in four opens another lesson; the rest step the seed
+PAGE_SWITCH_P = 0.25  # of the actions that answer no question: one in four opens another lesson, the rest step the seed
 SEEDS_PER_STUDENT = 1000  # student i's seeds: 1000·(i+1) and up, one per seed step
 RUN_TIMEOUT_S = 30.0  # a run that has not finished by then counts as an error
-# Pages whose Code box holds the seed: not those that grey the seed out (the registry says which),
-# nor the training lab, whose Code box is drawn only once a student trains.
-SEED_PAGES = frozenset(PAGE_URLS) - NO_SEED_PAGES - {"training_lab"}
+WARM_UP_TIMEOUT_S = 300.0  # a fresh server's first run (its imports) on a busy machine took over 30 s
+# Pages whose Code box holds the seed: not those that grey the seed out (the registry says which).
+# (The training lab's box, once drawn only after a student trained, is on the page from the start.)
+SEED_PAGES = frozenset(PAGE_URLS) - NO_SEED_PAGES
+QUESTION_PREFIX = "predict_"  # a predict-then-reveal radio's key: predict_<name>_<fingerprint> (ui/widgets.py)
 CODE_SEED = re.compile(r"manual_seed\((\d+)\)|^seed = (\d+)$", re.MULTILINE)
 # Seeds a page's Code box fixes whatever the sidebar says: lesson 9 times random tensors drawn from
 # seed 0. Simulated students' seeds start far above (1000 and up), so these are never another student's.
@@ -70,6 +82,7 @@ class Action(enum.StrEnum):
     SEED = "seed"  # step the seed up by one
     PAGE = "page"  # open another lesson through the sidebar
     POLL = "poll"  # start a class poll, or answer its question (loadtest/class_poll.py)
+    ANSWER = "answer"  # choose an option in a predict question the page shows unanswered
 
 
 @dataclass(frozen=True)
@@ -104,9 +117,10 @@ class ClassResult:
     mismatches: tuple[str, ...]
     sessions: tuple[Session, ...]
     reconnects: int
+    checked: int = 0  # runs checked whole: every question on the page answered (RunView.complete)
 
     def changes(self, after_s: float = 0.0) -> list[float]:
-        """Durations of the seed steps and page switches (not the arrivals) sent after `after_s`."""
+        """Durations of the seed steps, page switches and answers (not the arrivals) sent after `after_s`."""
         return [i.seconds for i in self.interactions if i.action != Action.OPEN and i.at_s >= after_s]
 
     def summary(self, after_s: float = 0.0) -> dict[str, float | int]:
@@ -123,6 +137,8 @@ class ClassResult:
             "open_p95_s": quantile(opens, 0.95),
             "errors": len(self.errors),
             "mismatches": len(self.mismatches),
+            "checked": self.checked,
+            "answers": sum(i.action == Action.ANSWER and i.at_s >= after_s for i in self.interactions),
             "reconnects": self.reconnects,
         }
 
@@ -160,6 +176,19 @@ class RunView:
     radio_options: dict[str, list[str]] = field(default_factory=dict)  # a radio's id -> its option labels
     fragments: dict[str, str] = field(default_factory=dict)  # a widget's key -> the st.fragment it is in
     kinds: dict[str, str] = field(default_factory=dict)  # a widget's id -> its element type (loadtest/hostile_probe.py)
+    drawn: set[str] = field(default_factory=set)  # the ids of the widgets this run drew
+    questions: list[str] = field(default_factory=list)  # the predict radios' ids this run drew, in page order
+    whole: bool = False  # the whole page ran (FINISHED_SUCCESSFULLY), not only a fragment
+
+    @property
+    def unanswered(self) -> list[str]:
+        """The predict questions this run drew that the student has not answered (no value of its own)."""
+        return [q for q in self.questions if q not in self.widgets]
+
+    @property
+    def complete(self) -> bool:
+        """The whole page ran with every question on it answered: what answers unlock must be there."""
+        return self.whole and not self.unanswered
 
 
 def widget_state(element_type: str, proto, previous: WidgetState | None) -> WidgetState | None:
@@ -219,12 +248,16 @@ def read_message(message: ForwardMsg, view: RunView) -> None:
         if element_type == "vega_lite_chart" and proto.alt:
             view.texts.append(proto.alt)
         if getattr(proto, "id", ""):
-            view.widget_ids[proto.id.rsplit("-", 1)[-1]] = proto.id  # "$$ID-<hash>-<key>"
+            key = proto.id.rsplit("-", 1)[-1]  # "$$ID-<hash>-<key>"
+            view.widget_ids[key] = proto.id
             if message.delta.fragment_id:
-                view.fragments[proto.id.rsplit("-", 1)[-1]] = message.delta.fragment_id
+                view.fragments[key] = message.delta.fragment_id
             view.kinds[proto.id] = element_type
+            view.drawn.add(proto.id)
             if element_type == "radio":
                 view.radio_options[proto.id] = list(proto.options)
+                if key.startswith(QUESTION_PREFIX) and proto.id not in view.questions:
+                    view.questions.append(proto.id)
             state = widget_state(element_type, proto, view.widgets.get(proto.id))
             if state is not None:
                 view.widgets[proto.id] = state
@@ -234,15 +267,18 @@ def read_message(message: ForwardMsg, view: RunView) -> None:
             view.z = match.group(1)
         elif element_type in ("markdown", "alert"):
             view.texts.append(proto.body)
-
+            if element_type == "alert" and proto.format == Alert.ERROR:  # (an elif after this one never ran)
+                view.problems.append(f"error box: {proto.body[:200]}")
         elif element_type == "exception":
             view.problems.append(f"exception: {proto.type}: {proto.message[:200]}")
-        elif element_type == "alert" and proto.format == Alert.ERROR:
-            view.problems.append(f"error box: {proto.body[:200]}")
 
 
 def check(view: RunView, page: str, seed: int) -> list[str]:
-    """Whatever in this run does not belong to this student's page and seed."""
+    """Whatever in this run does not belong to this student's page and seed.
+
+    A wrong number is wrong on any run. A missing one only on a complete run (`RunView.complete`): before
+    the student has answered every question on the page, the page may still hold back what they unlock.
+    """
     wrong = list(view.problems)
     if view.page_names.get(view.page_hash) != page:
         wrong.append(f"asked for page {page}, got {view.page_names.get(view.page_hash, view.page_hash or 'none')}")
@@ -250,10 +286,12 @@ def check(view: RunView, page: str, seed: int) -> list[str]:
     foreign = sorted({s for s in view.code_seeds if s not in allowed})
     if foreign:
         wrong.append(f"Code box seeds {foreign}, expected {seed}")
+    if page == "trainable_weights" and (view.z is not None or view.complete) and view.z != expected_z(seed):
+        wrong.append(f"z = {view.z}, expected {expected_z(seed)} for seed {seed}")
+    if not view.complete:
+        return wrong
     if page in SEED_PAGES and seed not in view.code_seeds:
         wrong.append(f"Code box without seed {seed} on {page}")
-    if page == "trainable_weights" and view.z != expected_z(seed):
-        wrong.append(f"z = {view.z}, expected {expected_z(seed)} for seed {seed}")
     return wrong
 
 
@@ -307,11 +345,15 @@ class Student:
         )
         self.view = RunView()
 
-    async def rerun(self, action: Action, page_hash: str = "", fragment_id: str = "") -> tuple[float, RunView]:
+    async def rerun(
+        self, action: Action, page_hash: str = "", fragment_id: str = "", timeout_s: float | None = None
+    ) -> tuple[float, RunView]:
         """Send one rerun as the browser would and wait for its end; returns (seconds, what it sent).
 
         `fragment_id`: rerun only that st.fragment (as the browser does for a widget inside one).
+        `timeout_s`: the longest wait for the next message (default RUN_TIMEOUT_S).
         """
+        timeout_s = RUN_TIMEOUT_S if timeout_s is None else timeout_s
         message = BackMsg()
         state = message.rerun_script
         state.query_string = self.query_string
@@ -336,7 +378,7 @@ class Student:
             await self.socket.send(message.SerializeToString())
             while True:
                 reply = ForwardMsg()
-                reply.ParseFromString(await asyncio.wait_for(self.socket.recv(), RUN_TIMEOUT_S))
+                reply.ParseFromString(await asyncio.wait_for(self.socket.recv(), timeout_s))
                 read_message(reply, view)
                 if reply.WhichOneof("type") == "script_finished" and reply.script_finished in (
                     FINISHED.FINISHED_SUCCESSFULLY,
@@ -345,11 +387,33 @@ class Student:
                 ):
                     if reply.script_finished == FINISHED.FINISHED_WITH_COMPILE_ERROR:
                         view.problems.append("script finished with a compile error")
+                    view.whole = reply.script_finished == FINISHED.FINISHED_SUCCESSFULLY
                     break
         except websockets.ConnectionClosed as closed:
             raise ConnectionLost(str(closed)) from closed
+        if view.whole:  # as a browser does, forget the choices of radios this page no longer draws
+            view.widgets = {i: s for i, s in view.widgets.items() if view.kinds.get(i) != "radio" or i in view.drawn}
         self.view = view
         return time.monotonic() - sent, view
+
+    def question(self) -> str | None:
+        """The first predict question on the page the student has not answered (its radio's id), if any."""
+        return next(iter(self.view.unanswered), None)
+
+    async def answer(self) -> tuple[float, RunView]:
+        """Choose an option in the first unanswered question, as a browser does: the radio's new value and a
+        rerun of its st.fragment (ui/widgets.py `_predict_box`), which reruns the page when the answer is out.
+
+        The option: the student's seed modulo their number (no draw from `rng`, whose think times the
+        reference class shares). The fragment's id is the latest run's: it moves when an answer above it
+        unlocks more of the page, and a rerun of a fragment the page no longer has gets no answer.
+        """
+        widget = self.question()
+        if widget is None:
+            raise ValueError("no unanswered question on this page")
+        options = self.view.radio_options[widget]
+        self.view.widgets[widget] = WidgetState(id=widget, string_value=options[self.seed % len(options)])
+        return await self.rerun(Action.ANSWER, fragment_id=self.view.fragments.get(widget.rsplit("-", 1)[-1], ""))
 
     def set_seed(self, seed: int) -> None:
         """Put the new seed into the seed box's widget state, as a click on its '+' does."""
@@ -405,6 +469,7 @@ class Recorder:
     mismatches: list[str] = field(default_factory=list)
     sessions: dict[str, Session] = field(default_factory=dict)
     reconnects: int = 0
+    checked: int = 0  # runs checked whole (RunView.complete)
 
     def record(self, student: Student, action: Action, sent_at: float, seconds: float, view: RunView) -> None:
         self.interactions.append(
@@ -413,6 +478,7 @@ class Recorder:
         replica = student.cookie.partition("=")[2]
         if view.session_id:
             self.sessions[view.session_id] = Session(student.index, view.session_id, replica)
+        self.checked += view.complete
         for problem in student.problems(view):
             self.mismatches.append(f"student {student.index} ({action}, {student.page}): {problem}")
 
@@ -426,7 +492,10 @@ async def attend(student: Student, recorder: Recorder, ends_at: float) -> None:
             if action == Action.OPEN:
                 await student.connect()
             sent_at = time.monotonic()
-            seconds, view = await student.rerun(action, page_hash)
+            if action == Action.ANSWER:
+                seconds, view = await student.answer()
+            else:
+                seconds, view = await student.rerun(action, page_hash)
             recorder.record(student, action, sent_at, seconds, view)
         except TimeoutError:  # before OSError, of which it is a subclass
             recorder.errors.append(f"student {student.index} ({action}, {student.page}): no script_finished")
@@ -445,7 +514,9 @@ async def attend(student: Student, recorder: Recorder, ends_at: float) -> None:
         if time.monotonic() >= ends_at:
             break
         switch = student.rng.random() < PAGE_SWITCH_P  # drawn by every student: the same think times follow
-        if switch and student.view.pages and not isinstance(student, ReferenceStudent):
+        if student.question() is not None:  # a question first: what it unlocks is checked on the answer's run
+            action, page_hash = Action.ANSWER, ""
+        elif switch and student.view.pages and not isinstance(student, ReferenceStudent):
             student.page = student.rng.choice([p for p in PAGE_URLS if p != student.page])
             action, page_hash = Action.PAGE, student.view.pages.get(student.page, "")
         else:
@@ -508,6 +579,7 @@ async def run_class(
         mismatches=tuple(recorder.mismatches),
         sessions=tuple(recorder.sessions.values()),
         reconnects=recorder.reconnects,
+        checked=recorder.checked,
     )
 
 
@@ -524,7 +596,7 @@ async def warm_up(
         student = student_class(-1, base_url, time.monotonic(), random.Random(0), page, seed=123)
         try:
             await student.connect()
-            await student.rerun(Action.OPEN)
+            await student.rerun(Action.OPEN, timeout_s=WARM_UP_TIMEOUT_S)
         finally:
             await close(student)
 

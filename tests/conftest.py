@@ -67,10 +67,11 @@ def navigation_not_pages_directory() -> Iterator[None]:
 
 # ---------------------------------------------------------------- test layers
 # `python -m pytest` (the README's command) runs the fast layer; `python -m pytest -m slow` the rest, and
-# .ci/run runs both. Slow: real browsers and servers (browser/, deployment/ but its two file checks), and
-# the tests marked `@pytest.mark.slow` in place (live training, every lesson at its largest settings, ...).
+# .ci/run runs both. Slow: real browsers and servers (browser/, deployment/ but its two file checks and the
+# load client's protocol pieces, which need no server), and the tests marked `@pytest.mark.slow` in place
+# (live training, every lesson at its largest settings, ...).
 SLOW_FOLDERS = frozenset({"browser", "deployment"})
-FAST_IN_SLOW_FOLDERS = frozenset({"test_pins.py", "test_deploy.py"})
+FAST_IN_SLOW_FOLDERS = frozenset({"test_pins.py", "test_deploy.py", "test_load_client.py"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

@@ -16,18 +16,28 @@ Bq / Bk = the query / key block sizes.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
 import torch
+
+# torch._dynamo is imported with this module, not by PyTorch at the first profiled measurement: two sessions'
+# threads making that first import at once (torch._dynamo and torch._inductor import each other) got
+# "ImportError: ... partially initialized module 'torch._inductor.utils'" and the lesson its error box
+# (issue 40's load runs). Python's import lock lets one thread import a module while the others wait.
+import torch._dynamo  # noqa: F401
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
 from core.attention.functional import scaled_dot_product_attention
 
 NEG_INF = float("-inf")
+# PyTorch's CPU profiler runs one session per process: two sessions' threads profiling at once crashed the
+# server ("External init callback must run in same thread as registerClient", then a segfault). They take turns.
+PROFILER_TURN = threading.Lock()
 
 
 # ----------------------------------------------------------------------------------------
@@ -307,7 +317,7 @@ def peak_bytes(fn: Callable[[], object], device: torch.device) -> int:
         fn()
         torch.cuda.synchronize(device)
         return int(torch.cuda.max_memory_allocated(device) - before)
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as recording:
+    with PROFILER_TURN, profile(activities=[ProfilerActivity.CPU], profile_memory=True) as recording:
         fn()
     changes = sorted(
         (event.time_range.start, event.self_cpu_memory_usage)

@@ -40,6 +40,12 @@ from enum import StrEnum
 
 import numpy as np
 import torch
+
+# torch._dynamo is imported with this module, not by PyTorch at the first layer built on the meta device:
+# two sessions' threads making that first import at once (torch._dynamo and torch._inductor import each
+# other) got "ImportError: ... partially initialized module 'torch._inductor.utils'" and the lesson its
+# error box (issue 40's load runs). Python's import lock lets one thread import a module while the others wait.
+import torch._dynamo  # noqa: F401
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn import init

@@ -102,3 +102,49 @@ def test_resolve_device() -> None:
     else:
         assert core.resolve_device("cuda").type == "cuda"
     assert core.available_devices()[0] == "cpu"
+
+
+FIRST_USE_AT_ONCE = """
+import importlib, threading
+import torch
+
+uses = {
+    "core.models.tiny_transformer": lambda m: m.make_embedding(10, 4, torch.Generator().manual_seed(0)),
+    "core.models.tiny_seq2seq": lambda m: m.make_embedding(10, 4, torch.Generator().manual_seed(0)),
+    "core.attention.long_context": lambda m: m.peak_bytes(lambda: torch.ones(64), torch.device("cpu")),
+}
+start = threading.Barrier(2 * len(uses))
+errors = []
+
+def first_use(name, use):
+    start.wait()
+    try:
+        use(importlib.import_module(name))
+    except BaseException as error:
+        errors.append(f"{name}: {error!r}"[:300])
+
+threads = [threading.Thread(target=first_use, args=item) for item in list(uses.items()) * 2]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(errors)
+raise SystemExit(1 if errors else 0)
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter: the first use must be the first in the process
+def test_sessions_first_using_the_tiny_models_and_the_profiler_at_once() -> None:
+    """A class opening lessons 7, 8 and 9 on a fresh server: sessions' threads import those lessons' modules
+    and use them at once. PyTorch imported torch._dynamo lazily there (a layer built on the meta device, the
+    CPU profiler), and two threads doing that import at once got an ImportError (the lesson's error box);
+    two profiling at once crashed the process. Issue 40's load runs found both."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_USE_AT_ONCE], cwd=root, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
