@@ -396,6 +396,7 @@ def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKin
 page_start()
 widgets.prose("inside_gpt", "intro")
 gpt_model = model_or_stop()
+gpt_queue.warm_up(gpt_model)  # once per process: the first example's default view, computed for everyone
 gpt_queue.begin()  # the model runs this session waited for are stale until this run asks for them again
 vocabulary = gpt_queue.computed(gpt.VOCABULARY, gpt_model)
 analysis, prompt_text, prompt_kind = prompt_picker(gpt_model)

@@ -15,6 +15,7 @@ students' prompts push out the default example's analysis, which every new stude
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,6 +30,7 @@ from ui import hardening, sessions
 if TYPE_CHECKING:
     from core.models.smollm2 import SmolLM2
 
+WARM_UP = "warm-up"  # the queue's session for the runs asked for as the model loads (`warm_up`)
 UPDATE_S = 0.5  # how often a waiting student's bar is redrawn (a result ready sooner ends the wait at once)
 R = TypeVar("R")
 WHAT = {  # what the model is doing for the student, as the bar says it
@@ -57,6 +59,10 @@ def _free_memory() -> None:
     smollm2.return_freed_memory()
 
 
+def _alive(session: str) -> bool:
+    return session == WARM_UP or sessions.session_alive(session)
+
+
 def new_queue(slots: int | None = None) -> ModelQueue[GptRun, Any]:
     """A queue for the GPT: `slots` runs at once (default_slots(): 1 on 2 cores); a student's own results kept as
     each lesson's spec says (entries and age), the results at the page's defaults kept apart for everyone."""
@@ -64,7 +70,7 @@ def new_queue(slots: int | None = None) -> ModelQueue[GptRun, Any]:
         slots=default_slots() if slots is None else slots,
         kind_of=lambda run: run.lesson,
         limits={lesson.name: Limits(lesson.max_entries, lesson.ttl_s) for lesson in gpt.LESSONS},
-        is_alive=sessions.session_alive,
+        is_alive=_alive,
         after_run=_free_memory,
     )
 
@@ -73,6 +79,37 @@ def new_queue(slots: int | None = None) -> ModelQueue[GptRun, Any]:
 def gpt_queue() -> ModelQueue[GptRun, Any]:
     """The process's one queue for the GPT (`new_queue()`), shared by every session."""
     return new_queue()
+
+
+def _warm_up(queue: ModelQueue[GptRun, Any], model: SmolLM2) -> None:
+    """Ask for what a new student's first view reads (the first example at the page's defaults), in order."""
+
+    def result(lesson: LessonSpec[R], *args: Any) -> R:
+        work = lambda keep_going: gpt.run_lesson(lesson, model, args, keep_going)  # noqa: E731
+        status = queue.ask(WARM_UP, GptRun(lesson.name, args), work, shared=True)
+        while status.state in (State.QUEUED, State.RUNNING):
+            status = queue.wait(WARM_UP, GptRun(lesson.name, args), 60.0)
+        if status.error is not None:
+            raise status.error
+        return status.result  # type: ignore[return-value]
+
+    example = gpt.EXAMPLES[0]
+    result(gpt.VOCABULARY)
+    analysis = result(gpt.PROMPT, example.text, example.kind)
+    result(gpt.INDUCTION, gpt.DEFAULT_REPEAT, gpt.DEFAULT_SEED)
+    result(gpt.CACHE_SIZES)
+    result(gpt.ROPE, example.text, example.kind, gpt.best_previous_head(analysis)[1])
+    result(gpt.CACHE_TIMING, example.text, example.kind, gpt.TIMED_TOKENS)
+
+
+@st.cache_resource(show_spinner=False)
+def warm_up(_model: SmolLM2) -> threading.Thread:
+    """Once per process, as the model loads: the first example's results at the page's defaults are computed in
+    the background, first in the queue (they are shared), so that a server that restarts in the middle of a class
+    serves its default view to a new student without waiting behind the prompts that reach it first."""
+    thread = threading.Thread(target=_warm_up, args=(gpt_queue(), _model), name="gpt-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def begin() -> None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
@@ -156,3 +158,27 @@ def test_run_lesson_records_no_autograd_graph_and_hands_the_stop_check_on() -> N
     assert seen == {"inference_mode": True, "args": (1, 2)}
     assert not torch.is_inference_mode_enabled()  # only inside the run
     assert gpt.GENERATION in gpt.STOPPABLE and gpt.CACHE_TIMING in gpt.STOPPABLE
+
+
+def test_the_warm_up_computes_the_first_example_s_default_view_for_everyone(queue, monkeypatch) -> None:
+    previous = np.zeros((30, 9))
+    previous[4, 7] = 0.9  # the clearest previous-token head: layer 4, head 7 (the page's first head)
+
+    def stand_in(lesson, model, args, keep_going):
+        return SimpleNamespace(previous=previous) if lesson is gpt.PROMPT else f"{lesson.name}{args}"
+
+    monkeypatch.setattr(gpt, "run_lesson", stand_in)
+    gpt_queue._warm_up(queue, NO_MODEL)
+    for student in range(40):  # a class's own prompts afterwards
+        gpt_queue.computed(gpt.PROMPT, NO_MODEL, *own(student))
+        gpt_queue.computed(gpt.ROPE, NO_MODEL, *own(student), 7)
+    first = (EXAMPLE.text, EXAMPLE.kind)
+    for lesson, args in (
+        (gpt.VOCABULARY, ()),
+        (gpt.PROMPT, first),
+        (gpt.INDUCTION, (gpt.DEFAULT_REPEAT, gpt.DEFAULT_SEED)),
+        (gpt.CACHE_SIZES, ()),
+        (gpt.ROPE, (*first, 7)),
+        (gpt.CACHE_TIMING, (*first, gpt.TIMED_TOKENS)),
+    ):
+        assert queue.kept(gpt_queue.GptRun(lesson.name, args)) is not None, lesson.name
