@@ -431,7 +431,7 @@ class ModelQueue(Generic[Key, Result]):
         try:
             result = job.work(keep_going)
         except Exception as raised:  # reported to its waiters; the worker goes on
-            error = raised
+            error = raised.with_traceback(None)  # its frames (the run's tensors) are not kept with it
         with self._lock:
             self._jobs.pop(job.key, None)
             if error is None:

@@ -15,6 +15,7 @@ students' prompts push out the default example's analysis, which every new stude
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from dataclasses import dataclass
@@ -163,8 +164,8 @@ def computed(lesson: LessonSpec[R], model: SmolLM2, *args: Any) -> R:
         if status.state in (State.DONE, State.FAILED):
             if where is not None:
                 where.empty()
-            if status.error is not None:
-                raise status.error
+            if status.error is not None:  # a copy: the stored one stays free of this run's frames
+                raise copy.copy(status.error)
             return status.result  # type: ignore[return-value]
         where = where or st.empty()
         fraction, text = describe(lesson, status)

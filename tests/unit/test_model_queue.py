@@ -349,3 +349,12 @@ def test_default_slots(monkeypatch) -> None:
     assert model_queue.default_slots() == 1
     monkeypatch.setenv(model_queue.SLOTS_VARIABLE, "3")
     assert model_queue.default_slots() == 3
+
+
+def test_a_failure_is_kept_without_the_frames_of_its_run(gates: Gates, make_queue) -> None:
+    gates.release_all()
+    queue = make_queue()
+    ask(queue, gates, "s", "bad-prompt")
+    status = queue.wait("s", "bad-prompt", WAIT_S)
+    assert status.state == State.FAILED and status.error is not None
+    assert status.error.__traceback__ is None  # the run's locals (a forward pass's tensors) are not held
