@@ -23,9 +23,9 @@ to 1,559 MiB. Here the runs go through one queue per process (ui/gpt_queue.py ma
 - results: kept per kind (`limits`: entries and age, least recently used out, as an st.cache_data of the
   same spec would keep them); shared results are kept apart and never pushed out by other students' runs.
   Results are shared objects, never copies: they must be immutable (frozen dataclasses, never mutated);
-- replacement: `begin(session)` at the start of a page run marks the session's runs stale, a run asked for
-  again in that run keeps its place, and `settle(session)` at its end drops the stale runs not started
-  (a student who changed the prompt no longer waits for the old one);
+- replacement: `begin(session)` at the start of a page run marks the session's runs stale: they wait behind
+  every other run, a run asked for again in that page run takes its place back, and `settle(session)` at its
+  end drops the stale runs not started (a student who changed the prompt no longer waits for the old one);
 - abandonment: a session that is gone (closed tab; `is_alive` says so) leaves the queue; a queued run
   nobody waits for is dropped; a running run is told through its `keep_going` (it may stop);
 - memory: `after_run()` after every run (the app gives the freed heap pages back to the OS there).
@@ -354,7 +354,8 @@ class ModelQueue(Generic[Key, Result]):
         queued = sorted(
             (job for job in self._jobs.values() if job.state == State.QUEUED), key=lambda j: (j.ticket, j.order)
         )
-        private = [job for job in queued if not job.shared]
+        stale = [job for job in queued if not job.shared and self._only_stale(job)]  # last: wanted by no page now
+        private = [job for job in queued if not job.shared and job not in stale]
         turn: dict[_Job[Key, Result], int] = {}
         taken: Counter[str] = Counter()
         first_ticket: dict[str, int] = {}
@@ -365,7 +366,11 @@ class ModelQueue(Generic[Key, Result]):
         def rank(job: _Job[Key, Result]) -> tuple[int, int, int, int, int]:
             return (turn[job], self._served.get(job.client, -1), first_ticket[job.client], job.ticket, job.order)
 
-        return [job for job in queued if job.shared] + sorted(private, key=rank)
+        return [job for job in queued if job.shared] + sorted(private, key=rank) + stale
+
+    def _only_stale(self, job: _Job[Key, Result]) -> bool:
+        """Every session waiting for it has moved on to a new page run that has not asked for it (yet)."""
+        return all(job.key in self._stale.get(session, ()) for session in job.waiters)
 
     def _alive(self, session: str) -> bool:
         """is_alive, where an error counts as alive: a worker thread must never die of it."""

@@ -166,10 +166,10 @@ def test_a_student_s_next_section_keeps_the_place_of_its_page_run(gates: Gates, 
     ask(queue, gates, "first", "first-timing")  # the same page run, its next section
     assert queue.status("first", "first-timing").place in (1, 2)  # "second" may have started meanwhile
     assert queue.status("first", "first-timing").place < queue.status("third", "third-analysis").place
-    queue.settle("first")  # its page run ended: its next one takes a new ticket, at the back
+    queue.settle("first")  # its page run ended: its next one takes a new ticket, behind those who came meanwhile
     queue.begin("first")
     ask(queue, gates, "first", "first-generation")
-    assert queue.status("first", "first-generation").place == queue.queued()
+    assert queue.status("first", "first-generation").place > queue.status("third", "third-analysis").place
 
 
 def test_the_queue_bounds_refuse_what_is_over_them(gates: Gates, make_queue) -> None:
@@ -358,3 +358,19 @@ def test_a_failure_is_kept_without_the_frames_of_its_run(gates: Gates, make_queu
     status = queue.wait("s", "bad-prompt", WAIT_S)
     assert status.state == State.FAILED and status.error is not None
     assert status.error.__traceback__ is None  # the run's locals (a forward pass's tensors) are not held
+
+
+def test_a_stale_run_waits_behind_what_the_new_page_run_asks_for(gates: Gates, make_queue) -> None:
+    queue = make_queue()
+    start_blocker(queue, gates)
+    queue.begin("s")
+    ask(queue, gates, "s", "old-prompt")
+    ask(queue, gates, "s", "old-timing")
+    ask(queue, gates, "t", "someone-else")
+    queue.begin("s")  # the student typed a new prompt while the old one waited
+    ask(queue, gates, "s", "new-prompt")
+    assert queue.status("s", "new-prompt").place == 1  # not behind the prompt it no longer shows
+    assert queue.status("t", "someone-else").place == 2
+    assert queue.status("s", "old-timing").place == 4
+    ask(queue, gates, "s", "old-timing")  # asked again after all (the same prompt): its place back, first
+    assert queue.status("s", "old-timing").place == 1
