@@ -319,7 +319,8 @@ def gpt_queue_rows(gq: dict, ok) -> list[tuple[str, str, str, str]]:
          ok(max(rss["peak"], rss["final"]) < 1024)),
         ("GPT queue: prompt runs shown their place in the queue; the largest place",
          f"{gq['prompt_runs_shown_a_place']} of {gq['prompt_runs_started']} (up to {gq['largest_place_shown']}); "
-         f"{gq['prompt_runs_finished'].get('n', 0)} finished in the window", "(reported)", ""),
+         f"{gq['prompt_runs_analysed']} analysed and {gq['prompt_runs_finished'].get('n', 0)} finished in the window",
+         "(reported)", ""),
     ]  # fmt: skip
 
 

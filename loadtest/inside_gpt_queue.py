@@ -55,6 +55,7 @@ RUN_LIMIT_S = 150.0  # one run's limit (a prompt's run waits in the queue on a b
 PAGE = "inside_gpt"
 OTHER_PAGE = "multi_head"
 PLACE = re.compile(r"place (\d+)")
+ANALYSED = "tokens, as the model reads them"  # lesson 10's caption above the tokens, once the prompt is analysed
 TOP_KS = ("0", "5", "20", "50")  # lesson 10's top-k choices, as its select box labels them
 # Words for the prompters' texts: seeded, so both runs (before and after a change) send the same prompts.
 WORDS = re.findall(
@@ -115,10 +116,15 @@ def read_progress_too(read=load_client.read_message):
 
     def read_message(message, view: load_client.RunView) -> None:
         read(message, view)
-        if message.WhichOneof("type") == "delta" and message.delta.new_element.WhichOneof("type") == "progress":
-            view.texts.append(message.delta.new_element.progress.text)
-            if (shown := SHOWN.get()) is not None:
-                shown.append(message.delta.new_element.progress.text)
+        if message.WhichOneof("type") != "delta":
+            return
+        element, shown = message.delta.new_element, SHOWN.get()
+        if element.WhichOneof("type") == "progress":
+            view.texts.append(element.progress.text)
+            if shown is not None:
+                shown.append(element.progress.text)
+        elif shown is not None and element.WhichOneof("type") == "markdown" and ANALYSED in element.markdown.body:
+            shown.append(ANALYSED)  # the prompt's analysis is on the page (its tokens' caption)
 
     return read_message
 
@@ -173,6 +179,7 @@ class Prompting:
     places: list[int] = field(default_factory=list)  # the largest place each waiting run was shown
     shown_a_place: int = 0  # runs that showed a place in the queue (finished or cut at the end)
     runs: int = 0  # prompt runs started
+    analysed: int = 0  # runs whose analysis reached the page (finished or cut at the end)
     problems: list[str] = field(default_factory=list)
     last_text: str = ""
 
@@ -210,6 +217,7 @@ async def prompter(url: str, index: int, until: float, seen: Prompting) -> None:
                 seen.problems.extend(student.problems(ran[1]))
         finally:
             await load_client.close(student)
+            seen.analysed += ANALYSED in texts
             places = [int(m.group(1)) for t in texts if (m := PLACE.search(t))]
             if places:
                 seen.shown_a_place += 1
@@ -290,6 +298,7 @@ async def measure(url: str, pid: int, load_s: float) -> dict:
             "final": round(final_rss, 1),
         },
         "prompt_runs_started": seen.runs,
+        "prompt_runs_analysed": seen.analysed,
         "prompt_runs_finished": summary(seen.finished),
         "prompt_runs_cut_at_the_end": seen.timed_out,
         "prompt_runs_shown_a_place": seen.shown_a_place,
