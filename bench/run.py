@@ -31,7 +31,7 @@ import pandas as pd
 import torch
 
 from bench import attention_at_scale, core_speed, latency, monte_carlo, pretrained, real_model, smollm2, training
-from loadtest import capacity, class_poll, hostile_probe, memory, replicas, training_queue
+from loadtest import capacity, class_poll, hostile_probe, inside_gpt_queue, memory, replicas, training_queue
 
 HERE = Path(__file__).resolve().parent
 README = HERE / "README.md"  # the tables live beside the benchmarks, not in the main README
@@ -46,7 +46,7 @@ def machine() -> str:
 
 # latency last: it runs the app in this process. capacity pins this process to core 1 while it runs.
 PARTS = (
-    "core", "monte_carlo", "real_model", "memory", "hostile", "training", "training_queue", "scale",
+    "core", "monte_carlo", "real_model", "memory", "hostile", "training", "training_queue", "gpt_queue", "scale",
     "capacity", "replicas", "class_poll", "pretrained", "gpt", "latency",
 )  # fmt: skip
 
@@ -76,6 +76,8 @@ def run_all(
         results["training"] = training.run(quick)
     if "training_queue" in only:
         results["training_queue"] = training_queue.run(quick)
+    if "gpt_queue" in only:
+        results["gpt_queue"] = inside_gpt_queue.run(inside_gpt_queue.LOAD_S / 2 if quick else inside_gpt_queue.LOAD_S)
     if "scale" in only:
         results["scale"] = attention_at_scale.run(quick)
     if "capacity" in only:
@@ -165,6 +167,8 @@ def table(results: dict) -> str:
         rows += training_rows(results["training"], ok)
     if "training_queue" in results:
         rows += training_queue_rows(results["training_queue"], ok)
+    if "gpt_queue" in results:
+        rows += gpt_queue_rows(results["gpt_queue"], ok)
     if "scale" in results:
         rows += attention_at_scale.rows(results["scale"], ok)
     lines = [
@@ -289,6 +293,34 @@ def training_queue_rows(tq: dict, ok) -> list[tuple[str, str, str, str]]:
         ("Training queue: server CPU in the 5 s after every presser closed their tab",
          f"{tq['server_cpu_after_tabs_closed']:.0%} of a core", "~0 (their runs dropped)",
          ok(tq["server_cpu_after_tabs_closed"] < 0.2)),
+    ]  # fmt: skip
+
+
+def gpt_queue_rows(gq: dict, ok) -> list[tuple[str, str, str, str]]:
+    """Lesson 10's model queue (loadtest/inside_gpt_queue.py): twenty students open their own prompts at once."""
+    load = f"{gq['prompters']} students open their own prompts on lesson 10 for {gq['load_s']:.0f} s"
+    load += f", machine load average {gq['load_average_1min']:g} on {gq['cores']} cores"
+    others = gq["a_others_reruns"]
+    reruns = "; ".join(
+        f"{page} {g['median_ratio']:.2f}x median, {g['p95_ratio']:.2f}x p95 ({g['busy']['median_s']:.2f} / "
+        f"{g['busy']['p95_s']:.2f} s vs {g['idle']['median_s']:.2f} s idle)"
+        for page, g in others.items()
+    )
+    busy, idle, rss = gq["b_newcomer_open_busy"], gq["b_newcomer_open_idle"], gq["c_rss_mib"]
+    return [
+        (f"GPT queue: {load}: other students' reruns (multi-head page; lesson 10's default example, top-k "
+         "changed), busy / their idle median", reruns, "<= 2x",
+         ok(max(g["median_ratio"] for g in others.values()) <= 2)),
+        ("GPT queue: a new student opens lesson 10's default example meanwhile (median, max)",
+         f"{busy['median_s']:.2f} s, {busy['max_s']:.2f} s (idle {idle['median_s']:.2f} s)", "<= 3 s",
+         ok(busy["max_s"] <= 3)),
+        ("GPT queue: server RSS idle / peak / 10 s after the prompters left",
+         f"{rss['idle']:.0f} / {rss['peak']:.0f} / {rss['final']:.0f} MiB", "< 1 GiB",
+         ok(max(rss["peak"], rss["final"]) < 1024)),
+        ("GPT queue: prompt runs shown their place in the queue; the largest place",
+         f"{gq['prompt_runs_shown_a_place']} of {gq['prompt_runs_started']} (up to {gq['largest_place_shown']}); "
+         f"{gq['prompt_runs_analysed']} analysed and {gq['prompt_runs_finished'].get('n', 0)} finished in the window",
+         "(reported)", ""),
     ]  # fmt: skip
 
 

@@ -1,7 +1,8 @@
 """Lesson 10: inside a GPT (SmolLM2-135M-Instruct), every number from our own forward pass.
 
 Each function draws one section; the last lines put them in order. Every number comes from
-core/lessons/inside_gpt.py through ui.cache; no torch here.
+core/lessons/inside_gpt.py through ui.gpt_queue (the model's runs, queued fairly and shared by every
+session); no torch here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from core.inputs.examples import MAX_TEXT_CHARS
 from core.lessons import inside_gpt as gpt
 from core.lessons import inside_gpt_frames as frames
 from core.models.smollm2 import GenerationCancelled
-from ui import cache, draw, sessions, widgets
+from ui import cache, draw, gpt_queue, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
 from ui.presentation import step, step_break
@@ -70,11 +71,11 @@ def prompt_picker(model) -> tuple[gpt.PromptAnalysis, str, gpt.PromptKind]:
     from core.models.smollm2 import TextError
 
     try:
-        return cache.computed(gpt.PROMPT, model, text, kind), text, kind
+        return gpt_queue.computed(gpt.PROMPT, model, text, kind), text, kind
     except TextError as error:
         st.error(f"{error} Showing the first example instead.", icon=":material/error:")
         first = gpt.EXAMPLES[0]
-        return cache.computed(gpt.PROMPT, model, first.text, first.kind), first.text, first.kind
+        return gpt_queue.computed(gpt.PROMPT, model, first.text, first.kind), first.text, first.kind
 
 
 def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...], text: str, kind) -> bool:
@@ -89,12 +90,25 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
     widgets.prose("inside_gpt", "sampling")
     c1, c2, c3, c4 = st.columns(4)
     temperature = c1.selectbox(
-        "Temperature", gpt.TEMPERATURES, index=3, key=PageControl.GPT_TEMPERATURE, **widgets.LINKED
+        "Temperature",
+        gpt.TEMPERATURES,
+        index=gpt.TEMPERATURES.index(gpt.DEFAULT_TEMPERATURE),
+        key=PageControl.GPT_TEMPERATURE,
+        **widgets.LINKED,
     )
     top_k = c2.selectbox("Top-k (0: off)", gpt.TOP_KS, key=PageControl.GPT_TOP_K, **widgets.LINKED)
     top_p = c3.selectbox("Top-p (1.0: off)", gpt.TOP_PS, key=PageControl.GPT_TOP_P, **widgets.LINKED)
     seed = int(
-        c4.number_input("Seed", 0.0, 9999.0, 0.0, step=1.0, format="%.0f", key=PageControl.GPT_SEED, **widgets.LINKED)
+        c4.number_input(
+            "Seed",
+            0.0,
+            9999.0,
+            float(gpt.DEFAULT_SEED),
+            step=1.0,
+            format="%.0f",
+            key=PageControl.GPT_SEED,
+            **widgets.LINKED,
+        )
     )
     settings = gpt.sampling_settings(float(temperature), int(top_k), float(top_p))
     view = gpt.sampling_view(analysis, vocabulary, settings, seed)
@@ -122,11 +136,11 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
 
 def generation(model, analysis: gpt.PromptAnalysis, settings, seed: int, text: str, kind) -> None:
     widgets.prose("inside_gpt", "generate")  # (its place before the answer: next_token)
-    new_tokens = st.slider("New tokens", 1, gpt.MAX_NEW_TOKENS, 8, key=PageControl.GPT_NEW_TOKENS, **widgets.LINKED)
-    try:  # stopped between tokens once the student has left: nobody is waiting for the rest
-        result = cache.computed(
-            gpt.GENERATION, model, text, kind, settings, seed, int(new_tokens), sessions.still_here()
-        )
+    new_tokens = st.slider(
+        "New tokens", 1, gpt.MAX_NEW_TOKENS, gpt.DEFAULT_NEW_TOKENS, key=PageControl.GPT_NEW_TOKENS, **widgets.LINKED
+    )
+    try:  # stopped between tokens once every student waiting for it has left
+        result = gpt_queue.computed(gpt.GENERATION, model, text, kind, settings, seed, int(new_tokens))
     except GenerationCancelled:
         st.stop()
     st.text(f"{analysis.text}⟦{result.text}⟧")  # the new tokens between brackets
@@ -225,13 +239,13 @@ def induction(model) -> tuple[gpt.InductionLesson, bool]:
             "Random tokens before the repeat",
             gpt.MIN_REPEAT,
             gpt.MAX_REPEAT,
-            20,
+            gpt.DEFAULT_REPEAT,
             key=PageControl.GPT_LENGTH,
             **widgets.LINKED,
         )
     )
-    seed = int(st.session_state.get(PageControl.GPT_SEED, 0))
-    lesson = cache.computed(gpt.INDUCTION, model, length, seed)
+    seed = int(st.session_state.get(PageControl.GPT_SEED, gpt.DEFAULT_SEED))
+    lesson = gpt_queue.computed(gpt.INDUCTION, model, length, seed)
     st.caption(
         f"{length} random tokens, then the same {length} again (seed {seed}, the sampling seed of “The next token”): "
         + " ".join(repr(t) for t in lesson.tokens[:8])
@@ -289,7 +303,9 @@ def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
         on_click=open_head,
         args=(top_layer, top_head),
     )
-    result = cache.computed(gpt.ABLATION, model, lesson.length, lesson.seed, layer, head, gpt.AblationChoice(choice))
+    result = gpt_queue.computed(
+        gpt.ABLATION, model, lesson.length, lesson.seed, layer, head, gpt.AblationChoice(choice)
+    )
     m1, m2, m3 = st.columns(3)
     m1.metric(f"loss on the second copy, layer {layer} head {head} on", f"{result.loss_before:.2f}")
     m2.metric("... switched off", f"{result.loss_after:.2f}", f"{result.loss_change:+.2f}", delta_color="inverse")
@@ -317,7 +333,7 @@ def grouped_query(model, lesson: gpt.InductionLesson, answered: bool) -> None:
         "A 30 by 9 map of query heads coloured by the key/value head they read"
         + (", faded by induction score." if answered else "."),
     )
-    sizes = cache.computed(gpt.CACHE_SIZES, model)
+    sizes = gpt_queue.computed(gpt.CACHE_SIZES, model)
     m1, m2 = st.columns(2)
     m1.metric(
         f"KV cache per token, {sizes.num_kv_heads} KV heads (float32)", f"{sizes.per_token_shared / 1024:.0f} KiB"
@@ -329,7 +345,7 @@ def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -
     step("Position by rotation (RoPE)")
     widgets.prose("inside_gpt", "rope")
     head = st.session_state[HEAD]
-    result = cache.computed(gpt.ROPE, model, text, kind, head)
+    result = gpt_queue.computed(gpt.ROPE, model, text, kind, head)
     widgets.number_table(
         pd.DataFrame(
             {
@@ -370,7 +386,7 @@ def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -
 def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind, answered: bool) -> None:
     step("The KV cache, measured")
     widgets.prose("inside_gpt", "kvcache")
-    timing = cache.computed(gpt.CACHE_TIMING, model, text, kind, 8)
+    timing = gpt_queue.computed(gpt.CACHE_TIMING, model, text, kind, gpt.TIMED_TOKENS)
     # The measured numbers above their chart: under it they fell below a projector's fold (the seventh review).
     st.caption(gpt.cache_caption(timing))
     draw.draw(
@@ -396,7 +412,9 @@ def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKin
 page_start()
 widgets.prose("inside_gpt", "intro")
 gpt_model = model_or_stop()
-vocabulary = cache.computed(gpt.VOCABULARY, gpt_model)
+gpt_queue.warm_up(gpt_model)  # once per process: the first example's default view, computed for everyone
+gpt_queue.begin()  # the model runs this session waited for are stale until this run asks for them again
+vocabulary = gpt_queue.computed(gpt.VOCABULARY, gpt_model)
 analysis, prompt_text, prompt_kind = prompt_picker(gpt_model)
 if LAYER not in st.session_state:  # first visit: the link's head, or the clearest previous-token head
     linked_controls = page_frame().link.controls
@@ -409,3 +427,4 @@ ablation(gpt_model, induction_lesson, induction_answered)
 grouped_query(gpt_model, induction_lesson, induction_answered)
 rope(gpt_model, analysis, prompt_text, prompt_kind)
 kv_cache(gpt_model, analysis, prompt_text, prompt_kind, top_token_answered)
+gpt_queue.settle()  # the runs an earlier page run asked for and this one did not: no longer waited for

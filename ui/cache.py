@@ -1,4 +1,5 @@
-"""The one cached call for every lesson (`computed`) and the real model (training runs: ui/training_queue.py).
+"""The one cached call for every lesson (`computed`) and the real model (training runs: ui/training_queue.py;
+lesson 10's model runs: ui/gpt_queue.py, which keeps its results in its queue).
 
 Every cache is bounded by time and by bytes. Streamlit bounds a cache by entries (max_entries)
 and age (ttl), so each lesson's `LessonSpec.max_entries` (core/lessons/) is a byte budget

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -36,8 +37,15 @@ TEMPERATURES = (0.0, 0.5, 0.7, 1.0, 1.5)
 TOP_KS = (0, 5, 20, 50)  # 0: no top-k filter
 TOP_PS = (1.0, 0.9, 0.7, 0.5)  # 1.0: no top-p filter
 MIN_REPEAT, MAX_REPEAT = 5, 30
+# The page's defaults: a new student's first view reads the results at these values (`shared_by_everyone`).
+DEFAULT_TEMPERATURE = 1.0
+DEFAULT_SEED = 0
+DEFAULT_NEW_TOKENS = 8
+DEFAULT_REPEAT = 20
+TIMED_TOKENS = 8  # the KV cache's timing generates this many tokens
 SINK_BIG = 0.5  # a head "parks" on the first token when over half its weight lands there
 OWN_PROMPT = "own"
+R = TypeVar("R")
 
 
 class PromptKind(StrEnum):
@@ -536,8 +544,17 @@ class CacheTiming:
         return sum(self.with_cache_ms[1:]) / rest, sum(self.without_cache_ms[1:]) / rest
 
 
-def cache_timing(_model: smollm2.SmolLM2, text: str, kind: PromptKind, new_tokens: int) -> CacheTiming:
-    """Greedy generation twice, with and without the cache, each step timed (wall clock, this machine)."""
+def cache_timing(
+    _model: smollm2.SmolLM2,
+    text: str,
+    kind: PromptKind,
+    new_tokens: int,
+    _keep_going: Callable[[], bool] | None = None,
+) -> CacheTiming:
+    """Greedy generation twice, with and without the cache, each step timed (wall clock, this machine).
+
+    `_keep_going` (left out of the cache's key) is asked before each step: smollm2.GenerationCancelled once it
+    says False (the student has left), and nothing is kept."""
     ids = smollm2.encode(_model, render(_model, text, kind), max_tokens=MAX_PROMPT_TOKENS)
     steps = min(new_tokens, MAX_NEW_TOKENS)
     with_ms, without_ms, lengths, diffs, same = [], [], [], [], True
@@ -545,7 +562,9 @@ def cache_timing(_model: smollm2.SmolLM2, text: str, kind: PromptKind, new_token
     # One untimed pass first: the first call on a process pays for allocations and kernel choices, and the
     # fifth review saw it charged to the cached prompt pass (923 ms against 250 ms for the same work).
     smollm2.forward(_model, ids, path=smollm2.AttentionPath.FAST, last_logits_only=True)
-    for _ in range(steps):
+    for step in range(steps):
+        if _keep_going is not None and not _keep_going():
+            raise smollm2.GenerationCancelled(f"timing stopped after {step} of {steps} steps")
         start = time.perf_counter()
         out = smollm2.forward(
             _model, cached_feed, path=smollm2.AttentionPath.FAST, last_logits_only=True, cache=cache, use_cache=True
@@ -662,3 +681,40 @@ ROPE = LessonSpec(rope_lesson, uses=None, max_entries=64)
 CACHE_TIMING = LessonSpec(cache_timing, uses=None, max_entries=16)
 CACHE_SIZES = LessonSpec(cache_sizes, uses=None, max_entries=1)
 LESSONS = (PROMPT, VOCABULARY, GENERATION, INDUCTION, ABLATION, ROPE, CACHE_TIMING, CACHE_SIZES)
+STOPPABLE = (GENERATION, CACHE_TIMING)  # they take `_keep_going` (and stop between tokens, between steps)
+EXAMPLE_INPUTS = frozenset((example.text, example.kind) for example in EXAMPLES)
+
+
+def shared_by_everyone(lesson: LessonSpec, args: tuple) -> bool:
+    """Whether a result is one a new student reads at the page's defaults: the example prompts' analyses, RoPE
+    checks, timings and default generations, the default induction run and its heads switched off (to zero),
+    the vocabulary and the cache's sizes. `args` leave the model out.
+
+    A finite set (4 prompts; x 9 heads for RoPE; 270 heads for the switch-off's small results): the app keeps
+    all of it apart from the students' own results, which can never push it out (ui/gpt_queue.py).
+    """
+    if lesson in (VOCABULARY, CACHE_SIZES):
+        return True
+    if lesson in (PROMPT, ROPE, CACHE_TIMING, GENERATION) and tuple(args[:2]) not in EXAMPLE_INPUTS:
+        return False
+    if lesson in (PROMPT, ROPE):  # ROPE: (text, kind, head)
+        return True
+    if lesson is CACHE_TIMING:  # (text, kind, new_tokens)
+        return args[2] == TIMED_TOKENS
+    if lesson is GENERATION:  # (text, kind, settings, seed, new_tokens)
+        return tuple(args[2:5]) == (sampling_settings(DEFAULT_TEMPERATURE, 0, 1.0), DEFAULT_SEED, DEFAULT_NEW_TOKENS)
+    if lesson is INDUCTION:  # (length, seed)
+        return tuple(args) == (DEFAULT_REPEAT, DEFAULT_SEED)
+    if lesson is ABLATION:  # (length, seed, layer, head, choice)
+        return tuple(args[:2]) == (DEFAULT_REPEAT, DEFAULT_SEED) and args[4] == AblationChoice.ZERO
+    return False
+
+
+def run_lesson(lesson: LessonSpec[R], model: smollm2.SmolLM2, args: tuple, keep_going: Callable[[], bool]) -> R:
+    """One of the page's computations, as the app's model queue runs it: `lesson.compute(model, *args)` under
+    torch.inference_mode (no autograd graph can be recorded, so every intermediate tensor is freed when the run
+    ends); the stoppable ones are given `keep_going` (False once nobody waits for the result)."""
+    with torch.inference_mode():
+        if lesson in STOPPABLE:
+            return lesson.compute(model, *args, keep_going)
+        return lesson.compute(model, *args)

@@ -307,12 +307,13 @@ def load_model(
     except (GGUFError, KeyError) as error:
         raise ModelFilesError(f"The model file {path} cannot be used: {error}") from error
     del contents, metadata
-    _return_freed_memory()
+    return_freed_memory()
     return SmolLM2(config, weights, tokenizer, template, precision, device, path)
 
 
-def _return_freed_memory() -> None:
-    """Hand the heap pages freed during the load back to the OS (glibc only; elsewhere nothing).
+def return_freed_memory() -> None:
+    """Hand the heap pages freed during the load (or a run: the app's model queue calls it after each) back to
+    the OS (glibc only; elsewhere nothing).
 
     Loading makes a float32 copy of each tensor on its way to the stored form, and the parsed
     tokenizer strings; freed, glibc keeps most of those pages for later, and the server's resident
