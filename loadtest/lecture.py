@@ -13,7 +13,7 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -91,6 +91,14 @@ class Lecture:
     def _run(self, coroutine: Coroutine[Any, Any, T], timeout_s: float = 600) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout_s)
 
+    def _each(self, action: Callable[[LectureStudent], Awaitable[T]], timeout_s: float = 600) -> list[T]:
+        """`action` for every student at once, on the lecture's own loop."""
+
+        async def everyone() -> list[T]:
+            return list(await asyncio.gather(*(action(p) for p in self.students)))
+
+        return self._run(everyone(), timeout_s)
+
     def join(self) -> None:
         async def arrive(pupil: LectureStudent) -> None:
             await asyncio.sleep(pupil.index * 0.05)  # a class opening the link over a few seconds
@@ -98,25 +106,33 @@ class Lecture:
             _, view = await pupil.rerun(Action.OPEN)
             pupil.page = view.page_names.get(view.page_hash, pupil.page)
 
-        self._run(asyncio.gather(*(arrive(p) for p in self.students)))
+        self._each(arrive)
 
-    def follow(self) -> list[str]:
-        """Every student reruns; the pages they are on."""
-        self._run(asyncio.gather(*(p.follow() for p in self.students)))
-        return [p.page for p in self.students]
+    def follow(self, page: str, ticks: int = 5) -> list[str]:
+        """Every student reruns as its watcher does, tick after tick (a browser's every 2 s) until it shows
+        `page` or `ticks` have passed; the pages they end on."""
+
+        async def until_there(pupil: LectureStudent) -> str:
+            for _ in range(ticks):
+                await pupil.follow()
+                if pupil.page == page:
+                    break
+            return pupil.page
+
+        return self._each(until_there)
 
     def answer(self, question: str) -> None:
-        self._run(asyncio.gather(*(p.answer(question, p.index % 2) for p in self.students)))
+        self._each(lambda p: p.answer(question, p.index % 2))
 
     def saw_reveal(self) -> int:
-        return sum(self._run(asyncio.gather(*(p.sees_reveal() for p in self.students))))
+        return sum(self._each(LectureStudent.sees_reveal))
 
     def problems(self) -> list[str]:
         return [problem for p in self.students for problem in p.problems]
 
     def close(self) -> None:
         try:
-            self._run(asyncio.gather(*(load_client.close(p) for p in self.students)), timeout_s=60)
+            self._each(load_client.close, timeout_s=60)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(timeout=10)

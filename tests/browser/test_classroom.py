@@ -74,7 +74,12 @@ def prediction_options(page):
 
 def answer(student, option: int) -> None:
     options = prediction_options(student)
-    options.first.wait_for(state="visible", timeout=WAIT_MS)
+    try:
+        options.first.wait_for(state="visible", timeout=WAIT_MS)
+    except playwright_api.TimeoutError:
+        if shots := os.environ.get("ATTENTION_LAB_FAILURE_SHOTS"):
+            student.screenshot(path=str(Path(shots) / "student_no_question.png"), full_page=True)
+        raise AssertionError(f"a student never saw the question: {page_text(student)[:600]}") from None
     options.nth(option).click()
 
 
@@ -141,3 +146,96 @@ def test_every_answer_of_three_browser_students_counts_on_a_busy_machine(server:
     assert counted == [STUDENTS] * ROUNDS, (counted, told_in, problems)
     assert told_in == [STUDENTS] * ROUNDS, (counted, told_in, problems)
     assert not problems, problems
+
+
+# ---------------------------------------------------------------- a lecture (issue 40, item 6)
+LECTURE_LESSONS = 3  # the lecture path's first lessons, each with its question polled
+BROWSER_STUDENTS = 2  # in Chromium, one of them on a phone
+WEBSOCKET_STUDENTS = 40  # following and answering over Streamlit's own protocol (loadtest/lecture.py)
+MAX_STEPS = 12
+
+
+def lecture_lessons() -> list[str]:
+    """The lecture path walks the registry's lessons in order (core/lessons/overview.py)."""
+    from core.app import registry
+
+    return [spec.slug for spec in registry.lessons()[:LECTURE_LESSONS]]
+
+
+def teacher_opens(teacher, slug: str) -> None:
+    """Through the sidebar's lesson list, as a teacher does: the session (and its poll) stays."""
+    teacher.locator('[data-testid="stExpandSidebarButton"]').click()
+    teacher.locator(f'[data-testid="stSidebarNavLink"][href$="/{slug}"]').first.click()
+    settle(teacher)
+    teacher.locator('[data-testid="stSidebarCollapseButton"] button').click()
+
+
+def teacher_reaches_the_question(teacher) -> None:
+    """Next, step by step, until the step with the lesson's question (its tally: "Class poll: 0 answers")."""
+    for _ in range(MAX_STEPS):
+        if re.search(r"Class poll: 0 answers", page_text(teacher)):
+            return
+        teacher.get_by_role("button", name=re.compile("Next")).first.click()
+        settle(teacher)
+    if shots := os.environ.get("ATTENTION_LAB_FAILURE_SHOTS"):
+        teacher.screenshot(path=str(Path(shots) / "teacher_no_question.png"), full_page=True)
+    raise AssertionError(f"the teacher never reached a question: {page_text(teacher)[:600]}")
+
+
+@pytest.mark.skipif(
+    not os.environ.get("ATTENTION_LAB_LECTURE"),
+    reason="not yet stable on a 2-core machine: with 42 students and a busy loop on each core, a phone student's "
+    "page stayed blank at its old step for 90 s in 2 of 4 runs (issue 40, item 6 stays open); ATTENTION_LAB_LECTURE=1 "
+    "runs it",
+)
+def test_a_lecture_with_a_poll_on_every_question_counts_every_answer(server: str, browser) -> None:
+    from loadtest.lecture import Lecture
+
+    lessons = lecture_lessons()
+    total = BROWSER_STUDENTS + WEBSOCKET_STUDENTS
+    counted, revealed_to, problems = {}, {}, []
+    with busy_machine():
+        teacher = browser.new_context(**PROJECTOR).new_page()
+        link = start_poll(teacher, server, lessons[0])
+        code = re.search(r"room=([0-9A-Z]{8})", link).group(1)
+        browsers = [browser.new_context(**(PHONE if i == 0 else LAPTOP)).new_page() for i in range(BROWSER_STUDENTS)]
+        for student in browsers:
+            student.goto(link)
+            settle(student)
+        lecture = Lecture(server, lessons[0], code, WEBSOCKET_STUDENTS)
+        try:
+            lecture.join()
+            for number, slug in enumerate(lessons):
+                if number:
+                    teacher_opens(teacher, slug)
+                teacher_reaches_the_question(teacher)
+                on_pages = lecture.follow(slug)  # the watcher's reruns: every student reaches the teacher's step
+                assert set(on_pages) == {slug}, on_pages
+                for index, student in enumerate(browsers):
+                    answer(student, index % 2)
+                lecture.answer(f"predict_{slug}")
+                for student in browsers:
+                    assert answer_is_in(student), f"{slug}: a browser student was not told the answer is in"
+                counted[slug] = teacher_count(teacher, total)
+                teacher.get_by_role("button", name=re.compile("Reveal")).click()
+                settle(teacher)
+                seen = lecture.saw_reveal()
+                for index, student in enumerate(browsers):
+                    try:
+                        student.locator(VERDICT).first.wait_for(timeout=WAIT_MS)
+                        seen += 1
+                    except playwright_api.TimeoutError:
+                        problems.append(f"{slug}: browser student {index + 1} never saw the reveal")
+                    with contextlib.suppress(AssertionError):
+                        no_raw_box_or_dropped_value(student, slug)
+                        continue
+                    problems.append(f"{slug}: browser student {index + 1}: a raw box or a dropped value")
+                revealed_to[slug] = seen
+                no_raw_box_or_dropped_value(teacher, f"{slug}, the teacher")
+            problems += lecture.problems()
+        finally:
+            lecture.close()
+    print(f"\nlecture of {total} students: counted {counted}, reveal seen by {revealed_to}")
+    assert counted == dict.fromkeys(lessons, total), (counted, problems[:10])
+    assert revealed_to == dict.fromkeys(lessons, total), (revealed_to, problems[:10])
+    assert not problems, problems[:10]
