@@ -359,7 +359,7 @@ class ModelQueue(Generic[Key, Result]):
         stale = [job for job in queued if not job.shared and self._only_stale(job)]  # last: wanted by no page now
         private = [job for job in queued if not job.shared and job not in stale]
         open_runs: dict[str, list[int]] = defaultdict(list)  # client -> the tickets of its page runs, in order
-        for ticket, client in sorted(self._tickets.values()):
+        for ticket, client in sorted(self._tickets.values(), key=lambda entry: entry[0]):
             open_runs[client].append(ticket)
 
         def rank(job: _Job[Key, Result]) -> tuple[int, int, int]:

@@ -390,3 +390,12 @@ def test_a_page_run_that_ended_early_gives_its_ticket_back_at_the_next_one(gates
     ask(queue, gates, "early", "next-section")
     assert queue.status("meanwhile", "theirs").place == 1
     assert queue.status("early", "next-section").place == 2
+
+
+def test_sessions_that_share_a_ticket_are_ordered_without_comparing_their_clients(gates: Gates, make_queue) -> None:
+    queue = make_queue()
+    start_blocker(queue, gates)
+    ask(queue, gates, "first", "same", client="10.0.0.1")
+    ask(queue, gates, "second", "same", client=None)  # type: ignore[arg-type]  # joins, and so takes its ticket
+    ask(queue, gates, "second", "more", client=None)  # type: ignore[arg-type]
+    assert queue.status("second", "more").place == 2  # no TypeError: clients are keys, never compared
