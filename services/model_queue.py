@@ -12,13 +12,13 @@ to 1,559 MiB. Here the runs go through one queue per process (ui/gpt_queue.py ma
   network address; a class behind one NAT is one client) and `max_queued_per_session` by one session; a
   request over a bound is refused (State.FULL: the page says so and asks again) and a shared run is never
   refused (there are few: the lesson's examples);
-- order: shared runs first (what every new student reads: the example prompts' results); then clients in
-  turn (round robin by address, the client served longest ago first in each round: ten tabs of one address
-  hold one turn per round, and a student alone behind another address waits for at most one of theirs);
-  within a client, first come first served by page run: each run ranks by its session's ticket, taken when
-  the session's page run first asked for a run and given back at its end (`settle`), so a student's later
-  sections keep their place instead of going to the back behind everyone who arrived meanwhile (twenty
-  students in turn, each waiting for the others' every section, would all finish last);
+- order: shared runs first (what every new student reads: the example prompts' results); then first come,
+  first served by page run, in turn by client: a session takes a ticket when its page run first asks for a
+  run and gives it back at the run's end (`settle`), and each of its runs ranks by (its ticket's place among
+  its client's tickets, the ticket). A student's later sections keep their place instead of going to the
+  back behind everyone who arrived meanwhile (twenty students served a run each in turn would all wait for
+  the others' every section and finish last), and ten tabs of one address hold one page run per round: a
+  student alone behind another address waits for at most one of their page runs;
 - dedup: a run queued, running or kept is never computed a second time; a second session asking joins it;
 - results: kept per kind (`limits`: entries and age, least recently used out, as an st.cache_data of the
   same spec would keep them); shared results are kept apart and never pushed out by other students' runs.
@@ -36,13 +36,14 @@ computation and its inputs; the first asker's work is the one run.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import enum
 import itertools
 import os
 import threading
 import time
-from collections import Counter, OrderedDict, defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -57,7 +58,6 @@ MAX_DEFAULT_SLOTS = 2  # one model run takes ~100-250 MiB of activations at its 
 DEFAULT_NICENESS = 10  # the workers' CPU priority, below the page reruns' (Linux: per thread)
 FIRST_ESTIMATE_S = 2.0  # a kind's expected seconds before any of its runs has finished
 PACE_MEMORY = 0.7  # how much of a kind's learned time each finished run keeps
-MAX_CLIENTS_REMEMBERED = 4096  # clients whose last turn the order remembers
 
 
 class State(enum.StrEnum):
@@ -108,11 +108,11 @@ class _Job(Generic[Key, Result]):
     state: State = State.QUEUED
     started_at: float = 0.0
 
-    def reown(self, tickets: Mapping[str, int]) -> None:
+    def reown(self, tickets: Mapping[str, tuple[int, str]]) -> None:
         """After its owner left: the earliest remaining waiter owns it, with its ticket."""
         if self.session not in self.waiters and self.waiters:
             self.session, self.client = next(iter(self.waiters.items()))
-            self.ticket = tickets.get(self.session, self.order)
+            self.ticket = tickets.get(self.session, (self.order, self.client))[0]
 
 
 def default_slots() -> int:
@@ -161,8 +161,8 @@ class ModelQueue(Generic[Key, Result]):
         self._shared: OrderedDict[Key, Result] = OrderedDict()
         self._failures: OrderedDict[Key, tuple[frozenset[str], BaseException]] = OrderedDict()
         self._stale: dict[str, set[Key]] = {}  # session -> the runs of its previous page run
-        self._tickets: dict[str, int] = {}  # session -> when its current page run first asked for a run
-        self._served: OrderedDict[str, int] = OrderedDict()  # client -> when a run of its last started
+        # session -> (its ticket: when its current page run first asked for a run, its client)
+        self._tickets: dict[str, tuple[int, str]] = {}
         self._seconds: dict[Hashable, float] = {}  # kind -> learned seconds per run
         self._order = itertools.count()
         self._workers: list[threading.Thread] = []
@@ -186,11 +186,11 @@ class ModelQueue(Generic[Key, Result]):
                 refused = self._refusal(session, client, shared)
                 if refused is not None:
                     return refused
-                ticket = self._tickets.setdefault(session, next(self._order))
+                ticket, _ = self._tickets.setdefault(session, (next(self._order), client))
                 kind = self._kind_of(key)
                 job = _Job(key, work, next(self._order), ticket, shared, kind, session=session, client=client)
                 self._jobs[key] = job
-            self._tickets.setdefault(session, job.ticket)
+            self._tickets.setdefault(session, (job.ticket, client))
             job.waiters.setdefault(session, client)
             self._start_workers()
             self._lock.notify_all()
@@ -218,13 +218,15 @@ class ModelQueue(Generic[Key, Result]):
             return None if kept is None else kept[0]
 
     def begin(self, session: str) -> None:
-        """A page run starts: the runs the session waits for are stale until it asks for them again."""
+        """A page run starts: the runs the session waits for are stale until it asks for them again (and when it
+        waits for none, its ticket is given back: a page run that ended early never settled)."""
         with self._lock:
             waited_for = {key for key, job in self._jobs.items() if session in job.waiters}
             if waited_for:
                 self._stale[session] = waited_for
-            else:
+            else:  # nothing pending: the last page run is over, even one that ended early (an error, st.stop)
                 self._stale.pop(session, None)
+                self._tickets.pop(session, None)
 
     def settle(self, session: str) -> None:
         """The page run has ended: the session leaves the queued runs it did not ask for again, and its ticket."""
@@ -349,22 +351,21 @@ class ModelQueue(Generic[Key, Result]):
         return len(self._running_jobs())
 
     def _fair_order(self) -> list[_Job[Key, Result]]:
-        """The queued runs in the order they will start (module docstring: order): shared runs, then round after
-        round one run of each client, the clients served longest ago first, each client's runs by ticket."""
+        """The queued runs in the order they will start (module docstring: order): shared runs, then by (the place
+        of the run's ticket among its client's open page runs, the ticket); stale runs last."""
         queued = sorted(
             (job for job in self._jobs.values() if job.state == State.QUEUED), key=lambda j: (j.ticket, j.order)
         )
         stale = [job for job in queued if not job.shared and self._only_stale(job)]  # last: wanted by no page now
         private = [job for job in queued if not job.shared and job not in stale]
-        turn: dict[_Job[Key, Result], int] = {}
-        taken: Counter[str] = Counter()
-        first_ticket: dict[str, int] = {}
-        for job in private:
-            turn[job], taken[job.client] = taken[job.client], taken[job.client] + 1
-            first_ticket.setdefault(job.client, job.ticket)
+        open_runs: dict[str, list[int]] = defaultdict(list)  # client -> the tickets of its page runs, in order
+        for ticket, client in sorted(self._tickets.values(), key=lambda entry: entry[0]):
+            open_runs[client].append(ticket)
 
-        def rank(job: _Job[Key, Result]) -> tuple[int, int, int, int, int]:
-            return (turn[job], self._served.get(job.client, -1), first_ticket[job.client], job.ticket, job.order)
+        def rank(job: _Job[Key, Result]) -> tuple[int, int, int]:
+            tickets = open_runs.get(job.client, [])
+            turn = bisect.bisect_left(tickets, job.ticket)  # its page run's turn within its client
+            return (turn, job.ticket, job.order)
 
         return [job for job in queued if job.shared] + sorted(private, key=rank) + stale
 
@@ -417,11 +418,6 @@ class ModelQueue(Generic[Key, Result]):
                 if job is None:
                     return
                 job.state, job.started_at = State.RUNNING, self._clock()
-                if not job.shared:
-                    self._served[job.client] = next(self._order)
-                    self._served.move_to_end(job.client)
-                    while len(self._served) > MAX_CLIENTS_REMEMBERED:  # the longest ago: as if never served
-                        self._served.popitem(last=False)
                 self.peak_running = max(self.peak_running, self._running_count())
             self._run(job)
 

@@ -140,13 +140,13 @@ def test_one_address_with_many_tabs_holds_one_turn_per_round(gates: Gates, make_
     assert gates.started == ["blocker", "a0", "b", "a1", "a2", "a3", "a4"]
 
 
-def test_a_running_run_counts_as_its_address_s_turn(gates: Gates, make_queue) -> None:
+def test_an_open_page_run_counts_as_its_address_s_turn(gates: Gates, make_queue) -> None:
     queue = make_queue()
     ask(queue, gates, "tab0", "a0", client="10.0.0.1")
     gates.wait_started(1)
     ask(queue, gates, "tab1", "a1", client="10.0.0.1")
     ask(queue, gates, "other", "b", client="10.0.0.2")
-    assert queue.status("other", "b").place == 1  # 10.0.0.1 has its turn running
+    assert queue.status("other", "b").place == 1  # 10.0.0.1 has its turn: tab0's page run, running
 
 
 def test_a_student_s_next_section_keeps_the_place_of_its_page_run(gates: Gates, make_queue) -> None:
@@ -374,3 +374,28 @@ def test_a_stale_run_waits_behind_what_the_new_page_run_asks_for(gates: Gates, m
     assert queue.status("s", "old-timing").place == 4
     ask(queue, gates, "s", "old-timing")  # asked again after all (the same prompt): its place back, first
     assert queue.status("s", "old-timing").place == 1
+
+
+def test_a_page_run_that_ended_early_gives_its_ticket_back_at_the_next_one(gates: Gates, make_queue) -> None:
+    gates.release_all()
+    queue = make_queue()
+    queue.begin("early")
+    ask(queue, gates, "early", "first-section")  # then the page stopped on an error: no settle
+    wait_until(lambda: queue.computed == 1)
+    gates.open = False
+    ask(queue, gates, "blocker", "blocker", client="elsewhere")
+    gates.wait_started(2)
+    ask(queue, gates, "meanwhile", "theirs")
+    queue.begin("early")  # its next page run, nothing pending: a new ticket, behind the student who came meanwhile
+    ask(queue, gates, "early", "next-section")
+    assert queue.status("meanwhile", "theirs").place == 1
+    assert queue.status("early", "next-section").place == 2
+
+
+def test_sessions_that_share_a_ticket_are_ordered_without_comparing_their_clients(gates: Gates, make_queue) -> None:
+    queue = make_queue()
+    start_blocker(queue, gates)
+    ask(queue, gates, "first", "same", client="10.0.0.1")
+    ask(queue, gates, "second", "same", client=None)  # type: ignore[arg-type]  # joins, and so takes its ticket
+    ask(queue, gates, "second", "more", client=None)  # type: ignore[arg-type]
+    assert queue.status("second", "more").place == 2  # no TypeError: clients are keys, never compared
