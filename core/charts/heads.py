@@ -79,7 +79,12 @@ def _panels(tokens: tuple[str, ...], heads: tuple[str, ...], title: str, causal:
             spacing=12,
         )
         .resolve_scale(x="shared", y="shared", color="shared")
-        .properties(title=alt.Title(title, subtitle="rows: queries, columns: keys"))
+        .properties(
+            title=alt.Title(title, subtitle="rows: queries, columns: keys"),
+            # SVG however many cells (Streamlit draws over 2,000 marks on a canvas): as every other chart of the
+            # lab, whose labels and colours the browser tests read; lesson 10's layer reaches 9 x 64 x 64.
+            usermeta={"embedOptions": {"renderer": "svg"}},
+        )
     )
 
 
