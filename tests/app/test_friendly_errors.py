@@ -15,7 +15,7 @@ from core.inputs.weights import WeightSource
 from core.lessons import attention_at_scale, inside_gpt, trainable_weights
 from tests.support import PAGE_FILES as PAGES
 from tests.support import app, assert_clean
-from ui import cache
+from ui import cache, gpt_queue
 
 
 def break_trainable_weights(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,15 +58,17 @@ def test_the_message_offers_the_books_example(monkeypatch: pytest.MonkeyPatch) -
 
 
 def break_lesson(monkeypatch: pytest.MonkeyPatch, spec: object) -> None:
-    """Make one cached computation raise; every other computes as usual."""
-    computed = cache.computed
+    """Make one computation raise, whether the page asks the cache or lesson 10's model queue (ui/gpt_queue.py);
+    every other computes as usual."""
+    for module in (cache, gpt_queue):
+        computed = module.computed
 
-    def broken(asked, *args):
-        if asked is spec:
-            raise RuntimeError("injected failure")
-        return computed(asked, *args)
+        def broken(asked, *args, computed=computed):
+            if asked is spec:
+                raise RuntimeError("injected failure")
+            return computed(asked, *args)
 
-    monkeypatch.setattr(cache, "computed", broken)
+        monkeypatch.setattr(module, "computed", broken)
 
 
 def error_texts(at) -> list[str]:
