@@ -111,6 +111,21 @@ def teacher_count(teacher, expected: int) -> int:
     return int(found.group(1)) if found else 0
 
 
+def after_the_reveal(student, who: str) -> list[str]:
+    """What went wrong on a browser student's page once the teacher revealed: the verdict never came (no
+    click on the student's side), or a raw box or a dropped value shows."""
+    problems = []
+    try:
+        student.locator(VERDICT).first.wait_for(timeout=WAIT_MS)
+    except playwright_api.TimeoutError:
+        problems.append(f"{who}: the reveal did not arrive")
+    try:
+        no_raw_box_or_dropped_value(student, who)
+    except AssertionError:
+        problems.append(f"{who}: a raw box or a dropped value")
+    return problems
+
+
 def test_every_answer_of_three_browser_students_counts_on_a_busy_machine(server: str, browser) -> None:
     told_in, counted, problems = [], [], []
     with busy_machine():
@@ -131,15 +146,7 @@ def test_every_answer_of_three_browser_students_counts_on_a_busy_machine(server:
             counted.append(teacher_count(teacher, STUDENTS))
             teacher.get_by_role("button", name=re.compile("Reveal")).click()
             for index, student in enumerate(students):
-                who = f"round {round_ + 1}, student {index + 1}"
-                try:
-                    student.locator(VERDICT).first.wait_for(timeout=WAIT_MS)  # the reveal, with no click
-                except playwright_api.TimeoutError:
-                    problems.append(f"{who}: the reveal did not arrive")
-                with contextlib.suppress(AssertionError):
-                    no_raw_box_or_dropped_value(student, who)
-                    continue
-                problems.append(f"{who}: a raw box or a dropped value")
+                problems += after_the_reveal(student, f"round {round_ + 1}, student {index + 1}")
             for context in [teacher_context, *contexts]:
                 context.close()
     print(f"\nanswers told 'in' per round: {told_in}; counted on the teacher's screen: {counted} (of {STUDENTS})")
@@ -221,15 +228,9 @@ def test_a_lecture_with_a_poll_on_every_question_counts_every_answer(server: str
                 settle(teacher)
                 seen = lecture.saw_reveal()
                 for index, student in enumerate(browsers):
-                    try:
-                        student.locator(VERDICT).first.wait_for(timeout=WAIT_MS)
-                        seen += 1
-                    except playwright_api.TimeoutError:
-                        problems.append(f"{slug}: browser student {index + 1} never saw the reveal")
-                    with contextlib.suppress(AssertionError):
-                        no_raw_box_or_dropped_value(student, slug)
-                        continue
-                    problems.append(f"{slug}: browser student {index + 1}: a raw box or a dropped value")
+                    found = after_the_reveal(student, f"{slug}: browser student {index + 1}")
+                    seen += not any("did not arrive" in problem for problem in found)
+                    problems += found
                 revealed_to[slug] = seen
                 no_raw_box_or_dropped_value(teacher, f"{slug}, the teacher")
             problems += lecture.problems()
