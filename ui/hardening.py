@@ -183,8 +183,8 @@ def sent_as_registered(sent: WidgetState, metadata: WidgetMetadata | None) -> bo
     if metadata is None or field is None:
         return True
     options = getattr(getattr(metadata.deserializer, "__self__", None), "formatted_option_to_option_index", None)
-    if isinstance(options, dict):  # a choice box sends one of its option labels; the app's take no new ones
-        return field == "string_value" and sent.string_value in options
+    if isinstance(options, dict):  # a choice box sends its option labels; the app's take no new ones
+        return _choice_sent_as_registered(sent, field, options, metadata.value_type)
     # Streamlit forgets a control's field (value_type None) once it has read an empty value for it, such as
     # an unanswered radio's, until the control registers again: judging by the field then dropped every
     # answer a busy class gave between a fragment's rerun and the page's (issue 40: 0 of 9 counted). The
@@ -196,6 +196,22 @@ def sent_as_registered(sent: WidgetState, metadata: WidgetMetadata | None) -> bo
     if {field, metadata.value_type} <= _NUMBER_FIELDS:
         return True
     return field == metadata.value_type
+
+
+def _choice_sent_as_registered(sent: WidgetState, field: str, options: dict, value_type: str | None) -> bool:
+    """A choice box's value: its own field, holding only its option labels.
+
+    A selectbox or radio sends one label (string_value); a segmented control sends a list of labels
+    (string_array_value), even for a single choice: judged as a radio's, every click on lesson 3's
+    "Measure" was dropped. While Streamlit has forgotten the field (value_type None) either kind passes,
+    and the box's own deserializer judges it at registration (`_readable`)."""
+    if value_type is not None and field != value_type:
+        return False
+    if field == "string_value":
+        return sent.string_value in options
+    if field == "string_array_value":
+        return all(label in options for label in sent.string_array_value.data)
+    return False
 
 
 def unreadable_values_note() -> None:

@@ -208,3 +208,38 @@ def test_a_sidebar_choice_of_the_wrong_type_is_dropped_while_its_field_is_forgot
     _forget_field(at, widget.id)
     at = forge(at, widget.id, int_value=7)
     assert_noted_not_crashed(at, key)
+
+
+# Lesson 3's "Measure" is a segmented control: a browser sends its choice as a list of labels (string_array_value).
+# Judged as a radio's (one string_value), every click on it was dropped ("Dropped unreadable values of
+# ['peak_metric']" in a lecture's server log, and the chart never changed).
+def _peak_metric(at: AppTest) -> str:
+    radio = _predict_radio(at)
+    radio.set_value(radio.options[0]).run()  # answered: the chart and its Measure control appear
+    metadata = at._session_state._state._new_widget_state.widget_metadata
+    return next(widget_id for widget_id in metadata if widget_id.endswith("peak_metric"))
+
+
+@pytest.mark.parametrize("forget", [None, _forget_field], ids=["registered", "field"])
+def test_a_segmented_control_s_choice_sent_as_a_browser_sends_it_is_kept(forge, forget) -> None:
+    from core.charts.common import PeakMetric, peakiness_label
+
+    at = open_page("why_scale")
+    widget_id = _peak_metric(at)
+    if forget is not None:
+        forget(at, widget_id)
+    at = forge(at, widget_id, string_array_value={"data": [peakiness_label(PeakMetric.ENTROPY)]})
+    assert not at.exception, [e.value for e in at.exception]
+    assert not [n.value for n in [*at.warning, *at.toast] if "cannot read" in n.value]
+    assert at.session_state["peak_metric"] == PeakMetric.ENTROPY, "the student's choice was dropped"
+
+
+@pytest.mark.parametrize(
+    "field", [{"string_array_value": {"data": ["nope"]}}, {"string_value": "entropy"}, {"int_value": 1}],
+    ids=["no option", "one string", "a number"],
+)  # fmt: skip
+def test_a_segmented_control_sent_what_it_never_sends_is_noted(forge, field: dict) -> None:
+    at = open_page("why_scale")
+    widget_id = _peak_metric(at)
+    at = forge(at, widget_id, **field)
+    assert_noted_not_crashed(at, "peak_metric")
