@@ -23,6 +23,7 @@ from ui.frame import page_start
 from ui.presentation import step, step_break
 
 LAYER, HEAD = PageControl.GPT_LAYER, PageControl.GPT_HEAD  # the chosen head (clicks on the grid set them too)
+TIMED_PROMPTS = "al_timed_prompts"  # the (text, kind) pairs this session asked the KV cache timed on
 
 
 def model_or_stop() -> object:
@@ -386,20 +387,41 @@ def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -
 def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind, answered: bool) -> None:
     step("The KV cache, measured")
     widgets.prose("inside_gpt", "kvcache")
-    timing = gpt_queue.computed(gpt.CACHE_TIMING, model, text, kind, gpt.TIMED_TOKENS)
+    timing = cache_timing_when_asked(model, text, kind)
+    if timing is None:
+        kv_cache_code_box(analysis, answered)
+        return
     # The measured numbers above their chart: under it they fell below a projector's fold (the seventh review).
     st.caption(gpt.cache_caption(timing))
     draw.draw(
         charts_gpt.timing(frames.timing_frame(timing)),
         "Lines of the time per generated token with and without the KV cache.",
     )
+    kv_cache_code_box(analysis, answered)
+
+
+def cache_timing_when_asked(model, text: str, kind: gpt.PromptKind) -> gpt.CacheTiming | None:
+    """The example prompts' timing (shared, computed once); on the student's own prompt, once they ask."""
+    asked = st.session_state.setdefault(TIMED_PROMPTS, set())
+    if not gpt.timed_without_asking(text, kind) and (text, kind) not in asked:
+        st.caption(
+            f"Timing the cache generates {gpt.TIMED_TOKENS} tokens twice, with and without it: the model's longest "
+            "job on this page, and the class shares one model, so it waits for you to ask on a prompt of your own."
+        )
+        if not st.button("Time the KV cache on my prompt", icon=":material/timer:", key="al_time_kv_cache"):
+            return None
+        st.session_state[TIMED_PROMPTS] = asked | {(text, kind)}
+    return gpt_queue.computed(gpt.CACHE_TIMING, model, text, kind, gpt.TIMED_TOKENS)
+
+
+def kv_cache_code_box(analysis: gpt.PromptAnalysis, answered: bool) -> None:
     if not answered:  # the recipe generates the next tokens: the first question's answer
         widgets.answer_first(
             "The Code box, which generates the answer to the first question, appears", question="predict_gpt_top"
         )
         return
     widgets.code_box(
-        gpt.kv_cache_code(analysis, timing),
+        gpt.kv_cache_code(analysis, gpt.TIMED_TOKENS),
         "Plain PyTorch in float32 from the model's file, the cache a list of tensors. In float32 the logits with "
         "and without the cache differ by at most about 4e-5 on the example prompts, float rounding from adding in "
         "another order (the page sums attention in float64, so its two runs agree exactly). The bytes per token "

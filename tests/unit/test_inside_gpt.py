@@ -357,7 +357,8 @@ def test_the_sections_code_boxes_are_filled_with_the_pages_values(model) -> None
     assert ids in gpt.rope_code(analysis, rope) and "head = 5" in gpt.rope_code(analysis, rope)
     timing = gpt.cache_timing(model, gpt.EXAMPLES[3].text, gpt.EXAMPLES[3].kind, 2)
     assert timing.lengths[0] == len(analysis.token_ids)  # the same prompt
-    assert ids in gpt.kv_cache_code(analysis, timing) and "new_tokens = 2" in gpt.kv_cache_code(analysis, timing)
+    kv_code = gpt.kv_cache_code(analysis, len(timing.lengths))
+    assert ids in kv_code and "new_tokens = 2" in kv_code
 
 
 @pytest.mark.slow
@@ -430,7 +431,7 @@ def test_the_kv_cache_code_box_gives_the_same_logits_and_the_pages_size(model) -
     example = gpt.EXAMPLES[2]  # counting: a short prompt
     analysis = gpt.analyse_prompt(model, example.text, example.kind)
     timing = gpt.cache_timing(model, example.text, example.kind, 4)
-    namespace = recipes.run(gpt.kv_cache_code(analysis, timing))
+    namespace = recipes.run(gpt.kv_cache_code(analysis, len(timing.lengths)))
     assert namespace["bytes_per_token"] == gpt.cache_sizes(model).per_token_shared == 46_080
     assert namespace["cache_bytes"] == timing.cache_bytes  # the same tokens held: the prompt and three new ones
     # float32 both ways: measured 3.8e-5 at most on the four examples (the page's bfloat16: 0.25 to 0.56)
