@@ -73,9 +73,10 @@ def start_server(
         sys.executable, "-m", "streamlit", "run", script, "--server.headless=true",
         f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
     ]  # fmt: skip
-    process = subprocess.Popen(
-        command, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    # ATTENTION_LAB_SERVER_LOG=<file>: the server's own output goes there (appended), to diagnose a failed run.
+    log_path = os.environ.get("ATTENTION_LAB_SERVER_LOG")
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - the server's lifetime
+    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
