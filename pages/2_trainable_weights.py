@@ -33,17 +33,16 @@ def computed(settings: Settings) -> TrainableLesson | None:
         return cache.computed(trainable_weights.LESSON, settings, query)
     from core.lessons import pretrained as pt
 
-    widgets.prose(source.text(settings.weights), "trainable_intro")
-    if not source.model_ready(settings.weights):
+    chosen = source.pick(SLUG, settings, "trainable_intro")
+    if chosen is None:
         return None
-    sentence, pieces = source.lesson_sentence(settings)
-    layer, head = source.head_picker(SLUG, settings.weights)
     step_break()  # the query and the question (one option a word piece) on a screen of their own
+    pieces = chosen.pieces
     query = widgets.query_picker(
         pieces, pt.default_query(settings, len(pieces), settings.weights), key=QUERY_KEY, example=example
     )
     lesson = cache.computed(
-        pt.TRAINABLE, settings.weights, source.model(settings.weights), sentence, layer, head, query
+        pt.TRAINABLE, settings.weights, chosen.model, chosen.sentence, chosen.layer, chosen.head, query
     )
     source.pieces_line(lesson.tokens, settings.weights)
     return lesson

@@ -18,7 +18,7 @@ from core.lessons.common import token_name
 from ui import cache, draw, widgets
 from ui import weights as source
 from ui.frame import page_start
-from ui.presentation import step, step_break
+from ui.presentation import step
 
 PREDICT_KEY = "predict_causal_dropout"
 SLUG = "causal_dropout"
@@ -61,18 +61,23 @@ def computed(settings: Settings) -> CausalLesson | None:
         return cache.computed(causal_dropout.LESSON, settings, perturbed, training)
     from core.lessons import pretrained as pt
 
-    widgets.prose(source.text(settings.weights), "causal_intro")
-    step_break()  # the head, its pieces and the question: on a projector its options fell below the fold
-    if not source.model_ready(settings.weights):
+    # break_before_picker: the head, its pieces and the question; on a projector its options fell below the fold
+    chosen = source.pick(SLUG, settings, "causal_intro", break_before_picker=True)
+    if chosen is None:
         return None
-    sentence, _ = source.lesson_sentence(settings)
-    layer, head = source.head_picker(SLUG, settings.weights)
     why = "Dropout only acts in training mode; the sidebar sets its rate and the seed draws it."
     training = training_toggle(st.container(), why)
-    model = source.model(settings.weights)
     # The sidebar's rate (at 0, training uses the book's 0.5) and seed (it draws the dropout mask).
     lesson = cache.computed(
-        pt.CAUSAL, settings.weights, model, sentence, layer, head, training, settings.dropout, int(settings.seed)
+        pt.CAUSAL,
+        settings.weights,
+        chosen.model,
+        chosen.sentence,
+        chosen.layer,
+        chosen.head,
+        training,
+        settings.dropout,
+        int(settings.seed),
     )
     source.pieces_line(lesson.tokens, settings.weights)
     return lesson

@@ -54,12 +54,10 @@ def computed(settings: Settings) -> MultiHeadLesson | None:
         return lesson
     from core.lessons import pretrained as pt
 
-    widgets.prose(source.text(settings.weights), "multi_intro")
-    if not source.model_ready(settings.weights):
+    chosen = source.pick(SLUG, settings, "multi_intro", with_head=False)
+    if chosen is None:
         return None
-    sentence, _ = source.lesson_sentence(settings)
-    layer, _ = source.head_picker(SLUG, settings.weights, with_head=False)
-    lesson = cache.computed(pt.MULTIHEAD, settings.weights, source.model(settings.weights), sentence, layer)
+    lesson = cache.computed(pt.MULTIHEAD, settings.weights, chosen.model, chosen.sentence, chosen.layer)
     source.pieces_line(lesson.tokens, settings.weights)
     return lesson
 

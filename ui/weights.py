@@ -7,6 +7,7 @@ source is a model, they call these helpers. The model's modules load only here, 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -14,6 +15,7 @@ import streamlit as st
 from core.app.settings import Settings
 from core.inputs.weights import MODELS, WeightSource
 from ui import cache, widgets
+from ui.presentation import step_break
 
 if TYPE_CHECKING:
     from core.inputs.model_heads import AnyModel
@@ -138,3 +140,30 @@ def head_caption(pattern: HeadPattern, answered: bool) -> None:
         widgets.answer_first(
             f"What layer {pattern.layer}, head {pattern.head} was measured to do on this sentence appears"
         )
+
+
+@dataclass(frozen=True)
+class ModelPick:
+    """What a lesson page on a model's head reads: the model, the sentence as it reads it, the chosen head."""
+
+    model: AnyModel
+    sentence: str
+    pieces: tuple[str, ...]
+    layer: int
+    head: int  # 0 where the page picks a whole layer
+
+
+def pick(
+    slug: str, settings: Settings, intro: str, *, with_head: bool = True, break_before_picker: bool = False
+) -> ModelPick | None:
+    """The model branch every lesson on a model's head opens with: its intro (`intro`, a section of the source's
+    prose), the model (None, with a note, if its files are missing or broken), the sidebar's sentence as the model
+    reads it, and the layer/head boxes. `break_before_picker`: in presentation mode the boxes start a step."""
+    widgets.prose(text(settings.weights), intro)
+    if break_before_picker:
+        step_break()
+    if not model_ready(settings.weights):
+        return None
+    sentence, pieces = lesson_sentence(settings)
+    layer, head = head_picker(slug, settings.weights, with_head=with_head)
+    return ModelPick(model(settings.weights), sentence, pieces, layer, head)

@@ -1,8 +1,9 @@
-"""A model weight source, whichever model: one head as a `HeadInput`, one layer's heads run three ways.
+"""A model weight source, whichever model: one `HeadSource` protocol, an encoder and a decoder implementation.
 
-Lessons 2, 4 and 5 on a model (core/lessons/pretrained.py) call these and never ask which model it
-is: the encoder's heads come from core/inputs/pretrained_heads.py, the decoder's from
-core/inputs/decoder_heads.py. A new model source adds a branch to each function here.
+Lessons 2, 4, 5 and 7 on a model (core/lessons/pretrained.py) ask `heads_of(model)` for the model's
+`HeadSource` and never ask which model it is: the encoder's heads come from
+core/inputs/pretrained_heads.py, the decoder's from core/inputs/decoder_heads.py. A new model adds one
+class here and one row to `_HEAD_SOURCES` (and its shape to core/inputs/weights.MODELS).
 
 Shape legend: T = tokens (word pieces), D = hidden width, h = heads, d_k = head width.
 """
@@ -10,6 +11,7 @@ Shape legend: T = tokens (word pieces), D = hidden width, h = heads, d_k = head 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar, Protocol
 
 import torch
 
@@ -19,55 +21,6 @@ from core.inputs.weights import MODELS, HeadInput, ModelShape, WeightSource
 from core.models import minilm, smollm2
 
 AnyModel = minilm.RealModel | smollm2.SmolLM2
-
-
-def source_of(model: AnyModel) -> WeightSource:
-    """The weight source a loaded model stands for."""
-    return WeightSource.DECODER if isinstance(model, smollm2.SmolLM2) else WeightSource.ENCODER
-
-
-def shape_of(model: AnyModel) -> ModelShape:
-    return MODELS[source_of(model)]
-
-
-def model_head(model: AnyModel, sentence: str, layer: int, head: int) -> HeadInput:
-    """(layer, head) of `model` reading `sentence`: x, W_q, W_k, W_v, biases, scale (and RoPE for the decoder)."""
-    if isinstance(model, smollm2.SmolLM2):
-        return decoder_heads.decoder_head(model, sentence, layer, head)
-    return pretrained_heads.real_head(model, sentence, layer, head)
-
-
-def check_head(model: AnyModel, layer: int, head: int) -> None:
-    """ValueError in plain words for a layer or head the model does not have."""
-    if isinstance(model, smollm2.SmolLM2):
-        decoder_heads.check_head(model, layer, head)
-    else:
-        pretrained_heads.check_head(model, layer, head)
-
-
-def pieces(model: AnyModel, sentence: str) -> tuple[str, ...]:
-    """The labelled tokens `model` reads `sentence` as; ValueError in words (empty, too long)."""
-    if isinstance(model, smollm2.SmolLM2):
-        return decoder_heads.token_labels(model, decoder_heads.lesson_ids(model, sentence))
-    return unique_labels(minilm.tokenize(model, [sentence]).tokens[0])
-
-
-def decoder_ids(model: AnyModel, sentence: str) -> list[int] | None:
-    """The decoder's token ids for `sentence` (its Code boxes start from them); None for the encoder."""
-    if isinstance(model, smollm2.SmolLM2):
-        return [int(i) for i in decoder_heads.lesson_ids(model, sentence)]
-    return None
-
-
-def score_forms(model: AnyModel, layer: int) -> list[torch.Tensor]:
-    """Each head's W_q W_kᵀ (D, D), flattened: what its scores are before the scale (and, in a decoder, RoPE)."""
-    if isinstance(model, smollm2.SmolLM2):  # the layer's matrices read back once, sliced per head
-        no_tokens = torch.zeros(0, model.config.hidden_size)
-        pairs = [(one.w_query, one.w_key) for one in decoder_heads.head_inputs(model, (), no_tokens, layer)]
-    else:
-        slices = [pretrained_heads.head_slice(model, layer, head) for head in range(model.config.num_heads)]
-        pairs = [(w_query, w_key) for w_query, w_key, *_ in slices]  # (D, d_k) each
-    return [(w_query @ w_key.T).flatten() for w_query, w_key in pairs]  # each (D, D) -> (D * D,)
 
 
 @dataclass(frozen=True)
@@ -82,19 +35,120 @@ class LayerForms:
     shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (step, shape) of the split form
 
 
-def layer_forms(model: AnyModel, sentence: str, layer: int) -> LayerForms:
-    """All heads of `layer` reading `sentence`, both ways, beside the model's own pass."""
-    if isinstance(model, smollm2.SmolLM2):
+class HeadSource(Protocol):
+    """What a lesson reads from a model's attention: its pieces, one head, a layer's heads."""
+
+    @property
+    def source(self) -> WeightSource:
+        """The weight source the model stands for (its shape: MODELS[source])."""
+        ...
+
+    def pieces(self, sentence: str) -> tuple[str, ...]:
+        """The labelled tokens the model reads `sentence` as; ValueError in words (empty, too long)."""
+        ...
+
+    def head(self, sentence: str, layer: int, head: int) -> HeadInput:
+        """(layer, head) reading `sentence`: x, W_q, W_k, W_v, biases, scale (and RoPE for a decoder)."""
+        ...
+
+    def check(self, layer: int, head: int) -> None:
+        """ValueError in plain words for a layer or head the model does not have."""
+        ...
+
+    def token_ids(self, sentence: str) -> list[int] | None:
+        """The token ids a Code box starts from (the decoder's); None where it starts from the sentence."""
+        ...
+
+    def score_forms(self, layer: int) -> list[torch.Tensor]:
+        """Each head's W_q W_kᵀ (D, D), flattened: what its scores are before the scale (and RoPE)."""
+        ...
+
+    def layer_forms(self, sentence: str, layer: int) -> LayerForms:
+        """All heads of `layer` reading `sentence`, both ways, beside the model's own pass."""
+        ...
+
+
+@dataclass(frozen=True)
+class EncoderHeads:
+    """all-MiniLM-L6-v2's heads (core/inputs/pretrained_heads.py)."""
+
+    model: minilm.RealModel
+    source: ClassVar[WeightSource] = WeightSource.ENCODER
+
+    def pieces(self, sentence: str) -> tuple[str, ...]:
+        return unique_labels(minilm.tokenize(self.model, [sentence]).tokens[0])
+
+    def head(self, sentence: str, layer: int, head: int) -> HeadInput:
+        return pretrained_heads.real_head(self.model, sentence, layer, head)
+
+    def check(self, layer: int, head: int) -> None:
+        pretrained_heads.check_head(self.model, layer, head)
+
+    def token_ids(self, sentence: str) -> list[int] | None:
+        return None  # the encoder's Code boxes tokenize the sentence themselves
+
+    def score_forms(self, layer: int) -> list[torch.Tensor]:
+        model = self.model
+        slices = [pretrained_heads.head_slice(model, layer, head) for head in range(model.config.num_heads)]
+        pairs = [(w_query, w_key) for w_query, w_key, *_ in slices]  # (D, d_k) each
+        return [(w_query @ w_key.T).flatten() for w_query, w_key in pairs]  # each (D, D) -> (D * D,)
+
+    def layer_forms(self, sentence: str, layer: int) -> LayerForms:
+        model = self.model
+        self.check(layer, 0)
+        tokens, x = pretrained_heads.hidden_entering(model, sentence, layer)  # x: (T, D) entering the layer
+        with torch.no_grad():
+            wrapper = pretrained_heads.wrapper_form(model, x, layer)
+            split, weights = pretrained_heads.split_form(model, x, layer)  # weights (h, T, T)
+            attn_mask = torch.ones(1, 1, 1, len(tokens), dtype=torch.bool)
+            own, _ = minilm.self_attention(model.weights.layers[layer], x[None], attn_mask, weights.shape[0])
+        return LayerForms(tokens, wrapper, split, own[0], weights, _encoder_shapes(model.config, len(tokens)))
+
+
+@dataclass(frozen=True)
+class DecoderHeads:
+    """SmolLM2-135M's heads (core/inputs/decoder_heads.py): causal, grouped-query, with RoPE."""
+
+    model: smollm2.SmolLM2
+    source: ClassVar[WeightSource] = WeightSource.DECODER
+
+    def pieces(self, sentence: str) -> tuple[str, ...]:
+        return decoder_heads.token_labels(self.model, decoder_heads.lesson_ids(self.model, sentence))
+
+    def head(self, sentence: str, layer: int, head: int) -> HeadInput:
+        return decoder_heads.decoder_head(self.model, sentence, layer, head)
+
+    def check(self, layer: int, head: int) -> None:
+        decoder_heads.check_head(self.model, layer, head)
+
+    def token_ids(self, sentence: str) -> list[int] | None:
+        return [int(i) for i in decoder_heads.lesson_ids(self.model, sentence)]
+
+    def score_forms(self, layer: int) -> list[torch.Tensor]:
+        no_tokens = torch.zeros(0, self.model.config.hidden_size)  # the layer's matrices read back once, per head
+        pairs = [(one.w_query, one.w_key) for one in decoder_heads.head_inputs(self.model, (), no_tokens, layer)]
+        return [(w_query @ w_key.T).flatten() for w_query, w_key in pairs]  # each (D, D) -> (D * D,)
+
+    def layer_forms(self, sentence: str, layer: int) -> LayerForms:
+        model = self.model
         tokens, wrapper, split, own, weights = decoder_heads.decoder_layer_forms(model, sentence, layer)
         return LayerForms(tokens, wrapper, split, own, weights, _decoder_shapes(model.config, len(tokens)))
-    check_head(model, layer, 0)
-    tokens, x = pretrained_heads.hidden_entering(model, sentence, layer)  # x: (T, D) entering the layer
-    with torch.no_grad():
-        wrapper = pretrained_heads.wrapper_form(model, x, layer)
-        split, weights = pretrained_heads.split_form(model, x, layer)  # weights (h, T, T)
-        attn_mask = torch.ones(1, 1, 1, len(tokens), dtype=torch.bool)
-        own, _ = minilm.self_attention(model.weights.layers[layer], x[None], attn_mask, weights.shape[0])
-    return LayerForms(tokens, wrapper, split, own[0], weights, _encoder_shapes(model.config, len(tokens)))
+
+
+# The table of models: a loaded model's class -> its HeadSource.
+_HEAD_SOURCES: dict[type, type[EncoderHeads] | type[DecoderHeads]] = {
+    minilm.RealModel: EncoderHeads,
+    smollm2.SmolLM2: DecoderHeads,
+}
+
+
+def heads_of(model: AnyModel) -> HeadSource:
+    """The `HeadSource` of a loaded model."""
+    return _HEAD_SOURCES[type(model)](model)  # type: ignore[arg-type]  # the row of the model's own class
+
+
+def shape_of(model: AnyModel) -> ModelShape:
+    return MODELS[heads_of(model).source]
 
 
 def _encoder_shapes(config: minilm.EncoderConfig, tokens: int) -> tuple[tuple[str, tuple[int, ...]], ...]:

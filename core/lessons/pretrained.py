@@ -81,7 +81,7 @@ def pretrained_trainable_lesson(
     """Lesson 2 on (layer, head) of a model, for `sentence`: the same lesson as on random draws.
 
     A decoder head runs as the model runs it, behind its causal mask: its weights are the model's own."""
-    real = model_heads.model_head(model, sentence, layer, head)
+    real = model_heads.heads_of(model).head(sentence, layer, head)
     tokens = real.tokens
     query_index = clamp_index(query_index, len(tokens))
     trace = head_trace(real, causal=real.causal)
@@ -101,7 +101,7 @@ def pretrained_trainable_lesson(
 
 def _head_code(model: AnyModel, sentence: str, layer: int, head: int) -> str:
     """Lesson 2's Code box: the head from the model's own files (the decoder's from its GGUF file, by token ids)."""
-    ids = model_heads.decoder_ids(model, sentence)
+    ids = model_heads.heads_of(model).token_ids(sentence)
     if ids is not None:
         return recipes.fill("decoder_head", {"text": sentence, "ids": ids, "layer": layer, "head": head})
     return recipes.fill("pretrained_head", {"sentence": sentence, "layer": layer, "head": head})
@@ -148,7 +148,7 @@ def pretrained_causal_lesson(
     `dropout` is the sidebar's rate (at 0, training mode applies the book's 0.5); `seed` draws the dropout mask.
     An encoder head gets a mask it never had; a decoder head's masked weights are its own, and its unmasked
     ones are what it would do if it could see the future it was never trained on."""
-    real = model_heads.model_head(model, sentence, layer, head)
+    real = model_heads.heads_of(model).head(sentence, layer, head)
     tokens = real.tokens
     masks = causal_masks(head_trace(real).scaled_scores, training=training, sidebar_rate=dropout, dropout_seed=seed)
     # A head is named by what it does as the model runs it: a decoder's behind its mask.
@@ -197,7 +197,7 @@ def _causal_code(
     model: AnyModel, sentence: str, layer: int, head: int, training: bool, dropout: float, seed: int
 ) -> str:
     settings = {"layer": layer, "head": head, "dropout": dropout, "training": training, "seed": seed}
-    ids = model_heads.decoder_ids(model, sentence)
+    ids = model_heads.heads_of(model).token_ids(sentence)
     if ids is not None:
         return recipes.fill("decoder_causal", {"text": sentence, "ids": ids, **settings})
     return recipes.fill("pretrained_causal", {"sentence": sentence, **settings})
@@ -207,7 +207,7 @@ def _causal_code(
 def score_similarity(model: AnyModel, layer: int) -> float:
     """The largest |cosine| between two heads' score functions W_q W_kᵀ (D, D) in `layer`: 1 would be two
     heads that score every pair of pieces alike, whatever the sentence."""
-    forms = model_heads.score_forms(model, layer)
+    forms = model_heads.heads_of(model).score_forms(layer)
     stacked = torch.stack(forms)  # (h, D * D)
     unit = stacked / stacked.norm(dim=1, keepdim=True)
     cosines = (unit @ unit.T).abs()  # (h, h)
@@ -248,9 +248,10 @@ def _heads_question(patterns: tuple[HeadPattern, ...], weights: torch.Tensor, si
 
 def pretrained_multihead_lesson(model: AnyModel, sentence: str, layer: int) -> MultiHeadLesson:
     """Lesson 5 on every head of `layer` for `sentence`: the same lesson as on random draws."""
-    model_heads.check_head(model, layer, 0)
+    heads_source = model_heads.heads_of(model)
+    heads_source.check(layer, 0)
     shape = model_heads.shape_of(model)
-    forms = model_heads.layer_forms(model, sentence, layer)
+    forms = heads_source.layer_forms(sentence, layer)
     tokens, weights = forms.tokens, forms.weights  # weights (h, T, T)
     heads = shape.num_heads
     patterns = tuple(HeadPattern.of(layer, h, weights[h], shape) for h in range(heads))
@@ -295,7 +296,7 @@ def _patterns_table(patterns: tuple[HeadPattern, ...], sink_column: str) -> pd.D
 
 def _multihead_code(model: AnyModel, sentence: str, layer: int) -> str:
     """Lesson 5's Code box: the layer from the model's own files (the decoder's from its GGUF file, by token ids)."""
-    ids = model_heads.decoder_ids(model, sentence)
+    ids = model_heads.heads_of(model).token_ids(sentence)
     if ids is None:
         return recipes.fill("pretrained_multi_head", {"sentence": sentence, "layer": layer})
     return recipes.fill("decoder_multi_head", {"text": sentence, "ids": ids, "layer": layer})
@@ -332,9 +333,10 @@ def usable_sentence(model: AnyModel, sentence: str) -> tuple[str, tuple[str, ...
     A sentence the model cannot take (no words, over the lessons' 64-token cap) gives way to the book's.
     """
     try:
-        return sentence, model_heads.pieces(model, sentence), None
+        return sentence, model_heads.heads_of(model).pieces(sentence), None
     except ValueError as error:  # the encoder's SentenceError, the decoder's TextError
-        return BOOK_SENTENCE, model_heads.pieces(model, BOOK_SENTENCE), f"{error} Showing the book's sentence instead."
+        book = model_heads.heads_of(model).pieces(BOOK_SENTENCE)
+        return BOOK_SENTENCE, book, f"{error} Showing the book's sentence instead."
 
 
 # ------------------------------------------------------------------ what the pages cache (ui/cache.py `computed`)

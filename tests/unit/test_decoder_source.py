@@ -51,7 +51,7 @@ def test_the_shape_matches_the_models_config(model: sm.SmolLM2) -> None:
     # No bias in any projection (lessons 2 and 5 drop b_q, b_k, b_v and b_o from their formulas on this source).
     names = read_gguf(sm.default_path()).tensors
     assert not shape.biases and not [name for name in names if name.endswith(".bias")]
-    assert model_heads.source_of(model) is WeightSource.DECODER
+    assert model_heads.heads_of(model).source is WeightSource.DECODER
 
 
 @pytest.mark.parametrize("text", [BOOK, "1 2 3 4 5 6 7 8", "Attention, über alles?"])
