@@ -9,6 +9,7 @@ from pathlib import Path
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from core.app import registry
+from core.app.settings import LIMITS
 from testkit.harness import (  # noqa: F401 - re-exported for the test modules
     APP,
     CHROMIUM,
@@ -42,6 +43,16 @@ def validated_spec(chart) -> dict:
     as_json = {**spec, "datasets": {name: table.to_pylist() for name, table in spec["datasets"].items()}}
     validate_jsonschema(as_json, vega_lite.load_schema())
     return spec
+
+
+# ---------------------------------------------------------------- link values (the rule's tests and the app's)
+# Spellings Python's int()/float() accept but a link must not: Streamlit's widgets took them
+# while the old note said "ignored".
+LOOSE_NUMBERS = ["1e3", "1e1", "１２", "٣", "1_000", "5.5", "+5", " 7", "7 ", "0x10", "1E1", "٠.٥"]
+
+
+# The sidebar's link parameters: its numbers (core.app.settings.LIMITS), the preset, text, scale and device.
+SIDEBAR_PARAMETERS = [*LIMITS, "preset", "text", "scale", "device"]
 
 
 # ---------------------------------------------------------------- message sizes (issue 40)
