@@ -284,6 +284,7 @@ def test_the_labs_own_gpt_in_the_cache_table_is_the_models_file(decoder) -> None
     assert shape.bytes_per_token(4) == smollm2.kv_cache_bytes_per_token(config)
 
 
+@pytest.mark.slow  # live: times the real GPT generating with and without its cache (seconds on a CPU)
 def test_lesson_nine_times_the_real_gpt_and_says_what_it_measured(decoder) -> None:
     from core.lessons import inside_gpt as gpt
 
