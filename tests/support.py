@@ -9,6 +9,7 @@ from pathlib import Path
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from core.app import registry
+from core.app.settings import LIMITS
 from testkit.harness import (  # noqa: F401 - re-exported for the test modules
     APP,
     CHROMIUM,
@@ -42,6 +43,16 @@ def validated_spec(chart) -> dict:
     as_json = {**spec, "datasets": {name: table.to_pylist() for name, table in spec["datasets"].items()}}
     validate_jsonschema(as_json, vega_lite.load_schema())
     return spec
+
+
+# ---------------------------------------------------------------- link values (the rule's tests and the app's)
+# Spellings Python's int()/float() accept but a link must not: Streamlit's widgets took them
+# while the old note said "ignored".
+LOOSE_NUMBERS = ["1e3", "1e1", "１２", "٣", "1_000", "5.5", "+5", " 7", "7 ", "0x10", "1E1", "٠.٥"]
+
+
+# The sidebar's link parameters: its numbers (core.app.settings.LIMITS), the preset, text, scale and device.
+SIDEBAR_PARAMETERS = [*LIMITS, "preset", "text", "scale", "device"]
 
 
 # ---------------------------------------------------------------- message sizes (issue 40)
@@ -83,22 +94,30 @@ def chart_message_bytes(chart) -> int:
 
 
 # ---------------------------------------------------------------- AppTest helpers shared by the test modules
-def app(page: str | None = None, **params: str):
-    """The frame with a link's parameters, run once, then `page` (a registry file) if it is not the overview."""
+# The one copy of each: test modules used to carry their own `app`, `open_page`, `opened`, `open_lesson`,
+# `open_link`, `app_with`, `assert_clean` and answer loops, each a few lines apart from the others.
+# AppTest's `default_timeout` is per script run; the modules whose first run loads a model pass a longer one.
+def app(page: str | registry.PageSpec | None = None, *, timeout_s: float = 120, **params: str):
+    """The frame with a link's parameters, run once, then `page` (a registry spec or file) if it is not the overview.
+
+    A parameter given a list is a repeated parameter (AppTest's query_params take lists).
+    """
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = AppTest.from_file(APP, default_timeout=timeout_s)
     for key, value in params.items():
         at.query_params[key] = value
     at.run()
+    if isinstance(page, registry.PageSpec):
+        page = page.file
     if page is not None and page != PAGE_FILES[0]:
         at.switch_page(page).run()
     return at
 
 
-def open_page(slug: str, **params: str):
+def open_page(slug: str, *, timeout_s: float = 120, **params: str):
     """The frame with a link's parameters, then the page with this slug; it must run without an exception."""
-    at = app(None, **params)
+    at = app(None, timeout_s=timeout_s, **params)
     at.switch_page(registry.page(slug).file).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -109,6 +128,37 @@ def assert_clean(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert at.title, "page drew nothing"
     assert at.sidebar.slider, "the frame's sidebar did not run"
+
+
+def assert_no_error(at) -> None:
+    """No exception and no error box (a page that may legitimately draw no title or sidebar slider)."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def prediction_radio(at, key: str):
+    """The predict-then-reveal radio whose key starts with `key` (the key ends in the question's fingerprint)."""
+    return next(radio for radio in at.radio if radio.key and radio.key.startswith(key))
+
+
+def answered(at):
+    """Choose the first option of every predict-then-reveal question on the page, one rerun each: what answers
+    a question is drawn only after a choice (ui.widgets.predict). No exception before or after any choice."""
+    assert not at.exception, [e.value for e in at.exception]
+    for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
+        at.radio(key=key).set_value(0).run()
+        assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def answered_page(slug: str, *, timeout_s: float = 120, **params: str):
+    """The page with this slug (the overview without switching to it), every question on it answered."""
+    return answered(app(registry.page(slug), timeout_s=timeout_s, **params))
+
+
+def text_of(at) -> str:
+    """Every markdown, st.text and caption value the page shows, one per line."""
+    return "\n".join([m.value for m in at.markdown] + [t.value for t in at.text] + [c.value for c in at.caption])
 
 
 def markdown_text(at) -> str:

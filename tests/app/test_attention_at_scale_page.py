@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -12,44 +9,20 @@ from core.app import registry
 from core.lessons import attention_at_scale as lesson
 from core.lessons import attention_at_scale_kv as scale_kv
 from core.lessons import attention_at_scale_online as scale_online
-from tests.support import restore_pages_manager, use_navigation_mode
-
-
-def prediction_radio(at, key: str):
-    """The predict-then-reveal radio whose key starts with `key` (the key ends in the question's fingerprint)."""
-    return next(radio for radio in at.radio if radio.key and radio.key.startswith(key))
-
-
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
-PAGE = registry.page("attention_at_scale").file
-
-
-@pytest.fixture(autouse=True)
-def navigation_not_pages_directory() -> Iterator[None]:
-    use_navigation_mode()
-    yield
-    restore_pages_manager()
+from tests.support import answered, open_page, prediction_radio, restore_pages_manager, use_navigation_mode
 
 
 def opened(**params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page("attention_at_scale", timeout_s=180, **params)  # its first run measures the costs
 
 
 @pytest.fixture(scope="module")
 def page() -> AppTest:
+    # Set up before the folder's (function-scoped) navigation fixture: this one keeps the frame's mode itself.
     use_navigation_mode()
     try:
-        at = opened(scale_longest="1024", scale_generated="64")
         # Each measurement appears once its question is answered (predict, then reveal): answer them all.
-        for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
-            at.radio(key=key).set_value(0).run()
-        return at
+        return answered(opened(scale_longest="1024", scale_generated="64"))
     finally:
         restore_pages_manager()
 

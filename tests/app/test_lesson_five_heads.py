@@ -30,9 +30,8 @@ def test_eight_heads_are_small_multiples_with_one_legend() -> None:
     assert len(set(heads)) == lesson.num_heads == 8
 
 
-def test_a_models_numbered_heads_are_labelled_heads() -> None:
-    model = minilm.load_model()
-    lesson = pt.pretrained_multihead_lesson(model, SENTENCE, 0)
+def test_a_models_numbered_heads_are_labelled_heads(encoder: minilm.RealModel) -> None:
+    lesson = pt.pretrained_multihead_lesson(encoder, SENTENCE, 0)
     spec = charts_heads.head_panels(lesson.head_weights, "heads").spec()
     heads = spec["datasets"][charts_heads.HEAD_PANELS_DATA].column("head").to_pylist()
     assert heads[0] == "head 0" and len(set(heads)) == 12
@@ -60,15 +59,14 @@ def test_random_heads_prose_claims_only_what_the_measurement_shows() -> None:
 
 
 @pytest.mark.parametrize("layer", range(6))
-def test_a_trained_layers_heads_answer_follows_the_measured_difference(layer: int) -> None:
+def test_a_trained_layers_heads_answer_follows_the_measured_difference(encoder: minilm.RealModel, layer: int) -> None:
     # At layers 2-4 every head got the coarse label "parks its weight on [CLS] and [SEP]", so the page marked
     # "Yes: they all learn the same pattern" right while its explanation said training pushed them apart.
-    model = minilm.load_model()
-    lesson = pt.pretrained_multihead_lesson(model, SENTENCE, layer)
+    lesson = pt.pretrained_multihead_lesson(encoder, SENTENCE, layer)
     prediction = lesson.prediction
     assert prediction.options[prediction.answer].startswith("No")
     assert "typical pair of heads differs by" in prediction.explanation
-    assert pt.score_similarity(model, layer) < 0.9
+    assert pt.score_similarity(encoder, layer) < 0.9
     assert lesson.trained is not None
     if lesson.trained.distinct_patterns == 1:
         assert "1 kind (" in prediction.explanation and "but measured" in prediction.explanation
@@ -89,12 +87,11 @@ def test_few_heads_get_larger_panels() -> None:
     assert charts_heads.panel_size(3, 8) == charts_heads.MIN_PANEL_PX
 
 
-def test_the_model_code_box_says_how_its_one_differing_figure_differs(capsys) -> None:
+def test_the_model_code_box_says_how_its_one_differing_figure_differs(encoder: minilm.RealModel, capsys) -> None:
     # The box printed "max |wrapper - split| = 0.0" beside the page's 3.6e-07 and claimed the page's numbers.
     from core import recipes
 
-    model = minilm.load_model()
-    lesson = pt.pretrained_multihead_lesson(model, SENTENCE, 3)
+    lesson = pt.pretrained_multihead_lesson(encoder, SENTENCE, 3)
     recipes.run(lesson.code)
     printed = float(capsys.readouterr().out.strip().splitlines()[-1].split("=")[1])
     assert 0 < printed < 1e-6 and 0 < lesson.wrapper_vs_split < 1e-6

@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 from core.app import registry
+from tests.support import app
 
 
 def test_the_overview_draws_the_map_links_every_lesson_and_shows_the_plan() -> None:
-    from streamlit.testing.v1 import AppTest
-
-    from tests.support import APP, restore_pages_manager, use_navigation_mode
-
-    use_navigation_mode()
-    try:
-        at = AppTest.from_file(APP, default_timeout=120)
-        at.run()
-    finally:
-        restore_pages_manager()
+    at = app()
     assert not at.exception, [e.value for e in at.exception]
     (diagram,) = at.get("graphviz_chart")
     assert "cluster_block" in diagram.proto.spec

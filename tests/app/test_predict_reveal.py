@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import torch
 from streamlit.testing.v1 import AppTest
@@ -13,8 +12,7 @@ from core.app.settings import PRESETS, settings_for_preset
 from core.lessons import causal_dropout, multi_head, why_scale
 from core.lessons import training_lab as tl
 from core.lessons.common import Prediction, strongest_key_question
-
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+from tests.support import answered, app, open_page
 
 
 def lesson_predictions() -> list[Prediction]:
@@ -49,9 +47,7 @@ def test_token_questions_keep_the_sentence_order_and_do_not_contradict_themselve
 
 
 def test_a_revealed_answer_is_hidden_again_when_the_settings_change() -> None:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    at.switch_page(registry.page("trainable_weights").file).run()
+    at = app(registry.page("trainable_weights"))
     radio = next(r for r in at.radio if r.key and r.key.startswith("predict_"))
     radio.set_value(0).run()
     assert len(at.success) + len(at.warning) >= 1 and not any("Choose an answer" in c.value for c in at.caption)
@@ -64,9 +60,7 @@ def test_a_preset_brings_its_own_focus_token_and_a_later_pick_stays() -> None:
     from core.app.settings import PRESETS as presets
 
     for slug, key in (("without_weights", "query_without_weights"), ("trainable_weights", "query_trainable_weights")):
-        at = AppTest.from_file(APP, default_timeout=120)
-        at.run()
-        at.switch_page(registry.page(slug).file).run()
+        at = app(registry.page(slug))
         assert at.selectbox(key=key).value == presets["book"].query_index  # "journey"
         at.selectbox(key="preset").set_value("notebook").run()
         assert not at.exception, [e.value for e in at.exception]
@@ -81,9 +75,7 @@ def test_a_preset_brings_its_own_focus_token_and_a_later_pick_stays() -> None:
 
 def test_lesson_3_shows_the_bars_that_answer_its_question_only_after_a_choice() -> None:
     # The ×1…×16 bars, the table and "×8 takes 80%" stood right under the question "what happens at ×16?".
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    at.switch_page(registry.page("why_scale").file).run()
+    at = app(registry.page("why_scale"))
     shown = lambda: "\n".join(m.value for m in at.markdown)  # noqa: E731
     assert "80%" not in shown() and not [m for m in at.metric if "largest weight" in m.label]
     assert any("once you have answered" in c.value for c in at.caption)
@@ -102,21 +94,7 @@ def test_lesson_3_shows_the_bars_that_answer_its_question_only_after_a_choice() 
 
 
 def open_lesson(slug: str, **params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    at.switch_page(registry.page(slug).file).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def answer_every_question(at: AppTest) -> AppTest:
-    """Choose the first shown option of every predict box on the page (each choice reruns the page)."""
-    for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
-        at.radio(key=key).set_value(0).run()
-        assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(slug, timeout_s=300, **params)  # the training lab's and lesson 9's first runs are long
 
 
 def on_screen(at: AppTest) -> str:
@@ -139,7 +117,7 @@ def test_lesson_1_keeps_the_querys_scores_and_weights_until_a_choice() -> None:
     at = open_lesson("without_weights")
     assert "Divide by sum:" not in on_screen(at) and locks(at) >= 4
     before = charts_drawn(at)
-    answer_every_question(at)
+    answered(at)
     assert "Divide by sum:" in on_screen(at) and locks(at) == 0
     assert charts_drawn(at) >= before + 5  # the two bar charts and the three weight heatmaps
 
@@ -148,7 +126,7 @@ def test_lesson_8_says_exactly_sqrt_dk_only_after_a_choice() -> None:
     # "Without the factor their spread is exactly √d_k times larger" sat in the text under the question.
     at = open_lesson("training_lab")
     assert "exactly √d_k times" not in on_screen(at) and locks(at) == 1
-    answer_every_question(at)
+    answered(at)
     assert "exactly √d_k times" in on_screen(at) and locks(at) == 0
 
 
@@ -164,7 +142,7 @@ def test_lesson_9_shows_each_measurement_only_after_its_question() -> None:
     # T²" one scroll below the question (the third review).
     assert "T²" not in on_screen(at).replace("T² line", "")
     tables = len(at.dataframe)
-    answer_every_question(at)
+    answered(at)
     labels = " ".join(m.label for m in at.metric)
     assert "memory ×" in labels and "online result" in labels and "Exact, not approximate" in on_screen(at)
     assert locks(at) == 0 and len(at.dataframe) >= tables + 2  # the growth table and the real models' caches
@@ -174,12 +152,12 @@ def test_lesson_6_hides_the_heads_that_answer_its_question_until_a_choice() -> N
     # The page opened on the clearest previous-token head, under "which head looks at the previous piece?".
     at = open_lesson("real_model")
     assert "Measured by the" not in on_screen(at) and locks(at) == 4
-    answer_every_question(at)
+    answered(at)
     assert "Measured by the" in on_screen(at) and locks(at) == 0
 
 
 def test_lesson_1_stretches_its_weight_colours_from_the_link_and_says_so_on_the_legend() -> None:
-    at = answer_every_question(open_lesson("without_weights", stretch="true"))
+    at = answered(open_lesson("without_weights", stretch="true"))
     assert at.toggle(key="stretch").value is True
     alts = [c.proto.spec for c in at.get("vega_lite_chart") if "attention weights" in c.proto.alt]
     assert alts and all("colours stretched to" in spec for spec in alts)
@@ -218,7 +196,7 @@ def test_lesson_2_keeps_both_versions_context_vectors_until_a_choice() -> None:
     at = open_lesson("trainable_weights")
     labels = " ".join(m.label for m in at.metric)
     assert "max |v1 − v2|" not in labels and "Both versions" in on_screen(at)
-    answer_every_question(at)
+    answered(at)
     assert "max |v1 − v2|" in " ".join(m.label for m in at.metric) and locks(at) == 0
 
 

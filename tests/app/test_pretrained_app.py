@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+import functools
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -13,48 +12,13 @@ from core.app.settings import settings_for_preset
 from core.lessons import pretrained as pt
 from core.lessons import pretrained_cross as ptc
 from core.models import minilm as real_model
-from tests.support import restore_pages_manager, use_navigation_mode
+from tests import support
+from tests.support import assert_no_error, prediction_radio, text_of
 
-
-def prediction_radio(at, key: str):
-    """The predict-then-reveal radio whose key starts with `key` (the key ends in the question's fingerprint)."""
-    return next(radio for radio in at.radio if radio.key and radio.key.startswith(key))
-
-
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
 PRETRAINED = [spec for spec in registry.PAGES if spec.pretrained is not None]
 OTHERS = [spec for spec in registry.PAGES if spec.pretrained is None]
 
-
-@pytest.fixture(autouse=True)
-def navigation_mode() -> Iterator[None]:
-    use_navigation_mode()
-    yield
-    restore_pages_manager()
-
-
-@pytest.fixture(scope="module")
-def model() -> real_model.RealModel:
-    return real_model.load_model()
-
-
-def app(spec: registry.PageSpec, **params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    if spec is not registry.HOME:
-        at.switch_page(spec.file).run()
-    return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def text_of(at: AppTest) -> str:
-    return "\n".join([m.value for m in at.markdown] + [t.value for t in at.text] + [c.value for c in at.caption])
+app = functools.partial(support.app, timeout_s=180)  # a page's first run may load the encoder
 
 
 def test_the_four_lessons_offer_pretrained_weights() -> None:
@@ -64,7 +28,7 @@ def test_the_four_lessons_offer_pretrained_weights() -> None:
 @pytest.mark.parametrize("spec", PRETRAINED, ids=lambda spec: spec.slug)
 def test_pretrained_lesson_renders_and_greys_out_what_the_model_fixes(spec: registry.PageSpec) -> None:
     at = app(spec, weights="pretrained")
-    assert_clean(at)
+    assert_no_error(at)
     assert at.title[0].value == spec.heading
     assert at.sidebar.radio(key="weights").value == "pretrained"
     assert not at.sidebar.radio(key="weights").disabled
@@ -87,7 +51,7 @@ def test_other_pages_grey_out_the_weights_control_with_its_reason(spec: registry
 
 def test_random_is_the_default_and_keeps_the_books_numbers() -> None:
     at = app(registry.page("trainable_weights"))
-    assert_clean(at)
+    assert_no_error(at)
     assert at.sidebar.radio(key="weights").value == "random"
     assert "q = **[0.4306, 1.4551]**" in text_of(at)
 
@@ -102,25 +66,25 @@ def test_a_bad_weights_value_in_the_link_is_a_note_not_an_error() -> None:
 def answer(at: AppTest, key: str) -> AppTest:
     """Choose the first option of the page's question: what answers it is drawn only after a choice."""
     prediction_radio(at, key).set_value(0).run()
-    assert_clean(at)
+    assert_no_error(at)
     return at
 
 
-def test_lesson_2_numbers_on_screen_equal_core(model: real_model.RealModel) -> None:
+def test_lesson_2_numbers_on_screen_equal_core(encoder: real_model.RealModel) -> None:
     at = answer(app(registry.page("trainable_weights"), weights="pretrained"), "predict_trainable_weights")
     sentence = pt.lesson_sentence(settings_for_preset("book"))
     layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["trainable_weights"]
-    lesson = pt.pretrained_trainable_lesson(model, sentence, layer, head, 2)  # "journey", after [CLS]
+    lesson = pt.pretrained_trainable_lesson(encoder, sentence, layer, head, 2)  # "journey", after [CLS]
     z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
     assert f"context vector z for “journey” = **[{z}]**" in text_of(at)
     assert lesson.pattern.summary in text_of(at)
 
 
-def test_lesson_2_layer_and_head_come_from_the_link(model: real_model.RealModel) -> None:
+def test_lesson_2_layer_and_head_come_from_the_link(encoder: real_model.RealModel) -> None:
     at = app(registry.page("trainable_weights"), weights="pretrained", layer="4", head="9")
-    assert_clean(at)
+    assert_no_error(at)
     answer(at, "predict_trainable_weights")  # the head's measured pattern answers the question
-    lesson = pt.pretrained_trainable_lesson(model, pt.BOOK_SENTENCE, 4, 9, 2)
+    lesson = pt.pretrained_trainable_lesson(encoder, pt.BOOK_SENTENCE, 4, 9, 2)
     assert f"Layer 4, head 9, measured on this sentence: {lesson.pattern.summary}" in text_of(at)
 
 
@@ -134,33 +98,33 @@ def test_lesson_2_prediction_reveals_the_real_heads_answer() -> None:
 
 def test_lesson_4_dropout_and_switching_back_to_random() -> None:
     at = app(registry.page("causal_dropout"), weights="pretrained", dropout="0.5")
-    assert_clean(at)
+    assert_no_error(at)
     at.toggle(key="training").set_value(True).run()
-    assert_clean(at)
+    assert_no_error(at)
     assert "of the weights survived" in text_of(at)
     at.sidebar.radio(key="weights").set_value("random").run()
-    assert_clean(at)
+    assert_no_error(at)
     assert "Pretrained weights." not in text_of(at)
 
 
 def test_lesson_5_shows_twelve_heads_and_equal_forms() -> None:
     at = app(registry.page("multi_head"), weights="pretrained")
-    assert_clean(at)
+    assert_no_error(at)
     metrics = {m.label: m.value for m in at.metric}
     assert float(metrics["max |wrapper − split form|"]) <= 1e-5
     assert float(metrics["max |split form − the model's forward pass|"]) <= 1e-5
     assert at.sidebar.slider(key="num_heads").disabled
 
 
-def test_lesson_7_pairs_and_honesty() -> None:
+def test_lesson_7_pairs_and_honesty(encoder: real_model.RealModel) -> None:
     at = app(registry.page("cross_attention"), weights="pretrained", pair="question")
-    assert_clean(at)
+    assert_no_error(at)
     answer(at, "predict_cross_attention")
     text = " ".join(text_of(at).split())  # prose lines joined
     assert "was trained on one sentence at a time (self-attention)" in text
     assert "where  did  the  cat  sleep" in text_of(at)  # the question's word pieces, as st.text shows them
     pair = ptc.PAIRS[1]
-    lesson = ptc.pretrained_cross_lesson(real_model.load_model(), pair.first, pair.second, 1, 1)
+    lesson = ptc.pretrained_cross_lesson(encoder, pair.first, pair.second, 1, 1)
     assert lesson.trained is not None
     assert f"[CLS] and [SEP] take **{lesson.trained.special_share:.2f}** of an average row" in text
 
@@ -176,15 +140,15 @@ def drawn_weights(at: AppTest) -> list[float]:
     return pa.ipc.open_stream(dataset.data.data).read_all().column("value").to_pylist()
 
 
-def test_lesson_7_takes_your_own_two_sentences(model: real_model.RealModel) -> None:
+def test_lesson_7_takes_your_own_two_sentences(encoder: real_model.RealModel) -> None:
     """A teacher's own pair, from the link: its pieces, its weights, and markup shown as typed."""
     first, second = "The chef cooked a *spicy* soup.", "A spicy soup was cooked by the chef."
     at = app(registry.page("cross_attention"), weights="pretrained", pair="own", first_text=first, second_text=second)
-    assert_clean(at)
+    assert_no_error(at)
     answer(at, "predict_cross_attention")
     assert at.text_input(key="first_text").value == first and at.text_input(key="second_text").value == second
     lesson = ptc.pretrained_cross_lesson(
-        model, first, second, *pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["cross_attention"]
+        encoder, first, second, *pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["cross_attention"]
     )
     assert "  ".join(lesson.second_tokens) in text_of(at)
     # Both sides rounded to 6 decimals: a float32 difference of 1e-9 across a rounding boundary moves one by

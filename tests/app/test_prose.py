@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from core.app import prose, registry
-from tests.support import restore_pages_manager, use_navigation_mode
-
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+from tests.support import answered_page
 
 
 def test_first_section_is_found() -> None:
@@ -42,24 +37,10 @@ def test_every_prose_file_has_non_empty_sections(spec: registry.PageSpec) -> Non
         assert body.strip(), f"{spec.prose_path}: section {name!r} is empty"
 
 
-@pytest.fixture
-def navigation_mode() -> Iterator[None]:
-    use_navigation_mode()
-    yield
-    restore_pages_manager()
-
-
 @pytest.mark.parametrize("spec", PAGES)
-def test_every_section_is_rendered_on_its_page(spec: registry.PageSpec, navigation_mode: None) -> None:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    if spec is not registry.HOME:
-        at.switch_page(spec.file).run()
-    assert not at.exception, [e.value for e in at.exception]
+def test_every_section_is_rendered_on_its_page(spec: registry.PageSpec) -> None:
     # Some sections explain a question's answer and appear only once it is chosen (widgets.predict).
-    for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
-        at.radio(key=key).set_value(0).run()
-        assert not at.exception, [e.value for e in at.exception]
+    at = answered_page(spec.slug)
     shown = [m.value.strip() for m in at.markdown]
     for name, body in prose.read_sections(spec.slug).items():
         assert body.strip() in shown, f"{spec.prose_path}: section {name!r} is not on the page"

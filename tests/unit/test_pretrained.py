@@ -20,20 +20,6 @@ SENTENCES = ("Your journey starts with one step", "The cat sat on the mat becaus
 HEADS = [(0, 2), (1, 8), (3, 5), (5, 11)]
 
 
-@pytest.fixture(scope="module")
-def model() -> rm.RealModel:
-    return rm.load_model()
-
-
-@pytest.fixture(scope="module")
-def reference(model: rm.RealModel):
-    transformers = pytest.importorskip("transformers")
-    bert = transformers.BertModel.from_pretrained(
-        str(model.folder), attn_implementation="eager", add_pooling_layer=False
-    )
-    return bert.eval()
-
-
 def reference_run(model: rm.RealModel, reference, sentence: str):
     """transformers' own forward pass, with every layer's `attention.output.dense` output captured."""
     batch = rm.tokenize(model, [sentence])
@@ -67,20 +53,20 @@ def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
 @pytest.mark.parametrize("sentence", SENTENCES)
 @pytest.mark.parametrize(("layer", "head"), HEADS)
 def test_lesson_2_weights_equal_transformers_attention(
-    model: rm.RealModel, reference, sentence: str, layer: int, head: int
+    encoder: rm.RealModel, bert_reference, sentence: str, layer: int, head: int
 ) -> None:
-    lesson = pt.pretrained_trainable_lesson(model, sentence, layer, head, 1)
-    out, _ = reference_run(model, reference, sentence)
+    lesson = pt.pretrained_trainable_lesson(encoder, sentence, layer, head, 1)
+    out, _ = reference_run(encoder, bert_reference, sentence)
     assert close(frame_matrix(lesson.weights), out.attentions[layer][0, head])
     assert lesson.d_in == 384 and lesson.d_k == 32 and math.isclose(lesson.scale, 1 / math.sqrt(32))
     # x is the hidden state entering the layer, as transformers reports it.
-    real = real_head(model, sentence, layer, head)
+    real = real_head(encoder, sentence, layer, head)
     assert close(real.x, out.hidden_states[layer][0])
     assert real.tokens[0] == "[CLS]" and real.tokens[-1] == "[SEP]"
 
 
-def test_lesson_2_prediction_counts_the_heads_favourite_keys(model: rm.RealModel) -> None:
-    lesson = pt.pretrained_trainable_lesson(model, SENTENCES[0], 0, 2, 3)  # the previous-piece head
+def test_lesson_2_prediction_counts_the_heads_favourite_keys(encoder: rm.RealModel) -> None:
+    lesson = pt.pretrained_trainable_lesson(encoder, SENTENCES[0], 0, 2, 3)  # the previous-piece head
     favourites = frame_matrix(lesson.weights).argmax(dim=-1).tolist()
     assert len(set(favourites)) == 7  # 8 pieces: [CLS] reads [CLS] twice (itself, and from "your")
     assert lesson.prediction.options[lesson.prediction.answer].startswith("5 to 8:")
@@ -88,32 +74,32 @@ def test_lesson_2_prediction_counts_the_heads_favourite_keys(model: rm.RealModel
     assert lesson.pattern is not None and lesson.pattern.summary in lesson.prediction.explanation
 
 
-def test_a_head_the_model_lacks_is_a_plain_error(model: rm.RealModel) -> None:
+def test_a_head_the_model_lacks_is_a_plain_error(encoder: rm.RealModel) -> None:
     with pytest.raises(ValueError, match="layers 0 to 5 and heads 0 to 11"):
-        real_head(model, SENTENCES[0], 6, 0)
+        real_head(encoder, SENTENCES[0], 6, 0)
     with pytest.raises(ValueError, match="does not exist"):
-        head_slice(model, 0, 12)
+        head_slice(encoder, 0, 12)
 
 
-def test_the_encoder_source_yields_its_head_with_provenance_and_its_shape_is_the_models(model: rm.RealModel) -> None:
+def test_the_encoder_source_yields_its_head_with_provenance_and_its_shape_is_the_models(encoder: rm.RealModel) -> None:
     shape = MODELS[WeightSource.ENCODER]
-    config = model.config
+    config = encoder.config
     assert (shape.num_layers, shape.num_heads, shape.head_dim, shape.hidden_size) == (
         config.num_layers,
         config.num_heads,
         config.head_dim,
         config.hidden_size,
     )
-    head = real_head(model, SENTENCES[0], 3, 5)
+    head = real_head(encoder, SENTENCES[0], 3, 5)
     assert shape.biases and bool(head.b_query.abs().sum() > 0)  # BERT's projections add a bias
     assert isinstance(head, HeadInput) and head.provenance == Provenance("all-MiniLM-L6-v2", 3, 5)
     assert head.provenance.label() == "all-MiniLM-L6-v2, layer 3, head 5"
     assert head.x.shape == (len(head.tokens), shape.hidden_size) and head.w_query.shape == (384, 32)
 
 
-def test_lesson_2_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
+def test_lesson_2_is_one_lesson_for_every_source(encoder: rm.RealModel) -> None:
     drawn = trainable_weights.trainable_lesson(settings_for_preset("book"), 1)
-    real = pt.pretrained_trainable_lesson(model, SENTENCES[0], 0, 2, 1)
+    real = pt.pretrained_trainable_lesson(encoder, SENTENCES[0], 0, 2, 1)
     assert type(drawn) is type(real) is trainable_weights.TrainableLesson
     assert drawn.versions is not None and drawn.pattern is None and drawn.provenance is None
     assert real.versions is None and real.pattern is not None
@@ -131,9 +117,9 @@ def test_weight_sources_keep_the_links_spelling_and_say_which_are_models() -> No
 
 
 # ------------------------------------------------------------------ lesson 4
-def test_lesson_4_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
+def test_lesson_4_is_one_lesson_for_every_source(encoder: rm.RealModel) -> None:
     drawn = causal_dropout.causal_lesson(settings_for_preset("book"), 2, False)
-    real = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=False, dropout=0.0, seed=0)
+    real = pt.pretrained_causal_lesson(encoder, SENTENCES[0], 1, 8, training=False, dropout=0.0, seed=0)
     assert type(drawn) is type(real) is causal_dropout.CausalLesson
     # the sources' own sections on random draws; what the mask changed, the pattern and the head on a model's
     assert drawn.leak is not None and drawn.book is not None and drawn.blog is not None and drawn.batch_shapes
@@ -147,13 +133,13 @@ def test_lesson_4_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
 
 @pytest.mark.parametrize(("layer", "head"), HEADS)
 def test_lesson_4_masked_weights_are_the_heads_scores_masked_and_renormalised(
-    model: rm.RealModel, reference, layer: int, head: int
+    encoder: rm.RealModel, bert_reference, layer: int, head: int
 ) -> None:
     sentence = SENTENCES[1]
-    lesson = pt.pretrained_causal_lesson(model, sentence, layer, head, training=False, dropout=0.0, seed=1)
-    out, _ = reference_run(model, reference, sentence)
+    lesson = pt.pretrained_causal_lesson(encoder, sentence, layer, head, training=False, dropout=0.0, seed=1)
+    out, _ = reference_run(encoder, bert_reference, sentence)
     x = out.hidden_states[layer][0]  # (T, D) entering the layer, transformers' own
-    attention = reference.encoder.layer[layer].attention.self
+    attention = bert_reference.encoder.layer[layer].attention.self
     rows = slice(head * 32, (head + 1) * 32)
     with torch.no_grad():
         scores = attention.query(x)[:, rows] @ attention.key(x)[:, rows].T / math.sqrt(32)  # (T, T)
@@ -166,9 +152,9 @@ def test_lesson_4_masked_weights_are_the_heads_scores_masked_and_renormalised(
     assert float(frame_matrix(lesson.masked).triu(diagonal=1).abs().max()) == 0.0
 
 
-def test_lesson_4_dropout_on_real_weights(model: rm.RealModel) -> None:
-    evaluation = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=False, dropout=0.5, seed=3)
-    training = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=True, dropout=0.5, seed=3)
+def test_lesson_4_dropout_on_real_weights(encoder: rm.RealModel) -> None:
+    evaluation = pt.pretrained_causal_lesson(encoder, SENTENCES[0], 1, 8, training=False, dropout=0.5, seed=3)
+    training = pt.pretrained_causal_lesson(encoder, SENTENCES[0], 1, 8, training=True, dropout=0.5, seed=3)
     masked, dropped = frame_matrix(training.masked), frame_matrix(training.dropped)
     assert close(frame_matrix(evaluation.dropped), masked) and evaluation.kept_fraction is None
     kept = dropped != 0
@@ -176,8 +162,8 @@ def test_lesson_4_dropout_on_real_weights(model: rm.RealModel) -> None:
     assert training.kept_fraction is not None and 0 < training.kept_fraction < 1
 
 
-def test_lesson_4_rows_table_and_prediction_agree(model: rm.RealModel) -> None:
-    lesson = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=False, dropout=0.0, seed=0)
+def test_lesson_4_rows_table_and_prediction_agree(encoder: rm.RealModel) -> None:
+    lesson = pt.pretrained_causal_lesson(encoder, SENTENCES[0], 1, 8, training=False, dropout=0.0, seed=0)
     effect = lesson.effect
     assert effect is not None
     changed = int((effect.rows["strongest before"] != effect.rows["strongest after"]).sum())
@@ -187,9 +173,9 @@ def test_lesson_4_rows_table_and_prediction_agree(model: rm.RealModel) -> None:
 
 
 # ------------------------------------------------------------------ lesson 5
-def test_lesson_5_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
+def test_lesson_5_is_one_lesson_for_every_source(encoder: rm.RealModel) -> None:
     drawn = multi_head.multihead_lesson(settings_for_preset("article"))
-    real = pt.pretrained_multihead_lesson(model, SENTENCES[1], 0)
+    real = pt.pretrained_multihead_lesson(encoder, SENTENCES[1], 0)
     assert type(drawn) is type(real) is multi_head.MultiHeadLesson
     # the book's layer and the article's heads on random draws; the trained layer's patterns on a model's
     assert drawn.book is not None and drawn.article is not None and drawn.trained is None and drawn.causal
@@ -204,11 +190,11 @@ def test_lesson_5_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
 
 @pytest.mark.parametrize("layer", [0, 3, 5])
 def test_lesson_5_twelve_heads_equal_transformers_and_the_forms_agree(
-    model: rm.RealModel, reference, layer: int
+    encoder: rm.RealModel, bert_reference, layer: int
 ) -> None:
     sentence = SENTENCES[1]
-    lesson = pt.pretrained_multihead_lesson(model, sentence, layer)
-    out, dense = reference_run(model, reference, sentence)
+    lesson = pt.pretrained_multihead_lesson(encoder, sentence, layer)
+    out, dense = reference_run(encoder, bert_reference, sentence)
     for head in range(12):
         shown = frame_matrix(lesson.head_weights[lesson.head_weights["head"] == head].drop(columns="head"))
         assert close(shown, out.attentions[layer][0, head]), head
@@ -216,17 +202,17 @@ def test_lesson_5_twelve_heads_equal_transformers_and_the_forms_agree(
     assert lesson.wrapper_vs_split <= 1e-5
     assert lesson.trained.split_vs_model <= 1e-5
     x = out.hidden_states[layer][0]
-    _, split_weights = split_form(model, x, layer)
-    assert close(wrapper_form(model, x, layer), dense[layer])  # equals transformers' attention.output.dense
+    _, split_weights = split_form(encoder, x, layer)
+    assert close(wrapper_form(encoder, x, layer), dense[layer])  # equals transformers' attention.output.dense
     assert close(split_weights, out.attentions[layer][0])
     assert lesson.num_heads * lesson.head_dim == lesson.trained.d_model == 384
 
 
 # ------------------------------------------------------------------ lesson 7
-def test_lesson_7_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
+def test_lesson_7_is_one_lesson_for_every_source(encoder: rm.RealModel) -> None:
     drawn = cross_attention.cross_lesson(settings_for_preset("book"), cross_attention.DEFAULT_SECOND_TEXT, 6, None, 5)
     pair = ptc.PAIRS[0]
-    real = ptc.pretrained_cross_lesson(model, pair.first, pair.second, 1, 1)
+    real = ptc.pretrained_cross_lesson(encoder, pair.first, pair.second, 1, 1)
     assert type(drawn) is type(real) is cross_attention.CrossLesson
     assert drawn.trained is None and real.trained is not None and (real.trained.layer, real.trained.head) == (1, 1)
     assert not real.translating and not drawn.translating  # only the overview's pair on random draws is one
@@ -242,12 +228,12 @@ def test_lesson_7_is_one_lesson_for_every_source(model: rm.RealModel) -> None:
         assert lesson.strongest["weight"].tolist() == pytest.approx(weights.max(dim=-1).values.tolist())
 
 
-def test_lesson_7_cross_weights_come_from_two_separate_runs(model: rm.RealModel, reference) -> None:
+def test_lesson_7_cross_weights_come_from_two_separate_runs(encoder: rm.RealModel, bert_reference) -> None:
     pair = ptc.PAIRS[0]
-    lesson = ptc.pretrained_cross_lesson(model, pair.first, pair.second, 1, 1)
-    first, _ = reference_run(model, reference, pair.first)
-    second, _ = reference_run(model, reference, pair.second)
-    attention = reference.encoder.layer[1].attention.self
+    lesson = ptc.pretrained_cross_lesson(encoder, pair.first, pair.second, 1, 1)
+    first, _ = reference_run(encoder, bert_reference, pair.first)
+    second, _ = reference_run(encoder, bert_reference, pair.second)
+    attention = bert_reference.encoder.layer[1].attention.self
     rows = slice(32, 64)
     with torch.no_grad():
         q = attention.query(first.hidden_states[1][0])[:, rows]
@@ -261,34 +247,34 @@ def test_lesson_7_cross_weights_come_from_two_separate_runs(model: rm.RealModel,
 
 
 # ------------------------------------------------------------------ the default heads make each lesson's point
-def test_default_heads_show_the_patterns_their_lessons_are_about(model: rm.RealModel) -> None:
+def test_default_heads_show_the_patterns_their_lessons_are_about(encoder: rm.RealModel) -> None:
     sentence = SENTENCES[0]  # the book's sentence: what each lesson opens on
     layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["trainable_weights"]
-    two = pt.pretrained_trainable_lesson(model, sentence, layer, head, 2)
+    two = pt.pretrained_trainable_lesson(encoder, sentence, layer, head, 2)
     assert two.pattern is not None and two.pattern.next > 0.4  # a next-piece head: rows with their own keys
     assert len(set(frame_matrix(two.weights).argmax(dim=-1).tolist())) >= 5  # against 1 for the random draws
     assert two.pattern.previous < 0.5  # not lesson 6's previous-piece head: that is its question's answer
     layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["causal_dropout"]
-    four = pt.pretrained_causal_lesson(model, sentence, layer, head, training=False, dropout=0.0, seed=0)
+    four = pt.pretrained_causal_lesson(encoder, sentence, layer, head, training=False, dropout=0.0, seed=0)
     assert four.effect is not None
     effect = four.effect
     assert effect.future_mass > 0.4 and effect.rows_changed >= len(four.tokens) // 2  # the mask takes what it reads
     layer, _ = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["multi_head"]
-    five = pt.pretrained_multihead_lesson(model, sentence, layer)
+    five = pt.pretrained_multihead_lesson(encoder, sentence, layer)
     assert five.trained is not None
     assert five.trained.distinct_patterns >= 3 and five.prediction.answer == 1
     assert all(p.previous < 0.5 for p in five.trained.patterns)  # no previous-piece head: lesson 6's answer
     layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["cross_attention"]
     pair = ptc.PAIRS[0]
-    seven = ptc.pretrained_cross_lesson(model, pair.first, pair.second, layer, head)
+    seven = ptc.pretrained_cross_lesson(encoder, pair.first, pair.second, layer, head)
     found = seven.trained
     assert found is not None
     assert found.shared_words >= 3 and found.copies_found == found.shared_words and found.copy_share > 0.6
 
 
 # ------------------------------------------------------------------ the Code boxes reproduce the numbers
-def test_recipe_head(model: rm.RealModel) -> None:
-    lesson = pt.pretrained_trainable_lesson(model, SENTENCES[1], 2, 4, 3)
+def test_recipe_head(encoder: rm.RealModel) -> None:
+    lesson = pt.pretrained_trainable_lesson(encoder, SENTENCES[1], 2, 4, 3)
     namespace = recipes.run(lesson.code)
     for name in ("queries", "keys", "values", "weights", "context"):
         assert close(torch.as_tensor(namespace[name]), frame_matrix(getattr(lesson, name))), name
@@ -298,8 +284,8 @@ def test_recipe_head(model: rm.RealModel) -> None:
 
 
 @pytest.mark.parametrize("training", [False, True])
-def test_recipe_causal(model: rm.RealModel, training: bool) -> None:
-    lesson = pt.pretrained_causal_lesson(model, SENTENCES[0], 1, 8, training=training, dropout=0.3, seed=5)
+def test_recipe_causal(encoder: rm.RealModel, training: bool) -> None:
+    lesson = pt.pretrained_causal_lesson(encoder, SENTENCES[0], 1, 8, training=training, dropout=0.3, seed=5)
     namespace = recipes.run(lesson.code)
     assert lesson.effect is not None
     assert close(namespace["unmasked"], frame_matrix(lesson.effect.unmasked)), "unmasked"
@@ -307,8 +293,8 @@ def test_recipe_causal(model: rm.RealModel, training: bool) -> None:
         assert close(namespace[name], frame_matrix(getattr(lesson, name))), name
 
 
-def test_recipe_multi_head(model: rm.RealModel) -> None:
-    lesson = pt.pretrained_multihead_lesson(model, SENTENCES[1], 2)
+def test_recipe_multi_head(encoder: rm.RealModel) -> None:
+    lesson = pt.pretrained_multihead_lesson(encoder, SENTENCES[1], 2)
     namespace = recipes.run(lesson.code)
     assert float((namespace["wrapper"] - namespace["split"]).abs().max()) <= 1e-5
     weights = namespace["weights"]
@@ -317,19 +303,19 @@ def test_recipe_multi_head(model: rm.RealModel) -> None:
         assert close(weights[head], shown), head
 
 
-def test_recipe_cross(model: rm.RealModel) -> None:
+def test_recipe_cross(encoder: rm.RealModel) -> None:
     pair = ptc.PAIRS[1]
-    lesson = ptc.pretrained_cross_lesson(model, pair.first, pair.second, 2, 9)
+    lesson = ptc.pretrained_cross_lesson(encoder, pair.first, pair.second, 2, 9)
     namespace = recipes.run(lesson.code)
     assert close(namespace["weights"], frame_matrix(lesson.weights))
     assert close(namespace["context"], frame_matrix(lesson.output))
 
 
 @pytest.mark.parametrize(("layer", "head"), [(1, 1), (5, 11), (0, 3)])
-def test_lesson_7_explanation_says_only_what_its_numbers_show(model: rm.RealModel, layer: int, head: int) -> None:
+def test_lesson_7_explanation_says_only_what_its_numbers_show(encoder: rm.RealModel, layer: int, head: int) -> None:
     """Any head can be picked, with any two sentences: the explanation claimed "[CLS] and [SEP] take it, as
     they do in this head's self-attention", which the lesson never measured."""
-    lesson = ptc.pretrained_cross_lesson(model, "The chef cooked soup.", "Soup was cooked by a chef.", layer, head)
+    lesson = ptc.pretrained_cross_lesson(encoder, "The chef cooked soup.", "Soup was cooked by a chef.", layer, head)
     weights = frame_matrix(lesson.weights)  # (T1, T2)
     explanation = lesson.prediction.explanation
     assert "as they do" not in explanation

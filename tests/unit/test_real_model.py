@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -18,7 +17,6 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from core import recipes
-from core.app import registry
 from core.attention import functional as fn
 from core.charts import common as charts
 from core.charts import heads as charts_heads
@@ -27,31 +25,16 @@ from core.lessons import matrix_frame
 from core.lessons import real_model as lesson_rm
 from core.lessons import real_model_frames as frames_rm
 from core.models import minilm as rm
-from tests.support import restore_pages_manager, use_navigation_mode, validated_spec
+from tests.support import answered, answered_page, validated_spec
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the references read the same local folder; never the network
 
 APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
-PAGE = registry.page("real_model").file
 SENTENCES = [
     "The dog chased the ball because it was bored.",
     "Attention lets every word look at every other word, even unbelievably long ones.",
     "Hi!",
 ]
-
-
-@pytest.fixture(scope="module")
-def model() -> rm.RealModel:
-    return rm.load_model()
-
-
-@pytest.fixture(scope="module")
-def reference(model: rm.RealModel):
-    transformers = pytest.importorskip("transformers")
-    bert = transformers.BertModel.from_pretrained(
-        str(model.folder), attn_implementation="eager", add_pooling_layer=False
-    )
-    return bert.eval()
 
 
 def reference_outputs(reference, batch: rm.Batch):
@@ -66,10 +49,12 @@ def reference_outputs(reference, batch: rm.Batch):
 
 
 @pytest.mark.parametrize("sentences", [SENTENCES[:1], SENTENCES[1:2], SENTENCES], ids=["one", "long", "padded"])
-def test_every_head_and_hidden_state_equals_transformers(model: rm.RealModel, reference, sentences: list[str]) -> None:
-    batch = rm.tokenize(model, sentences)
-    ours = rm.forward(model, batch)
-    theirs = reference_outputs(reference, batch)
+def test_every_head_and_hidden_state_equals_transformers(
+    encoder: rm.RealModel, bert_reference, sentences: list[str]
+) -> None:
+    batch = rm.tokenize(encoder, sentences)
+    ours = rm.forward(encoder, batch)
+    theirs = reference_outputs(bert_reference, batch)
     assert ours.attentions.shape == (6, len(sentences), 12, batch.input_ids.shape[1], batch.input_ids.shape[1])
     for layer in range(6):
         torch.testing.assert_close(ours.attentions[layer], theirs.attentions[layer], atol=1e-5, rtol=0)
@@ -87,9 +72,9 @@ def test_every_head_and_hidden_state_equals_transformers(model: rm.RealModel, re
         torch.testing.assert_close(ours.last_hidden_state, theirs.last_hidden_state, atol=1e-4, rtol=0)
 
 
-def test_padding_changes_nothing_for_the_real_word_pieces(model: rm.RealModel) -> None:
-    alone = rm.encode(model, SENTENCES[:1])
-    padded = rm.encode(model, SENTENCES)  # the first sentence padded to the longest's length
+def test_padding_changes_nothing_for_the_real_word_pieces(encoder: rm.RealModel) -> None:
+    alone = rm.encode(encoder, SENTENCES[:1])
+    padded = rm.encode(encoder, SENTENCES)  # the first sentence padded to the longest's length
     num = alone.attentions.shape[-1]
     assert padded.attentions.shape[-1] > num
     torch.testing.assert_close(padded.attentions[:, 0, :, :num, :num], alone.attentions[:, 0], atol=1e-5, rtol=0)
@@ -97,40 +82,40 @@ def test_padding_changes_nothing_for_the_real_word_pieces(model: rm.RealModel) -
     torch.testing.assert_close(padded.sentence_embedding[0], alone.sentence_embedding[0], atol=1e-5, rtol=0)
 
 
-def test_sentence_embedding_equals_sentence_transformers(model: rm.RealModel) -> None:
+def test_sentence_embedding_equals_sentence_transformers(encoder: rm.RealModel) -> None:
     sentence_transformers = pytest.importorskip("sentence_transformers")
-    reference = sentence_transformers.SentenceTransformer(str(model.folder), device="cpu")
+    reference = sentence_transformers.SentenceTransformer(str(encoder.folder), device="cpu")
     theirs = reference.encode(SENTENCES, convert_to_tensor=True)
-    ours = rm.encode(model, SENTENCES).sentence_embedding
+    ours = rm.encode(encoder, SENTENCES).sentence_embedding
     assert ours.shape == (3, 384)
     torch.testing.assert_close(ours, theirs.cpu(), atol=1e-5, rtol=0)
     torch.testing.assert_close(ours.norm(dim=-1), torch.ones(3))
 
 
-def test_paraphrases_are_closer_than_an_unrelated_pair(model: rm.RealModel) -> None:
+def test_paraphrases_are_closer_than_an_unrelated_pair(encoder: rm.RealModel) -> None:
     a, b, c = rm.encode(
-        model, ["A man is playing a guitar.", "Someone plays the guitar.", "The stock market fell sharply today."]
+        encoder, ["A man is playing a guitar.", "Someone plays the guitar.", "The stock market fell sharply today."]
     ).sentence_embedding
     assert rm.cosine_similarity(a, b) > rm.cosine_similarity(a, c) + 0.3
 
 
-def test_tokenizer_pads_nothing_and_refuses_what_it_cannot_take(model: rm.RealModel) -> None:
-    batch = rm.tokenize(model, ["Hi!"])
+def test_tokenizer_pads_nothing_and_refuses_what_it_cannot_take(encoder: rm.RealModel) -> None:
+    batch = rm.tokenize(encoder, ["Hi!"])
     assert batch.tokens == (("[CLS]", "hi", "!", "[SEP]"),)  # not padded to the packaged 128
     assert batch.input_ids.shape == (1, 4) and bool(batch.attention_mask.all())
     with pytest.raises(rm.SentenceError, match="the limit is 64"):
-        rm.tokenize(model, ["word " * 70])
+        rm.tokenize(encoder, ["word " * 70])
     with pytest.raises(rm.SentenceError, match="no words"):
-        rm.tokenize(model, ["   "])
+        rm.tokenize(encoder, ["   "])
 
 
-def test_model_is_not_changed_by_running_it(model: rm.RealModel) -> None:
-    before = [t.clone() for t in (model.weights.word_embeddings, model.weights.layers[3].query_weight)]
-    rm.encode(model, SENTENCES)
-    after = (model.weights.word_embeddings, model.weights.layers[3].query_weight)
+def test_model_is_not_changed_by_running_it(encoder: rm.RealModel) -> None:
+    before = [t.clone() for t in (encoder.weights.word_embeddings, encoder.weights.layers[3].query_weight)]
+    rm.encode(encoder, SENTENCES)
+    after = (encoder.weights.word_embeddings, encoder.weights.layers[3].query_weight)
     assert all(torch.equal(b, a) for b, a in zip(before, after, strict=True))
     with pytest.raises(AttributeError):
-        model.config = rm.EncoderConfig()  # type: ignore[misc]  # frozen
+        encoder.config = rm.EncoderConfig()  # type: ignore[misc]  # frozen
 
 
 def copy_of_model(tmp_path: Path) -> Path:
@@ -227,21 +212,21 @@ def test_measures_table_is_long_and_complete() -> None:
 
 
 @pytest.fixture(scope="module")
-def lesson(model: rm.RealModel) -> lesson_rm.RealModelLesson:
-    return lesson_rm.real_model_lesson(model, lesson_rm.EXAMPLES[0].sentence)
+def lesson(encoder: rm.RealModel) -> lesson_rm.RealModelLesson:
+    return lesson_rm.real_model_lesson(encoder, lesson_rm.EXAMPLES[0].sentence)
 
 
 @pytest.mark.parametrize("example", lesson_rm.EXAMPLES, ids=lambda e: e.key)
-def test_every_example_names_word_pieces_it_has(model: rm.RealModel, example: lesson_rm.ExampleSentence) -> None:
-    lesson = lesson_rm.real_model_lesson(model, example.sentence)
+def test_every_example_names_word_pieces_it_has(encoder: rm.RealModel, example: lesson_rm.ExampleSentence) -> None:
+    lesson = lesson_rm.real_model_lesson(encoder, example.sentence)
     pair = lesson_rm.pair_finding(lesson, example.query, example.attends_to)
     assert pair is not None, lesson.labels
     assert pair.strongest.value == pytest.approx(float(lesson.attentions[:, :, pair.query_index, pair.key_index].max()))
     assert lesson_rm.pair_finding(lesson, "no such piece", example.attends_to) is None
 
 
-def test_lesson_weights_are_the_forward_pass_weights(model: rm.RealModel, lesson) -> None:
-    output = rm.encode(model, [lesson.sentence])
+def test_lesson_weights_are_the_forward_pass_weights(encoder: rm.RealModel, lesson) -> None:
+    output = rm.encode(encoder, [lesson.sentence])
     assert lesson.tokens[0] == "[CLS]" and lesson.tokens[-1] == "[SEP]"
     assert lesson.attentions.shape == (6, 12, len(lesson.tokens), len(lesson.tokens))
     assert torch.equal(lesson.attentions, output.attentions[:, 0])
@@ -249,8 +234,8 @@ def test_lesson_weights_are_the_forward_pass_weights(model: rm.RealModel, lesson
     assert lesson.scale == pytest.approx(1 / math.sqrt(32))
 
 
-def test_causal_view_equals_masking_the_scores_before_softmax(model: rm.RealModel, lesson) -> None:
-    scores = rm.encode(model, [lesson.sentence]).scaled_scores[:, 0]  # (L, h, T, T)
+def test_causal_view_equals_masking_the_scores_before_softmax(encoder: rm.RealModel, lesson) -> None:
+    scores = rm.encode(encoder, [lesson.sentence]).scaled_scores[:, 0]  # (L, h, T, T)
     for layer, head in [(0, 0), (2, 7), (5, 11)]:
         view = frames_rm.causal_view(lesson, layer, head)
         expected = fn.mask_before_softmax(scores[layer, head])
@@ -264,10 +249,10 @@ def test_causal_view_equals_masking_the_scores_before_softmax(model: rm.RealMode
     ("sentence", "layer", "head"),
     [(lesson_rm.EXAMPLES[0].sentence, 0, 2), (lesson_rm.EXAMPLES[1].sentence, 3, 5), ("Hello world", 5, 11)],
 )
-def test_recipe_reproduces_the_pages_head(model: rm.RealModel, sentence: str, layer: int, head: int) -> None:
+def test_recipe_reproduces_the_pages_head(encoder: rm.RealModel, sentence: str, layer: int, head: int) -> None:
     code = recipes.fill("real_model", {"sentence": sentence, "layer": layer, "head": head})
     result = recipes.run(code)
-    page = lesson_rm.real_model_lesson(model, sentence)
+    page = lesson_rm.real_model_lesson(encoder, sentence)
     assert tuple(result["tokens"]) == page.tokens
     torch.testing.assert_close(result["weights"], page.head(layer, head), atol=1e-5, rtol=0)
 
@@ -347,35 +332,12 @@ def test_head_click_callback_sets_layer_and_head(monkeypatch: pytest.MonkeyPatch
 # --- the page ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def navigation_mode() -> Iterator[None]:
-    use_navigation_mode()
-    yield
-    restore_pages_manager()
-
-
-def page(navigation_mode) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return answered(at)
-
-
-def answered(at: AppTest) -> AppTest:
-    """Answer the page's question: the heads that answer it appear only then (predict, then reveal)."""
-    for key in [r.key for r in at.radio if r.key and r.key.startswith("predict_")]:
-        at.radio(key=key).set_value(0).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def captions(at: AppTest) -> str:
     return "\n".join(c.value for c in at.caption)
 
 
-def test_page_renders_the_default_example_with_core_numbers(navigation_mode, lesson) -> None:
-    at = page(navigation_mode)
+def test_page_renders_the_default_example_with_core_numbers(navigation_not_pages_directory, lesson) -> None:
+    at = answered_page("real_model")  # the heads that answer its question appear once answered
     assert at.title[0].value == "6 · Inside a real model"
     assert not at.error
     assert at.sidebar.slider(key="d_in").disabled  # the frame's sidebar ran, greyed out here
@@ -394,23 +356,23 @@ def test_page_renders_the_default_example_with_core_numbers(navigation_mode, les
     assert any("  ".join(lesson.tokens) in t.value for t in at.text)
 
 
-def test_page_with_own_sentence_and_a_chosen_head(navigation_mode, model: rm.RealModel) -> None:
-    at = page(navigation_mode)
+def test_page_with_own_sentence_and_a_chosen_head(navigation_not_pages_directory, encoder: rm.RealModel) -> None:
+    at = answered_page("real_model")
     at.selectbox(key="real_example").set_value(lesson_rm.OWN_SENTENCE).run()
     at.text_input(key="real_sentence").input("Paris is the capital of France.").run()
     at.selectbox(key="real_layer").set_value(4).run()
     at.selectbox(key="real_head").set_value(9).run()
     answered(at)  # a new sentence asks its own question
     assert not at.exception and not at.error
-    own = lesson_rm.real_model_lesson(model, "Paris is the capital of France.")
+    own = lesson_rm.real_model_lesson(encoder, "Paris is the capital of France.")
     view = frames_rm.causal_view(own, 4, 9)
     assert any(m.value == f"{view.mean_future_share:.0%}" for m in at.metric)
     code = next(c.value for c in at.code)
     assert 'sentence = "Paris is the capital of France."' in code and "layer = 4" in code and "head = 9" in code
 
 
-def test_over_cap_sentence_shows_the_message_not_an_exception(navigation_mode) -> None:
-    at = page(navigation_mode)
+def test_over_cap_sentence_shows_the_message_not_an_exception(navigation_not_pages_directory) -> None:
+    at = answered_page("real_model")
     at.selectbox(key="real_example").set_value(lesson_rm.OWN_SENTENCE).run()
     at.text_input(key="real_sentence").input("extraordinarily " * 20).run()
     assert not at.exception
@@ -423,8 +385,8 @@ def test_over_cap_sentence_shows_the_message_not_an_exception(navigation_mode) -
     "typed",
     ["**bold** <b>x</b> [link](http://example.com) `code`", "😀😀😀", "x" * 400, "{{7*7}} $x^2$", "\u202eevil"],
 )
-def test_hostile_own_sentences_are_shown_as_plain_text(navigation_mode, typed: str) -> None:
-    at = page(navigation_mode)
+def test_hostile_own_sentences_are_shown_as_plain_text(navigation_not_pages_directory, typed: str) -> None:
+    at = answered_page("real_model")
     at.selectbox(key="real_example").set_value(lesson_rm.OWN_SENTENCE).run()
     at.text_input(key="real_sentence").input(typed).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -450,25 +412,25 @@ def test_the_app_path_never_imports_the_reference_libraries() -> None:
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_sessions_in_threads_share_one_model_safely(model: rm.RealModel) -> None:
+def test_sessions_in_threads_share_one_model_safely(encoder: rm.RealModel) -> None:
     """Sessions run in threads of one process and share the cached model."""
     sentences = [example.sentence for example in lesson_rm.EXAMPLES] * 3
-    alone = [rm.encode(model, [s]).attentions for s in sentences]
+    alone = [rm.encode(encoder, [s]).attentions for s in sentences]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        together = list(pool.map(lambda s: rm.encode(model, [s]).attentions, sentences))
+        together = list(pool.map(lambda s: rm.encode(encoder, [s]).attentions, sentences))
     for a, b in zip(alone, together, strict=True):  # no cross-talk (float noise allowed: threads split GEMMs)
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
 
 
 def test_page_says_so_when_the_model_files_are_broken(
-    navigation_mode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    navigation_not_pages_directory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ui import cache
 
     monkeypatch.setattr(rm, "default_folder", lambda: tmp_path)  # an empty folder: no files at all
     cache.real_model.clear()
     try:
-        at = page(navigation_mode)
+        at = answered_page("real_model")
         assert any("could not be loaded" in e.value for e in at.error)
         assert any("config.json is missing" in t.value for t in at.text)
     finally:
@@ -492,8 +454,8 @@ def test_word_distance_ignores_weight_parked_on_cls_and_sep() -> None:
 
 
 @pytest.mark.parametrize("example", lesson_rm.EXAMPLES, ids=lambda e: e.key)
-def test_distance_caption_holds_on_the_page_numbers(model: rm.RealModel, example: lesson_rm.ExampleSentence) -> None:
-    lesson = lesson_rm.real_model_lesson(model, example.sentence)
+def test_distance_caption_holds_on_the_page_numbers(encoder: rm.RealModel, example: lesson_rm.ExampleSentence) -> None:
+    lesson = lesson_rm.real_model_lesson(encoder, example.sentence)
     measures = lesson.measures
     parking = (measures.cls + measures.sep) >= 0.5  # (L, h)
     by_all = measures.distance.flatten().argsort(descending=True)[:6]
@@ -508,8 +470,8 @@ def test_distance_caption_holds_on_the_page_numbers(model: rm.RealModel, example
     assert float(measures.word_distance[far.layer, far.head]) == pytest.approx(float(measures.word_distance.max()))
 
 
-def test_page_explains_the_two_distances_with_the_sentences_numbers(navigation_mode, lesson) -> None:
-    at = page(navigation_mode)
+def test_page_explains_the_two_distances_with_the_sentences_numbers(navigation_not_pages_directory, lesson) -> None:
+    at = answered_page("real_model")
     assert lesson_rm.distance_caption(lesson) not in captions(at)  # only beside a distance map
     at.selectbox(key="real_measure").set_value(lesson_rm.Measure.WORD_DISTANCE).run()
     assert not at.exception and not at.error
@@ -517,12 +479,12 @@ def test_page_explains_the_two_distances_with_the_sentences_numbers(navigation_m
     assert "Words only" in "\n".join(m.value for m in at.markdown)
 
 
-def test_the_pronoun_example_claims_no_coreference_its_head_does_not_do(model: rm.RealModel, lesson) -> None:
+def test_the_pronoun_example_claims_no_coreference_its_head_does_not_do(encoder: rm.RealModel, lesson) -> None:
     # Issue 18: the example said the head sends 'it' to "the noun it stands for", but layer 5, head 11
     # sends 'it' to 'dog' even when 'it' is the ball. The page now tests the head on that second sentence.
     example = lesson_rm.EXAMPLES[0]
     assert "stands for?" not in example.look_for and example.contrast is not None
-    contrast = lesson_rm.real_model_lesson(model, example.contrast.sentence)
+    contrast = lesson_rm.real_model_lesson(encoder, example.contrast.sentence)
     reading = lesson_rm.contrast_reading(lesson, contrast, example)
     assert reading is not None
     it, dog, ball = (contrast.labels.index(p) for p in ("it", "dog", "ball"))
@@ -546,10 +508,12 @@ def test_the_pronoun_example_claims_no_coreference_its_head_does_not_do(model: r
         assert f"layer {best.layer}, head {best.head} follows the meaning best" in caption
 
 
-def test_page_tests_the_pronoun_head_on_the_contrast_sentence(navigation_mode, model: rm.RealModel, lesson) -> None:
-    at = page(navigation_mode)
+def test_page_tests_the_pronoun_head_on_the_contrast_sentence(
+    navigation_not_pages_directory, encoder: rm.RealModel, lesson
+) -> None:
+    at = answered_page("real_model")
     example = lesson_rm.EXAMPLES[0]
-    contrast = lesson_rm.real_model_lesson(model, example.contrast.sentence)
+    contrast = lesson_rm.real_model_lesson(encoder, example.contrast.sentence)
     reading = lesson_rm.contrast_reading(lesson, contrast, example)
     assert lesson_rm.contrast_caption(reading, example) in captions(at)
 

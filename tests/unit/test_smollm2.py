@@ -52,22 +52,6 @@ def contents():
 
 
 @pytest.fixture(scope="module")
-def model32() -> sm.SmolLM2:
-    return sm.load_model(precision=sm.Precision.FLOAT32)
-
-
-@pytest.fixture(scope="module")
-def model16() -> sm.SmolLM2:
-    return sm.load_model(precision=sm.Precision.BFLOAT16)
-
-
-@pytest.fixture(scope="module")
-def model_app() -> sm.SmolLM2:
-    """What the app loads on a CPU: the default precision (Q4_BLOCKS)."""
-    return sm.load_model()
-
-
-@pytest.fixture(scope="module")
 def hf_tokenizer():
     transformers = pytest.importorskip("transformers")
     path = sm.default_path()
@@ -117,22 +101,22 @@ def test_q4_1_block_by_hand() -> None:
 
 
 @pytest.mark.parametrize("text", TEXTS)
-def test_token_ids_equal_transformers(model16, hf_tokenizer, text: str) -> None:
-    assert sm.encode(model16, text).tolist() == hf_tokenizer(text)["input_ids"]
+def test_token_ids_equal_transformers(decoder16, hf_tokenizer, text: str) -> None:
+    assert sm.encode(decoder16, text).tolist() == hf_tokenizer(text)["input_ids"]
 
 
-def test_digits_are_one_token_each(model16) -> None:
-    assert sm.token_texts(model16, sm.encode(model16, "12345")) == ("1", "2", "3", "4", "5")
+def test_digits_are_one_token_each(decoder16) -> None:
+    assert sm.token_texts(decoder16, sm.encode(decoder16, "12345")) == ("1", "2", "3", "4", "5")
 
 
 @pytest.mark.parametrize("messages", [CHAT, CHAT_WITH_SYSTEM])
-def test_chat_template_equals_transformers(model16, hf_tokenizer, messages) -> None:
+def test_chat_template_equals_transformers(decoder16, hf_tokenizer, messages) -> None:
     as_dicts = [{"role": m.role.value, "content": m.content} for m in messages]
     expected = hf_tokenizer.apply_chat_template(as_dicts, tokenize=False, add_generation_prompt=True)
-    ours = sm.chat_prompt(model16, messages)
+    ours = sm.chat_prompt(decoder16, messages)
     assert ours == expected
-    assert sm.encode(model16, ours).tolist() == hf_tokenizer(expected)["input_ids"]
-    assert sm.encode(model16, ours).tolist()[0] == 1  # <|im_start|> is one special token
+    assert sm.encode(decoder16, ours).tolist() == hf_tokenizer(expected)["input_ids"]
+    assert sm.encode(decoder16, ours).tolist()[0] == 1  # <|im_start|> is one special token
 
 
 def test_a_template_of_another_shape_is_refused() -> None:
@@ -142,25 +126,25 @@ def test_a_template_of_another_shape_is_refused() -> None:
         chat_template("{{ messages[0]['content'] }}")
 
 
-def test_empty_and_overlong_texts_get_plain_messages(model16) -> None:
+def test_empty_and_overlong_texts_get_plain_messages(decoder16) -> None:
     with pytest.raises(sm.TextError, match="at least one token"):
-        sm.encode(model16, "")
+        sm.encode(decoder16, "")
     with pytest.raises(sm.TextError, match="limit is 8"):
-        sm.encode(model16, "one two three four five six seven eight nine", max_tokens=8)
+        sm.encode(decoder16, "one two three four five six seven eight nine", max_tokens=8)
 
 
-def test_config_comes_from_the_file(model16) -> None:
-    config = model16.config
+def test_config_comes_from_the_file(decoder16) -> None:
+    config = decoder16.config
     assert (config.num_layers, config.num_heads, config.num_kv_heads, config.head_dim) == (30, 9, 3, 64)
     assert (config.hidden_size, config.intermediate_size, config.rope_base) == (576, 1536, 100_000.0)
     assert config.rms_norm_eps == pytest.approx(1e-5) and config.tied_embeddings
     assert [config.kv_head_of(h) for h in range(9)] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
-    assert model16.weights.layers[0].query.dtype == torch.bfloat16
+    assert decoder16.weights.layers[0].query.dtype == torch.bfloat16
 
 
-def test_the_cpu_default_keeps_the_file_s_4_bit_blocks(model_app, contents) -> None:
-    assert model_app.precision is sm.Precision.Q4_BLOCKS
-    query = model_app.weights.layers[0].query
+def test_the_cpu_default_keeps_the_file_s_4_bit_blocks(decoder, contents) -> None:
+    assert decoder.precision is sm.Precision.Q4_BLOCKS
+    query = decoder.weights.layers[0].query
     assert isinstance(query, sm.PackedQ4) and query.packed.dtype == torch.uint8
     assert query.packed.numel() == 576 * 576 // 2  # two 4-bit codes a byte
     x = torch.randn(5, 576, generator=torch.Generator().manual_seed(0))
@@ -172,9 +156,9 @@ def test_the_cpu_default_keeps_the_file_s_4_bit_blocks(model_app, contents) -> N
         sm.load_model(precision=sm.Precision.Q4_BLOCKS, device="cuda")
 
 
-def test_kv_cache_bytes_per_token(model16) -> None:
-    assert sm.kv_cache_bytes_per_token(model16.config) == 2 * 30 * 3 * 64 * 4 == 46_080
-    assert sm.kv_cache_bytes_per_token(model16.config, kv_heads=9) == 3 * 46_080
+def test_kv_cache_bytes_per_token(decoder16) -> None:
+    assert sm.kv_cache_bytes_per_token(decoder16.config) == 2 * 30 * 3 * 64 * 4 == 46_080
+    assert sm.kv_cache_bytes_per_token(decoder16.config, kv_heads=9) == 3 * 46_080
 
 
 # ---------------------------------------------------------------- fast: sampling, RoPE
@@ -267,10 +251,10 @@ def _texts(model) -> list[str]:
 
 
 @pytest.mark.slow
-def test_forward_matches_transformers(model32, hf_model) -> None:
-    for text in _texts(model32):
-        ids = sm.encode(model32, text)
-        ours = sm.forward(model32, ids, return_attentions=True)
+def test_forward_matches_transformers(decoder32, hf_model) -> None:
+    for text in _texts(decoder32):
+        ids = sm.encode(decoder32, text)
+        ours = sm.forward(decoder32, ids, return_attentions=True)
         with torch.no_grad():
             theirs = hf_model(ids[None], output_attentions=True)
         attentions = torch.stack(theirs.attentions)[:, 0]  # (L, H, T, T)
@@ -280,41 +264,43 @@ def test_forward_matches_transformers(model32, hf_model) -> None:
 
 
 @pytest.mark.slow
-def test_fast_path_equals_reference_path(model32) -> None:
-    ids = sm.encode(model32, TEXTS[3])
-    reference = sm.forward(model32, ids)
-    fast = sm.forward(model32, ids, path=sm.AttentionPath.FAST)
+def test_fast_path_equals_reference_path(decoder32) -> None:
+    ids = sm.encode(decoder32, TEXTS[3])
+    reference = sm.forward(decoder32, ids)
+    fast = sm.forward(decoder32, ids, path=sm.AttentionPath.FAST)
     assert fast.attentions is None
     assert (fast.logits - reference.logits).abs().max() < 1e-4
     with pytest.raises(ValueError, match="reference path"):
-        sm.forward(model32, ids, path=sm.AttentionPath.FAST, return_attentions=True)
+        sm.forward(decoder32, ids, path=sm.AttentionPath.FAST, return_attentions=True)
 
 
 @pytest.mark.slow
-def test_kv_cache_gives_the_same_logits(model32) -> None:
-    ids = sm.encode(model32, TEXTS[0])
-    full = sm.forward(model32, ids, return_attentions=True)
-    first = sm.forward(model32, ids[:5], use_cache=True, return_attentions=True)
+def test_kv_cache_gives_the_same_logits(decoder32) -> None:
+    ids = sm.encode(decoder32, TEXTS[0])
+    full = sm.forward(decoder32, ids, return_attentions=True)
+    first = sm.forward(decoder32, ids[:5], use_cache=True, return_attentions=True)
     assert first.cache.keys[0].shape == (3, 5, 64)  # (G, S, d): 3 key/value heads, not 9
     logits, rows = [first.logits], [first.attentions]
     cache = first.cache
     for i in range(5, len(ids)):  # one token at a time
-        step = sm.forward(model32, ids[i : i + 1], cache=cache, use_cache=True, return_attentions=True)
+        step = sm.forward(decoder32, ids[i : i + 1], cache=cache, use_cache=True, return_attentions=True)
         cache = step.cache
         logits.append(step.logits)
         rows.append(step.attentions[..., -1:, :])
     assert (torch.cat(logits) - full.logits).abs().max() < 1e-4
     assert (rows[-1][..., 0, :] - full.attentions[..., -1, :]).abs().max() < 1e-5
-    assert cache.length == len(ids) and cache.nbytes() == len(ids) * sm.kv_cache_bytes_per_token(model32.config)
+    assert cache.length == len(ids) and cache.nbytes() == len(ids) * sm.kv_cache_bytes_per_token(decoder32.config)
 
 
 @pytest.mark.slow
-def test_generation_with_and_without_cache_agree(model32) -> None:
-    ids = sm.encode(model32, sm.chat_prompt(model32, CHAT))
+def test_generation_with_and_without_cache_agree(decoder32) -> None:
+    ids = sm.encode(decoder32, sm.chat_prompt(decoder32, CHAT))
     settings = SamplingSettings(temperature=0.0)
-    cached = sm.generate(model32, ids, max_new_tokens=6, settings=settings, generator=torch.Generator().manual_seed(0))
+    cached = sm.generate(
+        decoder32, ids, max_new_tokens=6, settings=settings, generator=torch.Generator().manual_seed(0)
+    )
     plain = sm.generate(
-        model32, ids, max_new_tokens=6, settings=settings, generator=torch.Generator().manual_seed(0), use_cache=False
+        decoder32, ids, max_new_tokens=6, settings=settings, generator=torch.Generator().manual_seed(0), use_cache=False
     )
     assert [s.token_id for s in cached.steps] == [s.token_id for s in plain.steps]
     assert max(float((a.logits - b.logits).abs().max()) for a, b in zip(cached.steps, plain.steps, strict=True)) < 1e-4
@@ -322,40 +308,40 @@ def test_generation_with_and_without_cache_agree(model32) -> None:
 
 
 @pytest.mark.slow
-def test_the_app_s_bfloat16_model_gives_the_same_logits_with_and_without_the_cache(model_app) -> None:
+def test_the_app_s_bfloat16_model_gives_the_same_logits_with_and_without_the_cache(decoder) -> None:
     # Attention summed in float32 rounded differently for a row of S + 1 keys than for the same row
     # inside a masked (T, T) block, and the next layer's bfloat16 input made that 0.2-0.5 on the logits.
-    ids = sm.encode(model_app, TEXTS[0])
+    ids = sm.encode(decoder, TEXTS[0])
     for path in (sm.AttentionPath.REFERENCE, sm.AttentionPath.FAST):
-        first = sm.forward(model_app, ids[:-2], path=path, use_cache=True)
-        step = sm.forward(model_app, ids[-2:-1], path=path, cache=first.cache, use_cache=True)
-        last = sm.forward(model_app, ids[-1:], path=path, cache=step.cache, last_logits_only=True)
-        full = sm.forward(model_app, ids, path=path)
+        first = sm.forward(decoder, ids[:-2], path=path, use_cache=True)
+        step = sm.forward(decoder, ids[-2:-1], path=path, cache=first.cache, use_cache=True)
+        last = sm.forward(decoder, ids[-1:], path=path, cache=step.cache, last_logits_only=True)
+        full = sm.forward(decoder, ids, path=path)
         assert torch.equal(step.logits[-1], full.logits[-2]), path
         assert torch.equal(last.logits[-1], full.logits[-1]), path
 
 
 @pytest.mark.slow
-def test_the_app_s_top_logits_are_float32_products(model_app, model16) -> None:
+def test_the_app_s_top_logits_are_float32_products(decoder, decoder16) -> None:
     # The bfloat16 product rounded 'The' and 'L' to the same 25.125 on the capital prompt, and greedy
     # decoding answered "L'Étoile" where float32 answers "The capital of France is Paris."
-    ids = sm.encode(model_app, sm.chat_prompt(model_app, CHAT))
-    for model in (model_app, model16):
+    ids = sm.encode(decoder, sm.chat_prompt(decoder, CHAT))
+    for model in (decoder, decoder16):
         logits = sm.forward(model, ids, last_logits_only=True).logits[-1]
         top = logits.topk(sm.REFINED_LOGITS).values
         assert (top[:-1] > top[1:]).all()  # no ties among the refined ones: float32 values, not bfloat16 steps
         assert sm.token_texts(model, [int(logits.argmax())]) == ("The",)
-    generated = sm.generate(model_app, ids, max_new_tokens=7, settings=SamplingSettings(temperature=0.0),
+    generated = sm.generate(decoder, ids, max_new_tokens=7, settings=SamplingSettings(temperature=0.0),
                             generator=torch.Generator().manual_seed(0))
     assert "".join(s.token for s in generated.steps) == "The capital of France is Paris."
 
 
 @pytest.mark.slow
-def test_seeded_sampling_repeats(model_app) -> None:
-    ids = sm.encode(model_app, TEXTS[5])
+def test_seeded_sampling_repeats(decoder) -> None:
+    ids = sm.encode(decoder, TEXTS[5])
     settings = SamplingSettings(temperature=1.0, top_k=20, top_p=0.9)
     runs = [
-        [s.token_id for s in sm.generate(model_app, ids, max_new_tokens=5, settings=settings,
+        [s.token_id for s in sm.generate(decoder, ids, max_new_tokens=5, settings=settings,
                                          generator=torch.Generator().manual_seed(11)).steps]
         for _ in range(2)
     ]
@@ -363,12 +349,12 @@ def test_seeded_sampling_repeats(model_app) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("which", ["model16", "model_app"])
-def test_bfloat16_precisions_stay_close_to_float32(model32, which: str, request) -> None:
+@pytest.mark.parametrize("which", ["decoder16", "decoder"])
+def test_bfloat16_precisions_stay_close_to_float32(decoder32, which: str, request) -> None:
     model = request.getfixturevalue(which)
-    for text in _texts(model32)[:3]:
-        ids = sm.encode(model32, text)
-        a = sm.forward(model32, ids, return_attentions=True)
+    for text in _texts(decoder32)[:3]:
+        ids = sm.encode(decoder32, text)
+        a = sm.forward(decoder32, ids, return_attentions=True)
         b = sm.forward(model, ids, return_attentions=True)
         assert (a.logits.softmax(-1) - b.logits.softmax(-1)).abs().max() < 0.06, text
         assert (a.attentions - b.attentions).abs().max() < 0.08, text
@@ -377,33 +363,33 @@ def test_bfloat16_precisions_stay_close_to_float32(model32, which: str, request)
 
 
 @pytest.mark.slow
-def test_induction_heads_exist_and_ablating_them_hurts(model_app) -> None:
-    report = dm.induction_report(model_app, 30, torch.Generator().manual_seed(0))
+def test_induction_heads_exist_and_ablating_them_hurts(decoder) -> None:
+    report = dm.induction_report(decoder, 30, torch.Generator().manual_seed(0))
     top = report.top_heads(3)
     assert top[0][2] > 0.5
     assert float(report.scores.median()) < 0.2  # most heads are not induction heads
     assert report.loss.first_loss > report.loss.second_loss + 5.0
     assert report.loss.second_accuracy > report.loss.first_accuracy + 0.3
     heads = frozenset((layer, head) for layer, head, _ in top)
-    effect = dm.ablation_effect(model_app, report.token_ids, 30, sm.Ablation(heads))
+    effect = dm.ablation_effect(decoder, report.token_ids, 30, sm.Ablation(heads))
     assert effect.loss_after > effect.loss_before + 1.0
     assert 0.0 < effect.probability_shift <= 1.0
     for mode in (sm.AblationMode.MEAN, sm.AblationMode.UNIFORM):
-        changed = dm.ablation_effect(model_app, report.token_ids, 30, sm.Ablation(heads, mode))
+        changed = dm.ablation_effect(decoder, report.token_ids, 30, sm.Ablation(heads, mode))
         assert changed.loss_after != pytest.approx(changed.loss_before)
 
 
 @pytest.mark.slow
-def test_zero_ablation_zeroes_the_head_output(model32) -> None:
-    ids = sm.encode(model32, TEXTS[0])
-    out = sm.forward(model32, ids, ablation=sm.Ablation(frozenset({(3, 4)})), return_head_outputs=True)
+def test_zero_ablation_zeroes_the_head_output(decoder32) -> None:
+    ids = sm.encode(decoder32, TEXTS[0])
+    out = sm.forward(decoder32, ids, ablation=sm.Ablation(frozenset({(3, 4)})), return_head_outputs=True)
     assert out.head_outputs.shape == (30, 9, len(ids), 64)
     assert float(out.head_outputs[3, 4].abs().max()) == 0.0 and float(out.head_outputs[3, 5].abs().max()) > 0.0
 
 
 @pytest.mark.slow
-def test_sink_and_previous_token_heads(model_app) -> None:
-    out = sm.forward(model_app, sm.encode(model_app, TEXTS[0]), return_attentions=True)
+def test_sink_and_previous_token_heads(decoder) -> None:
+    out = sm.forward(decoder, sm.encode(decoder, TEXTS[0]), return_attentions=True)
     sink = dm.sink_share(out.attentions)
     assert float(sink.mean()) > 0.3 and int((sink > 0.5).sum()) > 50
     assert float(dm.previous_token_score(out.attentions).max()) > 0.5

@@ -12,21 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
 
 from core import recipes
-from core.app import registry
 from core.attention.head_measures import previous_token_share
 from core.attention.modules import MultiHeadAttention
 from core.charts import training as charts_training
 from core.lessons import training_lab as tt
 from core.models import tiny_transformer as model_tt
-from tests.support import restore_pages_manager, use_navigation_mode, validated_spec
+from tests.support import open_page, validated_spec
 
 pytestmark = pytest.mark.slow  # live training runs
 
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
-PAGE = registry.page("training_lab").file
 INDUCTION = tt.default_config(model_tt.Task.INDUCTION)  # the page's induction defaults: 2 layers, 1,500 steps
 # One layer at the strongest settings the page allows: in a sweep over heads, d_k, learning rate, init,
 # scaling and steps up to the cap, 4 heads of 64 reached the most (NO_INDUCTION_ACCURACY); the cap keeps it
@@ -160,8 +156,8 @@ def test_the_gradient_question_is_answered_by_the_measured_ratio(config: model_t
     assert abs(float(unscaled) / float(scaled) - ratio) < 0.01
 
 
-def test_the_start_table_waits_for_the_answer_and_needs_no_run(navigation_mode: None) -> None:
-    at = training_page()
+def test_the_start_table_waits_for_the_answer_and_needs_no_run(navigation_not_pages_directory: None) -> None:
+    at = open_page("training_lab")
     assert not at.get("vega_lite_chart") and not at.dataframe  # before a choice: no table, no chart
     radio = next(r for r in at.radio if r.key and r.key.startswith("predict_training_lab"))
     radio.set_value(1).run()
@@ -286,23 +282,8 @@ def test_curves_and_start_charts_validate_and_carry_the_runs() -> None:
     assert table["unscaled / scaled"][0] == pytest.approx(math.sqrt(16), rel=1e-4)  # of the rounded values
 
 
-@pytest.fixture
-def navigation_mode() -> Iterator[None]:
-    use_navigation_mode()
-    yield
-    restore_pages_manager()
-
-
-def training_page() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def test_page_trains_a_default_run(navigation_mode: None) -> None:
-    at = training_page()
+def test_page_trains_a_default_run(navigation_not_pages_directory: None) -> None:
+    at = open_page("training_lab")
     assert at.title[0].value == "8 · Train it yourself"
     assert not at.get("vega_lite_chart")  # nothing trained yet
     at.button(key="train_button").click().run()
@@ -316,8 +297,8 @@ def test_page_trains_a_default_run(navigation_mode: None) -> None:
     assert at.session_state["training_runs"] == []
 
 
-def test_page_compares_scaled_and_unscaled_and_shows_a_cap(navigation_mode: None) -> None:
-    at = training_page()
+def test_page_compares_scaled_and_unscaled_and_shows_a_cap(navigation_not_pages_directory: None) -> None:
+    at = open_page("training_lab")
     at.number_input(key="train_steps").set_value(20).run()
     at.button(key="train_compare").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -372,11 +353,7 @@ def test_training_lab_text_offers_advice_only_as_the_verdicts_do() -> None:
 
 
 def test_a_link_naming_only_the_induction_task_brings_its_defaults() -> None:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params["train_task"] = "induction"
-    at.run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = open_page("training_lab", train_task="induction")
     assert at.selectbox(key="train_task").value == "induction"
     assert at.radio(key="train_layers").value == tt.DEFAULT_LAYERS[model_tt.Task.INDUCTION]  # it opened with 1 and 300
     assert at.number_input(key="train_steps").value == tt.DEFAULT_STEPS[model_tt.Task.INDUCTION]
@@ -413,7 +390,7 @@ def keep_apptest_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_two_sessions_pressing_train_at_once_cost_one_training(
-    navigation_mode: None, monkeypatch: pytest.MonkeyPatch
+    navigation_not_pages_directory: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ui import training_queue
 
@@ -431,7 +408,7 @@ def test_two_sessions_pressing_train_at_once_cost_one_training(
     training_queue.training_queue.clear()  # a fresh queue: no finished runs
     sessions = []
     for _ in range(2):
-        at = training_page()
+        at = open_page("training_lab")
         at.sidebar.number_input(key="seed").set_value(config.seed).run()
         at.number_input(key="train_steps").set_value(config.steps).run()
         sessions.append(at)

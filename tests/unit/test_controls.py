@@ -1,19 +1,16 @@
 """The typed control model (core/app/controls.py): one spec per sidebar control, read by the sidebar's loop
-(ui/sidebar.py), the link rule (core/app/links.py) and the presets; AppTest proves the frame draws it."""
+(ui/sidebar.py), the link rule (core/app/links.py) and the presets. That the frame draws it (AppTest) is
+tests/app/test_controls_app.py."""
 
 from __future__ import annotations
 
 from dataclasses import fields
 
-import pytest
-from streamlit.testing.v1 import AppTest
-
 from core.app import controls, links, registry
-from core.app.controls import SIDEBAR, Greyed, SidebarControl, Widget
+from core.app.controls import SIDEBAR, SidebarControl, Widget
 from core.app.registry import Control
 from core.app.rules import Choice, Flag, Rate, Text, Whole
 from core.app.settings import LIMITS, Settings
-from tests.support import APP
 
 
 def test_one_spec_per_settings_field_and_control_in_the_sidebars_order() -> None:
@@ -58,33 +55,3 @@ def test_the_pages_that_use_a_control_are_the_registrys_inverse() -> None:
     for spec in SIDEBAR:
         for slug in spec.pages():
             assert spec.control not in registry.page(slug).ignores_with("random")
-
-
-@pytest.mark.parametrize("slug", ["overview", "multi_head", "causal_dropout"])
-def test_the_sidebar_draws_every_spec_once_with_its_label_and_reason(slug: str) -> None:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    spec = registry.page(slug)
-    if spec is not registry.HOME:
-        at.switch_page(spec.file).run()
-    assert not at.exception, [e.value for e in at.exception]
-    keyed = {widget.key: widget for widget in at.sidebar if getattr(widget, "key", None)}
-    ignored = spec.ignores_with("random")
-    for control in SIDEBAR:
-        widget = keyed[control.key]
-        assert widget.label == control.label
-        if control.control in ignored:
-            assert widget.disabled and widget.help == f"Not used here: {ignored[control.control]}."
-        elif control.greyed is Greyed.NEVER:
-            assert not widget.disabled, control.key
-
-
-def test_a_control_greyed_by_another_controls_value_says_why() -> None:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    at.switch_page(registry.page("trainable_weights").file).run()
-    text = at.sidebar.text_input(key="text")
-    assert text.disabled and text.help == "Choose 'Your own sentence' above to type one."  # the book's preset
-    assert at.sidebar.slider(key="d_in").disabled  # the book's embeddings are 3 wide
-    at.sidebar.selectbox(key="preset").set_value("custom").run()
-    assert not at.sidebar.text_input(key="text").disabled and not at.sidebar.slider(key="d_in").disabled
