@@ -12,11 +12,11 @@ in one run, so that every figure is a ratio of times measured side by side on th
    nobody prompting;
    NEWCOMERS_IDLE new students open lesson 10's default example, one after the other -> its idle open time;
 2. load: PROMPTERS students each open lesson 10 with their own prompt (a distinct text, 15-30 tokens: the
-   prompt's analysis and its RoPE check are new work; an own prompt's KV cache is timed only on request),
-   wait for the page, then open the next distinct prompt (at most PROMPTS_EACH), for LOAD_S seconds;
-   meanwhile the OTHERS go on rerunning and, every NEWCOMER_EVERY_S, a new student opens lesson 10's
-   default example. Measured: (a) the OTHERS' reruns, median and p95, over their idle median (target: at most 2x); (b) the newcomers' open time (target: at
-   most 3 s); the places the waiting prompters were shown;
+   prompt's analysis and its RoPE check are new work; an own prompt's KV cache is timed only on request), wait
+   for the page, then open the next distinct prompt (at most PROMPTS_EACH), for LOAD_S seconds; meanwhile the
+   OTHERS go on rerunning and, every NEWCOMER_EVERY_S, a new student opens lesson 10's default example.
+   Measured: (a) the OTHERS' reruns, median and p95, over their idle median (target: at most 2x); (b) the
+   newcomers' open time (target: at most 3 s); the places the waiting prompters were shown;
 3. the prompters close their tabs; SETTLE_S later the server's RSS is read: (c) its peak (VmHWM over the whole
    run) and its final RSS (target: both under 1 GiB).
 Every loop is bounded by a count and a deadline, and every client stops by itself.
