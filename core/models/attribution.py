@@ -200,6 +200,7 @@ class LensPoint:
     sublayer: Sublayer
 
     def label(self) -> str:
+        """A short name for a chart's axis: "L23 attn", "L23 mlp"."""
         return f"L{self.layer} {'attn' if self.sublayer is Sublayer.ATTENTION else 'mlp'}"
 
 

@@ -189,6 +189,7 @@ class PatchingRuns:
         return int(differ[0, 0])
 
     def share(self, patched: torch.Tensor) -> torch.Tensor:
+        """The share of the gap restored by patched logit differences (any shape): 0 = corrupted, 1 = clean."""
         return (patched - self.corrupted_difference) / (self.clean_difference - self.corrupted_difference)
 
 
