@@ -75,32 +75,42 @@ def trace(model: sm.SmolLM2, token_ids: torch.Tensor) -> ResidualTrace:
     """Run token_ids (T,) through every layer with `smollm2.layer_pass`, keeping every part."""
     if token_ids.ndim != 1 or token_ids.numel() == 0:
         raise sm.TextError("Give a 1-D sequence of at least one token id.")
+    return trace_batch(model, token_ids[None])[0]
+
+
+def trace_batch(model: sm.SmolLM2, token_ids: torch.Tensor) -> list[ResidualTrace]:
+    """`trace` for B sequences of the same length at once, token_ids (B, T): one pass reads each layer's
+    weights once for all of them (patching traces its clean and corrupted prompts so)."""
     ids = token_ids.to(model.device)
     parts: list[sm.LayerPass] = []
     with torch.inference_mode():
-        embedding = model.weights.embeddings[ids].float()  # (T, D)
-        x = embedding[None]  # (1, T, D): a batch of one
+        embedding = model.weights.embeddings[ids].float()  # (B, T, D)
+        x = embedding
         for index in range(model.config.num_layers):
             step = sm.layer_pass(model, index, x)
             parts.append(step)
             x = step.residual
-        attended = torch.stack([p.attended[0] for p in parts])  # (L, T, D)
-        mlp_out = torch.stack([p.mlp_out[0] for p in parts])  # (L, T, D)
-        after_mlp = torch.stack([p.residual[0] for p in parts])  # (L, T, D)
-        read = torch.cat((embedding[None], after_mlp[:-1]))  # (L, T, D): the residual each layer read
-        after_attention = read + attended  # (L, T, D)
-        points = torch.stack((after_attention, after_mlp), dim=1).flatten(0, 1)  # (L, 2, T, D) -> (2L, T, D)
-    return ResidualTrace(
-        token_ids=token_ids,
-        tokens=sm.token_texts(model, token_ids),
-        embedding=embedding,
-        heads_out=torch.stack([p.heads_out[0] for p in parts]),  # (L, H, T, d)
-        attended=attended,
-        mlp_out=mlp_out,
-        points=points,
-        keys=tuple(p.keys[0] for p in parts),  # (G, T, d) each
-        values=tuple(p.values[0] for p in parts),
-    )
+        attended = torch.stack([p.attended for p in parts], dim=1)  # (B, L, T, D)
+        mlp_out = torch.stack([p.mlp_out for p in parts], dim=1)  # (B, L, T, D)
+        after_mlp = torch.stack([p.residual for p in parts], dim=1)  # (B, L, T, D)
+        read = torch.cat((embedding[:, None], after_mlp[:, :-1]), dim=1)  # (B, L, T, D): the residual each layer read
+        after_attention = read + attended  # (B, L, T, D)
+        points = torch.stack((after_attention, after_mlp), dim=2).flatten(1, 2)  # (B, L, 2, T, D) -> (B, 2L, T, D)
+        heads_out = torch.stack([p.heads_out for p in parts], dim=1)  # (B, L, H, T, d)
+    return [
+        ResidualTrace(
+            token_ids=token_ids[b],
+            tokens=sm.token_texts(model, token_ids[b]),
+            embedding=embedding[b],
+            heads_out=heads_out[b],
+            attended=attended[b],
+            mlp_out=mlp_out[b],
+            points=points[b],
+            keys=tuple(p.keys[b] for p in parts),  # (G, T, d) each
+            values=tuple(p.values[b] for p in parts),
+        )
+        for b in range(ids.shape[0])
+    ]
 
 
 def final_logits(model: sm.SmolLM2, residual: torch.Tensor) -> torch.Tensor:

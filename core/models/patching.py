@@ -33,7 +33,7 @@ from enum import Enum
 import torch
 
 from core.models import smollm2 as sm
-from core.models.attribution import ResidualTrace, final_logits, trace
+from core.models.attribution import ResidualTrace, final_logits, trace_batch
 
 Progress = Callable[[int, int], None]  # (heads done, heads in all)
 
@@ -199,7 +199,7 @@ def prepare_runs(
     """Trace both prompts (same length, not the same tokens) and measure m on each; contrast None = `contrast_of`."""
     if clean_ids.shape != corrupted_ids.shape or torch.equal(clean_ids, corrupted_ids):
         raise sm.TextError("Patching needs two prompts of the same token length that differ somewhere.")
-    clean, corrupted = trace(model, clean_ids), trace(model, corrupted_ids)
+    clean, corrupted = trace_batch(model, torch.stack((clean_ids, corrupted_ids)))  # one pass, a batch of 2
     contrast = contrast_of(model, clean, corrupted) if contrast is None else contrast
     clean_m = float(logit_difference(model, clean.residual[-1], contrast))
     corrupted_m = float(logit_difference(model, corrupted.residual[-1], contrast))

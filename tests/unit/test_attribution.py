@@ -52,6 +52,10 @@ def test_a_batch_and_a_shared_prefix_change_nothing(smollm2_float32) -> None:
             model, 5, second.before_layer(5)[None, 4:], past=(second.keys[5][:, :4], second.values[5][:, :4])
         )
         assert (tail.residual[0] - second.points[11][4:]).abs().max() < 1e-4
+    pair = at.trace_batch(model, torch.stack((first.token_ids, second.token_ids)))
+    for alone, batched in zip((first, second), pair, strict=True):
+        assert (alone.points - batched.points).abs().max() < 1e-3 and torch.equal(alone.token_ids, batched.token_ids)
+        assert (alone.heads_out - batched.heads_out).abs().max() < 1e-4
 
 
 @pytest.mark.parametrize("position", [-1, 0, 3])
