@@ -1,0 +1,160 @@
+"""From attention to the answer (issue 42): what the attribution lesson's computations cost on SmolLM2-135M, float32.
+
+    python -m bench.attribution        # one run, one intra-op thread: ~2-4 minutes on 2 busy cores
+
+All in Precision.FLOAT32 (the lesson's numbers are float32 ones), on a 64-token story that ends in a name
+("... Alice gave the heavy book to"), corrupted by swapping the repeated name (core.models.patching).
+
+lens_dla        trace + residual decomposition + logit lens (60 points) + direct logit attribution of
+                " Bob" - " Alice", against one analysis forward (`smollm2.forward` with every head's weights,
+                as the other lessons run it); calls interleaved (ABAB...), ratio of medians (target <= 1.5x).
+attribution     attribution patching from the two prompts: both runs traced, then one forward and one
+                backward for all heads, against the same analysis forward (target <= 3x); and the forward
+                and backward alone, given the traced runs (which the page computes once for both runs'
+                logit differences, the exact map and direct attribution).
+exact           exact patching of all 270 heads (9 heads of a layer in one batch of 9 sequences), once
+                (target <= 40 s). The two prompts share their first 58 tokens, which are computed once;
+                `exact_no_shared_prefix_s` times a pair that differs from the first token on (the worst case).
+agreement       the top heads by direct attribution, exact and attribution patching; r between the two maps.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+TEXT = (
+    "On a rainy Saturday morning the small library on the corner was almost empty. Alice and Bob had come early "
+    "to study together for their difficult history exam next Monday, and they quietly sat at the long wooden table "
+    "near the window. After an hour of reading about old kingdoms and their many wars, Alice gave the heavy book to"
+)
+TOKENS = 64
+
+
+def _interleaved(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median seconds of each call, run in turn (ABAB...) after one warm-up each."""
+    for call in calls.values():
+        call()
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(repeats):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def _timed(call: Callable[[], object]) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = call()
+    return time.perf_counter() - start, result
+
+
+def run(repeats: int = 5) -> dict:
+    from core.models import attribution as at
+    from core.models import patching as pt
+    from core.models import smollm2 as sm
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = sm.load_model(precision=sm.Precision.FLOAT32)
+        corruption = pt.suggest_corruption(model, TEXT)
+        assert corruption is not None
+        contrast = corruption.contrast(model)
+        assert contrast is not None
+        clean, corrupted = sm.encode(model, TEXT), sm.encode(model, corruption.corrupted_text)
+        assert clean.numel() == TOKENS, clean.numel()
+        target = at.LogitTarget(contrast.answer_id, contrast.other_id)
+
+        def lens_dla() -> at.DirectAttribution:
+            traced = at.trace(model, clean)
+            at.logit_lens(model, traced)
+            return at.direct_attribution(model, at.decompose(model, traced), target)
+
+        def attribution() -> pt.PatchingResult:
+            return pt.attribution_patching(model, pt.prepare_runs(model, clean, corrupted, contrast))
+
+        runs = pt.prepare_runs(model, clean, corrupted, contrast)
+        medians = _interleaved(
+            {
+                "analysis_forward": lambda: sm.forward(model, clean, return_attentions=True),
+                "lens_dla": lens_dla,
+                "attribution_patching": attribution,
+                "attribution_patching_given_runs": lambda: pt.attribution_patching(model, runs),
+            },
+            repeats,
+        )
+        exact_s, exact = _timed(lambda: pt.exact_head_patching(model, runs))
+        assert isinstance(exact, pt.PatchingResult)
+        # The worst case for the shared prefix: the first token differs too ("On" -> "In").
+        early = sm.encode(model, "In" + corruption.corrupted_text.removeprefix("On"))
+        worst = pt.prepare_runs(model, clean, early, contrast)
+        worst_s, _ = _timed(lambda: pt.exact_head_patching(model, worst))
+        estimate = attribution()
+        direct = lens_dla()
+    finally:
+        torch.set_num_threads(threads)
+    base = medians["analysis_forward"]
+    pair = torch.stack((exact.restored.flatten(), estimate.restored.flatten()))  # (2, L * H)
+    return {
+        "threads": 1,
+        "tokens": TOKENS,
+        "precision": "float32",
+        "contrast": [contrast.answer, contrast.other],
+        "median_s": medians,
+        "lens_dla_vs_forward": medians["lens_dla"] / base,
+        "attribution_patching_vs_forward": medians["attribution_patching"] / base,
+        "attribution_patching_given_runs_vs_forward": medians["attribution_patching_given_runs"] / base,
+        "exact_patching_s": exact_s,
+        "exact_shared_prefix_tokens": runs.first_difference,
+        "exact_no_shared_prefix_s": worst_s,
+        "exact_no_shared_prefix_first_difference": worst.first_difference,
+        "differences": {"clean": runs.clean_difference, "corrupted": runs.corrupted_difference},
+        "top_heads": {
+            "direct_attribution": direct.contributions.top_heads(3),
+            "exact_patching": exact.top_heads(3),
+            "attribution_patching": estimate.top_heads(3),
+        },
+        "exact_vs_attribution_r": float(torch.corrcoef(pair)[0, 1]),
+    }
+
+
+def rows(measured: dict | None, ok) -> list[tuple[str, str, str, str]]:
+    """bench/README.md's rows, in bench.run's form (not yet one of its parts: `python -m bench.attribution`)."""
+    if not measured:
+        return []
+    return [
+        (
+            f"Attribution (SmolLM2, float32, {measured['tokens']} tokens, one thread): trace + decomposition + logit "
+            "lens + direct attribution / one analysis forward",
+            f"{measured['lens_dla_vs_forward']:.2f}x",
+            "<= 1.5x",
+            ok(measured["lens_dla_vs_forward"] <= 1.5),
+        ),
+        (
+            "Attribution: attribution patching (both runs traced, one forward and one backward) / analysis forward",
+            f"{measured['attribution_patching_vs_forward']:.2f}x (given the traced runs: "
+            f"{measured['attribution_patching_given_runs_vs_forward']:.2f}x)",
+            "<= 3x",
+            ok(measured["attribution_patching_vs_forward"] <= 3),
+        ),
+        (
+            "Attribution: exact patching of all 270 heads (shared prefix; without one)",
+            f"{measured['exact_patching_s']:.1f} s ({measured['exact_no_shared_prefix_s']:.1f} s)",
+            "<= 40 s",
+            ok(measured["exact_patching_s"] <= 40),
+        ),
+    ]
+
+
+def main() -> None:
+    print(json.dumps(run(), indent=2))
+
+
+if __name__ == "__main__":
+    main()
