@@ -130,26 +130,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-# ---------------------------------------------------------------- SmolLM2-135M, once per session
-# Float32 (the reference precision) and transformers' float32 model of the same GGUF file; each takes 15-40 s
-# to load, so the modules that need them share one. Both skip where the model's wheel (or transformers) is
-# missing.
-@pytest.fixture(scope="session")
-def smollm2_float32():
-    from core.models import smollm2
-
-    try:
-        smollm2.default_path()
-    except smollm2.ModelFilesError as error:
-        pytest.skip(str(error))
-    return smollm2.load_model(precision=smollm2.Precision.FLOAT32)
-
-
-@pytest.fixture(scope="session")
-def smollm2_transformers(smollm2_float32):
+# ---------------------------------------------------------------- transformers' SmolLM2-135M, once per module
+# transformers' float32 model of the same GGUF file (15-40 s to load, ~540 MB): the reference for the modules that
+# compare with it, freed after each (a session fixture would hold it to the end of the run). Skips where the
+# model's wheel (or transformers) is missing.
+@pytest.fixture(scope="module")
+def smollm2_transformers(decoder32):
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
-    path = smollm2_float32.path
+    path = decoder32.path
     model = transformers.AutoModelForCausalLM.from_pretrained(
         str(path.parent), gguf_file=path.name, dtype=torch.float32, attn_implementation="eager"
     )

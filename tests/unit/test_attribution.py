@@ -29,8 +29,8 @@ def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).norm() / b.norm())
 
 
-def test_layer_passes_give_forward_s_logits(smollm2_float32) -> None:
-    model = smollm2_float32
+def test_layer_passes_give_forward_s_logits(decoder32) -> None:
+    model = decoder32
     for text in PROMPTS[:3]:
         ids = sm.encode(model, text)
         traced = at.trace(model, ids)
@@ -38,8 +38,8 @@ def test_layer_passes_give_forward_s_logits(smollm2_float32) -> None:
         assert (at.final_logits(model, traced.residual) - sm.forward(model, ids).logits).abs().max() < 1e-4, text
 
 
-def test_a_batch_and_a_shared_prefix_change_nothing(smollm2_float32) -> None:
-    model = smollm2_float32
+def test_a_batch_and_a_shared_prefix_change_nothing(decoder32) -> None:
+    model = decoder32
     first, second = (
         at.trace(model, sm.encode(model, text)) for text in (NAMES, NAMES.replace("Alice gave", "Bob gave"))
     )
@@ -59,8 +59,8 @@ def test_a_batch_and_a_shared_prefix_change_nothing(smollm2_float32) -> None:
 
 
 @pytest.mark.parametrize("position", [-1, 0, 3])
-def test_the_parts_add_up_to_the_residual(smollm2_float32, position: int) -> None:
-    model = smollm2_float32
+def test_the_parts_add_up_to_the_residual(decoder32, position: int) -> None:
+    model = decoder32
     traced = at.trace(model, sm.encode(model, NAMES))
     parts = at.decompose(model, traced, position)
     assert parts.heads.shape == (30, 9, 576) and parts.mlps.shape == (30, 576)
@@ -70,18 +70,18 @@ def test_the_parts_add_up_to_the_residual(smollm2_float32, position: int) -> Non
     assert parts.shares().summed() == pytest.approx(1.0, abs=1e-4)
 
 
-def test_the_first_token_is_the_sink_with_a_huge_residual(smollm2_float32) -> None:
+def test_the_first_token_is_the_sink_with_a_huge_residual(decoder32) -> None:
     # Issue 42 measured ~22,000 at the sink against ~160 elsewhere; here from layer ~11 to the last feed-forward,
     # which cancels most of it (the final residual's sink is ~5,700, still far above the others' < 1,000).
-    traced = at.trace(smollm2_float32, sm.encode(smollm2_float32, NAMES))
+    traced = at.trace(decoder32, sm.encode(decoder32, NAMES))
     norms = traced.points.norm(dim=-1)  # (60, T): every point, every position
     middle = norms[2 * 15 + 1]  # after layer 15
     assert float(middle[0]) > 20_000 and float(middle[1:].median()) < 300
     assert float(norms[-1, 0]) > 5 * float(norms[-1, 1:].max())
 
 
-def test_logit_lens_matches_transformers_hidden_states(smollm2_float32, smollm2_transformers) -> None:
-    model, reference = smollm2_float32, smollm2_transformers
+def test_logit_lens_matches_transformers_hidden_states(decoder32, smollm2_transformers) -> None:
+    model, reference = decoder32, smollm2_transformers
     layers = reference.model.layers
     for text in PROMPTS[:3]:
         ids = sm.encode(model, text)
@@ -109,8 +109,8 @@ def test_logit_lens_matches_transformers_hidden_states(smollm2_float32, smollm2_
         assert (ours[-1] - out.logits[0, -1]).abs().max() < 1e-3  # the last point is the model's output
 
 
-def test_logit_lens_summary(smollm2_float32) -> None:
-    model = smollm2_float32
+def test_logit_lens_summary(decoder32) -> None:
+    model = decoder32
     traced = at.trace(model, sm.encode(model, NAMES))
     lens = at.logit_lens(model, traced, k=3)
     assert lens.answer == " Bob" and lens.top_tokens[-1][0] == " Bob"
@@ -126,8 +126,8 @@ def test_logit_lens_summary(smollm2_float32) -> None:
     )
 
 
-def test_direct_attribution_adds_up_to_the_logit(smollm2_float32) -> None:
-    model = smollm2_float32
+def test_direct_attribution_adds_up_to_the_logit(decoder32) -> None:
+    model = decoder32
     for text in PROMPTS:
         ids = sm.encode(model, text)
         logits = sm.forward(model, ids).logits[-1]
@@ -141,9 +141,9 @@ def test_direct_attribution_adds_up_to_the_logit(smollm2_float32) -> None:
             assert dla.contributions.summed() == pytest.approx(real, abs=1e-3), text
 
 
-def test_one_head_carries_the_name(smollm2_float32) -> None:
+def test_one_head_carries_the_name(decoder32) -> None:
     # Issue 42's finding (transformers, float32): on name prompts layer 23 head 3 writes most of " Bob" - " Alice".
-    model = smollm2_float32
+    model = decoder32
     bob, alice = (int(sm.encode(model, name)[0]) for name in (" Bob", " Alice"))
     dla = at.direct_attribution(
         model, at.decompose(model, at.trace(model, sm.encode(model, NAMES))), at.LogitTarget(bob, alice)

@@ -28,25 +28,25 @@ def _runs(model: sm.SmolLM2, text: str) -> pt.PatchingRuns:
     return pt.prepare_runs(model, clean, corrupted, corruption.contrast(model))
 
 
-def test_the_suggested_corruption_swaps_the_repeated_name(smollm2_float32) -> None:
-    corruption = pt.suggest_corruption(smollm2_float32, NAME_PROMPTS[0])
+def test_the_suggested_corruption_swaps_the_repeated_name(decoder32) -> None:
+    corruption = pt.suggest_corruption(decoder32, NAME_PROMPTS[0])
     assert corruption is not None
     assert corruption.corrupted_text == "Alice met Bob. Bob gave the book to"
-    contrast = corruption.contrast(smollm2_float32)
+    contrast = corruption.contrast(decoder32)
     assert contrast is not None and (contrast.answer, contrast.other) == (" Bob", " Alice")
-    assert pt.suggest_corruption(smollm2_float32, "The cat sat on the mat.") is None  # no repeated name
+    assert pt.suggest_corruption(decoder32, "The cat sat on the mat.") is None  # no repeated name
 
 
-def test_prompts_of_different_lengths_or_the_same_prompt_are_refused(smollm2_float32) -> None:
-    ids = sm.encode(smollm2_float32, NAME_PROMPTS[0])
+def test_prompts_of_different_lengths_or_the_same_prompt_are_refused(decoder32) -> None:
+    ids = sm.encode(decoder32, NAME_PROMPTS[0])
     with pytest.raises(sm.TextError):
-        pt.prepare_runs(smollm2_float32, ids, ids[:-1])
+        pt.prepare_runs(decoder32, ids, ids[:-1])
     with pytest.raises(sm.TextError):
-        pt.prepare_runs(smollm2_float32, ids, ids.clone())
+        pt.prepare_runs(decoder32, ids, ids.clone())
 
 
-def test_patching_every_part_restores_all_and_none_nothing(smollm2_float32) -> None:
-    model = smollm2_float32
+def test_patching_every_part_restores_all_and_none_nothing(decoder32) -> None:
+    model = decoder32
     runs = _runs(model, NAME_PROMPTS[0])
     assert runs.clean_difference > runs.corrupted_difference
     everything = pt.patched_difference(model, runs, pt.every_part(model.config))
@@ -55,8 +55,8 @@ def test_patching_every_part_restores_all_and_none_nothing(smollm2_float32) -> N
     assert float(runs.share(torch.tensor(nothing))) == pytest.approx(0.0, abs=1e-4)
 
 
-def test_exact_patching_by_layer_equals_one_run_per_head(smollm2_float32) -> None:
-    model = smollm2_float32
+def test_exact_patching_by_layer_equals_one_run_per_head(decoder32) -> None:
+    model = decoder32
     runs = _runs(model, NAME_PROMPTS[0])
     calls: list[tuple[int, int]] = []
     result = pt.exact_head_patching(model, runs, progress=lambda done, total: calls.append((done, total)))
@@ -70,15 +70,15 @@ def test_exact_patching_by_layer_equals_one_run_per_head(smollm2_float32) -> Non
     assert result.top_heads(1)[0][:2] == (23, 3)  # the head direct attribution names too
 
 
-def test_exact_patching_can_be_stopped(smollm2_float32) -> None:
-    runs = _runs(smollm2_float32, NAME_PROMPTS[0])
+def test_exact_patching_can_be_stopped(decoder32) -> None:
+    runs = _runs(decoder32, NAME_PROMPTS[0])
     asked = iter([True, True, False])
     with pytest.raises(pt.PatchingCancelled, match="18 of 270"):
-        pt.exact_head_patching(smollm2_float32, runs, keep_going=lambda: next(asked))
+        pt.exact_head_patching(decoder32, runs, keep_going=lambda: next(asked))
 
 
-def test_attribution_patching_follows_exact_patching(smollm2_float32) -> None:
-    model = smollm2_float32
+def test_attribution_patching_follows_exact_patching(decoder32) -> None:
+    model = decoder32
     correlations = []
     for text in NAME_PROMPTS:
         runs = _runs(model, text)
