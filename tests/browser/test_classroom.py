@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,6 +73,50 @@ def prediction_options(page):
     )
 
 
+FRAMES: dict[int, list[str]] = {}  # id(page) -> its websocket's messages, one line each (`record_frames`)
+
+
+def record_frames(page) -> None:
+    """With ATTENTION_LAB_FAILURE_SHOTS set: note every message on the page's websocket (its kind, and for a run
+    its id, page, fragment and end), so that a failure saves what the browser was told, in order."""
+    if not os.environ.get("ATTENTION_LAB_FAILURE_SHOTS"):
+        return
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    lines, start = FRAMES.setdefault(id(page), []), time.monotonic()
+
+    def received(payload: bytes | str) -> None:
+        if isinstance(payload, str):
+            return
+        message = ForwardMsg()
+        message.ParseFromString(payload)
+        kind, session = message.WhichOneof("type"), message.new_session
+        detail = {
+            "new_session": lambda: f"page {session.page_script_hash[:8]}",
+            "delta": lambda: f"{list(message.metadata.delta_path)} {message.delta.WhichOneof('type')}",
+            "script_finished": lambda: ForwardMsg.ScriptFinishedStatus.Name(message.script_finished),
+            "session_status_changed": lambda: f"running={message.session_status_changed.script_is_running}",
+            "auto_rerun": lambda: f"fragment {message.auto_rerun.fragment_id[:12]} every {message.auto_rerun.interval}",
+            "stop_auto_rerun": lambda: f"fragment {message.stop_auto_rerun.fragment_id[:12]}",
+        }.get(kind or "", lambda: "")()
+        run = message.metadata.run  # which script run (and fragments) the message belongs to
+        fragments = [fragment[:12] for fragment in run.fragment_ids]
+        where = f"run {run.script_run_id[:6]}" + (f" fragments {fragments}" if fragments else "")
+        lines.append(f"{time.monotonic() - start:8.2f} <- {kind} {detail} ({where})")
+
+    def sent(payload: bytes | str) -> None:
+        if isinstance(payload, str):
+            return
+        message = BackMsg()
+        message.ParseFromString(payload)
+        kind, rerun = message.WhichOneof("type"), message.rerun_script
+        detail = f"page {rerun.page_script_hash[:8]} fragment {rerun.fragment_id[:12]} auto={rerun.is_auto_rerun}"
+        lines.append(f"{time.monotonic() - start:8.2f} -> {kind} {detail if kind == 'rerun_script' else ''}")
+
+    page.on("websocket", lambda socket: (socket.on("framereceived", received), socket.on("framesent", sent)))
+
+
 def answer(student, option: int) -> None:
     options = prediction_options(student)
     try:
@@ -80,6 +125,7 @@ def answer(student, option: int) -> None:
         if shots := os.environ.get("ATTENTION_LAB_FAILURE_SHOTS"):
             student.screenshot(path=str(Path(shots) / "student_no_question.png"), full_page=True)
             (Path(shots) / "student_no_question.html").write_text(student.content())
+            (Path(shots) / "student_no_question_frames.txt").write_text("\n".join(FRAMES.get(id(student), [])))
         raise AssertionError(f"a student never saw the question: {page_text(student)[:600]}") from None
     options.nth(option).click()
 
@@ -224,6 +270,7 @@ def test_a_lecture_with_a_poll_on_every_question_counts_every_answer(server: str
         code = re.search(r"room=([0-9A-Z]{8})", link).group(1)
         browsers = [browser.new_context(**(PHONE if i == 0 else LAPTOP)).new_page() for i in range(BROWSER_STUDENTS)]
         for student in browsers:
+            record_frames(student)
             student.goto(link)
             settle(student)
         lecture = Lecture(server, lessons[0], code, WEBSOCKET_STUDENTS)
