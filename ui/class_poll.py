@@ -29,6 +29,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import segno
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.app import registry
 from core.app.markup import code_span, literal
@@ -313,9 +314,24 @@ def follow_teacher(current_page: str) -> RoomState | None:
     return state
 
 
+def _page_id() -> str:
+    """The page this run draws, as the browser asked for it (Streamlit's page script hash)."""
+    ctx = get_script_run_ctx()
+    return ctx.page_script_hash if ctx is not None else ""
+
+
 @st.fragment(run_every=REFRESH_S)
-def _watch_room(code: str, seen: RoomState | None) -> None:
-    """A student's check, every REFRESH_S seconds: the teacher moved or revealed -> rerun the page."""
+def _watch_room(code: str, seen: RoomState | None, page: str) -> None:
+    """A student's check, every REFRESH_S seconds: the teacher moved or revealed -> rerun the page.
+
+    `page`: the page of the full run that drew this watcher. On a busy server the browser queues several of
+    the watcher's ticks; the first one follows the teacher to another lesson (a page switch), and the others
+    then run with the old lesson's page. Told that page, the browser cleared the new lesson and redrew only
+    this line: a student's screen stayed blank under the step bar for good (issue 40, item 6; the websocket
+    record of tests/browser/test_classroom.py showed it). Such a tick reruns the whole app instead.
+    """
+    if _page_id() != page:
+        st.rerun(scope="app")
     try:
         now = store().room(code)
     except PollError:
@@ -329,7 +345,7 @@ def student_bar(state: RoomState | None) -> None:
     """In the step bar: the line that says this session follows a poll, and the fragment that watches it."""
     code = role().following
     if code is not None:  # also while the store is away (state None): its return reruns the page
-        _watch_room(code, state)
+        _watch_room(code, state, _page_id())
 
 
 # ------------------------------------------------------------------ the predict box

@@ -287,3 +287,23 @@ def test_the_teachers_reveal_unlocks_what_the_answer_gives_away_on_the_projected
     assert_clean(teacher)
     assert not any("once you have answered" in c.value for c in teacher.caption)
     assert [m for m in teacher.metric if "largest weight" in m.label]
+
+
+def test_a_watcher_tick_from_the_lesson_the_student_left_reruns_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a busy server the browser queues the poll watcher's ticks; after the first one switched the student to
+    the teacher's next lesson, the others ran with the old lesson's page, and the browser, told that page again,
+    cleared the new lesson for good (issue 40, item 6: a blank page under the step bar in 4 of 7 lecture runs).
+    A tick whose page is not the one that drew the watcher reruns the whole app."""
+    from ui import class_poll as poll_ui
+
+    class Rerun(Exception):
+        pass
+
+    def rerun(*, scope: str = "app") -> None:
+        raise Rerun(scope)
+
+    monkeypatch.setattr(poll_ui.st, "rerun", rerun)
+    monkeypatch.setattr(poll_ui, "_page_id", lambda: "the lesson the student left")
+    watch = poll_ui._watch_room.__wrapped__  # the watcher's body, without Streamlit's fragment around it
+    with pytest.raises(Rerun, match="app"):
+        watch("ABCD2345", None, "the teacher's new lesson")
