@@ -92,7 +92,9 @@ SENTENCES += ["a" * 399, "   ", "!!!", "x " * 30, "$$x$$ [a](http://evil.example
 @pytest.mark.parametrize("text", SENTENCES)
 @pytest.mark.parametrize("page", PAGES)
 def test_nasty_sentences(page: str, text: str) -> None:
-    at = app(None, preset="custom")  # typed on the overview, then read by `page`, as a student does
+    # 300 s a run: the first to open lesson 10 in a process loads the GPT and waits behind its warm-up, which took
+    # over 120 s on a 2-core CI machine while a browser test ran beside it
+    at = app(None, timeout_s=300, preset="custom")  # typed on the overview, then read by `page`, as a student does
     at.sidebar.text_input(key="text").input(text).run()
     if page != PAGES[0]:
         at.switch_page(page).run()
