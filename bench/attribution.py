@@ -21,11 +21,12 @@ agreement       the top heads by direct attribution, exact and attribution patch
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from collections.abc import Callable
 
 import torch
+
+from bench.smollm2 import _interleaved  # medians of calls run in turn, as the decoder's benchmark times them
 
 TEXT = (
     "On a rainy Saturday morning the small library on the corner was almost empty. Alice and Bob had come early "
@@ -33,19 +34,6 @@ TEXT = (
     "near the window. After an hour of reading about old kingdoms and their many wars, Alice gave the heavy book to"
 )
 TOKENS = 64
-
-
-def _interleaved(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median seconds of each call, run in turn (ABAB...) after one warm-up each."""
-    for call in calls.values():
-        call()
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(repeats):
-        for name, call in calls.items():
-            start = time.perf_counter()
-            call()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def _timed(call: Callable[[], object]) -> tuple[float, object]:
