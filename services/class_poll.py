@@ -1,10 +1,13 @@
-"""The class poll's store: rooms, anonymous answers and their counts, shared by every session.
+"""The class poll's rooms: what a store keeps, its bounds and its errors, shared by every session.
 
-One interface (`PollStore`), two implementations with the same behaviour:
-- `MemoryPollStore`: a dict behind a lock, in this process. The default: one process (Community
-  Cloud, a laptop) needs nothing else.
-- `RedisPollStore`: Redis, for several replicas behind a load balancer (the students of one class
-  land on different processes). Chosen when ATTENTION_LAB_REDIS_URL is set (`store_from_environment`).
+One interface (`PollStore`, here with its types, codes and checks), two implementations with the same
+behaviour:
+- services/poll_memory.py `MemoryPollStore`: a dict behind a lock, in this process. The default: one
+  process (Community Cloud, a laptop) needs nothing else.
+- services/poll_redis.py `RedisPollStore`: Redis, for several replicas behind a load balancer (the
+  students of one class land on different processes). Chosen when ATTENTION_LAB_REDIS_URL is set
+  (`store_from_environment`).
+The teacher's screen draws the counts with core/charts/poll.py.
 
 A room is a short code (8 characters of Crockford's base 32: 40 random bits, read aloud as
 "K7QM-2HXD") and a teacher secret (only its SHA-256 is stored; the secret stays in the teacher's
@@ -27,25 +30,19 @@ course of 200. Every value read back from Redis is checked; a bad one is logged 
 default (`RoomState.damaged`, `Counts.damaged`). Every failure is a `PollError` subclass with a
 plain message, so the page can show it and carry on with the lesson.
 
-This module never imports streamlit (core/ rule) and imports `redis` only when Redis is used.
+These modules never import streamlit (core/ rule); `redis` is imported only when Redis is used.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
-import hmac
 import logging
 import os
 import re
 import secrets
-import threading
-import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from core.charts.spec import VegaChart
+from typing import Protocol
 
 # Crockford's base 32: no I, L, O or U, so a code read aloud or copied from a projector is not
 # misread (1/I/L and 0/O are folded together when a code is typed back).
@@ -237,6 +234,7 @@ def secret_digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+SEPARATOR = "\x1f"  # joins a question and a student id in Redis keys: the ASCII unit separator, in neither
 MAX_STEP = 1000  # far more steps than any page has; a stored step beyond is damaged
 
 
@@ -255,12 +253,12 @@ class Bounds:
     joins_per_s: float = DEFAULT_JOINS_PER_S
 
 
-def _check_student(student: str, address: str) -> None:
+def check_student(student: str, address: str) -> None:
     if not (0 < len(student) <= 64) or SEPARATOR in student or len(address) > 64:
         raise ValueError("a student id is a short non-empty string, an address a short one")
 
 
-def _check_answer(question: str, student: str, option: int, options: int) -> None:
+def check_answer(question: str, student: str, option: int, options: int) -> None:
     if not (0 < len(question) <= MAX_QUESTION_ID) or not (0 < len(student) <= 64):
         raise ValueError("a question id and a student id are short non-empty strings")
     if SEPARATOR in question or SEPARATOR in student:
@@ -269,503 +267,11 @@ def _check_answer(question: str, student: str, option: int, options: int) -> Non
         raise ValueError(f"option {option!r} is not one of {options} options")
 
 
-# ------------------------------------------------------------------ in this process
-@dataclass
-class _MemoryRoom:
-    digest: str
-    expires: float  # the teacher's last heartbeat + ttl
-    owner: str = ""
-    page: str = ""
-    step: int = 1
-    revealed: set[str] = field(default_factory=set)
-    answers: dict[tuple[str, str], int] = field(default_factory=dict)  # (question, student) -> option
-    counts: dict[tuple[str, int], int] = field(default_factory=dict)  # (question, option) -> students
-    students: dict[str, str] = field(default_factory=dict)  # student -> address
-    per_address: dict[str, int] = field(default_factory=dict)  # address -> students
-
-
-class MemoryPollStore:
-    """Rooms in a dict of this process, behind one lock (sessions run in threads)."""
-
-    def __init__(self, clock=time.monotonic, **bounds: Any) -> None:  # Any: Bounds fields, int or float by field
-        self.bounds = Bounds(**bounds)
-        self.ttl_s, self.max_rooms, self.max_answers = self.bounds.ttl_s, self.bounds.max_rooms, self.bounds.max_answers
-        self._clock = clock
-        self._rooms: dict[str, _MemoryRoom] = {}
-        self._owners: dict[str, str] = {}  # owner -> the code of its room
-        self._created: dict[str, list[float]] = {}  # address -> when it started rooms, within the window
-        self._buckets: dict[tuple[str, str], tuple[float, float]] = {}  # (code, address) -> (tokens, at)
-        self._lock = threading.Lock()
-
-    def _live(self, code: str) -> _MemoryRoom:
-        """The room, or RoomGone; the caller holds the lock."""
-        room = self._rooms.get(code)
-        if room is None or room.expires <= self._clock():
-            self._drop(code)
-            raise RoomGone()
-        return room
-
-    def _drop(self, code: str) -> None:
-        room = self._rooms.pop(code, None)
-        if room is not None and self._owners.get(room.owner) == code:
-            del self._owners[room.owner]
-        for key in [key for key in self._buckets if key[0] == code]:
-            del self._buckets[key]
-
-    def _touch(self, room: _MemoryRoom) -> None:
-        """The teacher's heartbeat: only the teacher's actions keep a room alive."""
-        room.expires = self._clock() + self.ttl_s
-
-    def _teachers(self, code: str, secret: str) -> _MemoryRoom:
-        room = self._live(code)
-        if not hmac.compare_digest(room.digest, secret_digest(secret)):
-            raise NotTeacher()
-        return room
-
-    def create_room(self, owner: str = "", address: str = "") -> Room:
-        secret = new_secret()
-        with self._lock:
-            now = self._clock()
-            for code in [c for c, r in self._rooms.items() if r.expires <= now]:
-                self._drop(code)
-            started = [t for t in self._created.get(address, []) if t > now - CREATION_WINDOW_S]
-            if len(started) >= self.bounds.max_creations_per_address:
-                raise TooManyRooms()
-            if owner and owner in self._owners:  # one room per session: the new one replaces it
-                self._drop(self._owners[owner])
-            if len(self._rooms) >= self.max_rooms:
-                idlest = min(self._rooms, key=lambda c: self._rooms[c].expires)
-                if self._rooms[idlest].expires - self.ttl_s > now - self.bounds.reclaim_idle_s:
-                    raise RoomsFull()  # every room's teacher beat recently: none is abandoned
-                self._drop(idlest)
-            self._created[address] = [*started, now]
-            if len(self._created) > 4 * self.max_rooms:  # bounded: forget addresses quiet for the window
-                self._created = {a: ts for a, ts in self._created.items() if ts and ts[-1] > now - CREATION_WINDOW_S}
-            code = new_code()
-            while code in self._rooms:  # 1 in 2**40 per live room; never loops in practice
-                code = new_code()
-            self._rooms[code] = _MemoryRoom(digest=secret_digest(secret), expires=now + self.ttl_s, owner=owner)
-            if owner:
-                self._owners[owner] = code
-        return Room(code, secret)
-
-    def room(self, code: str) -> RoomState:
-        with self._lock:
-            room = self._live(code)
-            return RoomState(code, room.page, room.step, frozenset(room.revealed), joined=len(room.students))
-
-    def move(self, code: str, secret: str, page: str, step: int) -> None:
-        with self._lock:
-            room = self._teachers(code, secret)
-            room.page, room.step = page, int(step)
-            self._touch(room)
-
-    def _join(self, room: _MemoryRoom, code: str, student: str, address: str) -> None:
-        """Admit a new student (the caller holds the lock); a known one passes."""
-        if student in room.students:
-            return
-        bounds = self.bounds
-        if len(room.students) >= bounds.max_students:
-            raise RoomFull()
-        if room.per_address.get(address, 0) >= bounds.max_students_per_address:
-            raise AddressFull()
-        now = self._clock()
-        tokens, at = self._buckets.get((code, address), (float(bounds.join_burst), now))
-        tokens = min(float(bounds.join_burst), tokens + (now - at) * bounds.joins_per_s)
-        if tokens < 1:
-            self._buckets[(code, address)] = (tokens, now)
-            raise JoinsTooFast()
-        self._buckets[(code, address)] = (tokens - 1, now)
-        room.students[student] = address
-        room.per_address[address] = room.per_address.get(address, 0) + 1
-
-    def join(self, code: str, student: str, address: str = "") -> None:
-        _check_student(student, address)
-        with self._lock:
-            self._join(self._live(code), code, student, address)
-
-    def answer(self, code: str, question: str, student: str, option: int, options: int, address: str = "") -> Answered:
-        _check_answer(question, student, option, options)
-        _check_student(student, address)
-        with self._lock:
-            room = self._live(code)
-            if question in room.revealed:
-                return Answered.CLOSED
-            self._join(room, code, student, address)
-            old = room.answers.get((question, student))
-            if old == option:
-                return Answered.UNCHANGED
-            if old is None and len(room.answers) >= self.max_answers:
-                raise RoomFull()
-            if old is not None:
-                room.counts[(question, old)] -= 1
-            room.answers[(question, student)] = option
-            room.counts[(question, option)] = room.counts.get((question, option), 0) + 1
-            return Answered.RECORDED if old is None else Answered.CHANGED
-
-    def counts(self, code: str, question: str, options: int) -> Counts:
-        with self._lock:
-            room = self._live(code)
-            return Counts(tuple(room.counts.get((question, option), 0) for option in range(options)))
-
-    def reveal(self, code: str, secret: str, question: str) -> None:
-        with self._lock:
-            room = self._teachers(code, secret)
-            room.revealed.add(question)
-            self._touch(room)
-
-    def close(self, code: str, secret: str) -> None:
-        with self._lock:
-            self._teachers(code, secret)
-            self._drop(code)
-
-
-# ------------------------------------------------------------------ in Redis, shared by replicas
-# Per room, keys that expire together with the room: <prefix>room:<code> (a hash: secret digest,
-# owner, page, step, "revealed:<question>" fields), answers:<code> (a hash "<question>\x1f<student>"
-# -> option), counts:<code> ("<question>\x1f<option>" -> students), students:<code> (student ->
-# address), per_address:<code> (address -> students) and buckets:<code> (address -> tokens and time
-# of the join bucket). Beside them: a sorted set of live codes by expiry (the bound on rooms, and
-# the idlest room first), owner:<owner> -> its room's code, and created:<address>, the rooms an
-# address started within the window. Every write is one Lua script, so that Redis runs it
-# atomically: a hundred students answering at once never lose or double a count.
-SEPARATOR = "\x1f"  # the ASCII unit separator: in no question id and no student id
-_ROOM_KEYS = ("room", "answers", "counts", "students", "per_address", "buckets")
-
-_LIB = """
-local function room_keys(prefix, code)
-  return {prefix .. 'room:' .. code, prefix .. 'answers:' .. code, prefix .. 'counts:' .. code,
-          prefix .. 'students:' .. code, prefix .. 'per_address:' .. code, prefix .. 'buckets:' .. code}
-end
-local function drop(prefix, code)
-  local keys = room_keys(prefix, code)
-  local owner = redis.call('HGET', keys[1], 'owner')
-  if owner and owner ~= '' and redis.call('GET', prefix .. 'owner:' .. owner) == code then
-    redis.call('DEL', prefix .. 'owner:' .. owner)
-  end
-  redis.call('DEL', unpack(keys))
-  redis.call('ZREM', prefix .. 'rooms', code)
-end
-local function same_life(keys)
-  -- keys made by a student's write live as long as the room (only the teacher extends that)
-  local ttl = redis.call('PTTL', keys[2])
-  if ttl > 0 then
-    for i = 3, #keys do
-      if redis.call('EXISTS', keys[i]) == 1 then redis.call('PEXPIRE', keys[i], ttl) end
-    end
-  end
-end
-local function touch(keys, prefix, code, now_ms, ttl_ms)
-  for i = 2, #keys do
-    if redis.call('EXISTS', keys[i]) == 1 then redis.call('PEXPIRE', keys[i], ttl_ms) end
-  end
-  redis.call('ZADD', keys[1], tonumber(now_ms) + tonumber(ttl_ms), code)
-  local owner = redis.call('HGET', keys[2], 'owner')
-  if owner and owner ~= '' then redis.call('PEXPIRE', prefix .. 'owner:' .. owner, ttl_ms) end
-end
-local function join(keys, student, address, now_ms, max_students, max_per_address, burst, per_s)
-  -- 0: admitted or known; -2: room full; -4: this address's share is full; -5: joining too fast
-  if redis.call('HEXISTS', keys[5], student) == 1 then return 0 end
-  if redis.call('HLEN', keys[5]) >= tonumber(max_students) then return -2 end
-  if (tonumber(redis.call('HGET', keys[6], address)) or 0) >= tonumber(max_per_address) then return -4 end
-  local now = tonumber(now_ms)
-  local tokens = tonumber(redis.call('HGET', keys[7], 't:' .. address)) or tonumber(burst)
-  local at = tonumber(redis.call('HGET', keys[7], 'a:' .. address)) or now
-  tokens = math.min(tonumber(burst), tokens + (now - at) / 1000 * tonumber(per_s))
-  if tokens < 1 then
-    redis.call('HSET', keys[7], 't:' .. address, tokens, 'a:' .. address, now)
-    same_life(keys)
-    return -5
-  end
-  redis.call('HSET', keys[7], 't:' .. address, tokens - 1, 'a:' .. address, now)
-  redis.call('HSET', keys[5], student, address)
-  redis.call('HINCRBY', keys[6], address, 1)
-  same_life(keys)
-  return 0
-end
-"""
-
-_CREATE = (
-    _LIB
-    + """
--- KEYS: rooms, room; ARGV: code, digest, now_ms, ttl_ms, max_rooms, prefix, owner, address,
---       max_creations, window_ms, reclaim_ms
-local prefix, now, ttl = ARGV[6], tonumber(ARGV[3]), tonumber(ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local created_key = prefix .. 'created:' .. ARGV[8]
-if (tonumber(redis.call('GET', created_key)) or 0) >= tonumber(ARGV[9]) then return -3 end
-if ARGV[7] ~= '' then
-  local old = redis.call('GET', prefix .. 'owner:' .. ARGV[7])
-  if old then drop(prefix, old) end
-end
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[5]) then
-  local idlest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  if tonumber(idlest[2]) - ttl > now - tonumber(ARGV[11]) then return -1 end
-  drop(prefix, idlest[1])
-end
-if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-redis.call('HSET', KEYS[2], 'digest', ARGV[2], 'page', '', 'step', 1, 'owner', ARGV[7])
-redis.call('PEXPIRE', KEYS[2], ttl)
-redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
-if ARGV[7] ~= '' then redis.call('SET', prefix .. 'owner:' .. ARGV[7], ARGV[1], 'PX', ttl) end
-if redis.call('INCR', created_key) == 1 then redis.call('PEXPIRE', created_key, ARGV[10]) end
-return 1
-"""
-)
-
-_JOIN = (
-    _LIB
-    + """
--- KEYS: rooms, room, answers, counts, students, per_address, buckets
--- ARGV: student, address, now_ms, max_students, max_per_address, burst, per_s
-if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
-return join(KEYS, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
-"""
-)
-
-_ANSWER = (
-    _LIB
-    + """
--- KEYS: rooms, room, answers, counts, students, per_address, buckets
--- ARGV: question, student, option, max_answers, address, now_ms, max_students, max_per_address, burst, per_s
-if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
-if redis.call('HEXISTS', KEYS[2], 'revealed:' .. ARGV[1]) == 1 then return 3 end
-local joined = join(KEYS, ARGV[2], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10])
-if joined < 0 then return joined end
-local field = ARGV[1] .. '\\31' .. ARGV[2]
-local old = redis.call('HGET', KEYS[3], field)
-if old == ARGV[3] then return 2 end
-if not old and redis.call('HLEN', KEYS[3]) >= tonumber(ARGV[4]) then return -2 end
-if old then redis.call('HINCRBY', KEYS[4], ARGV[1] .. '\\31' .. old, -1) end
-redis.call('HSET', KEYS[3], field, ARGV[3])
-redis.call('HINCRBY', KEYS[4], ARGV[1] .. '\\31' .. ARGV[3], 1)
-same_life(KEYS)
-if old then return 1 end
-return 0
-"""
-)
-
-_TEACHER = (
-    _LIB
-    + """
--- KEYS: rooms, room, answers, ...; ARGV: code, digest, now_ms, ttl_ms, prefix, then field/value pairs to set
-local digest = redis.call('HGET', KEYS[2], 'digest')
-if not digest then return -1 end
-if digest ~= ARGV[2] then return -2 end
-for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
-touch(KEYS, ARGV[5], ARGV[1], ARGV[3], ARGV[4])
-return 1
-"""
-)
-
-_CLOSE = (
-    _LIB
-    + """
--- KEYS: rooms, room; ARGV: code, digest, prefix
-local digest = redis.call('HGET', KEYS[2], 'digest')
-if not digest then return -1 end
-if digest ~= ARGV[2] then return -2 end
-drop(ARGV[3], ARGV[1])
-return 1
-"""
-)
-
-_ANSWERED = {0: Answered.RECORDED, 1: Answered.CHANGED, 2: Answered.UNCHANGED, 3: Answered.CLOSED}
-_REFUSED = {-1: RoomGone, -2: RoomFull, -3: TooManyRooms, -4: AddressFull, -5: JoinsTooFast}
-
-
-class RedisPollStore:
-    """Rooms in Redis: every replica behind the balancer sees the same rooms and counts.
-
-    A Redis that does not answer (stopped, restarting, unreachable) raises PollUnavailable within
-    about `timeout_s`; the client reconnects by itself on a later call once Redis is back (and
-    re-sends the Lua scripts, which a restarted Redis has forgotten).
-    """
-
-    def __init__(self, url: str, prefix: str = "attention-lab:poll:", timeout_s: float = 0.5, **bounds: Any) -> None:
-        import redis  # only where Redis is used: the in-process store needs nothing installed
-
-        self._errors = (redis.exceptions.RedisError, OSError)
-        self._redis = redis.Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, decode_responses=True
-        )
-        self.bounds = Bounds(**bounds)
-        self.ttl_s, self.max_rooms, self.max_answers = self.bounds.ttl_s, self.bounds.max_rooms, self.bounds.max_answers
-        self.prefix = prefix
-        self._create = self._redis.register_script(_CREATE)
-        self._join = self._redis.register_script(_JOIN)
-        self._answer = self._redis.register_script(_ANSWER)
-        self._teacher = self._redis.register_script(_TEACHER)
-        self._close = self._redis.register_script(_CLOSE)
-
-    def _keys(self, code: str) -> list[str]:
-        """rooms, then the room's own keys (_ROOM_KEYS): room, answers, counts, students, per_address, buckets."""
-        return [self.prefix + "rooms", *(f"{self.prefix}{name}:{code}" for name in _ROOM_KEYS)]
-
-    def _call(self, action, *args, **kwargs):
-        """Run one Redis call; a Redis that does not answer becomes PollUnavailable."""
-        try:
-            return action(*args, **kwargs)
-        except self._errors as error:
-            raise PollUnavailable() from error
-
-    def _now_ms(self) -> int:
-        return int(time.time() * 1000)
-
-    def _ttl_ms(self) -> int:
-        return max(1, int(self.ttl_s * 1000))
-
-    def _join_bounds(self) -> list[object]:
-        b = self.bounds
-        return [b.max_students, b.max_students_per_address, b.join_burst, b.joins_per_s]
-
-    @staticmethod
-    def _refused(done: int) -> None:
-        if done in _REFUSED:
-            raise _REFUSED[done]()
-
-    def create_room(self, owner: str = "", address: str = "") -> Room:
-        secret = new_secret()
-        while True:
-            code = new_code()
-            made = self._call(
-                self._create,
-                keys=self._keys(code)[:2],
-                args=[
-                    code,
-                    secret_digest(secret),
-                    self._now_ms(),
-                    self._ttl_ms(),
-                    self.max_rooms,
-                    self.prefix,
-                    owner,
-                    address,
-                    self.bounds.max_creations_per_address,
-                    int(CREATION_WINDOW_S * 1000),
-                    int(self.bounds.reclaim_idle_s * 1000),
-                ],
-            )
-            if made == -1:
-                raise RoomsFull()
-            self._refused(made)
-            if made == 1:
-                return Room(code, secret)
-
-    def room(self, code: str) -> RoomState:
-        keys = self._keys(code)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.hgetall(keys[1])
-        pipe.hlen(keys[4])
-        fields, joined = self._call(pipe.execute)
-        if not fields:
-            raise RoomGone()
-        revealed = frozenset(name.removeprefix("revealed:") for name in fields if name.startswith("revealed:"))
-        step, bad_step = stored_whole(fields.get("step", "1"), "a step", 1, 1, MAX_STEP)
-        page = fields.get("page", "")
-        return RoomState(code, page, step, revealed, joined=int(joined), damaged=bad_step)
-
-    def _as_teacher(self, code: str, secret: str, *pairs: object) -> None:
-        done = self._call(
-            self._teacher,
-            keys=self._keys(code),
-            args=[code, secret_digest(secret), self._now_ms(), self._ttl_ms(), self.prefix, *pairs],
-        )
-        if done == -2:
-            raise NotTeacher()
-        self._refused(done)
-
-    def move(self, code: str, secret: str, page: str, step: int) -> None:
-        self._as_teacher(code, secret, "page", page, "step", int(step))
-
-    def join(self, code: str, student: str, address: str = "") -> None:
-        _check_student(student, address)
-        done = self._call(
-            self._join, keys=self._keys(code), args=[student, address, self._now_ms(), *self._join_bounds()]
-        )
-        self._refused(done)
-
-    def answer(self, code: str, question: str, student: str, option: int, options: int, address: str = "") -> Answered:
-        _check_answer(question, student, option, options)
-        _check_student(student, address)
-        done = self._call(
-            self._answer,
-            keys=self._keys(code),
-            args=[question, student, option, self.max_answers, address, self._now_ms(), *self._join_bounds()],
-        )
-        self._refused(done)
-        return _ANSWERED[done]
-
-    def counts(self, code: str, question: str, options: int) -> Counts:
-        keys = self._keys(code)
-        pipe = self._redis.pipeline(transaction=True)  # one round trip, one consistent moment
-        pipe.exists(keys[1])
-        pipe.hmget(keys[3], [f"{question}{SEPARATOR}{option}" for option in range(options)])
-        exists, values = self._call(pipe.execute)
-        if not exists:
-            raise RoomGone()
-        most = self.bounds.max_students
-        read = [stored_whole("0" if value is None else value, "a count", 0, 0, most) for value in values]
-        return Counts(tuple(count for count, _ in read), damaged=any(bad for _, bad in read))
-
-    def reveal(self, code: str, secret: str, question: str) -> None:
-        self._as_teacher(code, secret, f"revealed:{question}", 1)
-
-    def close(self, code: str, secret: str) -> None:
-        done = self._call(self._close, keys=self._keys(code)[:2], args=[code, secret_digest(secret), self.prefix])
-        if done == -2:
-            raise NotTeacher()
-        self._refused(done)
-
-
 def store_from_environment() -> PollStore:
     """Redis when ATTENTION_LAB_REDIS_URL is set (several replicas), else this process's memory."""
+    # Imported here: each store module builds on this one's types, and Redis is only loaded when used.
+    from services.poll_memory import MemoryPollStore
+    from services.poll_redis import RedisPollStore
+
     url = os.environ.get(REDIS_URL_VARIABLE, "").strip()
     return RedisPollStore(url) if url else MemoryPollStore()
-
-
-# ------------------------------------------------------------------ what the teacher's screen shows
-@dataclass(frozen=True)
-class Tally:
-    """One question's answers as the teacher's screen shows them."""
-
-    counts: tuple[int, ...]  # students per option, in the options' order
-    options: tuple[str, ...]
-
-    @property
-    def total(self) -> int:
-        return sum(max(0, count) for count in self.counts)  # never "-7 answers", whatever the store held
-
-    def headline(self) -> str:
-        """ "3 answers" (the words the teacher reads out), computed from the counts."""
-        return f"{self.total} answer" + ("" if self.total == 1 else "s")
-
-
-def tally_chart(tally: Tally, answer: int | None = None) -> VegaChart:
-    """Horizontal bars, one per option, its count at its end; the right option outlined once revealed.
-
-    `answer`: the right option's index after the reveal (None before: no hint on the projector).
-    Altair is imported here, not at module import: the store needs none.
-    """
-    import altair as alt
-    import pandas as pd
-
-    from core.charts.spec import from_altair
-
-    frame = pd.DataFrame(
-        {
-            "option": [f"{index + 1}. {text}" for index, text in enumerate(tally.options)],
-            "students": list(tally.counts),
-            "right": [index == answer for index in range(len(tally.options))],
-        }
-    )
-    order = list(frame["option"])
-    base = alt.Chart(frame).encode(
-        y=alt.Y("option:N", sort=order, title=None, axis=alt.Axis(labelLimit=420)),
-        x=alt.X("students:Q", title="students", axis=alt.Axis(tickMinStep=1, format="d")),
-    )
-    bars = base.mark_bar(color="#4c78a8", strokeWidth=3).encode(
-        stroke=alt.condition(alt.datum.right, alt.value("#e4007c"), alt.value(None)),
-        tooltip=[alt.Tooltip("option:N"), alt.Tooltip("students:Q")],
-    )
-    labels = base.mark_text(align="left", dx=4, fontSize=16).encode(text="students:Q")
-    return from_altair((bars + labels).properties(height=alt.Step(48)))  # 48 px a bar: readable from the back

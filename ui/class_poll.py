@@ -33,6 +33,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.app import registry
 from core.app.markup import code_span, literal
+from core.charts.poll import Tally, tally_chart
 from core.lessons.common import Prediction
 from services import class_poll
 from services.class_poll import (
@@ -44,7 +45,6 @@ from services.class_poll import (
     Room,
     RoomGone,
     RoomState,
-    Tally,
 )
 from ui import draw, hardening
 
@@ -212,7 +212,7 @@ def _live_tally(room: Room, question: str, prediction: Prediction) -> None:
         st.caption("Some of the poll's stored values could not be read; they count as 0 (the server logged them).")
     if tally.total > 0:  # at 0 answers an empty axis says nothing: the headline already reads "0 answers"
         draw.draw(
-            class_poll.tally_chart(tally, order.index(prediction.answer) if revealed else None),
+            tally_chart(tally, order.index(prediction.answer) if revealed else None),
             f"The class's answers: {tally.headline()}; "
             + "; ".join(f"{text}: {count}" for text, count in zip(tally.options, tally.counts, strict=True)),
         )

@@ -15,8 +15,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from core.charts.poll import Tally
 from services import class_poll
-from services.class_poll import Answered, MemoryPollStore, NotTeacher, PollStore, RedisPollStore, RoomGone
+from services.class_poll import Answered, NotTeacher, PollStore, RoomGone
+from services.poll_memory import MemoryPollStore
+from services.poll_redis import RedisPollStore
 from tests.support import RedisServer, redis_available
 
 QUESTION = "why_scale:predict"
@@ -306,4 +309,4 @@ def test_a_hostile_count_in_redis_is_read_as_zero_and_logged(redis_url, caplog, 
         counts = store.counts(room.code, QUESTION, 2)
     assert counts == (0, 1) and counts.damaged
     assert any("count" in record.getMessage() for record in caplog.records)
-    assert class_poll.Tally(counts, ("a", "b")).headline() == "1 answer"
+    assert Tally(counts, ("a", "b")).headline() == "1 answer"
