@@ -3,7 +3,7 @@
 import streamlit as st
 import torch
 
-from core.charts.common import heatmap_altair
+from core.charts.heatmap import heatmap_altair
 from core.lessons import matrix_frame
 
 value = st.slider("value", 0, 100, 50, key="value")

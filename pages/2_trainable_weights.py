@@ -9,7 +9,7 @@ import streamlit as st
 
 from core.app.markup import literal
 from core.app.settings import Settings
-from core.charts import common as charts
+from core.charts import colours
 from core.inputs.weights import MODELS
 from core.lessons import common, trainable_weights
 from core.lessons.trainable_weights import TrainableLesson
@@ -107,7 +107,7 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
     raw_col, scaled_col = st.columns(2)
     weights_col, context_col = (st.container(), st.container()) if model else st.columns(2)
     if answered:
-        domain = charts.shared_domain(lesson.scores, lesson.scaled_scores)
+        domain = colours.shared_domain(lesson.scores, lesson.scaled_scores)
         with raw_col:
             draw.heatmap(
                 lesson.scores,

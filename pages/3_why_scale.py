@@ -5,7 +5,7 @@ import streamlit as st
 from core.app.registry import PageControl
 from core.app.settings import Settings
 from core.attention.stats import MAX_TRIALS
-from core.charts import common as charts
+from core.charts import why_scale as scale_charts
 from core.charts.spec import VegaChart
 from core.lessons import why_scale
 from ui import cache, draw, widgets
@@ -18,18 +18,18 @@ def peakiness(settings: Settings) -> None:
     metric = (
         st.segmented_control(
             "Measure",
-            list(charts.PeakMetric),
-            default=charts.PeakMetric.MAX_WEIGHT,
+            list(scale_charts.PeakMetric),
+            default=scale_charts.PeakMetric.MAX_WEIGHT,
             key=PageControl.PEAK_METRIC,
             bind="query-params",
-            format_func=charts.peakiness_label,
+            format_func=scale_charts.peakiness_label,
         )
-        or charts.PeakMetric.MAX_WEIGHT
+        or scale_charts.PeakMetric.MAX_WEIGHT
     )
     peaks = cache.computed(why_scale.PEAKINESS, settings.seed)
     draw.draw(
-        charts.peakiness(peaks, metric),
-        f"Line chart of the {charts.peakiness_label(metric)} against d_k for random queries and 8 keys, "
+        scale_charts.peakiness(peaks, metric),
+        f"Line chart of the {scale_charts.peakiness_label(metric)} against d_k for random queries and 8 keys, "
         "with and without scaling.",
     )
     with st.expander("Exact values of this chart"):
@@ -120,10 +120,10 @@ step_break()  # the formula and the chart: on a projector the chart started at t
 st.latex(r"\operatorname{Var}(q\cdot k) = d_k, \qquad \operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1")
 variance = cache.computed(why_scale.VARIANCE, settings.seed, int(trials))
 draw.draw(
-    charts.variance(variance.table),
+    scale_charts.variance(variance.table),
     "Log-log chart: measured variance of q·k grows along the line d_k; the scaled variance stays at 1.",
 )
-widgets.number_table(charts.variance_table(variance.table), hide_index=True)
+widgets.number_table(scale_charts.variance_table(variance.table), hide_index=True)
 st.markdown("**The trainable-weights notebook's experiment** (1,000 draws at d = 5 and d = 100, this seed):")
 widgets.number_table(variance.notebook.labelled, hide_index=True)
 widgets.code_box(

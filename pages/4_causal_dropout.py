@@ -11,7 +11,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from core.app.registry import PageControl
 from core.app.settings import Settings
-from core.charts import common as charts
+from core.charts import causal as causal_charts
 from core.lessons import causal_dropout, common
 from core.lessons.causal_dropout import BookCausal, CausalLesson, DecoderBlog, LeakCheck, MaskEffect, perturb_range
 from core.lessons.common import token_name
@@ -202,7 +202,7 @@ def leak_verdict(leak: LeakCheck, answered: bool) -> None:
         widgets.answer_first(f"The rows that changed after pushing {token_name(leak.perturbed)} appear")
     else:
         draw.draw(
-            charts.leakage(leak.leakage, leak.perturbed),
+            causal_charts.leakage(leak.leakage, leak.perturbed),
             "Bars of how much each output row changed after perturbing one token; earlier rows stay at zero.",
         )
     if leak.perturbed == 1:

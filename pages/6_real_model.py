@@ -153,7 +153,7 @@ def chosen_head(lesson: lesson_rm.RealModelLesson, layer: int, head: int, frame:
         widgets.prose("real_model", "lines")
         return
     num_tokens = len(lesson.tokens)
-    draw.heatmap(  # the lab's one heatmap path (core.charts.common): readable cells, contrast, both themes
+    draw.heatmap(  # the lab's one heatmap path (core.charts.heatmap): readable cells, contrast, both themes
         frame,
         "Weights: queries down, keys across",
         f"Heatmap of the attention weights of layer {layer}, head {head}, queries down, keys across.",

@@ -15,10 +15,10 @@ from typing import Literal
 
 import streamlit as st
 
-from core.charts import common as charts
 from core.charts import heads as charts_heads
+from core.charts import heatmap as heatmaps
 from core.charts import real_model as charts_rm
-from core.charts.common import QUERY_SELECTION
+from core.charts.heatmap import QUERY_SELECTION
 from core.charts.spec import VegaChart, chart_title, download_name, with_export
 from ui.frame import current_slug
 
@@ -50,13 +50,13 @@ def draw(
 
 
 def heatmap(frame, title: str, description: str, *, key: str | None = None, on_select=None, **options) -> object:
-    """Draw `core.charts.common.heatmap(frame, title, **options)`: the one heatmap path.
+    """Draw `core.charts.heatmap.heatmap(frame, title, **options)`: the one heatmap path.
 
-    Options (see core.charts.common.heatmap): signed, value_title, show_values, select_rows,
+    Options (see core.charts.heatmap.heatmap): signed, value_title, show_values, select_rows,
     highlight_row (the query's row, outlined), x_title, y_title, domain (e.g.
-    charts.shared_domain(a, b) to put two heatmaps on one colour scale), min_magnitude.
+    core.charts.colours.shared_domain(a, b) to put two heatmaps on one colour scale), min_magnitude.
     """
-    return draw(charts.heatmap(frame, title, **options), description, key=key, on_select=on_select)
+    return draw(heatmaps.heatmap(frame, title, **options), description, key=key, on_select=on_select)
 
 
 def select_query_from_chart(chart_key: str, target: str) -> None:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import altair as alt
 import pandas as pd
 
-from core.charts.common import GROWS_FOR_TEXT, PLOT_HEIGHT, heatmap
+from core.charts.common import GROWS_FOR_TEXT, PLOT_HEIGHT
+from core.charts.heatmap import heatmap
 from core.charts.spec import VegaChart, from_altair, phone_title
 
 WEIGHT_RANGE = (0.0, 1.0)  # both heatmaps on one colour scale, so that their colours compare

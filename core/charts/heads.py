@@ -18,7 +18,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.common import MASKED_COLOUR, VIRIDIS, WIDE_COLUMNS
+from core.charts.colours import MASKED_COLOUR, VIRIDIS
+from core.charts.heatmap import WIDE_COLUMNS
 from core.charts.spec import VegaChart, template
 
 HEAD_PANELS_DATA = "head_panels"

@@ -13,7 +13,8 @@ import functools
 import altair as alt
 import pandas as pd
 
-from core.charts.common import GROWS_FOR_TEXT, MASKED_COLOUR, PLOT_HEIGHT, VIRIDIS
+from core.charts.colours import MASKED_COLOUR, VIRIDIS
+from core.charts.common import GROWS_FOR_TEXT, PLOT_HEIGHT
 from core.charts.real_model import CHOSEN_COLOUR, HEAD_SELECTION
 from core.charts.spec import VegaChart, phone_title, template
 

@@ -4,7 +4,7 @@ Each chart reads named datasets, so its structure depends only on a few sizes: i
 built once per look with Altair (bench/NOTES.md) and kept as JSON; each rerun brings only its data
 (core.charts.spec). The tests validate each chart with its data against the Vega-Lite schema.
 
-Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in core.charts.common.
+Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in core.charts.colours.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import cast
 import altair as alt
 import pandas as pd
 
-from core.charts.common import LEGEND_FORMAT, cell_font_expr, legend_values
+from core.charts.heatmap import LEGEND_FORMAT, cell_font_expr, legend_values
 from core.charts.spec import SpecPath, VegaChart, template
 
 GRID_DATA = "real_model_grid"  # layer, head, query_index, key_index, query, key, weight, chosen

@@ -10,7 +10,8 @@ import torch
 from core import recipes
 from core.app.registry import LessonSpec
 from core.attention import stats
-from core.charts import common as charts
+from core.charts import spec as chart_spec
+from core.charts import why_scale as scale_charts
 from core.lessons.common import CPU, Prediction, generator
 
 # The trainable-weights notebook's five scores, multiplied by 8 to show a peaky softmax.
@@ -179,10 +180,10 @@ def notebook_variance(seed: int) -> NotebookVariance:
     return NotebookVariance(table=table, code=code)
 
 
-def sweep_view(multiplier: float) -> tuple[SweepResult, charts.VegaChart, charts.VegaChart]:
+def sweep_view(multiplier: float) -> tuple[SweepResult, chart_spec.VegaChart, chart_spec.VegaChart]:
     """The seed-independent part of the page, with its two charts (built once per multiplier)."""
     result = sweep(multiplier)
-    return result, charts.sweep_chart(result.sweep, multiplier), charts.saturation_chart(result.saturation)
+    return result, scale_charts.sweep_chart(result.sweep, multiplier), scale_charts.saturation_chart(result.saturation)
 
 
 # The cached computations the page calls (ui/cache.py `computed`): none reads the sidebar's Settings.

@@ -14,7 +14,12 @@ from streamlit.testing.v1 import AppTest
 import core
 from core import lessons
 from core.app import registry
+from core.charts import causal as causal_charts
+from core.charts import colours
 from core.charts import common as charts
+from core.charts import heatmap as heatmaps
+from core.charts import spec as chart_spec
+from core.charts import why_scale as scale_charts
 from tests import support
 from tests.support import PAGE_FILES
 
@@ -29,7 +34,7 @@ validated = support.validated_spec
 
 def test_variance_chart_unscaled_grows_like_dk_scaled_stays_near_one() -> None:
     table = core.dot_product_variance(trials=50_000, generator=torch.Generator().manual_seed(0))
-    spec = validated(charts.variance(table))
+    spec = validated(scale_charts.variance(table))
     # The same records spelled another way: the table melted by pandas.
     names = {
         "unscaled_var": "q·k (measured)",
@@ -40,7 +45,7 @@ def test_variance_chart_unscaled_grows_like_dk_scaled_stays_near_one() -> None:
     long = table.melt(id_vars="d_k", value_vars=list(names), var_name="series", value_name="variance")
     long = long.assign(kind=long["series"].str.startswith("theory").map({True: "theory", False: "measured"}))
     expected = long.assign(series=long["series"].map(names)).to_dict(orient="records")
-    assert spec["datasets"][charts.VARIANCE_DATA].to_pylist() == expected
+    assert spec["datasets"][scale_charts.VARIANCE_DATA].to_pylist() == expected
     assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
     assert spec["layer"][1]["encoding"]["y"]["scale"]["type"] == "log"
     points = pd.DataFrame(expected)
@@ -52,8 +57,8 @@ def test_variance_chart_unscaled_grows_like_dk_scaled_stays_near_one() -> None:
 
 
 def heatmap_records(spec: dict) -> list[dict]:
-    """The per-cell values that `charts.heatmap` hands to the page (an Arrow table)."""
-    return spec["datasets"][charts.HEATMAP_DATA].to_pylist()
+    """The per-cell values that `heatmaps.heatmap` hands to the page (an Arrow table)."""
+    return spec["datasets"][heatmaps.HEATMAP_DATA].to_pylist()
 
 
 def colour_scale(spec: dict) -> dict:
@@ -62,15 +67,15 @@ def colour_scale(spec: dict) -> dict:
 
 def test_heatmap_spec_labels_tokens_values_and_selection() -> None:
     frame = lessons.matrix_frame(torch.eye(3), ["a", "b", "c"], ["a", "b", "c"])
-    spec = charts.heatmap(frame, "weights", select_rows=True, value_title="weight").spec()
+    spec = heatmaps.heatmap(frame, "weights", select_rows=True, value_title="weight").spec()
     rect, text = spec["layer"]
     assert rect["encoding"]["x"]["sort"] == ["a", "b", "c"]
     assert rect["encoding"]["x"]["axis"]["labelOverlap"] is False  # every token labelled
-    assert colour_scale(spec)["range"] == list(charts.VIRIDIS)
+    assert colour_scale(spec)["range"] == list(colours.VIRIDIS)
     assert {t["field"] for t in rect["encoding"]["tooltip"]} == {"row", "col", "value"}
     assert rect["encoding"]["color"]["title"] == "weight"
     params = rect.get("params", []) + spec.get("params", [])  # layered specs hoist params
-    assert [p["name"] for p in params] == [charts.QUERY_SELECTION]
+    assert [p["name"] for p in params] == [heatmaps.QUERY_SELECTION]
     assert text["encoding"]["text"]["format"] == ".4f"
     records = heatmap_records(spec)
     assert len(records) == 9
@@ -82,17 +87,17 @@ def test_heatmap_cells_fill_the_column_and_numbers_scale_with_it() -> None:
     frame = lessons.matrix_frame(
         torch.rand(6, 6, generator=torch.Generator().manual_seed(0)), list("abcdef"), list("abcdef")
     )
-    spec = charts.heatmap(frame, "weights").spec()
+    spec = heatmaps.heatmap(frame, "weights").spec()
     assert spec["width"] == "container"
     font = spec["layer"][1]["mark"]["fontSize"]["expr"]
-    assert "bandwidth('x')" in font and f">= {charts.MIN_CELL_FONT_PX}" in font  # grows with the cells, or hides
+    assert "bandwidth('x')" in font and f">= {heatmaps.MIN_CELL_FONT_PX}" in font  # grows with the cells, or hides
     wide = lessons.matrix_frame(torch.rand(2, 9), ["a", "b"], [str(i) for i in range(9)])
-    assert charts.heatmap(wide, "nine").spec()["layer"][1]["encoding"]["text"]["format"] == ".3f"
+    assert heatmaps.heatmap(wide, "nine").spec()["layer"][1]["encoding"]["text"]["format"] == ".3f"
 
 
 def test_highlight_row_marks_the_query_in_the_data() -> None:
     frame = lessons.matrix_frame(torch.eye(3), ["a", "b", "c"], ["a", "b", "c"])
-    records = heatmap_records(charts.heatmap(frame, "w", select_rows=True, highlight_row=1).spec())
+    records = heatmap_records(heatmaps.heatmap(frame, "w", select_rows=True, highlight_row=1).spec())
     assert [r["row_index"] for r in records if r["is_query"]] == [1, 1, 1]
 
 
@@ -125,7 +130,7 @@ def test_cell_text_contrasts_with_its_own_cell_colour(signed: bool) -> None:
     """
     values = torch.linspace(-1.0 if signed else 0.0, 1.0, 101)
     frame = lessons.matrix_frame(values[None, :], ["q"], [f"k{i}" for i in range(101)])
-    spec = charts.heatmap(frame, "sweep", signed=signed).spec()
+    spec = heatmaps.heatmap(frame, "sweep", signed=signed).spec()
     scale = colour_scale(spec)
     assert scale["interpolate"] == "rgb" and scale["clamp"] is True
     named = {"black": (0.0, 0.0, 0.0), "white": (1.0, 1.0, 1.0)}
@@ -137,33 +142,35 @@ def test_cell_text_contrasts_with_its_own_cell_colour(signed: bool) -> None:
 def test_weights_use_a_fixed_zero_to_one_domain() -> None:
     """The masked_fill-bug weights (0.156-0.176) must not span the whole colour range."""
     narrow = lessons.matrix_frame(torch.tensor([[0.156, 0.176], [0.160, 0.170]]), ["a", "b"], ["a", "b"])
-    scale = colour_scale(charts.heatmap(narrow, "buggy", value_title="weight").spec())
+    scale = colour_scale(heatmaps.heatmap(narrow, "buggy", value_title="weight").spec())
     assert (scale["domain"][0], scale["domain"][-1]) == (0.0, 1.0)
-    records = heatmap_records(charts.heatmap(narrow, "buggy").spec())
+    records = heatmap_records(heatmaps.heatmap(narrow, "buggy").spec())
     assert {r["text_color"] for r in records} == {"white"}  # all on dark cells: they are all small weights
 
 
 def test_signed_heatmap_is_diverging_and_centred() -> None:
     frame = lessons.matrix_frame(torch.tensor([[-2.0, 1.0]]), ["q"], ["k1", "k2"])
-    scale = colour_scale(charts.heatmap(frame, "signed", signed=True).spec())
-    assert scale["range"] == list(charts.BLUE_ORANGE)
+    scale = colour_scale(heatmaps.heatmap(frame, "signed", signed=True).spec())
+    assert scale["range"] == list(colours.BLUE_ORANGE)
     assert (scale["domain"][0], scale["domain"][5], scale["domain"][-1]) == (-2.0, 0.0, 2.0)
     noise = lessons.matrix_frame(torch.tensor([[-2e-9, 1e-9]]), ["q"], ["k1", "k2"])
-    floor = colour_scale(charts.heatmap(noise, "noise", signed=True, min_magnitude=1e-3).spec())
+    floor = colour_scale(heatmaps.heatmap(noise, "noise", signed=True, min_magnitude=1e-3).spec())
     assert (floor["domain"][0], floor["domain"][-1]) == (-1e-3, 1e-3)
     assert {
-        r["text_color"] for r in heatmap_records(charts.heatmap(noise, "n", signed=True, min_magnitude=1e-3).spec())
+        r["text_color"] for r in heatmap_records(heatmaps.heatmap(noise, "n", signed=True, min_magnitude=1e-3).spec())
     } == {"black"}
 
 
 def test_two_heatmaps_can_share_one_colour_domain() -> None:
     raw = lessons.matrix_frame(torch.tensor([[2.0, -0.5]]), ["q"], ["k1", "k2"])
     scaled = lessons.matrix_frame(torch.tensor([[2.0, -0.5]]) / 2**0.5, ["q"], ["k1", "k2"])
-    shared = charts.shared_domain(raw, scaled)
+    shared = colours.shared_domain(raw, scaled)
     assert shared == (-2.0, 2.0)
-    domains = [colour_scale(charts.heatmap(f, "t", signed=True, domain=shared).spec())["domain"] for f in (raw, scaled)]
+    domains = [
+        colour_scale(heatmaps.heatmap(f, "t", signed=True, domain=shared).spec())["domain"] for f in (raw, scaled)
+    ]
     assert domains[0] == domains[1]
-    alone = colour_scale(charts.heatmap(scaled, "t", signed=True).spec())["domain"]
+    alone = colour_scale(heatmaps.heatmap(scaled, "t", signed=True).spec())["domain"]
     assert alone[-1] < 2.0  # without it, each map would stretch to its own maximum
 
 
@@ -184,29 +191,31 @@ def test_filled_heatmap_template_equals_a_fresh_altair_build(
     first = lessons.matrix_frame(torch.randn(rows, cols, generator=g), labels_r, labels_c)
     second = lessons.matrix_frame(torch.randn(rows, cols, generator=g) * 50, labels_r, labels_c)
     options = {"signed": signed, "select_rows": select_rows, "value_title": "w", "highlight_row": highlight}
-    charts.heatmap(first, "t", **options).spec()  # warms the template with other values
-    spec = charts.heatmap(second, "t", **options).spec()
-    table = spec.pop("datasets")[charts.HEATMAP_DATA]
-    look, values, _ = charts._look_and_values(second, "t", options)
+    heatmaps.heatmap(first, "t", **options).spec()  # warms the template with other values
+    spec = heatmaps.heatmap(second, "t", **options).spec()
+    table = spec.pop("datasets")[heatmaps.HEATMAP_DATA]
+    look, values, _ = heatmaps._look_and_values(second, "t", options)
     assert values.rows == tuple(labels_r) and values.cols == tuple(labels_c)
-    assert spec == charts.heatmap_chart(look, values).to_dict()  # validated by Altair
+    assert spec == heatmaps.heatmap_chart(look, values).to_dict()  # validated by Altair
     assert table.column("value").to_pylist() == second["value"].round(6).tolist()
 
 
 def test_sweep_chart_shows_the_times_eight_example() -> None:
     long, _ = core.softmax_multiplier_sweep(torch.tensor([0.1, -0.2, 0.3, -0.2, 0.5]), [1, 8])
-    data = pd.DataFrame(layer_data(validated(charts.sweep_chart(long, 8.0))))
+    data = pd.DataFrame(layer_data(validated(scale_charts.sweep_chart(long, 8.0))))
     top = data[data.multiplier == 8].weight.max()
     assert round(top, 4) == 0.8000
 
 
 def test_saturation_and_peakiness_charts() -> None:
-    sat = pd.DataFrame(layer_data(validated(charts.saturation_chart(core.saturation_sweep()))))
+    sat = pd.DataFrame(layer_data(validated(scale_charts.saturation_chart(core.saturation_sweep()))))
     assert set(sat.quantity) == {"gradient size (Jacobian norm)", "largest weight"}  # no raw identifiers
     norms = sat[sat.quantity == "gradient size (Jacobian norm)"].sort_values("multiplier")["value"]
     assert norms.iloc[-1] < norms.iloc[0] / 100
     peaky = core.peakiness_vs_dk(trials=300, generator=torch.Generator().manual_seed(1))
-    data = pd.DataFrame(validated(charts.peakiness(peaky, "max_weight"))["datasets"][charts.PEAKINESS_DATA].to_pylist())
+    data = pd.DataFrame(
+        validated(scale_charts.peakiness(peaky, "max_weight"))["datasets"][scale_charts.PEAKINESS_DATA].to_pylist()
+    )
     at_512 = data[data.d_k == 512].set_index("scaling")["max_weight"]
     assert at_512["unscaled"] > at_512["scaled"] + 0.3
 
@@ -217,7 +226,7 @@ def drawn_heatmaps(at) -> dict[str, list[dict]]:
     for element in at.get("vega_lite_chart"):
         proto = element.proto
         for dataset in proto.datasets:
-            if dataset.name == charts.HEATMAP_DATA:
+            if dataset.name == heatmaps.HEATMAP_DATA:
                 drawn[proto.alt] = pa.ipc.open_stream(dataset.data.data).read_all().to_pylist()
     return drawn
 
@@ -251,7 +260,7 @@ def test_bar_charts_label_every_token() -> None:
     tokens = [f"token{i}" for i in range(20)]
     frame = pd.DataFrame({"token": tokens, "position": range(20), "max change": [0.0] * 20})
     for chart in (
-        charts.leakage(frame, 3),
+        causal_charts.leakage(frame, 3),
         charts.grouped_bars(frame.assign(measure="a"), "token", "max change", "measure", "t"),
     ):
         spec = validated(chart)
@@ -263,12 +272,12 @@ def test_bar_charts_label_every_token() -> None:
 def test_axis_and_legend_text_follow_the_page_text_colour() -> None:
     """Streamlit's chart grey is 3.8:1 on white; currentColor is the theme's own text colour."""
     frame = lessons.matrix_frame(torch.eye(2), ["a", "b"], ["a", "b"])
-    config = charts.heatmap(frame, "t").spec()["config"]
+    config = heatmaps.heatmap(frame, "t").spec()["config"]
     assert config["axis"]["labelColor"] == config["legend"]["labelColor"] == "currentColor"
-    assert config["axis"]["labelFontSize"] >= charts.MIN_CELL_FONT_PX
+    assert config["axis"]["labelFontSize"] >= heatmaps.MIN_CELL_FONT_PX
     bars = charts.grouped_bars(pd.DataFrame({"token": ["a"], "v": [1.0], "g": ["x"]}), "token", "v", "g", "t").spec()
     assert bars["config"]["axis"]["titleColor"] == "currentColor"
-    assert charts.readable({"config": {"axis": {"labelColor": "red"}}})["config"]["axis"]["labelColor"] == "red"
+    assert chart_spec.readable({"config": {"axis": {"labelColor": "red"}}})["config"]["axis"]["labelColor"] == "red"
 
 
 def test_a_new_sentence_reuses_the_heatmap_template() -> None:
@@ -280,8 +289,10 @@ def test_a_new_sentence_reuses_the_heatmap_template() -> None:
     g = torch.Generator().manual_seed(0)
     five = [f"w{i}" for i in range(5)]
     seven = ["[CLS]", "the", "cat", "sat", "on", "it", "[SEP]"]
-    short = charts.heatmap(lessons.matrix_frame(torch.rand(5, 5, generator=g), five, five), "w", value_title="weight")
-    long = charts.heatmap(lessons.matrix_frame(torch.rand(7, 7, generator=g), seven, seven), "w", value_title="weight")
+    short = heatmaps.heatmap(lessons.matrix_frame(torch.rand(5, 5, generator=g), five, five), "w", value_title="weight")
+    long = heatmaps.heatmap(
+        lessons.matrix_frame(torch.rand(7, 7, generator=g), seven, seven), "w", value_title="weight"
+    )
     assert short.template is long.template
     for chart, labels in ((short, five), (long, seven)):
         for layer in chart.spec()["layer"]:
@@ -292,9 +303,9 @@ def test_the_benchmarks_reference_page_draws_our_heatmap_the_plain_altair_way() 
     """loadtest/reference_page.py, the yardstick of every latency and capacity ratio: one slider and one
     Altair heatmap built on each run. Its chart is ours, values inline (the old one sent none)."""
     frame = lessons.matrix_frame(torch.arange(36.0).reshape(6, 6) / 36, list("abcdef"), list("abcdef"))
-    plain = charts.heatmap_altair(frame, "reference").to_dict()  # validated by Altair
+    plain = heatmaps.heatmap_altair(frame, "reference").to_dict()  # validated by Altair
     assert len(plain["datasets"][plain["data"]["name"]]) == 36
-    ours = charts.heatmap(frame, "reference").spec()
+    ours = heatmaps.heatmap(frame, "reference").spec()
     for spec in (plain, ours):
         spec.pop("data", None), spec.pop("datasets")
     assert plain == ours
@@ -322,7 +333,7 @@ def test_a_heatmaps_legend_labels_both_ends_of_its_colour_scale(signed: bool) ->
     # The third review: lesson 7's context vectors reach 1.31, and the legend's labels stopped at 1.0
     # (Vega's own ticks are round numbers inside the scale).
     frame = lessons.matrix_frame(torch.tensor([[0.3224, 1.3081], [-0.2, 0.7]]), ["a", "b"], ["x", "y"])
-    colour = charts.heatmap(frame, "context", signed=signed).spec()["layer"][0]["encoding"]["color"]
+    colour = heatmaps.heatmap(frame, "context", signed=signed).spec()["layer"][0]["encoding"]["color"]
     labelled, domain = colour["legend"]["values"], colour["scale"]["domain"]
     assert (labelled[0], labelled[-1]) == (domain[0], domain[-1])
     assert labelled == sorted(labelled) and (0 in labelled or not signed)
@@ -333,7 +344,7 @@ def test_a_heatmaps_legend_labels_both_ends_of_its_colour_scale(signed: bool) ->
 @given(low=st.floats(-1e4, 1e4), width=st.floats(1e-6, 1e4), signed=st.booleans())
 def test_legend_values_span_the_scale_with_a_few_labels(low: float, width: float, signed: bool) -> None:
     domain = (-width, width) if signed else (low, low + width)
-    values = charts.legend_values(domain, signed)
+    values = heatmaps.legend_values(domain, signed)
     assert values[0] == domain[0] and values[-1] == domain[1] and 3 <= len(values) <= 7
     assert all(b > a for a, b in zip(values, values[1:], strict=False))
     # Lesson 10's legend put 0.8 a ninth of the scale under its end 0.901, the labels on top of each other.
@@ -342,14 +353,17 @@ def test_legend_values_span_the_scale_with_a_few_labels(low: float, width: float
 
 def test_a_round_number_near_an_end_gives_way_to_the_end() -> None:
     # The fifth review: lesson 10's previous-token map, 0.0142 to 0.901, labelled 0.8 on top of 0.901.
-    assert charts.legend_values((0.0142, 0.901), signed=False) == [0.0142, 0.2, 0.4, 0.6, 0.901]
+    assert heatmaps.legend_values((0.0142, 0.901), signed=False) == [0.0142, 0.2, 0.4, 0.6, 0.901]
 
 
 def test_lesson_3s_long_chart_titles_are_two_lines_that_fit_a_phone() -> None:
     # The third review: on a 390-px phone "Variance of the dot product: unscaled grows…" and "Gradient
     # through softmax([m, 0, 0]) dies as …" were cut off. About 36 characters fit a phone's chart.
     table = core.dot_product_variance(trials=1_000, generator=torch.Generator().manual_seed(0))
-    for spec in (validated(charts.variance(table)), validated(charts.saturation_chart(core.saturation_sweep()))):
+    for spec in (
+        validated(scale_charts.variance(table)),
+        validated(scale_charts.saturation_chart(core.saturation_sweep())),
+    ):
         title = spec["title"]
         lines = title["text"] if isinstance(title, dict) else title
         assert isinstance(lines, list) and len(lines) == 2 and max(map(len, lines)) <= 36, lines
@@ -369,9 +383,9 @@ def test_a_measure_maps_colours_span_its_values_and_its_legend_labels_both_ends(
 
 @given(st.text(alphabet="abc ", min_size=1, max_size=90))
 def test_a_phone_title_keeps_every_word_and_splits_only_a_long_title_in_two(title: str) -> None:
-    shown = charts.phone_title(title)
+    shown = chart_spec.phone_title(title)
     if isinstance(shown, str):
-        assert shown == title and (len(title) <= charts.PHONE_TITLE_CHARS or " " not in title)
+        assert shown == title and (len(title) <= chart_spec.PHONE_TITLE_CHARS or " " not in title)
     else:
         assert len(shown) == 2 and " ".join(shown) == title
         assert max(map(len, shown)) < len(title)
@@ -382,14 +396,14 @@ def test_the_long_chart_titles_a_phone_cut_are_two_lines() -> None:
     from core.charts import at_scale, cross_trained, inside_gpt
 
     for title in (
-        charts.LEAKAGE_TITLE,
+        causal_charts.LEAKAGE_TITLE,
         at_scale.TILES_TITLE,
         inside_gpt.SAMPLING_TITLE,
         inside_gpt.ROPE_TITLE,
         "Weight on the right German word, held-out sentences",
         "Time of one causal attention call (one head, width 64)",
     ):
-        lines = charts.phone_title(title)
+        lines = chart_spec.phone_title(title)
         assert isinstance(lines, list) and max(map(len, lines)) <= 36, lines
     curve = cross_trained.share_curve(pd.DataFrame({"step": [0, 10], "share": [0.1, 0.9]}), 0.8).spec()
     assert isinstance(curve["layer"][0]["title"], list)
@@ -399,5 +413,5 @@ def test_a_models_wide_matrix_skips_column_labels_that_would_overlap_and_a_sente
     # The fourth review: lesson 2's W heatmaps on a model drew out1 … out64 on top of each other.
     wide = lessons.matrix_frame(torch.zeros(4, 64), [f"in{i}" for i in range(4)], [f"out{j}" for j in range(64)])
     sentence = lessons.matrix_frame(torch.zeros(6, 6), list("abcdef"), list("abcdef"))
-    axis = [charts.heatmap(frame, "W").spec()["layer"][0]["encoding"]["x"]["axis"] for frame in (wide, sentence)]
+    axis = [heatmaps.heatmap(frame, "W").spec()["layer"][0]["encoding"]["x"]["axis"] for frame in (wide, sentence)]
     assert [a["labelOverlap"] for a in axis] == [True, False]  # a sentence's every token stays labelled

@@ -222,7 +222,7 @@ def _peak_metric(at: AppTest) -> str:
 
 @pytest.mark.parametrize("forget", [None, _forget_field], ids=["registered", "field"])
 def test_a_segmented_control_s_choice_sent_as_a_browser_sends_it_is_kept(forge, forget) -> None:
-    from core.charts.common import PeakMetric, peakiness_label
+    from core.charts.why_scale import PeakMetric, peakiness_label
 
     at = open_page("why_scale")
     widget_id = _peak_metric(at)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.app.settings import Settings
-from core.charts import common as charts
+from core.charts import heatmap as heatmaps
 from core.lessons import causal_dropout, multi_head
 from tests.support import open_page
 
@@ -66,16 +66,16 @@ def test_dropped_cells_are_exactly_the_zeroed_weights() -> None:
 
 def test_the_heatmap_marks_dropped_cells_with_an_outline_and_a_cross() -> None:
     lesson = causal_dropout.causal_lesson(Settings(dropout=0.5, seed=3), 2, True)
-    spec = charts.heatmap(lesson.dropped, "after dropout", marked="dropped").spec()
+    spec = heatmaps.heatmap(lesson.dropped, "after dropout", marked="dropped").spec()
     outlines = [layer for layer in spec["layer"] if layer["mark"]["type"] == "rect" and layer.get("transform")]
     assert outlines and outlines[0]["transform"] == [{"filter": "datum.marked"}]
     assert outlines[0]["mark"]["strokeDash"] and not outlines[0]["mark"]["filled"]
     text = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "text")
     assert text["encoding"]["text"]["condition"] == {"test": "datum.marked", "value": "✕"}
-    marked = spec["datasets"][charts.HEATMAP_DATA].column("marked").to_pylist()
+    marked = spec["datasets"][heatmaps.HEATMAP_DATA].column("marked").to_pylist()
     assert marked == lesson.dropped["marked"].tolist()
-    plain = charts.heatmap(lesson.renormalised, "unmarked").spec()
-    assert len(plain["layer"]) == 2 and "marked" not in plain["datasets"][charts.HEATMAP_DATA].column_names
+    plain = heatmaps.heatmap(lesson.renormalised, "unmarked").spec()
+    assert len(plain["layer"]) == 2 and "marked" not in plain["datasets"][heatmaps.HEATMAP_DATA].column_names
 
 
 def test_the_page_shows_dropout_at_work_when_training_is_switched_on() -> None:

@@ -7,7 +7,8 @@ import torch
 
 from core.app import registry
 from core.app.settings import Settings
-from core.charts import common as charts
+from core.charts import colours
+from core.charts import heatmap as heatmaps
 from core.lessons import causal_dropout
 from core.lessons.common import matrix_frame
 from tests.support import app, assert_clean, validated_spec
@@ -22,25 +23,25 @@ def masked_weights(size: int) -> torch.Tensor:
 def test_a_causal_heatmap_greys_the_future_and_names_it() -> None:
     labels = ["a", "b", "c", "d"]
     frame = matrix_frame(masked_weights(4), labels, labels)
-    spec = validated_spec(charts.heatmap(frame, "w", value_title="weight", causal=True))
-    table = spec["datasets"][charts.HEATMAP_DATA]
+    spec = validated_spec(heatmaps.heatmap(frame, "w", value_title="weight", causal=True))
+    table = spec["datasets"][heatmaps.HEATMAP_DATA]
     masked = table.column("masked").to_pylist()
     assert masked == [j > i for i in range(4) for j in range(4)]  # exactly the upper triangle
     cells = spec["layer"][0]["encoding"]
-    assert cells["color"]["condition"] == {"test": "datum.masked", "value": charts.MASKED_COLOUR}
+    assert cells["color"]["condition"] == {"test": "datum.masked", "value": colours.MASKED_COLOUR}
     assert "masked" in cells["color"]["title"]
     assert any(tip.get("field") == "cell" for tip in cells["tooltip"])
     text = spec["layer"][-1]["encoding"]["text"]
-    assert {"test": "datum.masked", "value": charts.MASKED_LABEL} in text["condition"]
+    assert {"test": "datum.masked", "value": heatmaps.MASKED_LABEL} in text["condition"]
     # The grey cells take dark text, whatever the colour scale would have given a 0.
-    colours = table.column("text_color").to_pylist()
-    assert all(colour == "black" for colour, hidden in zip(colours, masked, strict=True) if hidden)
+    text_colours = table.column("text_color").to_pylist()
+    assert all(colour == "black" for colour, hidden in zip(text_colours, masked, strict=True) if hidden)
 
 
 def test_a_plain_heatmap_marks_nothing() -> None:
     labels = ["a", "b", "c"]
-    spec = charts.heatmap(matrix_frame(masked_weights(3), labels, labels), "w").spec()
-    assert "masked" not in spec["datasets"][charts.HEATMAP_DATA].column_names
+    spec = heatmaps.heatmap(matrix_frame(masked_weights(3), labels, labels), "w").spec()
+    assert "masked" not in spec["datasets"][heatmaps.HEATMAP_DATA].column_names
     assert "condition" not in spec["layer"][0]["encoding"]["color"]
 
 
@@ -48,7 +49,7 @@ def test_dropout_after_the_mask_keeps_both_marks() -> None:
     labels = ["a", "b", "c"]
     frame = matrix_frame(masked_weights(3), labels, labels)
     frame["marked"] = [False, False, False, True, False, False, False, False, False]
-    spec = validated_spec(charts.heatmap(frame, "w", causal=True, marked="dropped"))
+    spec = validated_spec(heatmaps.heatmap(frame, "w", causal=True, marked="dropped"))
     tests = [c["test"] for c in spec["layer"][-1]["encoding"]["text"]["condition"]]
     assert tests == ["datum.masked", "datum.marked"]
 

@@ -133,10 +133,10 @@ def drawn_weights(at: AppTest) -> list[float]:
     """The cells of the page's one cross-attention heatmap, as Streamlit received them."""
     import pyarrow as pa
 
-    from core.charts import common as charts
+    from core.charts import heatmap as heatmaps
 
     (chart,) = [c for c in at.get("vega_lite_chart") if "Rectangular heatmap" in c.proto.alt]
-    (dataset,) = [d for d in chart.proto.datasets if d.name == charts.HEATMAP_DATA]
+    (dataset,) = [d for d in chart.proto.datasets if d.name == heatmaps.HEATMAP_DATA]
     return pa.ipc.open_stream(dataset.data.data).read_all().column("value").to_pylist()
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from core.app import registry
-from core.charts.common import MIN_CELL_FONT_PX
+from core.charts.heatmap import MIN_CELL_FONT_PX
 from tests import support
 
 CHROMIUM = Path(support.CHROMIUM)

@@ -1,6 +1,6 @@
 """The cached bar templates, filled, give exactly the spec of the plain Altair spelling.
 
-core.charts.common builds its templates from channel objects (alt.Tooltip, alt.ColorValue) because Altair
+core.charts (common, causal) builds its templates from channel objects (alt.Tooltip, alt.ColorValue) because Altair
 rebuilds its schema map for every dict or string channel (bench/NOTES.md), once per number of
 tokens (the tokens' order is a slot), and `VegaChart.spec()` fills them in: the result must be the
 chart a reader would write with strings and alt.condition, for this very sentence.
@@ -15,7 +15,10 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from core.charts import causal as causal_charts
 from core.charts import common as charts
+from core.charts import spec as chart_spec
+from core.charts import why_scale as scale_charts
 from core.charts.spec import VegaChart
 
 FRAME = pd.DataFrame(
@@ -32,7 +35,7 @@ OTHER = FRAME.assign(token=["one", "two", "three"])  # another sentence of the s
 
 def plain_spec(chart: alt.Chart, frame: pd.DataFrame) -> dict:
     """The plain spelling on named data, readable, validated by Altair, with its values as drawn."""
-    spec = charts.readable(chart.to_dict(validate=True))
+    spec = chart_spec.readable(chart.to_dict(validate=True))
     spec["datasets"] = {charts.BARS_DATA: pa.Table.from_pandas(frame, preserve_index=False)}
     return spec
 
@@ -45,7 +48,7 @@ def comparable(spec: dict) -> str:
 
 def grouped_plain(frame: pd.DataFrame, title: str) -> alt.Chart:
     return (
-        alt.Chart(alt.NamedData(name=charts.BARS_DATA), title=charts.phone_title(title))
+        alt.Chart(alt.NamedData(name=charts.BARS_DATA), title=chart_spec.phone_title(title))
         .mark_bar()
         .encode(
             x=alt.X("token:N", sort=list(frame["token"]), axis=charts.token_axis(len(frame))),
@@ -64,7 +67,7 @@ def grouped_plain(frame: pd.DataFrame, title: str) -> alt.Chart:
 
 def leakage_plain(frame: pd.DataFrame, position: int) -> alt.Chart:
     return (
-        alt.Chart(alt.NamedData(name=charts.BARS_DATA), title=charts.phone_title(charts.LEAKAGE_TITLE))
+        alt.Chart(alt.NamedData(name=charts.BARS_DATA), title=chart_spec.phone_title(causal_charts.LEAKAGE_TITLE))
         .mark_bar()
         .encode(
             x=alt.X("token:N", sort=list(frame["token"]), axis=charts.token_axis(len(frame))),
@@ -86,13 +89,13 @@ def test_grouped_bars_equal_the_plain_spelling_for_each_sentence(title: str) -> 
 @pytest.mark.parametrize("position", [1, 2, 3])
 def test_leakage_bars_equal_the_plain_spelling_for_each_sentence(position: int) -> None:
     for frame in (FRAME, OTHER):
-        fast = charts.leakage(frame, position).spec()
+        fast = causal_charts.leakage(frame, position).spec()
         assert comparable(fast) == comparable(plain_spec(leakage_plain(frame, position), frame))
 
 
 def test_a_new_sentence_of_the_same_length_reuses_the_template() -> None:
-    first = charts.leakage(FRAME, 2)
-    second = charts.leakage(OTHER, 2)
+    first = causal_charts.leakage(FRAME, 2)
+    second = causal_charts.leakage(OTHER, 2)
     assert first.template is second.template  # the cached str itself, not a rebuild
     assert first.spec()["encoding"]["x"]["sort"] == ["Your", "journey", "starts"]
     assert second.spec()["encoding"]["x"]["sort"] == ["one", "two", "three"]
@@ -116,7 +119,7 @@ def test_draw_sends_the_charts_spec_with_arrow_datasets(monkeypatch) -> None:
 
     sent = {}
     monkeypatch.setattr(draw.st, "vega_lite_chart", lambda spec, **kwargs: sent.update(spec=spec, **kwargs))
-    draw.draw(charts.leakage(FRAME, 2), "a chart")
+    draw.draw(causal_charts.leakage(FRAME, 2), "a chart")
     assert isinstance(sent["spec"]["datasets"][charts.BARS_DATA], pa.Table)
     assert sent["spec"]["encoding"]["x"]["sort"] == list(FRAME["token"])
     assert sent["alt"] == "a chart" and sent["theme"] == "streamlit"
@@ -131,13 +134,14 @@ def test_line_and_bar_charts_keep_their_plot_height_and_grow_for_their_text() ->
 
     peaks = pd.DataFrame({"d_k": [1, 2], "scaling": ["scaled", "unscaled"], "max_weight": [0.3, 0.4]})
     drawn = {
-        "peakiness": charts.peakiness(peaks, charts.PeakMetric.MAX_WEIGHT),
-        "leakage": charts.leakage(FRAME, 2),
+        "peakiness": scale_charts.peakiness(peaks, scale_charts.PeakMetric.MAX_WEIGHT),
+        "leakage": causal_charts.leakage(FRAME, 2),
         "timing": inside_gpt.timing(pd.DataFrame({"length": [1, 2], "run": ["a", "a"], "ms": [1.0, 2.0]})),
         "share curve": cross_trained.share_curve(pd.DataFrame({"step": [0, 10], "share": [0.1, 0.9]}), 0.8),
         # lesson 10's RoPE lines: its two legends, one entry a line, squeezed the plot flat on every screen
-        "rope": inside_gpt.rope_curves(pd.DataFrame({"distance": [0, 1], "score": [0.1, 0.2], "positions": ["a", "a"],
-                                              "start": ["x", "x"]})),
+        "rope": inside_gpt.rope_curves(
+            pd.DataFrame({"distance": [0, 1], "score": [0.1, 0.2], "positions": ["a", "a"], "start": ["x", "x"]})
+        ),
     }
     for name, chart in drawn.items():
         spec = chart.spec()

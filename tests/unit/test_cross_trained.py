@@ -14,7 +14,7 @@ import torch
 from core import recipes
 from core.app.settings import Settings
 from core.charts import cross_trained as charts
-from core.charts.common import MIN_CELL_FONT_PX
+from core.charts.heatmap import MIN_CELL_FONT_PX
 from core.lessons import cross_attention
 from core.lessons import cross_attention_trained as ct
 from core.models import tiny_seq2seq as s2s

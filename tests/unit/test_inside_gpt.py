@@ -67,8 +67,9 @@ def test_a_token_tied_with_the_first_is_not_offered_but_named(decoder, vocabular
     assert question.options[question.answer] == repr(vocabulary[low])
     assert repr(vocabulary[high]) not in question.options and len(set(question.options)) == 4
     assert f"{vocabulary[high]!r}, not offered, has the same logit" in question.explanation
-    view = gpt.sampling_view(dataclasses.replace(analysis, last_logits=logits), vocabulary,
-                             gpt.sampling_settings(0.0, 0, 1.0), 0)
+    view = gpt.sampling_view(
+        dataclasses.replace(analysis, last_logits=logits), vocabulary, gpt.sampling_settings(0.0, 0, 1.0), 0
+    )
     assert view.sampled == view.candidates[0].token == vocabulary[low]
 
 
@@ -222,8 +223,12 @@ def test_the_code_box_s_float32_greedy_tokens_are_the_page_s(decoder, decoder32)
     for example in gpt.EXAMPLES:
         ids = smollm2.encode(decoder, gpt.render(decoder, example.text, example.kind))
         runs = [
-            [s.token_id for s in smollm2.generate(m, ids, max_new_tokens=8, settings=greedy,
-                                                  generator=torch.Generator().manual_seed(0)).steps]
+            [
+                s.token_id
+                for s in smollm2.generate(
+                    m, ids, max_new_tokens=8, settings=greedy, generator=torch.Generator().manual_seed(0)
+                ).steps
+            ]
             for m in (decoder, decoder32)
         ]
         assert runs[0] == runs[1], example.key
@@ -501,8 +506,8 @@ def test_block_shares_add_up_each_blocks_weights_averaged_over_its_queries() -> 
 
 def test_the_all_heads_charts_at_64_tokens_each_fit_in_one_small_message(decoder) -> None:
     """Issue 40: every weight of 270 heads in one chart was a 4.4 MB message at 64 tokens (over Streamlit's 2 MB)."""
-    from core.charts import common
     from core.charts import heads as charts_heads
+    from core.charts import heatmap as heatmaps
     from core.charts import inside_gpt as charts_gpt
     from tests.support import MESSAGE_BUDGET, PROMPT_64, chart_message_bytes
 
@@ -514,7 +519,7 @@ def test_the_all_heads_charts_at_64_tokens_each_fit_in_one_small_message(decoder
         "layer": chart_message_bytes(
             charts_heads.head_panels(frames.layer_frame(analysis, 3), "layer 3", causal=True, columns=3)
         ),
-        "head": chart_message_bytes(common.heatmap(frames.head_frame(analysis, 3, 4), "head", show_values=False)),
+        "head": chart_message_bytes(heatmaps.heatmap(frames.head_frame(analysis, 3, 4), "head", show_values=False)),
     }
     assert max(sizes.values()) <= MESSAGE_BUDGET, sizes
     assert sizes["overview"] < MESSAGE_BUDGET / 10, sizes  # at most 30 x 9 x 36 blocks, whatever the prompt

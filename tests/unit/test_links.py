@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from core.app import links
 from core.app.links import PAGE_PARAMETERS, Choice, Flag, Text, Whole, read_link
-from core.charts import common as charts
+from core.charts import why_scale as scale_charts
 from core.models.minilm import EncoderConfig, default_folder
 
 DEVICES = ["cpu"]
@@ -31,7 +31,7 @@ def test_every_control_a_widget_binds_has_a_rule() -> None:
 
 def test_the_peak_measure_choices_are_the_labels_the_box_writes() -> None:
     assert PAGE_PARAMETERS["peak_metric"].options() == tuple(
-        charts.peakiness_label(metric) for metric in ("max_weight", "entropy", "effective_tokens")
+        scale_charts.peakiness_label(metric) for metric in ("max_weight", "entropy", "effective_tokens")
     )
 
 

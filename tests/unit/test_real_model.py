@@ -18,8 +18,8 @@ from streamlit.testing.v1 import AppTest
 
 from core import recipes
 from core.attention import functional as fn
-from core.charts import common as charts
 from core.charts import heads as charts_heads
+from core.charts import heatmap as heatmaps
 from core.charts import real_model as charts_rm
 from core.lessons import matrix_frame
 from core.lessons import real_model as lesson_rm
@@ -290,7 +290,7 @@ def test_one_layers_panels_hold_that_layers_heads(lesson) -> None:
     five = frame[frame["head"] == 5].sort_values(["row_index", "col_index"])
     expected = lesson.attentions[3, 5].double().flatten().numpy()
     assert five["value"].to_numpy() == pytest.approx(expected)
-    assert list(five["row"].astype(str)[:: tokens]) == list(lesson.labels)
+    assert list(five["row"].astype(str)[::tokens]) == list(lesson.labels)
     spec = validated_spec(charts_heads.head_panels(frame, "The 12 heads of layer 3", columns=3))
     assert spec["facet"]["field"] == "head" and spec["columns"] == 3
 
@@ -310,9 +310,9 @@ def test_lines_and_measure_map_specs_validate(lesson) -> None:
     shared = matrix_frame(lesson.head(0, 2), lesson.labels, lesson.labels)  # core.lessons' frame, the same
     as_text = {"row": object, "col": object}  # matrix_frame's labels are categorical (compact in the cache)
     pd.testing.assert_frame_equal(head.astype(as_text), shared.astype(as_text), check_dtype=False)
-    # The chosen head is drawn by the lab's one heatmap path (core.charts.common), on the fixed 0-1 weight scale.
-    spec = charts.heatmap(head, "head", value_title="weight").spec()
-    assert spec["datasets"][charts.HEATMAP_DATA].num_rows == len(head)
+    # The chosen head is drawn by the lab's one heatmap path (core.charts.heatmap), on the fixed 0-1 weight scale.
+    spec = heatmaps.heatmap(head, "head", value_title="weight").spec()
+    assert spec["datasets"][heatmaps.HEATMAP_DATA].num_rows == len(head)
     spec = validated_spec(charts_rm.measure(table, "previous", "score"))
     assert spec["layer"][0]["encoding"]["x"]["field"] == "head"
 
