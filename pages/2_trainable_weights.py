@@ -48,7 +48,7 @@ def computed(settings: Settings) -> TrainableLesson | None:
     return lesson
 
 
-def ingredients(lesson: TrainableLesson, model: bool, biases: bool) -> None:
+def ingredients(lesson: TrainableLesson, model: bool, biases: bool, row: str) -> None:
     """W_q, W_k, W_v and the queries, keys and values they make (a model's: its first rows, no numbers)."""
     cols = st.columns(3)
     matrices = (("W_query", lesson.w_query), ("W_key", lesson.w_key), ("W_value", lesson.w_value))
@@ -67,7 +67,6 @@ def ingredients(lesson: TrainableLesson, model: bool, biases: bool) -> None:
         else r"Q = X W_q,\quad K = X W_k,\quad V = X W_v"
     )
     cols = st.columns(3)
-    row = "word piece" if model else "token"
     projections = (("queries", "Q", lesson.queries), ("keys", "K", lesson.keys), ("values", "V", lesson.values))
     for col, (name, label, matrix) in zip(cols, projections, strict=True):
         with col:
@@ -99,7 +98,7 @@ def one_query(lesson: TrainableLesson, settings: Settings, answered: bool, model
     st.markdown(f"context vector z for “{literal(token)}” = **[{z}]**")
 
 
-def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
+def all_queries(lesson: TrainableLesson, answered: bool, model: bool, row: str) -> None:
     """Scores, scaled scores, weights and context of every query: each row's favourite key, the question's answer."""
     step("All queries at once")
     # Two per row: four heatmaps side by side leave no room for their numbers. A model's weights and context
@@ -107,7 +106,9 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
     raw_col, scaled_col = st.columns(2)
     weights_col, context_col = (st.container(), st.container()) if model else st.columns(2)
     if answered:
-        domain = colours.shared_domain(lesson.scores, lesson.scaled_scores)
+        # A decoder head's future keys are masked (grey "–"): the model never uses their scores, so they set
+        # neither colour scale.
+        domain = colours.shared_domain(lesson.scores, lesson.scaled_scores, causal=lesson.causal)
         with raw_col:
             draw.heatmap(
                 lesson.scores,
@@ -117,6 +118,7 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
                 else "Heatmap of the raw attention scores, on the same colour scale as the scaled scores.",
                 signed=True,
                 domain=domain,
+                causal=lesson.causal,
             )
         with scaled_col:
             draw.heatmap(
@@ -128,6 +130,7 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
                 "scores.",
                 signed=True,
                 domain=domain,
+                causal=lesson.causal,
             )
         with weights_col:
             draw.query_weights_heatmap(
@@ -137,6 +140,7 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
                 chart_key="tw_weights",
                 picker_key=QUERY_KEY,
                 highlight_row=lesson.query_index,
+                causal=lesson.causal,
             )
         with context_col:  # alike rows of Z would hint that the rows of weights are alike
             draw.heatmap(
@@ -146,7 +150,7 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool) -> None:
                 signed=True,
                 show_values=not model,
                 x_title="dimension",
-                y_title="word piece" if model else "token",
+                y_title=row,
             )
     else:
         with raw_col:
@@ -190,9 +194,10 @@ def lesson_2(settings: Settings) -> None:
     answered = widgets.predict(lesson.prediction, key="predict_trainable_weights")
     if lesson.pattern is not None:
         source.head_caption(lesson.pattern, answered)
-    ingredients(lesson, model, model and MODELS[settings.weights].biases)  # random draws: no biases
+    row = MODELS[settings.weights].piece if model else "token"  # what a row of Q, K, V and Z stands for
+    ingredients(lesson, model, model and MODELS[settings.weights].biases, row)  # random draws: no biases
     one_query(lesson, settings, answered, model)
-    all_queries(lesson, answered, model)
+    all_queries(lesson, answered, model, row)
     versions(lesson, answered)
     if model:
         widgets.code_box(lesson.code, source.code_caption(settings.weights))

@@ -96,6 +96,7 @@ def query_weights_heatmap(
     highlight_row: int,
     value_title: str = "weight",
     domain: tuple[float, float] | None = None,
+    causal: bool = False,
 ) -> object:
     """The attention weights, whose rows a click makes the query of the picker `picker_key`.
 
@@ -110,6 +111,7 @@ def query_weights_heatmap(
         domain=domain,
         select_rows=True,
         highlight_row=highlight_row,
+        causal=causal,
         key=chart_key,
         on_select=lambda: select_query_from_chart(chart_key, picker_key),
     )

@@ -128,8 +128,7 @@ def lesson_sentence(settings: Settings) -> tuple[str, tuple[str, ...]]:
 
 def pieces_line(tokens: tuple[str, ...], source: WeightSource = WeightSource.ENCODER) -> None:
     """The tokens the model reads, as plain text (st.text: never markdown); the encoder's are word pieces."""
-    kind = "tokens" if source is WeightSource.DECODER else "word pieces"
-    st.text(f"{len(tokens)} {kind}:  " + "  ".join(tokens))
+    st.text(f"{len(tokens)} {MODELS[source].piece}s:  " + "  ".join(tokens))
 
 
 def head_caption(pattern: HeadPattern, answered: bool) -> None:

@@ -86,7 +86,12 @@ def colour_domain(
     return min(low, float(values.min(initial=low))), max(high, float(values.max(initial=high)))
 
 
-def shared_domain(*frames: pd.DataFrame, signed: bool = True) -> tuple[float, float]:
-    """One colour domain for several heatmaps (e.g. raw and scaled scores on one scale)."""
-    values = np.concatenate([frame["value"].to_numpy(dtype=np.float64) for frame in frames])
+def shared_domain(*frames: pd.DataFrame, signed: bool = True, causal: bool = False) -> tuple[float, float]:
+    """One colour domain for several heatmaps (e.g. raw and scaled scores on one scale).
+
+    causal: the frames are drawn behind the causal mask, so only the cells it leaves (key at or before its
+    query) set the scale.
+    """
+    kept = [frame[frame["col_index"] <= frame["row_index"]] if causal else frame for frame in frames]
+    values = np.concatenate([frame["value"].to_numpy(dtype=np.float64) for frame in kept])
     return colour_domain(values, signed=signed)

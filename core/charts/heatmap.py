@@ -76,6 +76,11 @@ class HeatmapValues:
     cols: tuple[str, ...]  # the column labels, left to right
 
 
+def visible_cells(frame: pd.DataFrame) -> np.ndarray:
+    """Which cells of a (row, column, value) frame a causal mask leaves: key (column) at or before its query (row)."""
+    return frame["col_index"].to_numpy(dtype=np.int64) <= frame["row_index"].to_numpy(dtype=np.int64)
+
+
 def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[HeatmapLook, HeatmapValues, dict]:
     """Split heatmap options into the look, the value-dependent part, and the per-cell data."""
     options = dict(options)
@@ -85,10 +90,13 @@ def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[He
     row_labels, col_labels = tuple(dict.fromkeys(rows)), tuple(dict.fromkeys(cols))  # first-seen order
     look = HeatmapLook.of(len(row_labels), len(col_labels), title, **options)
     values = frame["value"].to_numpy(dtype=np.float64)
-    lo_hi = colour_domain(values, signed=look.signed, domain=domain, min_magnitude=min_magnitude)
-    # The widest label is the largest or the smallest value's (a minus sign takes a character).
-    widest = max(len(f"{v:.{look.decimals}f}") for v in (values.min(), values.max())) if values.size else 1
     row_index = frame["row_index"].to_numpy(dtype=np.int64)
+    # A masked cell is drawn grey with "–": its value (a decoder's score for a future key, which the model
+    # never uses) must set neither the colour scale nor the width of the labels.
+    shown = values[visible_cells(frame)] if look.causal else values
+    lo_hi = colour_domain(shown, signed=look.signed, domain=domain, min_magnitude=min_magnitude)
+    # The widest label is the largest or the smallest value's (a minus sign takes a character).
+    widest = max(len(f"{v:.{look.decimals}f}") for v in (shown.min(), shown.max())) if shown.size else 1
     columns = {
         "row": rows,
         "col": cols,
@@ -100,7 +108,7 @@ def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[He
     if look.marked:
         columns["marked"] = frame["marked"].to_numpy(dtype=bool)
     if look.causal:
-        masked = frame["col_index"].to_numpy(dtype=np.int64) > row_index
+        masked = ~visible_cells(frame)
         columns["masked"] = masked
         columns["cell"] = np.where(masked, "masked: a future key", "visible")
         columns["text_color"] = np.where(masked, "black", columns["text_color"])  # dark text on the grey

@@ -53,6 +53,7 @@ class ModelShape:
     causal: bool = False  # trained behind the causal mask (a decoder): its own weights are the masked ones
     sink: str = "[CLS] and [SEP]"  # where its heads park spare weight (head_measures: the first and last key)
     biases: bool = True  # its projections add a bias (BERT's do; a Llama layer's have none)
+    piece: str = "word piece"  # what its tokenizer cuts a sentence into, as labels name one (WordPiece's)
 
     @property
     def sink_positions(self) -> tuple[int, ...]:
@@ -65,7 +66,7 @@ MODELS: dict[WeightSource, ModelShape] = {
     WeightSource.ENCODER: ModelShape("all-MiniLM-L6-v2", num_layers=6, num_heads=12, head_dim=32, hidden_size=384),
     WeightSource.DECODER: ModelShape(
         "SmolLM2-135M", num_layers=30, num_heads=9, head_dim=64, hidden_size=576, causal=True, sink="the first token",
-        biases=False,
+        biases=False, piece="token",
     ),
 }
 

@@ -96,6 +96,7 @@ def pretrained_trainable_lesson(
         code=_head_code(model, sentence, layer, head),
         pattern=pattern,
         provenance=real.provenance,
+        causal=real.causal,
     )
 
 

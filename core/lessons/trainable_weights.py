@@ -76,6 +76,7 @@ class TrainableLesson:
     versions: Versions | None = None  # random draws: the sources' SelfAttention_v1 vs _v2
     pattern: HeadPattern | None = None  # a model's head: what it was measured to do on this sentence
     provenance: Provenance | None = None  # a model's head: which model, layer and head
+    causal: bool = False  # the head runs behind the causal mask (a decoder's): its future cells are drawn masked
 
 
 def favourite_keys_question(
@@ -152,6 +153,7 @@ def lesson_from_trace(
     versions: Versions | None = None,
     pattern: HeadPattern | None = None,
     provenance: Provenance | None = None,
+    causal: bool = False,
 ) -> TrainableLesson:
     """The lesson's tables from one head's trace and its W_q, W_k, W_v (each (d_in, d_out)), whatever the
     source; the source adds its question, its Code box and its own sections (v1 vs v2, or the head's pattern)."""
@@ -184,6 +186,7 @@ def lesson_from_trace(
                 "weight": trace.weights[query_index].cpu().numpy(),
             }
         ),
+        causal=causal,
         d_in=d_in,
         rows_shown=shown,
         d_k=d_k,

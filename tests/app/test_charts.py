@@ -65,6 +65,21 @@ def colour_scale(spec: dict) -> dict:
     return spec["layer"][0]["encoding"]["color"]["scale"]
 
 
+def test_a_causal_heatmap_s_masked_cells_set_neither_its_colour_scale_nor_its_label_width() -> None:
+    # A decoder's scores for future keys (never used by the model) once stretched lesson 2's scale to -123.
+    scores = torch.tensor([[1.5, -123.25, 80.0], [0.5, -2.0, 99.0], [1.0, 0.25, -0.75]])
+    frame = lessons.matrix_frame(scores, ["a", "b", "c"], ["a", "b", "c"])
+    causal = heatmaps.heatmap(frame, "scores", signed=True, causal=True).spec()
+    ends = colour_scale(causal)["domain"]  # the colour stops, from one end of the scale to the other
+    assert (ends[0], ends[-1]) == pytest.approx((-2.0, 2.0))  # the largest visible |score|, not 123.25
+    ends = colour_scale(heatmaps.heatmap(frame, "scores", signed=True).spec())["domain"]
+    assert (ends[0], ends[-1]) == pytest.approx((-123.25, 123.25))
+    assert colours.shared_domain(frame, frame, causal=True) == (-2.0, 2.0)
+    assert colours.shared_domain(frame, frame) == (-123.25, 123.25)
+    visible = [cell for cell in heatmap_records(causal) if not cell["masked"]]
+    assert len(visible) == 6 and max(abs(cell["value"]) for cell in visible) == 2.0
+
+
 def test_heatmap_spec_labels_tokens_values_and_selection() -> None:
     frame = lessons.matrix_frame(torch.eye(3), ["a", "b", "c"], ["a", "b", "c"])
     spec = heatmaps.heatmap(frame, "weights", select_rows=True, value_title="weight").spec()

@@ -125,3 +125,47 @@ def test_lesson_four_sets_a_decoder_head_beside_an_encoder_head_after_the_answer
     # The contrast the section exists for, measured: the decoder head loses no row to the mask, the encoder's do.
     assert ours.effect is not None and theirs.effect is not None
     assert ours.effect.rows_changed == 0 < theirs.effect.rows_changed
+
+
+def drawn_cells(at: AppTest, description: str) -> tuple[dict, list[dict]]:
+    """One heatmap of the page, by its description: its spec and its cells, as Streamlit received them."""
+    import json
+
+    import pyarrow as pa
+
+    from core.charts import heatmap as heatmaps
+
+    (chart,) = [c for c in at.get("vega_lite_chart") if c.proto.alt.startswith(description)]
+    (dataset,) = [d for d in chart.proto.datasets if d.name == heatmaps.HEATMAP_DATA]
+    return json.loads(chart.proto.spec), pa.ipc.open_stream(dataset.data.data).read_all().to_pylist()
+
+
+def colour_range(spec: dict) -> list[float]:
+    """The colour scale's ends, from the heatmap's cells layer (its first)."""
+    colour = spec["layer"][0]["encoding"]["color"]
+    return colour.get("condition", {}).get("scale", colour.get("scale", {})).get("domain") or colour["scale"]["domain"]
+
+
+def test_lesson_two_on_the_decoder_draws_the_future_masked_and_scaled_to_what_the_model_uses(
+    decoder: sm.SmolLM2,
+) -> None:
+    """Issue 41, item 2: the decoder's scores for future keys (which it never uses; "Your" down to -123) were
+    drawn as numbers and set the colour scale, its masked weights printed 0.0000 in purple, its rows said
+    "word piece". Now the future is grey "–" as in lesson 4, only the visible cells set the scale, rows are tokens."""
+    at = answer(app(registry.page("trainable_weights"), weights="decoder"), "trainable_weights")
+    layer, head = pt.DEFAULT_HEADS[WeightSource.DECODER]["trainable_weights"]
+    lesson = pt.pretrained_trainable_lesson(decoder, pt.BOOK_SENTENCE, layer, head, 5)
+    scores = lesson.scores
+    visible = scores[scores["col_index"] <= scores["row_index"]]["value"].abs().max()
+    assert scores["value"].abs().max() > 2 * visible  # the future's scores are the larger ones: the bug could show
+    for title in ("Heatmap of the raw scores.", "Heatmap of the attention weights"):
+        spec, cells = drawn_cells(at, title)
+        masked = [cell["col_index"] > cell["row_index"] for cell in cells] if "col_index" in cells[0] else None
+        flags = [cell["masked"] for cell in cells]
+        assert any(flags) and all(not flag for flag in flags[:1])  # the first row's own key is visible
+        if masked is not None:
+            assert flags == masked
+        if "scores" in title:
+            domain = colour_range(spec)
+            assert max(abs(end) for end in domain) == pytest.approx(visible, rel=1e-3)
+    assert "token" in text_of(at) and not any("word piece" in str(c.proto.spec) for c in at.get("vega_lite_chart"))
