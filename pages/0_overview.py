@@ -83,6 +83,7 @@ with live:
 with why:
     widgets.prose("overview", "why")
     widgets.prose("overview", "model")
+    st.markdown(registry.lesson_list())  # every lesson's number, title and summary, from its registry row
     st.markdown("Where the steps lead: the scaled dot-product attention of every transformer layer.")
     # Two short lines: on one, the formula's right end was cut on a 390 px phone.
     st.latex(r"A = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right)")

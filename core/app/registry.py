@@ -139,6 +139,7 @@ class PageSpec:
     pretrained: Mapping[Control, str] | None = None
     decoder: bool = False  # the page also runs on a head of the decoder (SmolLM2), not only the encoder's
     model_keeps: frozenset[Control] = frozenset()  # controls a model's head still uses (lesson 4: the seed)
+    summary: str = ""  # the lesson in one sentence, as the overview lists it after its title (markdown)
 
     @property
     def weight_sources(self) -> tuple[WeightSource, ...]:
@@ -239,6 +240,10 @@ PAGES: tuple[PageSpec, ...] = (
         ),
         controls=(PageControl.LOGIT_SCALE, PageControl.STRETCH),
         random_weights=False,
+        summary=(
+            "each token scores every token by a dot product, turns the scores into weights with a softmax, and "
+            "mixes the token vectors with them."
+        ),
     ),
     PageSpec(
         2,
@@ -250,6 +255,10 @@ PAGES: tuple[PageSpec, ...] = (
         controls=(PageControl.QUERY, PageControl.LAYER, PageControl.HEAD),
         pretrained={},
         decoder=True,
+        summary=(
+            "three learned matrices turn each token into a *query*, a *key* and a *value*, and the scores are "
+            "scaled by 1/√d_k."
+        ),
     ),
     PageSpec(
         3,
@@ -267,6 +276,7 @@ PAGES: tuple[PageSpec, ...] = (
             device="small experiments run on the CPU",
         ),
         controls=(PageControl.MULTIPLIER, PageControl.TRIALS, PageControl.PEAK_METRIC),
+        summary="what goes wrong with the softmax and its gradients without the scale.",
     ),
     PageSpec(
         4,
@@ -279,6 +289,10 @@ PAGES: tuple[PageSpec, ...] = (
         pretrained={},
         decoder=True,
         model_keeps=frozenset({Control.SEED}),  # the seed still draws the dropout mask
+        summary=(
+            "a token may not peek at later tokens, so the future is masked; dropout randomly removes some weights"
+            " while training."
+        ),
     ),
     PageSpec(
         5,
@@ -290,6 +304,7 @@ PAGES: tuple[PageSpec, ...] = (
         controls=(PageControl.LAYER,),
         pretrained={},
         decoder=True,
+        summary='several attention "heads" run side by side and their results are combined.',
     ),
     PageSpec(
         6,
@@ -315,6 +330,7 @@ PAGES: tuple[PageSpec, ...] = (
             PageControl.REAL_HEAD,
             PageControl.REAL_MEASURE,
         ),
+        summary="the heads of a trained model, on your own sentence.",
     ),
     PageSpec(
         7,
@@ -336,6 +352,7 @@ PAGES: tuple[PageSpec, ...] = (
             preset="the two sentences come from the page's pair box",
             text="the two sentences come from the page's pair box",
         ),
+        summary="queries from one sentence, keys and values from another, as in translation.",
     ),
     PageSpec(
         8,
@@ -364,6 +381,7 @@ PAGES: tuple[PageSpec, ...] = (
             PageControl.TRAIN_STEPS,
             PageControl.TRAIN_SHOW_LAYER,
         ),
+        summary="train a small attention layer and watch its heads learn.",
     ),
     PageSpec(
         9,
@@ -388,6 +406,10 @@ PAGES: tuple[PageSpec, ...] = (
             PageControl.SCALE_BLOCK_K,
             PageControl.SCALE_CAUSAL,
             PageControl.SCALE_GENERATED,
+        ),
+        summary=(
+            "why long contexts are expensive, how FlashAttention avoids holding all the scores at once, and why a"
+            " model that writes text keeps a KV cache, measured live."
         ),
     ),
     PageSpec(  # the navigation follows this order, and shows each lesson's number
@@ -421,6 +443,10 @@ PAGES: tuple[PageSpec, ...] = (
             PageControl.GPT_LENGTH,
             PageControl.GPT_ABLATION,
         ),
+        summary=(
+            "a real decoder that writes text: next-token probabilities and sampling, its 270 causal heads, "
+            "induction heads found and switched off, shared keys, RoPE and its KV cache."
+        ),
     ),
 )
 
@@ -447,3 +473,8 @@ def link_keys() -> frozenset[str]:
 def lessons() -> tuple[PageSpec, ...]:
     """Every page but the overview, in order."""
     return tuple(spec for spec in PAGES if spec.number > 0)
+
+
+def lesson_list() -> str:
+    """The overview's numbered list of the lessons (markdown): each one's number, title and summary."""
+    return "\n".join(f"{spec.number}. **{spec.title}**: {spec.summary}" for spec in lessons())
