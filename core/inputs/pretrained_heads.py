@@ -105,6 +105,12 @@ class HeadPattern:
         m = head_measures(weights)
         self_weight = float(weights.double().diagonal().mean())
         sinks = float(m.cls + m.sep) if len(shape.sink_positions) == 2 else float(m.cls)
+        if shape.causal and weights.shape[0] > 1:
+            # A decoder's query 0 sees only itself, the first token: its row is 1 there whatever the head does.
+            # Measured over the queries that have a choice (1..T-1), as lesson 10's sink share is
+            # (decoder_measures.sink_share): one definition for both lessons.
+            sinks = float(weights[1:, 0].double().mean())
+            self_weight = float(weights.double().diagonal()[1:].mean())
         # "Parks its weight" only where most of it lands there; 0.3-0.5 is a large share, not the weight.
         candidates = {
             "looks at the next piece": float(m.next),

@@ -284,7 +284,7 @@ class InductionLesson:
     length: int
     seed: int
     tokens: tuple[str, ...]  # the 2 x length tokens
-    scores: np.ndarray  # (L, H) induction scores (first token left out)
+    scores: np.ndarray  # (L, H) induction scores (raw weights on the target, as Olsson et al. define them)
     sink: np.ndarray  # (L, H)
     first_loss: float
     second_loss: float
@@ -301,8 +301,9 @@ class InductionLesson:
 
     @property
     def chance(self) -> float:
-        """The score of a head spreading its weight evenly (first token left out): about 1 / the tokens it sees."""
-        return 1.0 / (1.5 * self.length)
+        """The score of a head spreading its weight evenly over the tokens it sees: query length + i sees
+        length + i + 1 of them, averaged over the queries the score reads (about 1 / (1.5 x length))."""
+        return float(np.mean([1.0 / (self.length + i + 1) for i in range(self.length - 1)]))
 
     def groups_of_top(self) -> dict[tuple[int, int], list[int]]:
         """(layer, key/value head) -> the top heads that read it."""

@@ -76,12 +76,11 @@ for i in range(n_layers):
     x = x + (F.silu(h @ w["ffn_gate"].T) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T
 logits = rms(x, weights["output_norm.weight"]) @ weights["token_embd.weight"].T  # (T, vocab): tied
 
-# Induction score: from the repeat of token i (position length + i) to the token after its first
-# occurrence (i + 1), with key 0 (the attention sink) left out and each row renormalised.
-A = torch.stack(attentions)[..., 1:]  # (30, 9, T, T - 1): column c is key c + 1
-A = A / A.sum(-1, keepdim=True).clamp(min=1e-12)
+# Induction score (Olsson et al., 2022): the weight from the repeat of token i (position length + i)
+# on the token after its first occurrence (i + 1), averaged over the second copy.
+A = torch.stack(attentions)  # (30, 9, T, T)
 offsets = torch.arange(length - 1)
-scores = A[:, :, length + offsets, offsets].mean(-1)  # (30, 9)
+scores = A[:, :, length + offsets, offsets + 1].mean(-1)  # (30, 9)
 top = scores.flatten().topk(5)
 for value, index in zip(top.values, top.indices, strict=True):
     print(f"layer {int(index) // n_heads}, head {int(index) % n_heads}: {float(value):.2f}")

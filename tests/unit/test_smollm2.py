@@ -243,6 +243,22 @@ def test_measures_on_hand_made_patterns() -> None:
     assert float(dm.induction_score(attentions, 3)) == pytest.approx(0.0)
 
 
+def test_the_induction_score_is_the_raw_weight_so_a_sink_head_scores_near_zero() -> None:
+    """Issue 41: renormalised without the first token, a head that parks 0.9999 of every row on it and the rest
+    on the induction target scored 1.0 (layer 18 head 8 ranked sixth at 0.77, raw 0.0001)."""
+    length = 4
+    sink_head = torch.zeros(2 * length, 2 * length)
+    sink_head[:, 0] = 1.0
+    for i in range(length - 1):  # the second copy's token i: almost all on the sink, a sliver on the target
+        sink_head[length + i, 0], sink_head[length + i, i + 1] = 0.9999, 0.0001
+    induction_head = torch.eye(2 * length)
+    for i in range(length - 1):
+        induction_head[length + i] = 0.0
+        induction_head[length + i, i + 1] = 1.0
+    scores = dm.induction_score(torch.stack((sink_head, induction_head))[None], length)  # (1, 2)
+    assert scores[0, 0] == pytest.approx(0.0001) and scores[0, 1] == pytest.approx(1.0)
+
+
 # ---------------------------------------------------------------- slow: forward passes
 
 
