@@ -258,31 +258,33 @@ hardening.keep_shared_caches()
 hardening.drop_unreadable_widget_values()
 page = st.navigation(navigation())
 spec = registry.page(page.url_path or registry.HOME.slug)  # the default page's url_path is ""
-started = time.perf_counter()
-chosen, link = guarded_sidebar(spec)
-shown, input_problem = usable(chosen)
-# One style block for every page: the sidebar's lesson titles wrap instead of ending in "Attention without
-# trainable wei…"; a formula's box hides what stands out of it vertically (tall fractions, braces and
-# parentheses lost a pixel or two of ink, the sixth review saw lesson 4's numerator shaved), so it gets room.
-st.html(
-    '<style>[data-testid="stSidebarNavLink"] span {white-space: normal; overflow: visible;}'
-    " .katex-display {padding: 0.3em 0;}</style>"
-)
-step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
-present = bool(st.session_state.get("present"))
-with st.sidebar:
-    guarded(lambda: class_poll.sidebar_controls(present), None, "poll button")
-with step_bar:  # a class poll's notes stay in view in presentation mode
-    guarded(class_poll.read_room_link, None, "poll link")
-    room_state = guarded(lambda: class_poll.follow_teacher(spec.slug), None, "poll follower")
-with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
-    run_page(page, shown, step_bar, link)
-    if st.session_state.get("present"):
+# A full run that is cut short and not run again is redrawn by the poll watcher (class_poll.full_run).
+with class_poll.full_run():
+    started = time.perf_counter()
+    chosen, link = guarded_sidebar(spec)
+    shown, input_problem = usable(chosen)
+    # One style block for every page: the sidebar's lesson titles wrap instead of ending in "Attention without
+    # trainable wei…"; a formula's box hides what stands out of it vertically (tall fractions, braces and
+    # parentheses lost a pixel or two of ink, the sixth review saw lesson 4's numerator shaved), so it gets room.
+    st.html(
+        '<style>[data-testid="stSidebarNavLink"] span {white-space: normal; overflow: visible;}'
+        " .katex-display {padding: 0.3em 0;}</style>"
+    )
+    step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
+    present = bool(st.session_state.get("present"))
+    with st.sidebar:
+        guarded(lambda: class_poll.sidebar_controls(present), None, "poll button")
+    with step_bar:  # a class poll's notes stay in view in presentation mode
+        guarded(class_poll.read_room_link, None, "poll link")
+        room_state = guarded(lambda: class_poll.follow_teacher(spec.slug), None, "poll follower")
+    with frame.hand_over(frame.Frame(page=spec, settings=shown, input_problem=input_problem, link=link)):
+        run_page(page, shown, step_bar, link)
+        if st.session_state.get("present"):
+            with step_bar:
+                step = int(st.session_state.get("step") or 1)
+                guarded(lambda: class_poll.teacher_panel(spec.slug, step), None, "poll panel")
         with step_bar:
-            step = int(st.session_state.get("step") or 1)
-            guarded(lambda: class_poll.teacher_panel(spec.slug, step), None, "poll panel")
-    with step_bar:
-        guarded(lambda: class_poll.student_bar(room_state), None, "poll bar")
-hardening.late_unreadable_values_note()
-frame.after_run(spec.slug, shown, time.perf_counter() - started)  # one line on the app's run log
-freeze_import_time_objects()  # after the page, so that its imports are loaded too
+            guarded(lambda: class_poll.student_bar(room_state), None, "poll bar")
+    hardening.late_unreadable_values_note()
+    frame.after_run(spec.slug, shown, time.perf_counter() - started)  # one line on the app's run log
+    freeze_import_time_objects()  # after the page, so that its imports are loaded too

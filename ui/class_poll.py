@@ -24,12 +24,14 @@ import contextlib
 import functools
 import io
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import segno
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 
 from core.app import registry
 from core.app.markup import code_span, literal
@@ -56,6 +58,7 @@ _STUDENT = "class_poll_student"  # this session's anonymous id (random, never sh
 _FOLLOWING = "class_poll_following"  # the code from the link, once read and found valid
 _LINK_NOTE = "class_poll_link_note"  # what reading ?room= found: "" or the note to show
 _SENT = "class_poll_sent"  # question id -> the option this session last sent
+_FULL_RUN_DRAWN = "class_poll_full_run_drawn"  # False from a full run's start until it ends (see `full_run`)
 _WAITING = "class_poll_waiting"  # the link's code while the store cannot take this student yet (retried)
 POLL_ICON = ":material/how_to_vote:"
 
@@ -314,6 +317,32 @@ def follow_teacher(current_page: str) -> RoomState | None:
     return state
 
 
+@contextlib.contextmanager
+def full_run() -> Iterator[None]:
+    """Around the app's full run: whether it reached its end (or stopped on purpose, st.stop) or was cut short.
+
+    On a busy server one student's full run, after following the teacher, drew the sidebar and the lesson's
+    opening and then gave way to a run of the poll watcher alone (its websocket record: the full run never
+    finished, a fragment run started); nothing redrew the page, which stayed half drawn for 90 s (issue 40,
+    item 6). The watcher reads this flag: a full run cut short and not run again reruns the whole app.
+    """
+    st.session_state[_FULL_RUN_DRAWN] = False
+    try:
+        yield
+    except RerunException:
+        raise  # cut short for another run: if that run is only the watcher's, the watcher reruns the app
+    except BaseException:  # st.stop (a message drawn), or an error Streamlit shows: ended as it will, no retry
+        st.session_state[_FULL_RUN_DRAWN] = True
+        raise
+    st.session_state[_FULL_RUN_DRAWN] = True
+
+
+def _fragment_run() -> bool:
+    """Whether this run is a fragment's alone: in a full run the watcher is drawn inside it, mid-run."""
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
+
+
 def _page_id() -> str:
     """The page this run draws, as the browser asked for it (Streamlit's page script hash)."""
     ctx = get_script_run_ctx()
@@ -328,9 +357,10 @@ def _watch_room(code: str, seen: RoomState | None, page: str) -> None:
     the watcher's ticks; the first one follows the teacher to another lesson (a page switch), and the others
     then run with the old lesson's page. Told that page, the browser cleared the new lesson and redrew only
     this line: a student's screen stayed blank under the step bar for good (issue 40, item 6; the websocket
-    record of tests/browser/test_classroom.py showed it). Such a tick reruns the whole app instead.
+    record of tests/browser/test_classroom.py showed it). Such a tick reruns the whole app instead, as does a
+    tick after a full run that was cut short (`full_run`).
     """
-    if _page_id() != page:
+    if _page_id() != page or (_fragment_run() and st.session_state.get(_FULL_RUN_DRAWN) is False):
         st.rerun(scope="app")
     try:
         now = store().room(code)

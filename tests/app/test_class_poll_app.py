@@ -7,6 +7,7 @@ session is what the teacher's live refresh does every two seconds.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from types import SimpleNamespace
 
@@ -307,3 +308,46 @@ def test_a_watcher_tick_from_the_lesson_the_student_left_reruns_the_app(monkeypa
     watch = poll_ui._watch_room.__wrapped__  # the watcher's body, without Streamlit's fragment around it
     with pytest.raises(Rerun, match="app"):
         watch("ABCD2345", None, "the teacher's new lesson")
+
+
+def test_a_watcher_tick_after_a_full_run_cut_short_reruns_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 40, item 6: on a busy server a student's full run drew the sidebar and the lesson's opening, then
+    gave way to a run of the poll watcher alone (the websocket record: no end of the full run, a fragment run
+    after it), and the page stayed half drawn for 90 s. `full_run` notes a run cut short for another; the
+    watcher's next tick reruns the whole app. A run that ends, or stops on purpose (st.stop), is left alone."""
+    from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
+
+    from ui import class_poll as poll_ui
+
+    class Rerun(Exception):
+        pass
+
+    def rerun(*, scope: str = "app") -> None:
+        raise Rerun(scope)
+
+    state: dict = {}
+    monkeypatch.setattr(poll_ui.st, "session_state", state)
+    monkeypatch.setattr(poll_ui.st, "rerun", rerun)
+    monkeypatch.setattr(poll_ui, "_page_id", lambda: "lesson 3")
+    monkeypatch.setattr(poll_ui, "_fragment_run", lambda: True)  # a tick, not the watcher drawn in a full run
+
+    class Unchanged:  # the room as the watcher last saw it: no other reason to rerun
+        def room(self, code: str) -> None:
+            return None
+
+    monkeypatch.setattr(poll_ui, "store", lambda: pytest.fail("the tick should rerun before it reads the room"))
+    watch = poll_ui._watch_room.__wrapped__
+    with pytest.raises(RerunException), poll_ui.full_run():
+        raise RerunException(None)  # a full run preempted by another run
+    with pytest.raises(Rerun, match="app"):
+        watch("ABCD2345", None, "lesson 3")
+    for ending in (None, StopException(), ValueError("a page error Streamlit shows")):
+        with contextlib.suppress(StopException, ValueError), poll_ui.full_run():
+            if ending is not None:
+                raise ending
+        assert state[poll_ui._FULL_RUN_DRAWN] is True, ending  # ended: the watcher goes on as before
+    monkeypatch.setattr(poll_ui, "store", Unchanged)
+    watch("ABCD2345", None, "lesson 3")  # no rerun: the page was drawn and the room has not changed
+    monkeypatch.setattr(poll_ui, "_fragment_run", lambda: False)  # the watcher drawn inside a full run
+    state[poll_ui._FULL_RUN_DRAWN] = False  # ... which is still running: it must not rerun itself
+    watch("ABCD2345", None, "lesson 3")
