@@ -114,7 +114,7 @@ def test_a_waiting_student_reads_their_place_and_an_estimate() -> None:
     fraction, text = gpt_queue.describe(gpt.CACHE_TIMING, Status(State.RUNNING, wait_s=3, progress=0.4))
     assert fraction == 0.4 and "timing the KV cache for you" in text
     assert "40 requests are waiting" in gpt_queue.describe(gpt.PROMPT, Status(State.FULL, place=40))[1]
-    assert set(gpt_queue.WHAT) == {lesson.name for lesson in gpt.LESSONS}
+    assert set(gpt_queue.WHAT) == {lesson.name for lesson in gpt_queue.QUEUED}
 
 
 def test_the_results_everyone_shares_are_the_page_s_defaults_and_a_finite_set() -> None:
