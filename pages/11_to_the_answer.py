@@ -119,9 +119,21 @@ def attribution(lesson: lesson11.AnswerLesson) -> None:
     step("Direct logit attribution")
     widgets.prose("to_the_answer", "attribution")
     st.caption(lesson.sum_sentence() + f" The frozen norm scale: {lesson.scale:.4f}.")
-    if not widgets.predict(lesson11.part_question(lesson), key="predict_answer_part"):
+    if widgets.predict(lesson11.part_question(lesson), key="predict_answer_part"):
+        head_map(lesson)
+    else:
         widgets.answer_first("The map of every head's direct effect appears")
-        return
+    widgets.code_box(  # the recipe prints the top heads when run, nothing on screen gives the answer away
+        lesson11.code(lesson),
+        "Plain PyTorch in float32 from the model's file. The page dequantizes the file's 4-bit weights (rounded "
+        "to bfloat16), so its effects differ from these by a few hundredths (on the opening prompt 6.08 here "
+        "against 6.12 there); the top heads are the same.",
+        title="every head's direct effect on this logit, from the model's file",
+    )
+
+
+def head_map(lesson: lesson11.AnswerLesson) -> None:
+    """The attribution map (click a head), what it says, and the opened head's pattern."""
     layer, head = int(st.session_state[LAYER]), int(st.session_state[HEAD])
     draw.draw(
         charts.head_map(
@@ -158,13 +170,6 @@ def attribution(lesson: lesson11.AnswerLesson) -> None:
         f"From the last position, layer {layer} head {head} puts {last[looked]:.0%} of its weight on "
         f"{lesson.tokens[looked]!r} (position {looked}), and its output moves {lesson.explained} by "
         f"{float(lesson.heads[layer, head]):+.2f}."
-    )
-    widgets.code_box(
-        lesson11.code(lesson),
-        "Plain PyTorch in float32 from the model's file. The page dequantizes the file's 4-bit weights (rounded "
-        "to bfloat16), so its effects differ from these by a few hundredths (on the opening prompt 6.08 here "
-        "against 6.12 there); the top heads are the same.",
-        title="every head's direct effect on this logit, from the model's file",
     )
 
 
