@@ -115,11 +115,13 @@ def open_head(layer: int, head: int) -> None:
     st.session_state[LAYER], st.session_state[HEAD] = layer, head
 
 
-def attribution(lesson: lesson11.AnswerLesson) -> None:
+def attribution(lesson: lesson11.AnswerLesson) -> bool:
+    """The attribution section; whether its question is answered (patching's maps wait for it too)."""
     step("Direct logit attribution")
     widgets.prose("to_the_answer", "attribution")
     st.caption(lesson.sum_sentence() + f" The frozen norm scale: {lesson.scale:.4f}.")
-    if widgets.predict(lesson11.part_question(lesson), key="predict_answer_part"):
+    answered = widgets.predict(lesson11.part_question(lesson), key="predict_answer_part")
+    if answered:
         head_map(lesson)
     else:
         widgets.answer_first("The map of every head's direct effect appears")
@@ -130,6 +132,7 @@ def attribution(lesson: lesson11.AnswerLesson) -> None:
         "against 6.12 there); the top heads are the same.",
         title="every head's direct effect on this logit, from the model's file",
     )
+    return answered
 
 
 def head_map(lesson: lesson11.AnswerLesson) -> None:
@@ -173,11 +176,14 @@ def head_map(lesson: lesson11.AnswerLesson) -> None:
     )
 
 
-def patching(model, lesson: lesson11.AnswerLesson) -> None:
+def patching(model, lesson: lesson11.AnswerLesson, answered: bool) -> None:
     from core.models.smollm2 import TextError
 
     step("Activation patching")
     widgets.prose("to_the_answer", "patching")
+    if not answered:  # the heads that restore the most would hint at the attribution question's answer
+        widgets.answer_first("Patching's maps appear", question="predict_answer_part")
+        return
     typed = st.text_input(
         "Corrupted prompt (blank: the suggested one)",
         "",
@@ -242,6 +248,5 @@ if LAYER not in st.session_state:  # first visit: the link's head, or the head w
     open_head(int(linked_controls.get(LAYER, best[0])), int(linked_controls.get(HEAD, best[1])))
 residual(answer_lesson)
 lens(answer_lesson)
-attribution(answer_lesson)
-patching(answer_model, answer_lesson)
+patching(answer_model, answer_lesson, attribution(answer_lesson))
 gpt_queue.settle()

@@ -233,8 +233,8 @@ def lens_question(lesson: AnswerLesson) -> Prediction:
     options = tuple(f"layers {low}-{high}" for low, high in LENS_BANDS)
     answer = next(i for i, (low, high) in enumerate(LENS_BANDS) if low <= layer <= high)
     return Prediction(
-        f"Read the residual stream after every layer as if it were the last. From which layers on is "
-        f"{lesson.answer!r} the top token?",
+        f"Read the residual stream after every layer as if it were the last. In which layers does "
+        f"{lesson.answer!r} first come out on top?",
         options,
         answer,
         lesson.first_on_top_sentence(),

@@ -31,13 +31,14 @@ def test_the_page_opens_clean_and_reveals_each_answer_after_a_choice() -> None:
     assert "add up to" in text and "logit(' Mary') - logit(' John'): +" in text
     assert "The lens first puts" not in text  # the lens question's answer is hidden
     assert "Pushing ' Mary' - ' John' up the most" not in text  # so is the attribution map's
-    assert "The heads that restore the most" in text  # attribution patching, live
+    assert "The heads that restore the most" not in text  # patching would hint at the attribution's answer
     lens_radio = prediction_radio(at, "predict_answer_lens")
     assert lens_radio.value is None
     answered(at)
     text = text_of(at)
     assert "The lens first puts ' Mary' on top" in text
     assert "Pushing ' Mary' - ' John' up the most" in text
+    assert "The heads that restore the most" in text  # attribution patching, live once answered
     assert not at.exception and not at.error
 
 
@@ -51,13 +52,14 @@ def test_a_typed_token_and_bad_input_say_why_without_a_traceback() -> None:
         answer_corrupted="Mary and John",
     )
     assert not at.exception
-    errors = " ".join(e.value for e in at.error)
+    errors = " ".join(e.value for e in answered(at).error)
     assert "not one" in errors and "Showing the opening prompt instead" in errors
-    assert "same number of tokens" in errors  # the corrupted prompt's length
-    at.text_input(key="answer_token").set_value(" John").run()
+    assert "same number of tokens" in errors  # the corrupted prompt's length, once patching shows
     at.text_input(key="answer_corrupted").set_value("").run()
+    at.text_input(key="answer_token").set_value(" John").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "' John'" in text_of(answered(at))
+    assert not at.error, [e.value for e in at.error]
 
 
 def test_an_empty_prompt_and_a_prompt_without_a_repeated_name() -> None:
@@ -65,9 +67,11 @@ def test_an_empty_prompt_and_a_prompt_without_a_repeated_name() -> None:
     at.text_area(key="answer_text").set_value("").run()
     assert not at.exception and "Showing the opening prompt instead" in " ".join(e.value for e in at.error)
     at.text_area(key="answer_text").set_value("The capital of France is").run()
+    answered(at)
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "no corruption to suggest" in " ".join(i.value for i in at.info)
     at.text_area(key="answer_text").set_value(lesson11.DEFAULT_TEXT).run()
+    answered(at)
     next(b for b in at.button if b.label.startswith("Run exact patching")).click().run()  # through the queue
     assert not at.exception and not at.error
     assert text_of(at).count("The heads that restore the most") == 2
