@@ -158,6 +158,26 @@ def _label(index: int, num_heads: int, num_layers: int) -> str:
     return f"L{index - 1 - num_layers * num_heads} MLP"
 
 
+def traced_patterns(model: smollm2.SmolLM2, traced: at.ResidualTrace) -> torch.Tensor:
+    """Every head's attention weights (L, H, T, T) in the traced pass itself: each layer's queries from the
+    residual it read, its keys (after RoPE) as the trace kept them, softmax in float64 as the forward does.
+    (The ordinary 4-bit forward's weights differ by its bfloat16 rounding of each attention output.)"""
+    config = model.config
+    tokens = traced.embedding.shape[0]
+    angles = smollm2.rope_angles(torch.arange(tokens), config.head_dim, config.rope_base)  # (T, d / 2)
+    future = torch.ones(tokens, tokens, dtype=torch.bool).triu(1)  # True: a later key, hidden
+    patterns = []
+    for index, layer in enumerate(model.weights.layers):
+        normed = smollm2.rms_norm(traced.before_layer(index), layer.attention_norm, config.rms_norm_eps)  # (T, D)
+        queries = smollm2._linear_rows(normed, layer.query)  # (T, H * d)
+        queries = queries.view(tokens, config.num_heads, config.head_dim).transpose(0, 1)  # (H, T, d)
+        queries = smollm2.rotate_pairs(queries, angles).double()  # (H, T, d)
+        keys = traced.keys[index].double().repeat_interleave(config.group_size, dim=0)  # (G, T, d) -> (H, T, d)
+        scores = queries @ keys.transpose(1, 2) / config.head_dim**0.5  # (H, T, T)
+        patterns.append(scores.masked_fill(future, float("-inf")).softmax(dim=-1).float())
+    return torch.stack(patterns)  # (L, H, T, T)
+
+
 def answer_lesson(_model: smollm2.SmolLM2, text: str, explain: Explain, token: str) -> AnswerLesson:
     """The residual as a sum, the logit lens and the direct attribution of one prompt's last position.
 
@@ -186,8 +206,7 @@ def answer_lesson(_model: smollm2.SmolLM2, text: str, explain: Explain, token: s
     largest = every.abs().topk(TOP_PARTS).indices
     config = model.config
     names = smollm2.token_texts(model, [target.token_id] + ([] if target.minus_id is None else [target.minus_id]))
-    attentions = smollm2.forward(model, ids, return_attentions=True).attentions
-    assert attentions is not None  # asked for
+    attentions = traced_patterns(model, traced)  # (L, H, T, T)
     contributions = attribution.contributions
     return AnswerLesson(
         text=text,
@@ -216,7 +235,7 @@ def answer_lesson(_model: smollm2.SmolLM2, text: str, explain: Explain, token: s
         logit=contributions.total,
         summed=contributions.summed(),
         scale=attribution.scale,
-        attentions=attentions.cpu().half().numpy(),
+        attentions=attentions.half().numpy(),  # half the bytes in the cache; weights are in 0..1
         corrupted=None if corruption is None else corruption.corrupted_text,
     )
 

@@ -14,6 +14,7 @@ import torch
 
 from core import recipes
 from core.lessons import to_the_answer as lesson11
+from core.models import attribution as at
 from core.models import patching as pt
 from core.models import smollm2
 
@@ -90,3 +91,15 @@ def test_the_code_box_reproduces_the_attribution(decoder) -> None:
     assert namespace["summed"] == pytest.approx(namespace["logit"], abs=1e-3)
     top = namespace["dla"].flatten().topk(2).indices.tolist()
     assert [divmod(i, 9) for i in top] == [(layer, head) for layer, head, _ in lesson.top_heads(2)]
+
+
+def test_the_patterns_are_the_traced_pass_s_own_and_close_to_the_forward_s(decoder) -> None:
+    ids = smollm2.encode(decoder, lesson11.DEFAULT_TEXT)
+    with torch.inference_mode():
+        traced = at.trace(decoder, ids, by_heads=True)
+        patterns = lesson11.traced_patterns(decoder, traced)
+        forward = smollm2.forward(decoder, ids, return_attentions=True).attentions
+    assert forward is not None and patterns.shape == forward.shape
+    assert torch.allclose(patterns.sum(-1), torch.ones(patterns.shape[:-1]), atol=1e-5)
+    assert (patterns.triu(1) == 0).all()  # causal
+    assert (patterns - forward.float()).abs().max() < 0.05  # the forward rounds attention outputs to bfloat16
