@@ -28,7 +28,7 @@ def test_the_page_opens_clean_and_reveals_each_answer_after_a_choice() -> None:
     for title in ("The residual stream is a sum", "The logit lens", "Direct logit attribution", "Activation patching"):
         assert title in steps
     text = text_of(at)
-    assert "add up to" in text and "logit(' Mary') - logit(' John'): +" in text
+    assert "add up to" in text and "The model answers ' Mary'" in text
     assert "The lens first puts" not in text  # the lens question's answer is hidden
     assert "Pushing ' Mary' - ' John' up the most" not in text  # so is the attribution map's
     assert "The heads that restore the most" not in text  # patching would hint at the attribution's answer
@@ -39,6 +39,7 @@ def test_the_page_opens_clean_and_reveals_each_answer_after_a_choice() -> None:
     assert "The lens first puts ' Mary' on top" in text
     assert "Pushing ' Mary' - ' John' up the most" in text
     assert "The heads that restore the most" in text  # attribution patching, live once answered
+    assert "logit(' Mary') - logit(' John'): +" in text  # the clean run's difference, positive
     assert not at.exception and not at.error
 
 
