@@ -8,6 +8,9 @@ meanwhile stops the wait at its next update (every UPDATE_S), as Streamlit stops
 leaves the queue. `begin()` and `settle()` bracket a page run: a student who changed the prompt no longer
 waits for the old one.
 
+Lesson 11 (core/lessons/to_the_answer.py) runs on the same model through the same queue: `QUEUED` is
+both lessons' specs, each lesson's own `run_lesson` and `shared_by_everyone` answer for its specs.
+
 Why a queue and not st.cache_data alone: the cache computes in each session's script thread, all at once
 (twenty new prompts, twenty forward passes side by side on two cores), and its eight entries let twenty
 students' prompts push out the default example's analysis, which every new student then waited for.
@@ -25,6 +28,7 @@ import streamlit as st
 
 from core.app.registry import LessonSpec
 from core.lessons import inside_gpt as gpt
+from core.lessons import to_the_answer as answer
 from services.model_queue import Limits, ModelQueue, State, Status, default_slots
 from ui import hardening, sessions
 
@@ -43,7 +47,21 @@ WHAT = {  # what the model is doing for the student, as the bar says it
     gpt.ROPE.name: "rotating layer 0's query and key",
     gpt.CACHE_TIMING.name: "timing the KV cache",
     gpt.CACHE_SIZES.name: "counting the cache's bytes",
+    **answer.WHAT,
 }
+QUEUED = (*gpt.LESSONS, *answer.LESSONS)  # every computation the queue runs, each lesson's list as it says
+
+
+def _run(lesson: LessonSpec[R], model: SmolLM2, args: tuple, keep_going: Any) -> R:
+    """The computation as its own lesson runs it (inference mode, stopping, autograd where needed)."""
+    runner = answer.run_lesson if lesson in answer.LESSONS else gpt.run_lesson
+    return runner(lesson, model, args, keep_going)
+
+
+def _shared(lesson: LessonSpec, args: tuple) -> bool:
+    if lesson in answer.LESSONS:
+        return answer.shared_by_everyone(lesson, args)
+    return gpt.shared_by_everyone(lesson, args)
 
 
 @dataclass(frozen=True)
@@ -70,7 +88,7 @@ def new_queue(slots: int | None = None) -> ModelQueue[GptRun, Any]:
     return ModelQueue(
         slots=default_slots() if slots is None else slots,
         kind_of=lambda run: run.lesson,
-        limits={lesson.name: Limits(lesson.max_entries, lesson.ttl_s) for lesson in gpt.LESSONS},
+        limits={lesson.name: Limits(lesson.max_entries, lesson.ttl_s) for lesson in QUEUED},
         is_alive=_alive,
         after_run=_free_memory,
     )
@@ -86,7 +104,7 @@ def _warm_up(queue: ModelQueue[GptRun, Any], model: SmolLM2) -> None:
     """Ask for what a new student's first view reads (the first example at the page's defaults), in order."""
 
     def result(lesson: LessonSpec[R], *args: Any) -> R:
-        work = lambda keep_going: gpt.run_lesson(lesson, model, args, keep_going)  # noqa: E731
+        work = lambda keep_going: _run(lesson, model, args, keep_going)  # noqa: E731
         status = queue.ask(WARM_UP, GptRun(lesson.name, args), work, shared=True)
         while status.state in (State.QUEUED, State.RUNNING):
             status = queue.wait(WARM_UP, GptRun(lesson.name, args), 60.0)
@@ -101,6 +119,7 @@ def _warm_up(queue: ModelQueue[GptRun, Any], model: SmolLM2) -> None:
     result(gpt.CACHE_SIZES)
     result(gpt.ROPE, example.text, example.kind, gpt.best_previous_head(analysis)[1])
     result(gpt.CACHE_TIMING, example.text, example.kind, gpt.TIMED_TOKENS)
+    result(answer.ANSWER, answer.DEFAULT_TEXT, answer.Explain.CONTRAST, "")  # lesson 11's opening view
 
 
 @st.cache_resource(show_spinner=False)
@@ -147,13 +166,13 @@ def computed(lesson: LessonSpec[R], model: SmolLM2, *args: Any) -> R:
     stands. Raises what the computation raised (a TextError for a prompt the model cannot take)."""
     queue, session, client = gpt_queue(), sessions.session_id(), hardening.client_address()
     key = GptRun(lesson.name, args)
-    shared = gpt.shared_by_everyone(lesson, args)
+    shared = _shared(lesson, args)
 
     def ask() -> Status:
         return queue.ask(
             session,
             key,
-            lambda keep_going: gpt.run_lesson(lesson, model, args, keep_going),
+            lambda keep_going: _run(lesson, model, args, keep_going),
             client=client,
             shared=shared,
         )

@@ -157,6 +157,13 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "gpt_head": Whole(0, GPT_HEADS - 1),
         "gpt_length": Whole(*GPT_REPEAT, point_zero=True),
         "gpt_ablation": Choice(lambda: _gpt("ablation")),
+        # lesson 11 (from attention to the answer)
+        "answer_text": Text(),
+        "answer_explain": Choice(("contrast", "answer", "token")),  # core.lessons.to_the_answer.Explain
+        "answer_token": Text(),
+        "answer_corrupted": Text(),
+        "answer_layer": Whole(0, GPT_LAYERS - 1),
+        "answer_head": Whole(0, GPT_HEADS - 1),
         # lesson 7
         "first_text": Text(),
         "second_text": Text(),

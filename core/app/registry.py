@@ -114,6 +114,12 @@ class PageControl(StrEnum):
     GPT_HEAD = "gpt_head"
     GPT_LENGTH = "gpt_length"  # the random sequence's length, before it is repeated
     GPT_ABLATION = "gpt_ablation"
+    ANSWER_TEXT = "answer_text"  # lesson 11 (to the answer): the prompt
+    ANSWER_EXPLAIN = "answer_explain"  # which logit the attribution explains (core.lessons.to_the_answer.Explain)
+    ANSWER_TOKEN = "answer_token"  # the token typed when it explains a token of the student's
+    ANSWER_CORRUPTED = "answer_corrupted"  # the corrupted prompt for patching (blank: the suggested one)
+    ANSWER_LAYER = "answer_layer"  # the head opened (clicks on the maps set them too)
+    ANSWER_HEAD = "answer_head"
 
 
 class Section(StrEnum):
@@ -446,6 +452,36 @@ PAGES: tuple[PageSpec, ...] = (
         summary=(
             "a real decoder that writes text: next-token probabilities and sampling, its 270 causal heads, "
             "induction heads found and switched off, shared keys, RoPE and its KV cache."
+        ),
+    ),
+    PageSpec(
+        11,
+        "to_the_answer",
+        "From attention to the answer",
+        ":material/functions:",
+        Section.FURTHER,
+        _ignores(
+            preset="this page has its own prompt box",
+            text="type your prompt in the page's own box",
+            d_in="fixed by the model: 576 numbers per token",
+            d_out="fixed by the model: 9 heads of width 64",
+            seed="nothing is drawn at random here",
+            dropout="the model runs in evaluation mode, without dropout",
+            num_heads="fixed by the model: 9 query heads per layer sharing 3 key/value heads",
+            scale="the model was trained with scaling by 1/√64",
+            device="the model runs on the CPU",
+        ),
+        controls=(
+            PageControl.ANSWER_TEXT,
+            PageControl.ANSWER_EXPLAIN,
+            PageControl.ANSWER_TOKEN,
+            PageControl.ANSWER_CORRUPTED,
+            PageControl.ANSWER_LAYER,
+            PageControl.ANSWER_HEAD,
+        ),
+        summary=(
+            "what each head writes, and how it becomes the answer: the residual stream as a sum, the logit lens, "
+            "every head's direct effect on a logit, and activation patching."
         ),
     ),
 )

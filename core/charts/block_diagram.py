@@ -55,10 +55,10 @@ BLOCK_PARTS: tuple[BlockPart, ...] = (
     BlockPart(
         "heads", "h heads side by side, joined by W_o", Region.BLOCK, ("multi_head", "real_model", "inside_gpt")
     ),
-    BlockPart("residual1", "add the input back (residual), normalise", Region.BLOCK),
+    BlockPart("residual1", "add the input back (residual), normalise", Region.BLOCK, ("to_the_answer",)),
     BlockPart("mlp", "MLP on each token", Region.BLOCK),
     BlockPart("residual2", "add back, normalise", Region.BLOCK),
-    BlockPart("unembed", "unembedding: one score per word of the vocabulary", Region.OUTPUT),
+    BlockPart("unembed", "unembedding: one score per word of the vocabulary", Region.OUTPUT, ("to_the_answer",)),
     BlockPart(
         "softmax", "softmax: the next token's probabilities", Region.OUTPUT, ("training_lab", "inside_gpt")
     ),

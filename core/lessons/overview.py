@@ -81,16 +81,21 @@ LECTURE_PLAN: dict[str, LecturePart] = {
         "the example sentences' pronoun heads.",
     ),
     "inside_gpt": LecturePart(
-        10,
+        8,
         "A chat question and its next-token probabilities, temperature up and down; then the induction heads "
         "on the repeated sequence, and switch the top one off.",
     ),
-    "cross_attention": LecturePart(8, "Queries from one sentence, keys and values from the other: the shapes."),
+    "to_the_answer": LecturePart(
+        6,
+        "The parts adding up to the residual; ask where the lens puts the answer on top, then the attribution "
+        "map and one click on its top head; end on attribution patching.",
+    ),
+    "cross_attention": LecturePart(6, "Queries from one sentence, keys and values from the other: the shapes."),
     "training_lab": LecturePart(
         8, "Start a run in class (it trains in seconds) and watch a head find the previous token."
     ),
     "attention_at_scale": LecturePart(
-        8, "The doubling question, the T² time and memory, the skipped tiles and the KV cache's speed-up."
+        6, "The doubling question, the T² time and memory, the skipped tiles and the KV cache's speed-up."
     ),
 }
 

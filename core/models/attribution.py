@@ -17,8 +17,11 @@ that sum, all from one traced forward pass (`trace`):
   the real logit exactly. "Direct": what a head writes that later layers read and change is not counted
   here (activation patching, patching.py, measures the total effect).
 
-Float32 weights (Precision.FLOAT32) or BFLOAT16: a head's share needs W_O's columns, which the 4-bit
-blocks do not give (`smollm2.head_results`).
+Any precision. A head's share needs W_O's columns, which the 4-bit blocks do not give: `smollm2.head_results`
+dequantizes one layer's W_O at a time (transient). On 4-bit weights, trace with `by_heads=True`: the
+attention's output is then that same float32 W_O times the heads' outputs, so the parts add up to the
+traced residual exactly; its logits differ a little from the 4-bit forward's (which rounds each
+attention output to bfloat16), and a lesson shows the traced path's own numbers throughout.
 
 Shape legend (smollm2's): T tokens, D hidden width (576), H heads (9), G key/value heads (3), d head
 width (64), L layers (30), V vocabulary, P = 2L lens points, k top tokens.
@@ -49,6 +52,7 @@ class ResidualTrace:
     mlp_out    (L, T, D): each feed-forward's output
     points     (2L, T, D): the residual after layer l's attention (row 2l) and after its feed-forward (2l + 1)
     keys, values: per layer (G, T, d): this pass's keys (after RoPE) and values, which patching reuses
+    by_heads: traced with the output matrices as float32 numbers (`smollm2.layer_pass`)
     """
 
     token_ids: torch.Tensor
@@ -60,6 +64,7 @@ class ResidualTrace:
     points: torch.Tensor
     keys: tuple[torch.Tensor, ...]
     values: tuple[torch.Tensor, ...]
+    by_heads: bool = False
 
     @property
     def residual(self) -> torch.Tensor:
@@ -71,14 +76,14 @@ class ResidualTrace:
         return self.embedding if layer == 0 else self.points[2 * layer - 1]
 
 
-def trace(model: sm.SmolLM2, token_ids: torch.Tensor) -> ResidualTrace:
+def trace(model: sm.SmolLM2, token_ids: torch.Tensor, *, by_heads: bool = False) -> ResidualTrace:
     """Run token_ids (T,) through every layer with `smollm2.layer_pass`, keeping every part."""
     if token_ids.ndim != 1 or token_ids.numel() == 0:
         raise sm.TextError("Give a 1-D sequence of at least one token id.")
-    return trace_batch(model, token_ids[None])[0]
+    return trace_batch(model, token_ids[None], by_heads=by_heads)[0]
 
 
-def trace_batch(model: sm.SmolLM2, token_ids: torch.Tensor) -> list[ResidualTrace]:
+def trace_batch(model: sm.SmolLM2, token_ids: torch.Tensor, *, by_heads: bool = False) -> list[ResidualTrace]:
     """`trace` for B sequences of the same length at once, token_ids (B, T): one pass reads each layer's
     weights once for all of them (patching traces its clean and corrupted prompts so)."""
     ids = token_ids.to(model.device)
@@ -87,7 +92,7 @@ def trace_batch(model: sm.SmolLM2, token_ids: torch.Tensor) -> list[ResidualTrac
         embedding = model.weights.embeddings[ids].float()  # (B, T, D)
         x = embedding
         for index in range(model.config.num_layers):
-            step = sm.layer_pass(model, index, x)
+            step = sm.layer_pass(model, index, x, by_heads=by_heads)
             parts.append(step)
             x = step.residual
         attended = torch.stack([p.attended for p in parts], dim=1)  # (B, L, T, D)
@@ -108,6 +113,7 @@ def trace_batch(model: sm.SmolLM2, token_ids: torch.Tensor) -> list[ResidualTrac
             points=points[b],
             keys=tuple(p.keys[b] for p in parts),  # (G, T, d) each
             values=tuple(p.values[b] for p in parts),
+            by_heads=by_heads,
         )
         for b in range(ids.shape[0])
     ]

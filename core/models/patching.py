@@ -183,6 +183,11 @@ class PatchingRuns:
     corrupted_difference: float
 
     @property
+    def by_heads(self) -> bool:
+        """Traced with float32 output matrices (`attribution.trace`): every patched run is run the same way."""
+        return self.clean.by_heads
+
+    @property
     def first_difference(self) -> int:
         """The first position where the two prompts' tokens differ."""
         differ = (self.clean.token_ids != self.corrupted.token_ids).nonzero()
@@ -194,12 +199,18 @@ class PatchingRuns:
 
 
 def prepare_runs(
-    model: sm.SmolLM2, clean_ids: torch.Tensor, corrupted_ids: torch.Tensor, contrast: Contrast | None = None
+    model: sm.SmolLM2,
+    clean_ids: torch.Tensor,
+    corrupted_ids: torch.Tensor,
+    contrast: Contrast | None = None,
+    *,
+    by_heads: bool = False,
 ) -> PatchingRuns:
-    """Trace both prompts (same length, not the same tokens) and measure m on each; contrast None = `contrast_of`."""
+    """Trace both prompts (same length, not the same tokens) and measure m on each; contrast None = `contrast_of`.
+    by_heads: trace (and later patch) with float32 output matrices, as `attribution.trace` says."""
     if clean_ids.shape != corrupted_ids.shape or torch.equal(clean_ids, corrupted_ids):
         raise sm.TextError("Patching needs two prompts of the same token length that differ somewhere.")
-    clean, corrupted = trace_batch(model, torch.stack((clean_ids, corrupted_ids)))  # one pass, a batch of 2
+    clean, corrupted = trace_batch(model, torch.stack((clean_ids, corrupted_ids)), by_heads=by_heads)  # a batch of 2
     contrast = contrast_of(model, clean, corrupted) if contrast is None else contrast
     clean_m = float(logit_difference(model, clean.residual[-1], contrast))
     corrupted_m = float(logit_difference(model, corrupted.residual[-1], contrast))
@@ -231,6 +242,7 @@ def patched_difference(model: sm.SmolLM2, runs: PatchingRuns, parts: frozenset[P
                 x,
                 heads_edit=copy_heads if heads else None,
                 mlp_edit=copy_mlp if Part(PartKind.MLP, index) in parts else None,
+                by_heads=runs.by_heads,
             ).residual
         return float(logit_difference(model, x[0, -1], runs.contrast))
 
@@ -270,7 +282,7 @@ def exact_head_patching(
             for index in range(layer, config.num_layers):
                 past = (runs.corrupted.keys[index][:, :start], runs.corrupted.values[index][:, :start])  # (G, S, d)
                 edit = one_head_each if index == layer else None
-                x = sm.layer_pass(model, index, x, past=past, heads_edit=edit).residual  # (H, T', D)
+                x = sm.layer_pass(model, index, x, past=past, heads_edit=edit, by_heads=runs.by_heads).residual
             patched[layer] = logit_difference(model, x[:, -1], runs.contrast)  # (H,)
             if progress is not None:
                 progress((layer + 1) * config.num_heads, total)
@@ -292,7 +304,9 @@ def attribution_patching(model: sm.SmolLM2, runs: PatchingRuns) -> PatchingResul
     with torch.enable_grad():
         x = runs.corrupted.embedding.clone()[None]  # (1, T, D): a normal tensor (the trace's is an inference one)
         for index, probe in enumerate(probes):
-            x = sm.layer_pass(model, index, x, heads_edit=probe.add).residual  # heads_out -> probe + heads_out
+            x = sm.layer_pass(
+                model, index, x, heads_edit=probe.add, by_heads=runs.by_heads
+            ).residual  # probe + heads_out
         logit_difference(model, x[0, -1], runs.contrast).backward()
     gradients = torch.stack([_gradient(probe)[0] for probe in probes])  # (L, H, T, d)
     change = runs.clean.heads_out - runs.corrupted.heads_out  # (L, H, T, d)

@@ -394,15 +394,50 @@ class ForwardOutput:
     cache: KVCache | None
 
 
+def _int4_mm(x: torch.Tensor, weight: PackedQ4) -> torch.Tensor:
+    """torch's int4 kernel: x (T, in) -> (T, out) float32, products of bfloat16 inputs and the dequantized blocks."""
+    inputs = x.to(torch.bfloat16).contiguous()
+    return torch.ops.aten._weight_int4pack_mm_for_cpu(inputs, weight.packed, BLOCK, weight.scales_and_zeros).float()
+
+
+def dequantized(weight: Matrix) -> torch.Tensor:
+    """The matrix (out, in) as float32 numbers, a transient copy (the shared model is never changed).
+
+    A PackedQ4 is read back through the int4 kernel itself: the identity (in, in) times the matrix gives
+    its transpose, each number as the kernel dequantizes it, rounded to bfloat16 (the kernel's output).
+    One layer's output matrix (576 x 576) is 1.3 MB in float32.
+    """
+    if isinstance(weight, PackedQ4):
+        identity = torch.eye(weight.shape[1], device=weight.packed.device)  # (in, in)
+        return _int4_mm(identity, weight).T.contiguous()  # (in, out) -> (out, in)
+    return weight.float()
+
+
+class _Int4Linear(torch.autograd.Function):
+    """The int4 kernel with a gradient for its input (torch implements none): grad_x = grad_y @ W, with W
+    dequantized for the backward pass only (`dequantized`). Attribution patching differentiates through it."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: PackedQ4) -> torch.Tensor:  # type: ignore[override]
+        ctx.weight = weight
+        return _int4_mm(x, weight)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
+        return grad @ dequantized(ctx.weight), None  # (T, out) @ (out, in) -> (T, in)
+
+
 def _linear(x: torch.Tensor, weight: Matrix) -> torch.Tensor:
     """x @ weight.T in the weight's dtype (bfloat16 products accumulate in float32), result in float32.
 
     x (T, in) -> (T, out). A PackedQ4 goes through torch's int4 kernel, which reads the 4-bit codes
-    and their block scales directly (no float copy of the matrix is ever made).
+    and their block scales directly (no float copy of the matrix is made in the forward pass; a gradient,
+    when asked for, dequantizes the matrix for its backward pass).
     """
     if isinstance(weight, PackedQ4):
-        inputs = x.to(torch.bfloat16).contiguous()
-        return torch.ops.aten._weight_int4pack_mm_for_cpu(inputs, weight.packed, BLOCK, weight.scales_and_zeros).float()
+        if torch.is_grad_enabled() and x.requires_grad:
+            return _Int4Linear.apply(x, weight)  # type: ignore[no-any-return]
+        return _int4_mm(x, weight)
     return F.linear(x.to(weight.dtype), weight).float()
 
 
@@ -675,24 +710,29 @@ def batched_heads(
     return heads_out.float(), keys, values  # (B, H, T, d) float32
 
 
-def mix_heads(layer: LayerWeights, heads_out: torch.Tensor) -> torch.Tensor:
-    """The attention's output: the heads' outputs concatenated, times the output matrix. (B, H, T, d) -> (B, T, D)."""
+def mix_heads(layer: LayerWeights, heads_out: torch.Tensor, *, by_heads: bool = False) -> torch.Tensor:
+    """The attention's output: the heads' outputs concatenated, times the output matrix. (B, H, T, d) -> (B, T, D).
+
+    by_heads: with the output matrix as float32 numbers (`dequantized`), the same matrix `head_results`
+    slices by head, so that the heads' shares add up to this output exactly (to float32 rounding). The
+    default multiplies as the model's weights are kept (the 4-bit kernel rounds its result to bfloat16).
+    """
     batch, heads, tokens, head_dim = heads_out.shape
     merged = heads_out.transpose(1, 2).reshape(batch, tokens, heads * head_dim)  # (B, T, H * d)
+    if by_heads:
+        return F.linear(merged.float(), dequantized(layer.output))  # (B, T, D)
     return _linear_rows(merged, layer.output)  # (B, T, D)
 
 
 def head_results(layer: LayerWeights, heads_out: torch.Tensor) -> torch.Tensor:
     """Each head's own share of the attention's output: its d numbers times its d columns of the output
-    matrix. (..., H, d) -> (..., H, D); summed over H they give `mix_heads`'s output (up to rounding).
+    matrix. (..., H, d) -> (..., H, D); summed over H they give `mix_heads(..., by_heads=True)`'s output.
 
-    Needs the output matrix as numbers (FLOAT32 or BFLOAT16): the 4-bit blocks cannot be sliced by column.
+    The 4-bit blocks cannot be sliced by column: they are dequantized for this layer only (`dequantized`).
     """
-    if isinstance(layer.output, PackedQ4):
-        raise TypeError("A head's share needs FLOAT32 or BFLOAT16 weights, not the packed 4-bit blocks.")
     heads, head_dim = heads_out.shape[-2], heads_out.shape[-1]
-    columns = layer.output.float().view(-1, heads, head_dim)  # (D, H, d): head h's columns are [:, h]
-    return torch.einsum("...hk,dhk->...hd", heads_out, columns)  # (..., H, D)
+    columns = dequantized(layer.output).view(-1, heads, head_dim)  # (D, H, d): head h's columns are [:, h]
+    return torch.einsum("...hk,dhk->...hd", heads_out.float(), columns)  # (..., H, D)
 
 
 def layer_pass(
@@ -703,19 +743,21 @@ def layer_pass(
     past: tuple[torch.Tensor, torch.Tensor] | None = None,
     heads_edit: HeadsEdit | None = None,
     mlp_edit: OutputEdit | None = None,
+    by_heads: bool = False,
 ) -> LayerPass:
     """Layer `index` on the residual stream x (B, T, D) of B sequences (after `past`'s tokens, if any).
 
     heads_edit may change the heads' outputs before they are mixed, mlp_edit the feed-forward's output
     before it is added; either may return a larger batch (an x of batch 1 then broadcasts). No
-    inference_mode here: a caller that wants gradients gets them.
+    inference_mode here: a caller that wants gradients gets them. by_heads: the attention's output matrix
+    as float32 numbers (`mix_heads`), so that a decomposition into heads adds up exactly on 4-bit weights.
     """
     config = model.config
     layer = model.weights.layers[index]
     heads_out, keys, values = batched_heads(model, layer, rms_norm(x, layer.attention_norm, config.rms_norm_eps), past)
     if heads_edit is not None:
         heads_out = heads_edit(heads_out)
-    attended = mix_heads(layer, heads_out)  # (B, T, D)
+    attended = mix_heads(layer, heads_out, by_heads=by_heads)  # (B, T, D)
     middle = x + attended
     normed = rms_norm(middle, layer.mlp_norm, config.rms_norm_eps).flatten(0, 1)  # (B * T, D)
     mlp_out = feed_forward(layer, normed).view_as(middle)  # (B, T, D)
@@ -791,8 +833,15 @@ def generate(
         if keep_going is not None and not keep_going():
             raise GenerationCancelled(f"stopped after {len(steps)} of {max_new_tokens} new tokens")
         if use_cache:
-            out = forward(model, feed, path=path, return_attentions=attention_rows, last_logits_only=True,
-                          cache=cache, use_cache=True)
+            out = forward(
+                model,
+                feed,
+                path=path,
+                return_attentions=attention_rows,
+                last_logits_only=True,
+                cache=cache,
+                use_cache=True,
+            )
             cache = out.cache
         else:
             out = forward(model, sequence, path=path, return_attentions=attention_rows, last_logits_only=True)

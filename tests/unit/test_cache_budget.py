@@ -32,6 +32,7 @@ from core.lessons import (
     pretrained,
     pretrained_cross,
     real_model,
+    to_the_answer,
     trainable_weights,
     training_lab,
     why_scale,
@@ -62,6 +63,8 @@ SECOND = " ".join(f"v{i}" for i in range(MAX_TOKENS))
 NOT_MEASURED_HERE = {real_model.LESSON.name, training_lab.RUN.name}
 # Lesson 10 (inside a GPT) loads SmolLM2: budgeted in tests/unit/test_inside_gpt.py.
 NOT_MEASURED_HERE |= {spec.name for spec in inside_gpt.LESSONS}
+# Lesson 11 (to the answer) runs on the same model and queue: budgeted in tests/unit/test_to_the_answer.py.
+NOT_MEASURED_HERE |= {spec.name for spec in to_the_answer.LESSONS}
 
 
 LONGEST_PIECES = " ".join(["word"] * 62)  # + [CLS] and [SEP]: the real model's 64-piece cap

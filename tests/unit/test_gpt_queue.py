@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from core.lessons import inside_gpt as gpt
+from core.lessons import to_the_answer as answer
 from core.models import smollm2
 from services.model_queue import State, Status
 from ui import gpt_queue, sessions
@@ -114,7 +115,7 @@ def test_a_waiting_student_reads_their_place_and_an_estimate() -> None:
     fraction, text = gpt_queue.describe(gpt.CACHE_TIMING, Status(State.RUNNING, wait_s=3, progress=0.4))
     assert fraction == 0.4 and "timing the KV cache for you" in text
     assert "40 requests are waiting" in gpt_queue.describe(gpt.PROMPT, Status(State.FULL, place=40))[1]
-    assert set(gpt_queue.WHAT) == {lesson.name for lesson in gpt.LESSONS}
+    assert set(gpt_queue.WHAT) == {lesson.name for lesson in gpt_queue.QUEUED}
 
 
 def test_the_results_everyone_shares_are_the_page_s_defaults_and_a_finite_set() -> None:
@@ -168,6 +169,7 @@ def test_the_warm_up_computes_the_first_example_s_default_view_for_everyone(queu
         return SimpleNamespace(previous=previous) if lesson is gpt.PROMPT else f"{lesson.name}{args}"
 
     monkeypatch.setattr(gpt, "run_lesson", stand_in)
+    monkeypatch.setattr(answer, "run_lesson", stand_in)  # lesson 11's opening view is warmed up too
     gpt_queue._warm_up(queue, NO_MODEL)
     for student in range(40):  # a class's own prompts afterwards
         gpt_queue.computed(gpt.PROMPT, NO_MODEL, *own(student))
@@ -180,5 +182,6 @@ def test_the_warm_up_computes_the_first_example_s_default_view_for_everyone(queu
         (gpt.CACHE_SIZES, ()),
         (gpt.ROPE, (*first, 7)),
         (gpt.CACHE_TIMING, (*first, gpt.TIMED_TOKENS)),
+        (answer.ANSWER, (answer.DEFAULT_TEXT, answer.Explain.CONTRAST, "")),
     ):
         assert queue.kept(gpt_queue.GptRun(lesson.name, args)) is not None, lesson.name

@@ -239,8 +239,9 @@ def test_every_recipe_is_used_by_a_lesson() -> None:
     }
     on_disk = {path.stem for path in recipes.RECIPES_DIR.glob("*.py") if path.stem != "__init__"}
     assert used <= on_disk
-    with_own_tests = ("attention_at_scale", "pretrained", "inside_gpt", "decoder")
+    with_own_tests = ("attention_at_scale", "pretrained", "inside_gpt", "decoder", "to_the_answer")
     own_tests = {"real_model", "training_lab"} | {n for n in on_disk if n.startswith(with_own_tests)}
     # lessons with their own tests (test_attention_at_scale.py; the pretrained mode's in test_pretrained.py;
-    # lesson 10's in test_inside_gpt.py; the decoder source's in test_decoder_source.py)
+    # lesson 10's in test_inside_gpt.py; lesson 11's in test_to_the_answer.py; the decoder source's in
+    # test_decoder_source.py)
     assert on_disk - used <= own_tests, on_disk - used - own_tests

@@ -76,6 +76,8 @@ def test_every_rule_reads_what_its_control_writes() -> None:
         "gpt_prompt": "own", "gpt_text": "Once upon a time", "gpt_chat": "true", "gpt_temperature": "0.7",
         "gpt_top_k": "20", "gpt_top_p": "0.9", "gpt_seed": "7.0", "gpt_new_tokens": "8", "gpt_layer": "29",
         "gpt_head": "8", "gpt_length": "20", "gpt_ablation": "mean",
+        "answer_text": "Alice met Bob. Alice gave the book to", "answer_explain": "token", "answer_token": " Bob",
+        "answer_corrupted": "Alice met Bob. Bob gave the book to", "answer_layer": "23", "answer_head": "3",
     }  # fmt: skip
     assert set(written) == set(PAGE_PARAMETERS)
     reading = read_link(written, DEVICES)

@@ -1,0 +1,65 @@
+"""Chart builders for "From attention to the answer": DataFrames in, `VegaChart` out (templates built once).
+
+The per-head maps (direct attribution, patching shares) are the clickable layers x heads map of lesson 6
+(core.charts.real_model.measure), coloured over their own range.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import altair as alt
+import pandas as pd
+
+from core.charts import real_model
+from core.charts.spec import VegaChart, phone_title, template
+
+PARTS_DATA = "answer_parts"  # part, share, rank
+LENS_DATA = "answer_lens"  # point, position, probability, top
+PARTS_TITLE = "The largest parts of the final residual (their shares of it)"
+LENS_TITLE = "The logit lens: the answer's probability after every attention and MLP"
+
+
+@functools.cache
+def _parts_template() -> str:
+    chart = (
+        alt.Chart(alt.NamedData(name=PARTS_DATA))
+        .mark_bar()
+        .encode(
+            y=alt.Y("part:N", sort=alt.SortField("rank"), title=None),
+            x=alt.X("share:Q", title="share of the final residual", axis=alt.Axis(format="%")),
+            tooltip=["part:N", alt.Tooltip("share:Q", format=".3f")],
+        )
+        .properties(title=phone_title(PARTS_TITLE), width="container")
+    )
+    return template(chart)
+
+
+def parts(frame: pd.DataFrame) -> VegaChart:
+    """Bars of the largest parts: PARTS_DATA = frame (part, share, rank)."""
+    return VegaChart(_parts_template(), {PARTS_DATA: frame})
+
+
+@functools.cache
+def _lens_template() -> str:
+    chart = (
+        alt.Chart(alt.NamedData(name=LENS_DATA))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("point:N", sort=alt.SortField("position"), title=None, axis=alt.Axis(labelAngle=-60)),
+            y=alt.Y("probability:Q", title="probability of the answer", axis=alt.Axis(format="%")),
+            tooltip=["point:N", alt.Tooltip("probability:Q", format=".3f"), "top:N"],
+        )
+        .properties(title=phone_title(LENS_TITLE), width="container")
+    )
+    return template(chart)
+
+
+def lens(frame: pd.DataFrame) -> VegaChart:
+    """The answer's probability at every lens point: LENS_DATA = frame (point, position, probability, top)."""
+    return VegaChart(_lens_template(), {LENS_DATA: frame})
+
+
+def head_map(frame: pd.DataFrame, title: str, value_title: str) -> VegaChart:
+    """A layers x heads map (layer, head, value, chosen), clickable (real_model.HEAD_SELECTION)."""
+    return real_model.measure(frame, title, value_title)

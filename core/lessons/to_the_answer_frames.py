@@ -1,0 +1,69 @@
+"""Lesson 11's numbers as the DataFrames its chart builders read (core/charts/to_the_answer.py and the maps)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from core.lessons.inside_gpt_frames import _labels_at as pattern_labels
+from core.lessons.inside_gpt_frames import measure_frame
+from core.lessons.to_the_answer import AnswerLesson
+
+
+def parts_frame(lesson: AnswerLesson) -> pd.DataFrame:
+    """The largest parts of the final residual: part, share, rank (largest first)."""
+    return pd.DataFrame(
+        {
+            "part": list(lesson.part_labels),
+            "share": lesson.part_shares.astype(np.float64),
+            "rank": np.arange(len(lesson.part_labels)),
+        }
+    )
+
+
+def lens_frame(lesson: AnswerLesson) -> pd.DataFrame:
+    """The lens: point, position, the answer's probability there, and its top tokens (one string)."""
+    return pd.DataFrame(
+        {
+            "point": list(lesson.lens_labels),
+            "position": np.arange(len(lesson.lens_labels)),
+            "probability": lesson.answer_probabilities.astype(np.float64),
+            "top": [
+                ", ".join(f"{t!r} {p:.0%}" for t, p in zip(tokens, probs, strict=True))
+                for tokens, probs in zip(lesson.lens_tokens, lesson.lens_probabilities, strict=True)
+            ],
+        }
+    )
+
+
+def lens_table(lesson: AnswerLesson) -> pd.DataFrame:
+    """Every layer's top tokens after its MLP, and the answer's rank there (0 = on top)."""
+    rows = range(1, len(lesson.lens_labels), 2)  # after each layer's MLP
+    return pd.DataFrame(
+        {
+            "after": [lesson.lens_labels[i] for i in rows],
+            "top tokens": [" | ".join(repr(t) for t in lesson.lens_tokens[i]) for i in rows],
+            f"rank of {lesson.answer!r}": [int(lesson.answer_ranks[i]) for i in rows],
+        }
+    )
+
+
+def head_map_frame(values: np.ndarray, layer: int, head: int) -> pd.DataFrame:
+    """An (L, H) map as the clickable map reads it: layer, head, value, chosen."""
+    return measure_frame(values, layer, head)
+
+
+def pattern_frame(lesson: AnswerLesson, layer: int, head: int) -> pd.DataFrame:
+    """One head's weights (T, T) as the heatmap's long frame: row = query, col = key."""
+    weights = lesson.attentions[layer, head].astype(np.float64)  # (T, T)
+    count = weights.shape[0]
+    rows, cols = np.divmod(np.arange(count * count), count)  # row-major cells
+    return pd.DataFrame(
+        {
+            "row": pattern_labels(lesson.tokens, rows),
+            "col": pattern_labels(lesson.tokens, cols),
+            "value": weights.flatten(),
+            "row_index": rows,
+            "col_index": cols,
+        }
+    )

