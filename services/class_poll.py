@@ -6,7 +6,7 @@ behaviour:
   process (Community Cloud, a laptop) needs nothing else.
 - services/poll_redis.py `RedisPollStore`: Redis, for several replicas behind a load balancer (the
   students of one class land on different processes). Chosen when ATTENTION_LAB_REDIS_URL is set
-  (`store_from_environment`).
+  (ui/class_poll.py `store_from_environment`: the app picks its store; the stores build on this module).
 The teacher's screen draws the counts with core/charts/poll.py.
 
 A room is a short code (8 characters of Crockford's base 32: 40 random bits, read aloud as
@@ -38,7 +38,6 @@ from __future__ import annotations
 import enum
 import hashlib
 import logging
-import os
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -265,13 +264,3 @@ def check_answer(question: str, student: str, option: int, options: int) -> None
         raise ValueError("a question id or student id holds the separator")
     if not (isinstance(option, int) and 0 <= option < options):
         raise ValueError(f"option {option!r} is not one of {options} options")
-
-
-def store_from_environment() -> PollStore:
-    """Redis when ATTENTION_LAB_REDIS_URL is set (several replicas), else this process's memory."""
-    # Imported here: each store module builds on this one's types, and Redis is only loaded when used.
-    from services.poll_memory import MemoryPollStore
-    from services.poll_redis import RedisPollStore
-
-    url = os.environ.get(REDIS_URL_VARIABLE, "").strip()
-    return RedisPollStore(url) if url else MemoryPollStore()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import os
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ from services.class_poll import (
     RoomGone,
     RoomState,
 )
+from services.poll_memory import MemoryPollStore
+from services.poll_redis import RedisPollStore
 from ui import draw, hardening
 
 PARAM = "room"  # ?room=<code>: the one link parameter of the poll, read here only
@@ -66,7 +69,13 @@ POLL_ICON = ":material/how_to_vote:"
 @st.cache_resource(show_spinner=False)
 def store() -> PollStore:
     """One store per process: Redis when ATTENTION_LAB_REDIS_URL is set, else this process's memory."""
-    return class_poll.store_from_environment()
+    return store_from_environment()
+
+
+def store_from_environment() -> PollStore:
+    """Redis when ATTENTION_LAB_REDIS_URL is set (several replicas), else this process's memory."""
+    url = os.environ.get(class_poll.REDIS_URL_VARIABLE, "").strip()
+    return RedisPollStore(url) if url else MemoryPollStore()
 
 
 @dataclass(frozen=True)
