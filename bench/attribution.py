@@ -1,6 +1,7 @@
 """From attention to the answer (issue 42): what the attribution lesson's computations cost on SmolLM2-135M, float32.
 
     python -m bench.attribution        # one run, one intra-op thread: ~2-4 minutes on 2 busy cores
+    python -m bench.attribution --app  # the same on the app's 4-bit model, as lesson 11 runs it (`by_heads`)
 
 All in Precision.FLOAT32 (the lesson's numbers are float32 ones), on a 64-token story that ends in a name
 ("... Alice gave the heavy book to"), corrupted by swapping the repeated name (core.models.patching).
@@ -42,7 +43,9 @@ def _timed(call: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - start, result
 
 
-def run(repeats: int = 5) -> dict:
+def run(repeats: int = 5, app: bool = False) -> dict:
+    """app: the app's model (4-bit blocks) with each layer's W_O dequantized for the heads' parts (`by_heads`),
+    as lesson 11 runs it; else float32 weights."""
     from core.models import attribution as at
     from core.models import patching as pt
     from core.models import smollm2 as sm
@@ -50,7 +53,7 @@ def run(repeats: int = 5) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        model = sm.load_model(precision=sm.Precision.FLOAT32)
+        model = sm.load_model() if app else sm.load_model(precision=sm.Precision.FLOAT32)
         corruption = pt.suggest_corruption(model, TEXT)
         assert corruption is not None
         contrast = corruption.contrast(model)
@@ -60,14 +63,14 @@ def run(repeats: int = 5) -> dict:
         target = at.LogitTarget(contrast.answer_id, contrast.other_id)
 
         def lens_dla() -> at.DirectAttribution:
-            traced = at.trace(model, clean)
+            traced = at.trace(model, clean, by_heads=app)
             at.logit_lens(model, traced)
             return at.direct_attribution(model, at.decompose(model, traced), target)
 
         def attribution() -> pt.PatchingResult:
-            return pt.attribution_patching(model, pt.prepare_runs(model, clean, corrupted, contrast))
+            return pt.attribution_patching(model, pt.prepare_runs(model, clean, corrupted, contrast, by_heads=app))
 
-        runs = pt.prepare_runs(model, clean, corrupted, contrast)
+        runs = pt.prepare_runs(model, clean, corrupted, contrast, by_heads=app)
         medians = _interleaved(
             {
                 "analysis_forward": lambda: sm.forward(model, clean, return_attentions=True),
@@ -81,7 +84,7 @@ def run(repeats: int = 5) -> dict:
         assert isinstance(exact, pt.PatchingResult)
         # The worst case for the shared prefix: the first token differs too ("On" -> "In").
         early = sm.encode(model, "In" + corruption.corrupted_text.removeprefix("On"))
-        worst = pt.prepare_runs(model, clean, early, contrast)
+        worst = pt.prepare_runs(model, clean, early, contrast, by_heads=app)
         worst_s, _ = _timed(lambda: pt.exact_head_patching(model, worst))
         estimate = attribution()
         direct = lens_dla()
@@ -92,7 +95,7 @@ def run(repeats: int = 5) -> dict:
     return {
         "threads": 1,
         "tokens": TOKENS,
-        "precision": "float32",
+        "precision": model.precision.name.lower(),
         "contrast": [contrast.answer, contrast.other],
         "median_s": medians,
         "lens_dla_vs_forward": medians["lens_dla"] / base,
@@ -118,8 +121,8 @@ def rows(measured: dict | None, ok) -> list[tuple[str, str, str, str]]:
         return []
     return [
         (
-            f"Attribution (SmolLM2, float32, {measured['tokens']} tokens, one thread): trace + decomposition + logit "
-            "lens + direct attribution / one analysis forward",
+            f"Attribution (SmolLM2, {measured['precision']}, {measured['tokens']} tokens, one thread): trace + "
+            "decomposition + logit lens + direct attribution / one analysis forward",
             f"{measured['lens_dla_vs_forward']:.2f}x",
             "<= 1.5x",
             ok(measured["lens_dla_vs_forward"] <= 1.5),
@@ -141,7 +144,9 @@ def rows(measured: dict | None, ok) -> list[tuple[str, str, str, str]]:
 
 
 def main() -> None:
-    print(json.dumps(run(), indent=2))
+    import sys
+
+    print(json.dumps(run(app="--app" in sys.argv[1:]), indent=2))
 
 
 if __name__ == "__main__":
