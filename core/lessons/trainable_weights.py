@@ -100,7 +100,9 @@ def favourite_keys_question(
         labels = (
             one,
             (f"{half}" if half == 2 else f"2 to {half}") + ": a few tokens are the favourite of many rows",
-            f"{half + 1} to {num_tokens}: most rows have a favourite of their own",
+            # Not "most rows have a favourite of their own": 5 favourites over 8 rows can leave 3 rows on one
+            # token, as the encoder's layer 4 head 9 does (a review read the reveal against its own option).
+            f"{half + 1} to {num_tokens}: the favourites are spread over many tokens",
         )
     else:  # too few rows for three ranges
         bins = ((1, 1), (2, max(num_tokens, 2)))
