@@ -16,6 +16,7 @@ from core.charts.spec import VegaChart, phone_title, template
 
 PARTS_DATA = "answer_parts"  # part, share, rank
 LENS_DATA = "answer_lens"  # point, position, probability, top
+PARTS_BAR_PX = 24  # a bar's height: room for its label at the projector's larger type
 PARTS_TITLE = "The largest parts of the final residual (their shares of it)"
 LENS_TITLE = "The logit lens: the answer's probability after every attention and MLP"
 
@@ -26,11 +27,12 @@ def _parts_template() -> str:
         alt.Chart(alt.NamedData(name=PARTS_DATA))
         .mark_bar()
         .encode(
-            y=alt.Y("part:N", sort=alt.SortField("rank"), title=None),
+            # Every bar named: Vega hid every other label of the 12 (parity) on a chart this short (a review).
+            y=alt.Y("part:N", sort=alt.SortField("rank"), title=None, axis=alt.Axis(labelOverlap=False)),
             x=alt.X("share:Q", title="share of the final residual", axis=alt.Axis(format="%")),
             tooltip=["part:N", alt.Tooltip("share:Q", format=".3f")],
         )
-        .properties(title=phone_title(PARTS_TITLE), width="container")
+        .properties(title=phone_title(PARTS_TITLE), width="container", height=alt.Step(PARTS_BAR_PX))
     )
     return template(chart)
 

@@ -103,3 +103,15 @@ def test_the_patterns_are_the_traced_pass_s_own_and_close_to_the_forward_s(decod
     assert torch.allclose(patterns.sum(-1), torch.ones(patterns.shape[:-1]), atol=1e-5)
     assert (patterns.triu(1) == 0).all()  # causal
     assert (patterns - forward.float()).abs().max() < 0.05  # the forward rounds attention outputs to bfloat16
+
+
+def test_the_residual_chart_names_every_bar() -> None:
+    """An independent review found 6 of the 12 bars unnamed: on a chart this short Vega hid every other label."""
+    import pandas as pd
+
+    from core.charts import to_the_answer as answer_charts
+
+    frame = pd.DataFrame({"part": [f"L{i} MLP" for i in range(12)], "share": [0.05] * 12, "rank": list(range(12))})
+    spec = answer_charts.parts(frame).spec()
+    assert spec["encoding"]["y"]["axis"]["labelOverlap"] is False
+    assert spec["height"] == {"step": answer_charts.PARTS_BAR_PX} and answer_charts.PARTS_BAR_PX >= 20
