@@ -115,3 +115,19 @@ def test_the_residual_chart_names_every_bar() -> None:
     spec = answer_charts.parts(frame).spec()
     assert spec["encoding"]["y"]["axis"]["labelOverlap"] is False
     assert spec["height"] == {"step": answer_charts.PARTS_BAR_PX} and answer_charts.PARTS_BAR_PX >= 20
+
+
+@pytest.mark.slow
+def test_a_token_far_down_the_list_adds_up_to_its_own_logit(decoder) -> None:
+    """An independent review: for " Maryland" the parts added up to -5.9909 against a shown logit of -6.0000 (the
+    bfloat16 unembedding keeps only each row's 64 largest logits exact). The logit is now the float64 product
+    of the final normalised state and the token's row, as the top logits are refined."""
+    text = lesson11.DEFAULT_TEXT
+    lesson = lesson11.answer_lesson(decoder, text, lesson11.Explain.TOKEN, " Maryland")
+    ids = smollm2.encode(decoder, text)
+    residual = at.trace(decoder, ids, by_heads=True).points[-1, -1]  # (D,): after the last layer
+    normed = smollm2.rms_norm(residual, decoder.weights.final_norm, decoder.config.rms_norm_eps)
+    token = lesson11.one_token(decoder, " Maryland")
+    expected = float(normed.double() @ decoder.weights.embeddings[token].double())
+    assert lesson.logit == pytest.approx(expected, abs=1e-4)
+    assert lesson.summed == pytest.approx(lesson.logit, abs=1e-4)
