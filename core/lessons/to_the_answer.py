@@ -102,6 +102,12 @@ class AnswerLesson:
         if self.first_on_top is None:  # cannot happen: the last point is the output itself
             return f"The lens never puts {self.answer!r} on top."
         label = self.lens_labels[self.first_on_top]
+        probability = self.answer_probabilities[self.first_on_top]
+        if self.first_on_top == len(self.lens_labels) - 1:  # only the output itself: one probability to say
+            return (
+                f"The lens first puts {self.answer!r} on top at {label}, the last point of "
+                f"{len(self.lens_labels)}: the model's own output, with probability {probability:.1%}."
+            )
         return (
             f"The lens first puts {self.answer!r} on top at {label} (point {self.first_on_top + 1} of "
             f"{len(self.lens_labels)}), with probability {self.answer_probabilities[self.first_on_top]:.1%}; "

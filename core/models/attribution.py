@@ -216,8 +216,8 @@ class LensPoint:
     sublayer: Sublayer
 
     def label(self) -> str:
-        """A short name for a chart's axis: "L23 attn", "L23 mlp"."""
-        return f"L{self.layer} {'attn' if self.sublayer is Sublayer.ATTENTION else 'mlp'}"
+        """A short name for a chart's axis: "L23 attn", "L23 MLP" (MLP as the page's other labels write it)."""
+        return f"L{self.layer} {'attn' if self.sublayer is Sublayer.ATTENTION else 'MLP'}"
 
 
 @dataclass(frozen=True)

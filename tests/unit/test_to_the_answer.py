@@ -131,3 +131,19 @@ def test_a_token_far_down_the_list_adds_up_to_its_own_logit(decoder) -> None:
     expected = float(normed.double() @ decoder.weights.embeddings[token].double())
     assert lesson.logit == pytest.approx(expected, abs=1e-4)
     assert lesson.summed == pytest.approx(lesson.logit, abs=1e-4)
+
+
+def test_the_lens_sentence_says_one_probability_when_the_answer_tops_only_the_output() -> None:
+    """The review read "with probability 92.2%; after the last layer it has 92.2%" on every prompt: on SmolLM2
+    the answer first comes out on top at the last point, which is the output itself."""
+    from types import SimpleNamespace
+
+    labels = ("L0 attn", "L0 MLP", "L1 attn", "L1 MLP")
+    last = SimpleNamespace(
+        answer=" Mary", lens_labels=labels, answer_probabilities=(0.0, 0.1, 0.2, 0.922), first_on_top=3
+    )
+    said = lesson11.AnswerLesson.first_on_top_sentence(last)  # type: ignore[arg-type]
+    assert said.count("92.2%") == 1 and "L1 MLP, the last point of 4" in said
+    earlier = SimpleNamespace(**{**vars(last), "first_on_top": 2})
+    said = lesson11.AnswerLesson.first_on_top_sentence(earlier)  # type: ignore[arg-type]
+    assert "at L1 attn (point 3 of 4), with probability 20.0%" in said and "it has 92.2%" in said
