@@ -430,3 +430,20 @@ def test_a_models_wide_matrix_skips_column_labels_that_would_overlap_and_a_sente
     sentence = lessons.matrix_frame(torch.zeros(6, 6), list("abcdef"), list("abcdef"))
     axis = [heatmaps.heatmap(frame, "W").spec()["layer"][0]["encoding"]["x"]["axis"] for frame in (wide, sentence)]
     assert [a["labelOverlap"] for a in axis] == [True, False]  # a sentence's every token stays labelled
+
+
+def test_the_measure_maps_text_turns_dark_where_dark_text_reads_better() -> None:
+    """Lesson 11's map was the first to put a cell at 44-45% of viridis, where the old switch (45%) left white text
+    at 4.4:1 on rgb(37, 132, 142) (the browser display test). Both sides of the switch must read at 4.5:1."""
+    import re
+
+    from core.charts import real_model
+
+    frame = pd.DataFrame({"layer": [0, 0], "head": [0, 1], "value": [0.0, 1.0], "chosen": [False, False]})
+    spec = real_model.measure(frame, "map", "value").spec()
+    test = spec["layer"][1]["encoding"]["color"]["condition"]["test"]
+    switch = float(re.search(r"datum\.low \+ ([0-9.]+) \*", test).group(1))  # type: ignore[union-attr]
+    for ratio, text in ((switch - 0.004, 1.0), (switch, 0.0)):  # white just below the switch, black from it on
+        cell = colours.scale_colours(np.array([ratio]), (0.0, 1.0), colours.VIRIDIS)
+        ink = colours.relative_luminance(np.array([[text, text, text]]))
+        assert colours.contrast_ratio(colours.relative_luminance(cell), ink)[0] >= 4.5, (ratio, text)
