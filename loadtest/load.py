@@ -47,6 +47,11 @@ SEED_PAGES = [name for name in PAGES if name not in NO_SEED_PAGES]  # where a se
 ARRIVAL_GAP_S = 0.5  # seconds between two sessions' arrivals
 SEEDS_PER_SESSION = 1000  # session i's seeds: 1000·(i+1) and up, one per click
 SETTLE_MS = 120_000  # how long a tab may take to paint what the server computed for it
+# How long a page may take to finish its run. A class opening lesson 9 at once waits for its measurements
+# (about 30 s of one core on a quiet machine: the GPT loaded and timed, attention timed up to 2,048 tokens),
+# and lessons 10 and 11 for the model's queue: on a slower CI machine all eight sessions ran past 120 s
+# there. This test checks what the tabs show, not how fast (bench/ and the queue's benchmark do that).
+RUN_MS = 300_000
 Z_SHOWN = re.compile(r"context vector z for “[^”]*” = (\[-?\d+\.\d{4}, -?\d+\.\d{4}\])")  # pages/3
 QUESTION = '[class*="st-key-predict_"]'  # a predict-then-reveal radio's element (ui/widgets.py `_predict_box`)
 
@@ -71,7 +76,7 @@ def owner(seed: int) -> int | None:
     return seed // SEEDS_PER_SESSION - 1 if seed >= SEEDS_PER_SESSION else None
 
 
-async def wait_idle(page, timeout_ms: float = 120_000) -> None:
+async def wait_idle(page, timeout_ms: float = RUN_MS) -> None:
     await page.wait_for_selector(IDLE, timeout=timeout_ms)
 
 
@@ -192,15 +197,18 @@ async def session(browser, url: str, index: int, sessions: int, seconds: float, 
     page.on("pageerror", lambda error: stats["js_errors"].append(str(error)))
     seed = SEEDS_PER_SESSION * (index + 1)
     phases = ["opened", "clicked"]
+    where = PAGES[1]  # the page this session is on or going to, for the error report
     try:
         await page.goto(f"{url}/{PAGES[1]}?seed={seed}", wait_until="domcontentloaded")
         await wait_idle(page)
         for name in [*PAGES[2:], PAGES[0]]:
+            where = name
             await go_to(page, name)
         phases.remove("opened")
         await barrier(stats, "opened", sessions)  # memory is read once everyone has opened every page
         switched = time.perf_counter()
-        await go_to(page, SEED_PAGES[index % len(SEED_PAGES)])
+        where = SEED_PAGES[index % len(SEED_PAGES)]
+        await go_to(page, where)
         # Seven page switches after the link: the box must still show the link's seed. (40 tabs on
         # 2 cores paint slowly: allow SETTLE_MS, and report the slowest switch.)
         if await shows_seed(page, seed, SETTLE_MS):
@@ -213,7 +221,7 @@ async def session(browser, url: str, index: int, sessions: int, seconds: float, 
         await barrier(stats, "clicked", sessions)  # check once the class has stopped clicking
         await check_own_numbers(page, index, seed, stats)
     except Exception as error:  # noqa: BLE001 - every failure counts as an error in the report
-        stats["errors"].append(f"session {index}: {type(error).__name__}: {str(error)[:900]}")
+        stats["errors"].append(f"session {index} on {where}: {type(error).__name__}: {str(error)[:900]}")
         for phase in phases:  # let the others past the barriers this session will not reach
             stats[phase] += 1
     finally:
