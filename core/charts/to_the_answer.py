@@ -1,7 +1,8 @@
 """Chart builders for "From attention to the answer": DataFrames in, `VegaChart` out (templates built once).
 
 The per-head maps (direct attribution, patching shares) are the clickable layers x heads map of lesson 6
-(core.charts.real_model.measure), coloured over their own range.
+(core.charts.real_model.measure). All three are signed (a head can push the logit down, or restore a negative
+share), so they are blue-orange centred at 0, not viridis: a teacher sees a head's sign at a glance.
 """
 
 from __future__ import annotations
@@ -63,5 +64,5 @@ def lens(frame: pd.DataFrame) -> VegaChart:
 
 
 def head_map(frame: pd.DataFrame, title: str, value_title: str) -> VegaChart:
-    """A layers x heads map (layer, head, value, chosen), clickable (real_model.HEAD_SELECTION)."""
-    return real_model.measure(frame, title, value_title)
+    """A layers x heads map of a signed value (layer, head, value, chosen), clickable (real_model.HEAD_SELECTION)."""
+    return real_model.measure(frame, title, value_title, signed=True)
