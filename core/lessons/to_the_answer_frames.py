@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from core.app.markup import token_shown
 from core.lessons.inside_gpt_frames import _labels_at as pattern_labels
 from core.lessons.inside_gpt_frames import measure_frame
 from core.lessons.to_the_answer import AnswerLesson
@@ -29,7 +30,7 @@ def lens_frame(lesson: AnswerLesson) -> pd.DataFrame:
             "position": np.arange(len(lesson.lens_labels)),
             "probability": lesson.answer_probabilities.astype(np.float64),
             "top": [
-                ", ".join(f"{t!r} {p:.0%}" for t, p in zip(tokens, probs, strict=True))
+                ", ".join(f"{token_shown(t)} {p:.0%}" for t, p in zip(tokens, probs, strict=True))
                 for tokens, probs in zip(lesson.lens_tokens, lesson.lens_probabilities, strict=True)
             ],
         }
@@ -42,8 +43,8 @@ def lens_table(lesson: AnswerLesson) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "after": [lesson.lens_labels[i] for i in rows],
-            "top tokens": [" | ".join(repr(t) for t in lesson.lens_tokens[i]) for i in rows],
-            f"rank of {lesson.answer!r}": [int(lesson.answer_ranks[i]) for i in rows],
+            "top tokens": [" | ".join(token_shown(t) for t in lesson.lens_tokens[i]) for i in rows],
+            f"rank of {token_shown(lesson.answer)}": [int(lesson.answer_ranks[i]) for i in rows],
         }
     )
 

@@ -147,3 +147,33 @@ def test_the_lens_sentence_says_one_probability_when_the_answer_tops_only_the_ou
     earlier = SimpleNamespace(**{**vars(last), "first_on_top": 2})
     said = lesson11.AnswerLesson.first_on_top_sentence(earlier)  # type: ignore[arg-type]
     assert "at L1 attn (point 3 of 4), with probability 20.0%" in said and "it has 92.2%" in said
+
+
+def _fake_lens(**changes):
+    """A stand-in lesson with just the lens's fields: two layers, four points (the frames read nothing else)."""
+    from types import SimpleNamespace
+
+    fields = dict(
+        answer=" Mary",
+        lens_labels=("L0 attn", "L0 MLP", "L1 attn", "L1 MLP"),
+        lens_tokens=(("\xa0", " the", "\n"),) * 3 + ((" Mary", "\u200b", " John"),),
+        lens_probabilities=np.full((4, 3), 0.1),
+        answer_probabilities=np.array([0.0, 0.01, 0.2, 0.9]),
+        answer_ranks=np.array([4000, 120, 9, 1]),
+        first_on_top=3,
+    )
+    return SimpleNamespace(**{**fields, **changes})
+
+
+def test_the_lens_names_invisible_tokens_in_its_table_and_chart() -> None:
+    """The review saw the lens table write a no-break space as the escape text '\\xa0'. Table and chart show each
+    token as lesson 10 does (quoted), with an invisible character named."""
+    from core.lessons import to_the_answer_frames as frames
+
+    lesson = _fake_lens()
+    table = frames.lens_table(lesson)  # type: ignore[arg-type]
+    chart = frames.lens_frame(lesson)  # type: ignore[arg-type]
+    shown = " ".join(table.astype(str).to_numpy().flatten()) + " ".join(chart["top"])
+    assert "'⟨no-break space⟩'" in shown and "'⟨zero width space⟩'" in shown
+    assert "\\xa0" not in shown and "\xa0" not in shown and "\\u200b" not in shown
+    assert "' Mary'" in shown and "'\\n'" in shown  # ordinary tokens as lesson 10 writes them
