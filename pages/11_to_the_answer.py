@@ -91,6 +91,12 @@ def lens(lesson: lesson11.AnswerLesson) -> None:
         f"A line of the probability of {lesson.answer!r} at each of {len(lesson.lens_labels)} lens points.",
     )
     st.caption(lesson.first_on_top_sentence())
+    draw.draw(
+        charts.lens_rank(frames.lens_frame(lesson)),
+        f"A line of the rank of {lesson.answer!r} among all tokens at each of {len(lesson.lens_labels)} lens points, "
+        "on a log scale with rank 1 at the top.",
+    )
+    st.caption(lesson.rank_sentence())
     widgets.number_table(frames.lens_table(lesson), hide_index=True)
 
 

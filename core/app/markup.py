@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 
 # CommonMark lets a backslash escape every ASCII punctuation mark; Streamlit's markdown honours it.
 _PUNCTUATION = re.compile("([" + re.escape(string.punctuation) + "])")
@@ -23,6 +24,19 @@ def visible(text: str) -> str:
     override would reorder the app's own words around it.
     """
     return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
+
+
+def token_shown(token: str) -> str:
+    """A model's token as the lessons show it (lesson 10's repr(): quoted, so a leading space shows), with each
+    invisible character named: ' Mary' stays ' Mary', '\\xa0' reads '⟨no-break space⟩', a zero-width space
+    '⟨zero width space⟩': repr() writes such characters as escape codes ('\\xa0') a class cannot read. Newlines
+    and tabs keep repr's \\n and \\t (lesson 10 shows them so); a character without a name keeps its escape.
+    """
+    named = "".join(
+        ch if ch.isprintable() or ch in " \n\t" or not unicodedata.name(ch, "") else f"⟨{unicodedata.name(ch).lower()}⟩"
+        for ch in token
+    )
+    return repr(named)
 
 
 def shorten(text: str, limit: int = 40) -> str:

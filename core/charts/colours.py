@@ -66,6 +66,20 @@ def text_colours(values: np.ndarray, domain: tuple[float, float], stops: tuple[s
     return np.where(black_wins, "black", "white").astype(object)
 
 
+def text_switches(stops: tuple[str, ...], samples: int = 4001) -> tuple[float, ...]:
+    """Where along a scale (fractions 0..1 of it) the more readable cell text turns from white to black or back.
+
+    Read from the scale's own colours, sampled finely: each switch is the first sample of a new winner (so the
+    winner named at a switch is the one from it on). Viridis has one switch (dark end white, light end black);
+    a diverging scale, light in the middle and dark at both ends, has two.
+    """
+    fractions = np.linspace(0.0, 1.0, samples)
+    cell = relative_luminance(scale_colours(fractions, (0.0, 1.0), stops))  # (samples,)
+    black_wins = contrast_ratio(cell, np.zeros_like(cell)) >= contrast_ratio(cell, np.ones_like(cell))
+    changes = np.flatnonzero(black_wins[1:] != black_wins[:-1]) + 1  # first index of each new winner
+    return tuple(float(fractions[i]) for i in changes)
+
+
 def colour_domain(
     values: np.ndarray, *, signed: bool, domain: tuple[float, float] | None = None, min_magnitude: float = 0.0
 ) -> tuple[float, float]:

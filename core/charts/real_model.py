@@ -4,7 +4,8 @@ Each chart reads named datasets, so its structure depends only on a few sizes: i
 built once per look with Altair (bench/NOTES.md) and kept as JSON; each rerun brings only its data
 (core.charts.spec). The tests validate each chart with its data against the Vega-Lite schema.
 
-Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in core.charts.colours.
+Colours: viridis on a fixed 0..1 scale for weights (colour-blind safe), as in core.charts.colours; a measure map
+of a signed quantity (lesson 11's effects and shares) is blue-orange, centred at 0.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import cast
 import altair as alt
 import pandas as pd
 
-from core.charts.heatmap import LEGEND_FORMAT, cell_font_expr, legend_values
+from core.charts.colours import BLUE_ORANGE, text_switches
+from core.charts.heatmap import LEGEND_FORMAT, _domain_stops, cell_font_expr, legend_values
 from core.charts.spec import SpecPath, VegaChart, template
 
 GRID_DATA = "real_model_grid"  # layer, head, query_index, key_index, query, key, weight, chosen
@@ -176,15 +178,34 @@ def head_lines(num_tokens: int, title: str, label_chars: int = 10) -> alt.LayerC
     )
 
 
-def measure_map(title: str, value_title: str) -> alt.LayerChart:
+# On a signed map black text reads better between these fractions of the blue-orange scale (its light middle),
+# white outside them (its dark ends): computed from the scale's own stops, as the heatmaps pick each cell's.
+SIGNED_DARK_TEXT = text_switches(BLUE_ORANGE)  # (from, until): about (0.105, 0.936)
+
+
+def signed_title(value_title: str) -> str:
+    """A signed map's legend title: the colour is the value with its sign, not a size."""
+    return f"{value_title}, signed (blue −, orange +)"
+
+
+def measure_map(title: str, value_title: str, signed: bool = False) -> alt.LayerChart:
     """One measure for every head: layer x head cells with their values, clickable like the grid.
 
-    Data: MEASURE_DATA (layer, head, value, chosen); the chosen head is outlined.
+    Data: MEASURE_DATA (layer, head, value, chosen); the chosen head is outlined. signed: a diverging
+    blue-orange scale centred at 0 (symmetric, ±the largest |value|), so a head's sign shows at a glance;
+    otherwise viridis over the data's range.
     """
     pick = alt.selection_point(name=HEAD_SELECTION, fields=["layer", "head"], on="click", empty=False)
     base = alt.Chart(alt.NamedData(name=MEASURE_DATA)).encode(
         x=alt.X("head:O", title="head", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("layer:O", title="layer"),
+    )
+    # A signed map's stops are explicit (Vega's "rgb" interpolation between them), so Python knows each cell's
+    # colour and the text switches below hold; its domain slot gets one value per stop (`measure`).
+    scale = (
+        alt.Scale(domain=_domain_stops((-1.0, 1.0), BLUE_ORANGE), range=list(BLUE_ORANGE), interpolate="rgb")
+        if signed
+        else alt.Scale(scheme="viridis", domain=[0, 1])
     )
     rect = (
         base.mark_rect(stroke=CHOSEN_COLOUR, aria=False)
@@ -193,8 +214,8 @@ def measure_map(title: str, value_title: str) -> alt.LayerChart:
             # (Vega's ticks stopped at 0.8 on maps reaching 0.93-1.00).
             color=alt.Color(
                 "value:Q",
-                scale=alt.Scale(scheme="viridis", domain=[0, 1]),
-                title=value_title,
+                scale=scale,
+                title=signed_title(value_title) if signed else value_title,
                 legend=alt.Legend(values=[0, 1], format=LEGEND_FORMAT),
             ),
             strokeWidth=alt.condition("datum.chosen", alt.value(3), alt.value(0)),
@@ -205,7 +226,13 @@ def measure_map(title: str, value_title: str) -> alt.LayerChart:
     # Dark text on light cells. On viridis, black and white text contrast equally (about 4.6:1) at
     # 43.5% of the scale (colours.VIRIDIS; at 45%, as this said before, white on the teal cell rgb(37, 132, 142)
     # reads 4.4:1, which lesson 11's map was the first to hit); the range comes from the data, so the spec
-    # stays the same.
+    # stays the same. A signed map's scale runs from -m to m (m: the largest |value|), light in the middle.
+    if signed:
+        start, stop = SIGNED_DARK_TEXT
+        m = "max(abs(datum.low), abs(datum.high))"
+        dark = f"datum.value >= -{m} + {start:.5f} * 2 * {m} && datum.value < -{m} + {stop:.5f} * 2 * {m}"
+    else:
+        dark = "datum.value >= datum.low + 0.435 * (datum.high - datum.low)"
     # The numbers fit their cells or are hidden (as the heatmaps' do): at a fixed 14 px they
     # overlapped on a phone, where twelve heads share 350 px.
     font = cell_font_expr(MEASURE_LABEL_CHARS)
@@ -214,9 +241,7 @@ def measure_map(title: str, value_title: str) -> alt.LayerChart:
         .mark_text(fontSize=alt.ExprRef(font), opacity=alt.ExprRef(f"({font}) > 0 ? 1 : 0"))
         .encode(
             text=alt.Text("value:Q", format=".2f"),
-            color=alt.condition(
-                "datum.value >= datum.low + 0.435 * (datum.high - datum.low)", alt.value("black"), alt.value("white")
-            ),
+            color=alt.condition(dark, alt.value("black"), alt.value("white")),
         )
     )
     layered = cast(alt.LayerChart, alt.layer(rect, text))  # no facet channels, so alt.layer() built a LayerChart
@@ -245,20 +270,27 @@ def lines(lines_frame: pd.DataFrame, tokens_frame: pd.DataFrame, title: str, lab
 
 
 @functools.lru_cache(maxsize=32)
-def _measure_template(title: str, value_title: str) -> str:
-    return template(measure_map(title, value_title), make_readable=False)
+def _measure_template(title: str, value_title: str, signed: bool) -> str:
+    return template(measure_map(title, value_title, signed), make_readable=False)
 
 
 MEASURE_DOMAIN: SpecPath = ("layer", 0, "encoding", "color", "scale", "domain")
 MEASURE_LEGEND: SpecPath = ("layer", 0, "encoding", "color", "legend", "values")
 
 
-def measure(frame: pd.DataFrame, title: str, value_title: str) -> VegaChart:
-    """One measure of every head as a layers × heads map (MEASURE_DATA = `frame`), coloured over its own range."""
+def measure(frame: pd.DataFrame, title: str, value_title: str, signed: bool = False) -> VegaChart:
+    """One measure of every head as a layers × heads map (MEASURE_DATA = `frame`), coloured over its own range:
+    viridis from its lowest to its highest value, or (signed) blue-orange from -m to m, m its largest |value|."""
     low, high = float(frame["value"].min()), float(frame["value"].max())
-    domain = (low, high) if high > low else (low, low + 1.0)
+    if signed:
+        m = max(abs(low), abs(high)) or 1.0  # all zeros: any symmetric scale puts them in the light middle
+        domain = (-m, m)
+        stops: list[float] = _domain_stops(domain, BLUE_ORANGE)
+    else:
+        domain = (low, high) if high > low else (low, low + 1.0)
+        stops = list(domain)
     return VegaChart(
-        _measure_template(title, value_title),
+        _measure_template(title, value_title, signed),
         {MEASURE_DATA: frame},
-        {MEASURE_DOMAIN: list(domain), MEASURE_LEGEND: legend_values(domain, signed=False)},
+        {MEASURE_DOMAIN: stops, MEASURE_LEGEND: legend_values(domain, signed=signed)},
     )

@@ -1,7 +1,8 @@
 """Chart builders for "From attention to the answer": DataFrames in, `VegaChart` out (templates built once).
 
 The per-head maps (direct attribution, patching shares) are the clickable layers x heads map of lesson 6
-(core.charts.real_model.measure), coloured over their own range.
+(core.charts.real_model.measure). All three are signed (a head can push the logit down, or restore a negative
+share), so they are blue-orange centred at 0, not viridis: a teacher sees a head's sign at a glance.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from core.charts import real_model
 from core.charts.spec import VegaChart, phone_title, template
 
 PARTS_DATA = "answer_parts"  # part, share, rank
-LENS_DATA = "answer_lens"  # point, position, probability, top
+LENS_DATA = "answer_lens"  # point, position, probability, rank, top
 PARTS_BAR_PX = 24  # a bar's height: room for its label at the projector's larger type
 PARTS_TITLE = "The largest parts of the final residual (their shares of it)"
 LENS_TITLE = "The logit lens: the answer's probability after every attention and MLP"
+RANK_TITLE = "The answer's rank among all tokens (1 = top) after every attention and MLP"
+RANK_HEIGHT_PX = 180  # a small chart under the lens: ranks run from tens of thousands to 1, a log axis holds them
 
 
 @functools.cache
@@ -58,10 +61,37 @@ def _lens_template() -> str:
 
 
 def lens(frame: pd.DataFrame) -> VegaChart:
-    """The answer's probability at every lens point: LENS_DATA = frame (point, position, probability, top)."""
+    """The answer's probability at every lens point: LENS_DATA = frame (point, position, probability, rank, top)."""
     return VegaChart(_lens_template(), {LENS_DATA: frame})
 
 
+@functools.cache
+def _rank_template() -> str:
+    chart = (
+        alt.Chart(alt.NamedData(name=LENS_DATA))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("point:N", sort=alt.SortField("position"), title=None, axis=alt.Axis(labelAngle=-60)),
+            # Log scale: on SmolLM2 the answer sits thousands down until the last layers, then climbs to 1 (a
+            # linear axis drew the climb as a flat line at 0). Reversed, so rank 1 is at the top, as "on top" reads.
+            y=alt.Y(
+                "rank:Q",
+                title="rank of the answer",
+                scale=alt.Scale(type="log", reverse=True, domainMin=1),
+                axis=alt.Axis(format="~s"),
+            ),
+            tooltip=["point:N", alt.Tooltip("rank:Q", format=","), "top:N"],
+        )
+        .properties(title=phone_title(RANK_TITLE), width="container", height=RANK_HEIGHT_PX)
+    )
+    return template(chart)
+
+
+def lens_rank(frame: pd.DataFrame) -> VegaChart:
+    """The answer's rank (1 = top, log axis) at every lens point: LENS_DATA = the lens's own frame."""
+    return VegaChart(_rank_template(), {LENS_DATA: frame})
+
+
 def head_map(frame: pd.DataFrame, title: str, value_title: str) -> VegaChart:
-    """A layers x heads map (layer, head, value, chosen), clickable (real_model.HEAD_SELECTION)."""
-    return real_model.measure(frame, title, value_title)
+    """A layers x heads map of a signed value (layer, head, value, chosen), clickable (real_model.HEAD_SELECTION)."""
+    return real_model.measure(frame, title, value_title, signed=True)

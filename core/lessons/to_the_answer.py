@@ -32,6 +32,7 @@ from core.models import smollm2
 DEFAULT_TEXT = "When Mary and John went to the store, John gave a drink to"
 TOP_PARTS = 12  # the residual chart's largest parts
 LENS_TOP = 3  # tokens per lens point
+RANK_LIMITS = (100, 10)  # the rank sentence says where the answer first enters the top 100, then the top 10
 WEAK_CHANGE = 1.0  # a corruption that moves the logit difference by less than this leaves shares meaningless
 R = TypeVar("R")
 
@@ -58,7 +59,8 @@ class AnswerLesson:
     part_labels, part_shares (TOP_PARTS,): the parts with the largest projections on the final residual, as
     shares of it (all 1 + L*H + L shares add up to `shares_sum`, 1 up to rounding); parts_error: the largest
     difference between the parts added up and the residual, against `residual_size` (its largest entry).
-    lens_labels (P,), lens_tokens (P, k), lens_probabilities (P, k), answer_probabilities, answer_ranks (P,).
+    lens_labels (P,), lens_tokens (P, k), lens_probabilities (P, k), answer_probabilities (P,); answer_ranks (P,):
+    the answer's rank among all tokens at each lens point, 1 = top (ties counted in its favour).
     heads (L, H), mlps (L,), embedding: each part's direct effect on the explained logit (difference);
     logit: that logit (difference) from the residual, summed: the parts added up; scale: the frozen norm's.
     attentions (L, H, T, T) float16: every head's weights, for the head a click opens.
@@ -112,6 +114,30 @@ class AnswerLesson:
             f"The lens first puts {self.answer!r} on top at {label} (point {self.first_on_top + 1} of "
             f"{len(self.lens_labels)}), with probability {self.answer_probabilities[self.first_on_top]:.1%}; "
             f"after the last layer it has {self.answer_probabilities[-1]:.1%}."
+        )
+
+    def rank_sentence(self) -> str:
+        """How the answer climbs the lens's ranking, said from `answer_ranks`: on SmolLM2 the lens is flat (the
+        answer tops only the output), so where it enters the top 100 and the top 10 says more than the top token."""
+        ranks = [int(r) for r in self.answer_ranks]
+        labels = self.lens_labels
+        entries = []
+        for limit in RANK_LIMITS:
+            first = next((i for i, rank in enumerate(ranks) if rank <= limit), None)
+            if first is None:
+                entries.append(f"never enters the top {limit}")
+            elif first == 0:
+                entries.append(f"is in the top {limit} from the first point")
+            else:
+                entries.append(f"first enters the top {limit} at {labels[first]} (rank {ranks[first]:,})")
+        top = (
+            "never comes out on top"
+            if self.first_on_top is None
+            else f"comes out on top at {labels[self.first_on_top]}"
+        )
+        return (
+            f"Rank of {self.answer!r} among all tokens (1 = top): {ranks[0]:,} at {labels[0]}; it "
+            f"{entries[0]}, {entries[1]}, and {top}."
         )
 
     def top_heads(self, k: int = 3) -> list[tuple[int, int, float]]:
@@ -214,6 +240,7 @@ def answer_lesson(_model: smollm2.SmolLM2, text: str, explain: Explain, token: s
     names = smollm2.token_texts(model, [target.token_id] + ([] if target.minus_id is None else [target.minus_id]))
     attentions = traced_patterns(model, traced)  # (L, H, T, T)
     contributions = attribution.contributions
+    ranks = lens.answer_ranks + 1  # (P,): the lens counts the tokens above the answer (0 = top); a class reads 1 = top
     return AnswerLesson(
         text=text,
         token_ids=tuple(ids.tolist()),
@@ -229,7 +256,7 @@ def answer_lesson(_model: smollm2.SmolLM2, text: str, explain: Explain, token: s
         lens_tokens=lens.top_tokens,
         lens_probabilities=lens.top_probabilities.numpy(),
         answer_probabilities=lens.answer_probabilities.numpy(),
-        answer_ranks=lens.answer_ranks.numpy(),
+        answer_ranks=ranks.numpy(),
         first_on_top=None if lens.first_on_top is None else lens.points.index(lens.first_on_top),
         explained=" - ".join(repr(n) for n in names),
         target=names[0],

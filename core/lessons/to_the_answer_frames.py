@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from core.app.markup import token_shown
 from core.lessons.inside_gpt_frames import _labels_at as pattern_labels
 from core.lessons.inside_gpt_frames import measure_frame
 from core.lessons.to_the_answer import AnswerLesson
@@ -22,14 +23,16 @@ def parts_frame(lesson: AnswerLesson) -> pd.DataFrame:
 
 
 def lens_frame(lesson: AnswerLesson) -> pd.DataFrame:
-    """The lens: point, position, the answer's probability there, and its top tokens (one string)."""
+    """The lens: point, position, the answer's probability and rank (1 = top) there, and its top tokens (one
+    string)."""
     return pd.DataFrame(
         {
             "point": list(lesson.lens_labels),
             "position": np.arange(len(lesson.lens_labels)),
             "probability": lesson.answer_probabilities.astype(np.float64),
+            "rank": lesson.answer_ranks.astype(np.int64),
             "top": [
-                ", ".join(f"{t!r} {p:.0%}" for t, p in zip(tokens, probs, strict=True))
+                ", ".join(f"{token_shown(t)} {p:.0%}" for t, p in zip(tokens, probs, strict=True))
                 for tokens, probs in zip(lesson.lens_tokens, lesson.lens_probabilities, strict=True)
             ],
         }
@@ -37,13 +40,18 @@ def lens_frame(lesson: AnswerLesson) -> pd.DataFrame:
 
 
 def lens_table(lesson: AnswerLesson) -> pd.DataFrame:
-    """Every layer's top tokens after its MLP, and the answer's rank there (0 = on top)."""
-    rows = range(1, len(lesson.lens_labels), 2)  # after each layer's MLP
+    """Every layer: the answer's rank (1 = top) after its attention and after its MLP, and the top tokens after its
+    MLP. The lens points alternate attention, MLP (`lens_labels`), so a layer's two are 2l and 2l + 1."""
+    after_attention, after_mlp = lesson.answer_ranks[0::2], lesson.answer_ranks[1::2]  # (L,) each
+    answer = token_shown(lesson.answer)
     return pd.DataFrame(
         {
-            "after": [lesson.lens_labels[i] for i in rows],
-            "top tokens": [" | ".join(repr(t) for t in lesson.lens_tokens[i]) for i in rows],
-            f"rank of {lesson.answer!r}": [int(lesson.answer_ranks[i]) for i in rows],
+            "layer": np.arange(len(after_mlp)),
+            f"rank of {answer} after attention": after_attention.astype(np.int64),
+            f"rank of {answer} after MLP": after_mlp.astype(np.int64),
+            "top tokens after MLP": [
+                " | ".join(token_shown(t) for t in lesson.lens_tokens[i]) for i in range(1, len(lesson.lens_labels), 2)
+            ],
         }
     )
 

@@ -447,3 +447,33 @@ def test_the_measure_maps_text_turns_dark_where_dark_text_reads_better() -> None
         cell = colours.scale_colours(np.array([ratio]), (0.0, 1.0), colours.VIRIDIS)
         ink = colours.relative_luminance(np.array([[text, text, text]]))
         assert colours.contrast_ratio(colours.relative_luminance(cell), ink)[0] >= 4.5, (ratio, text)
+
+
+def test_a_signed_measure_map_is_diverging_at_zero_and_its_text_reads_on_both_sides_of_each_switch() -> None:
+    """Lesson 11's maps of signed effects were viridis, which hides the sign (a review). A signed map is blue-orange
+    on [-m, m], m the largest |value|, and its text turns dark in the light middle, white at both dark ends: each
+    switch, read from the spec, must leave 4.5:1 on both of its sides."""
+    import re
+
+    from core.charts import real_model
+
+    frame = pd.DataFrame({"layer": [0, 0, 1], "head": [0, 1, 0], "value": [-0.5, 2.0, 0.1], "chosen": [False] * 3})
+    spec = real_model.measure(frame, "map", "effect", signed=True).spec()
+    colour = spec["layer"][0]["encoding"]["color"]
+    assert colour["scale"]["range"] == list(colours.BLUE_ORANGE)
+    domain = colour["scale"]["domain"]
+    assert domain[0] == -2.0 and domain[-1] == 2.0 and domain[len(domain) // 2] == 0.0  # centred at zero
+    assert "signed" in colour["title"] and 0.0 in colour["legend"]["values"]
+    test = spec["layer"][1]["encoding"]["color"]["condition"]["test"]
+    start, stop = (float(f) for f in re.findall(r"\+ ([0-9.]+) \* 2 \*", test))
+    assert 0.0 < start < 0.5 < stop < 1.0  # dark text in the middle, white at both ends
+
+    def reads(fraction: float, text: float) -> float:
+        cell = colours.scale_colours(np.array([fraction]), (0.0, 1.0), colours.BLUE_ORANGE)
+        ink = colours.relative_luminance(np.array([[text, text, text]]))
+        return float(colours.contrast_ratio(colours.relative_luminance(cell), ink)[0])
+
+    for fraction, text in ((start - 0.004, 1.0), (start, 0.0), (stop - 0.004, 0.0), (stop, 1.0)):
+        assert reads(fraction, text) >= 4.5, (fraction, text)
+    viridis = real_model.measure(frame, "map", "effect").spec()["layer"][0]["encoding"]["color"]
+    assert viridis["scale"]["scheme"] == "viridis" and viridis["title"] == "effect"  # unsigned maps keep viridis

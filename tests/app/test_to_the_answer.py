@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAVE_MODEL, reason="the m
 TIMEOUT = 300
 
 
-def test_the_page_opens_clean_and_reveals_each_answer_after_a_choice() -> None:
+def test_the_page_opens_clean_and_reveals_each_answer_after_a_choice(decoder) -> None:
     at = open_page("to_the_answer", timeout_s=TIMEOUT)
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
@@ -37,6 +37,15 @@ def test_the_page_opens_clean_and_reveals_each_answer_after_a_choice() -> None:
     answered(at)
     text = text_of(at)
     assert "The lens first puts ' Mary' on top" in text
+    # The rank sentence with the lesson's own numbers (computed here as the page's lesson computes them).
+    lesson = lesson11.answer_lesson(decoder, lesson11.DEFAULT_TEXT, lesson11.Explain.CONTRAST, "")
+    ranks = [int(r) for r in lesson.answer_ranks]
+    top_10 = next(i for i, rank in enumerate(ranks) if rank <= 10)
+    assert lesson.rank_sentence() in text
+    assert (
+        f"{ranks[0]:,} at {lesson.lens_labels[0]}" in text
+        and f"{lesson.lens_labels[top_10]} (rank {ranks[top_10]}" in text
+    )
     assert "Pushing ' Mary' - ' John' up the most" in text
     assert "The heads that restore the most" in text  # attribution patching, live once answered
     assert "logit(' Mary') - logit(' John'): +" in text  # the clean run's difference, positive

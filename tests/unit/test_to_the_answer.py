@@ -147,3 +147,74 @@ def test_the_lens_sentence_says_one_probability_when_the_answer_tops_only_the_ou
     earlier = SimpleNamespace(**{**vars(last), "first_on_top": 2})
     said = lesson11.AnswerLesson.first_on_top_sentence(earlier)  # type: ignore[arg-type]
     assert "at L1 attn (point 3 of 4), with probability 20.0%" in said and "it has 92.2%" in said
+
+
+def _fake_lens(**changes):
+    """A stand-in lesson with just the lens's fields: two layers, four points (the frames read nothing else)."""
+    from types import SimpleNamespace
+
+    fields = dict(
+        answer=" Mary",
+        lens_labels=("L0 attn", "L0 MLP", "L1 attn", "L1 MLP"),
+        lens_tokens=(("\xa0", " the", "\n"),) * 3 + ((" Mary", "\u200b", " John"),),
+        lens_probabilities=np.full((4, 3), 0.1),
+        answer_probabilities=np.array([0.0, 0.01, 0.2, 0.9]),
+        answer_ranks=np.array([4000, 120, 9, 1]),
+        first_on_top=3,
+    )
+    return SimpleNamespace(**{**fields, **changes})
+
+
+def test_the_lens_names_invisible_tokens_in_its_table_and_chart() -> None:
+    """The review saw the lens table write a no-break space as the escape text '\\xa0'. Table and chart show each
+    token as lesson 10 does (quoted), with an invisible character named."""
+    from core.lessons import to_the_answer_frames as frames
+
+    lesson = _fake_lens()
+    table = frames.lens_table(lesson)  # type: ignore[arg-type]
+    chart = frames.lens_frame(lesson)  # type: ignore[arg-type]
+    shown = " ".join(table.astype(str).to_numpy().flatten()) + " ".join(chart["top"])
+    assert "'⟨no-break space⟩'" in shown and "'⟨zero width space⟩'" in shown
+    assert "\\xa0" not in shown and "\xa0" not in shown and "\\u200b" not in shown
+    assert "' Mary'" in shown and "'\\n'" in shown  # ordinary tokens as lesson 10 writes them
+
+
+def test_the_answers_rank_is_1_at_the_output_and_matches_a_direct_sort_of_the_lens_logits(decoder) -> None:
+    """The lens is flat on SmolLM2 (the answer tops only the output), so the page shows the answer's rank at every
+    point: 1 = top, from the same lens logits as the probabilities."""
+    text = lesson11.DEFAULT_TEXT
+    lesson = lesson11.answer_lesson(decoder, text, lesson11.Explain.ANSWER, "")
+    with torch.inference_mode():
+        logits = at.lens_logits(decoder, at.trace(decoder, smollm2.encode(decoder, text), by_heads=True))  # (P, V)
+    answer = int(logits[-1].argmax())  # the model's own top token at the last point, its output
+    assert smollm2.token_texts(decoder, [answer])[0] == lesson.answer and int(lesson.answer_ranks[-1]) == 1
+    order = logits.argsort(dim=-1, descending=True)  # (P, V): token ids, largest logit first
+    sorted_at = (order == answer).int().argmax(dim=-1) + 1  # (P,): 1 + the answer's place in that order
+    # Where the answer ties other tokens, the sort may put either first; the rank counts ties in its favour.
+    tied = (logits == logits[:, answer : answer + 1]).sum(dim=-1) - 1  # (P,): tokens with the answer's logit
+    ranks = torch.as_tensor(lesson.answer_ranks)
+    assert lesson.answer_ranks.shape == (2 * lesson.num_layers,)
+    assert bool(((ranks <= sorted_at) & (sorted_at <= ranks + tied)).all()), (ranks, sorted_at)
+    assert int(ranks.max()) > 10  # not a constant: early points rank the answer far down
+
+
+def test_the_rank_sentence_says_the_pages_own_numbers() -> None:
+    lesson = _fake_lens(answer_ranks=np.array([4000, 60, 9, 1]))
+    said = lesson11.AnswerLesson.rank_sentence(lesson)  # type: ignore[arg-type]
+    assert said == (
+        "Rank of ' Mary' among all tokens (1 = top): 4,000 at L0 attn; it first enters the top 100 at L0 MLP "
+        "(rank 60), first enters the top 10 at L1 attn (rank 9), and comes out on top at L1 MLP."
+    )
+    early = _fake_lens(answer_ranks=np.array([50, 120, 9, 1]))
+    said = lesson11.AnswerLesson.rank_sentence(early)  # type: ignore[arg-type]
+    assert "is in the top 100 from the first point, first enters the top 10 at L1 attn (rank 9)" in said
+
+
+def test_the_rank_chart_has_rank_1_on_top_of_a_log_axis() -> None:
+    from core.charts import to_the_answer as answer_charts
+    from core.lessons import to_the_answer_frames as frames
+
+    spec = answer_charts.lens_rank(frames.lens_frame(_fake_lens())).spec()  # type: ignore[arg-type]
+    y = spec["encoding"]["y"]
+    assert y["field"] == "rank" and y["scale"]["type"] == "log" and y["scale"]["reverse"] is True
+    assert spec["datasets"][answer_charts.LENS_DATA].column("rank").to_pylist() == [4000, 120, 9, 1]
