@@ -5,7 +5,7 @@ import streamlit as st
 from core.lessons import attention_at_scale as lesson
 from core.lessons import attention_at_scale_kv as scale_kv
 from core.lessons import attention_at_scale_online as scale_online
-from ui import cache, draw, gpt_queue, widgets
+from ui import cache, draw, widgets
 from ui.frame import page_start
 from ui.presentation import step, step_break
 
@@ -146,12 +146,8 @@ def real_gpt_timing() -> None:
         st.caption("With SmolLM2-135M installed (README, Quick start), the same comparison runs on a real GPT here.")
         return
     example = gpt.EXAMPLES[scale_kv.REAL_GPT_PROMPT_INDEX]
-    # Through the GPT's queue, as lessons 10 and 11 run the model: a class opening this page at once asks for
-    # one timing, computed once in the queue and kept for everyone (lesson 10 reads the same one), not one
-    # generation per student's thread side by side on the server's cores.
-    gpt_queue.begin()
-    timing = gpt_queue.computed(gpt.CACHE_TIMING, model, example.text, example.kind, scale_kv.REAL_GPT_NEW_TOKENS)
-    gpt_queue.settle()
+    with st.spinner("Generating on SmolLM2-135M with and without the cache…"):
+        timing = cache.computed(gpt.CACHE_TIMING, model, example.text, example.kind, scale_kv.REAL_GPT_NEW_TOKENS)
     st.caption(scale_kv.real_gpt_caption(timing))
 
 

@@ -9,8 +9,7 @@ leaves the queue. `begin()` and `settle()` bracket a page run: a student who cha
 waits for the old one.
 
 Lesson 11 (core/lessons/to_the_answer.py) runs on the same model through the same queue: `QUEUED` is
-both lessons' specs, each lesson's own `run_lesson` and `shared_by_everyone` answer for its specs. Lesson 9
-times the same model's KV cache through it too (lesson 10's shared timing of its first example).
+both lessons' specs, each lesson's own `run_lesson` and `shared_by_everyone` answer for its specs.
 
 Why a queue and not st.cache_data alone: the cache computes in each session's script thread, all at once
 (twenty new prompts, twenty forward passes side by side on two cores), and its eight entries let twenty

