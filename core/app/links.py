@@ -237,6 +237,23 @@ def read(rule: Rule, name: str, values: list[str]) -> tuple[object, LinkNote | N
     return (None, LinkNote(name, str(values[0]), problem)) if problem else (value, None)
 
 
+def model_head_for(controls: Mapping[str, object], source: WeightSource) -> tuple[dict[str, int], tuple[LinkNote, ...]]:
+    """A link's accepted `real_layer`/`real_head` held to the model of `source`: (those in its range, a note
+    for each other). For a page that shows one model whatever the link's Weights say (lesson 6, the encoder):
+    the link's rule let `real_layer=16` through for `weights=decoder`, and lesson 6's box fell silently to 0."""
+    rules = model_head_rules(source)
+    kept: dict[str, int] = {}
+    notes: list[LinkNote] = []
+    for name in MODEL_HEAD_PARAMETERS:
+        if name in controls:
+            value, note = read(rules[name], name, [str(controls[name])])
+            if note:
+                notes.append(note)
+            else:
+                kept[name] = int(str(value))
+    return kept, tuple(notes)
+
+
 @dataclass(frozen=True)
 class LinkReading:
     """What a link asks for, after the rule: the settings to show, the page controls' values, what was ignored."""
