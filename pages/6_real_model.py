@@ -9,15 +9,18 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.app.links import model_head_for
 from core.app.registry import PageControl
 from core.charts import real_model as charts_rm
 from core.inputs.examples import MAX_TEXT_CHARS
+from core.inputs.weights import WeightSource
 from core.lessons import real_model as lesson_rm
 from core.lessons import real_model_frames as frames_rm
 from core.models.minilm import MAX_WORD_PIECES, ModelFilesError, SentenceError
 from ui import cache, draw, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
+from ui.link_notes import link_warning
 from ui.presentation import step, step_break
 
 LAYER, HEAD = (
@@ -83,8 +86,12 @@ def word_pieces(lesson: lesson_rm.RealModelLesson, example: lesson_rm.ExampleSen
         opening = lesson_rm.opening_head(lesson, example)
         # The layer and head boxes are drawn below the grid and take the link's values only then:
         # the grid (drawn first) must outline the same head. The link's values have passed the rule.
-        linked = page_frame().link.controls
-        open_head(int(linked.get(LAYER, opening.layer)), int(linked.get(HEAD, opening.head)))
+        # Held to this model's heads: the rule let a `?weights=decoder` link's layer past 5 through.
+        linked, notes = model_head_for(page_frame().link.controls, WeightSource.ENCODER)
+        for note in notes:  # and out of the link, so the bound box below does not take it
+            link_warning(note.parameter, note.value, note.reason)
+            del st.query_params[note.parameter]
+        open_head(linked.get(LAYER, opening.layer), linked.get(HEAD, opening.head))
     pair = lesson_rm.pair_finding(lesson, example.query, example.attends_to) if example else None
     if example and pair:
         best = pair.strongest

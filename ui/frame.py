@@ -98,7 +98,7 @@ def page_start() -> Frame:
         st.title(state.page.heading)
         if state.input_problem:
             st.error(state.input_problem, icon=":material/error:")
-        mine = {*state.page.controls, *FRAME_CONTROLS}
+        mine = {*state.page.link_parameters, *FRAME_CONTROLS}
         if st.session_state.get("present"):
             mine.discard("step")  # the step bar's note names this page's own steps (ui.presentation)
         for note in state.link.page_notes():

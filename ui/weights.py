@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from core.app.registry import PageControl
 from core.app.settings import Settings
 from core.inputs.weights import MODELS, WeightSource
 from ui import cache, widgets
+from ui.link_notes import link_warning
 from ui.presentation import step_break
 
 if TYPE_CHECKING:
@@ -71,8 +73,35 @@ def model_ready(source: WeightSource, *, quiet: bool = False) -> bool:
     return True
 
 
+# Lesson 6's link names for a model's layer and head, which these boxes also take (core.app.links.model_head_rules).
+LESSON_SIX_NAMES = {"layer": PageControl.REAL_LAYER.value, "head": PageControl.REAL_HEAD.value}
+
+
+def take_lesson_six_name(param: str, key: str, what: str, count: int, model_name: str) -> None:
+    """A link's `real_layer`/`real_head` (lesson 6's names) moved to this box's own `param`, the first time the
+    session draws the box (`key`), so that the box opens on it.
+
+    It moves rather than stays: the box writes only its own name as it moves, and drops it at its default, so
+    a `real_layer` left behind would reopen an old layer. The frame's rule already held the value to the link's
+    model; the session's may be another (its Weights changed since), so the value is checked against this one.
+    """
+    alias = LESSON_SIX_NAMES[param]
+    if key in st.session_state or alias not in st.query_params:
+        return
+    given = " & ".join(st.query_params.get_all(alias))
+    del st.query_params[alias]
+    if param in st.query_params:
+        link_warning(alias, given, f"chooses the same box as `{param}`, which the link also gives")
+    elif given not in {str(i) for i in range(count)}:
+        link_warning(alias, given, f"is not a {what} of {model_name}: 0 to {count - 1}")
+    else:
+        st.query_params[param] = given
+
+
 def head_picker(slug: str, source: WeightSource, *, with_head: bool = True) -> tuple[int, int]:
-    """Layer (and head) boxes in the link as ?layer=L&head=H, defaulting to this lesson's measured head."""
+    """Layer (and head) boxes in the link as ?layer=L&head=H, defaulting to this lesson's measured head.
+
+    A link's `real_layer`/`real_head` choose them too (`take_lesson_six_name`)."""
     from core.lessons import pretrained as pt
 
     shape = MODELS[source]
@@ -80,6 +109,9 @@ def head_picker(slug: str, source: WeightSource, *, with_head: bool = True) -> t
     left, right = st.columns(2)
     # One key per model: a layer chosen on one model is not carried to another, whose default differs.
     prefix = "pretrained" if source is WeightSource.ENCODER else source.value
+    take_lesson_six_name("layer", f"{prefix}_layer_{slug}", "layer", shape.num_layers, shape.name)
+    if with_head:
+        take_lesson_six_name("head", f"{prefix}_head_{slug}", "head", shape.num_heads, shape.name)
     layer = widgets.linked_select(
         "Layer",
         list(range(shape.num_layers)),

@@ -17,7 +17,7 @@ Pure Python (no streamlit).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -106,14 +106,38 @@ def _real_model_measures() -> tuple[str, ...]:
     return tuple(measure.value for measure in Measure)
 
 
-# Lesson 6's model, all-MiniLM-L6-v2 (core/inputs/weights.MODELS; tests check it against the model's config).
-REAL_MODEL_LAYERS = MODELS[WeightSource.ENCODER].num_layers
-REAL_MODEL_HEADS = MODELS[WeightSource.ENCODER].num_heads
 # SmolLM2-135M (lesson 10); tests/unit/test_inside_gpt.py checks them against the model's config.
 GPT_LAYERS, GPT_HEADS = MODELS[WeightSource.DECODER].num_layers, MODELS[WeightSource.DECODER].num_heads
 GPT_MAX_NEW_TOKENS = 16  # core.lessons.inside_gpt.MAX_NEW_TOKENS (checked there too)
 GPT_REPEAT = (5, 30)  # core.lessons.inside_gpt.MIN_REPEAT, MAX_REPEAT
 MAX_PRESENTATION_STEPS = 30  # more than any page has; the presentation bar checks the page's own count
+
+
+# Lesson 6's names for a model's head. Lessons 2, 4 and 5 take them too (their own boxes write layer/head):
+# a teacher who carries `real_layer=16&real_head=0` over from lesson 6 onto `?weights=decoder` means that head.
+MODEL_HEAD_PARAMETERS = ("real_layer", "real_head")
+
+
+def _model_range(source: WeightSource, what: str, count: int) -> Callable[[], str]:
+    return lambda: f"a {what} of {MODELS[source].name}: 0 to {count - 1}"
+
+
+def model_head_rules(weights: WeightSource) -> Mapping[str, Rule]:
+    """`real_layer` and `real_head` for a link whose Weights control says `weights`.
+
+    The decoder's heads where the link chooses them (SmolLM2 has 30 layers of 9 heads, the encoder 6 of 12):
+    the encoder's range alone dropped `real_layer=16` from a decoder link. Any other source: the encoder's,
+    which lesson 6 always shows and lessons 2, 4 and 5 show on `weights=pretrained`. The note names the model,
+    since the range depends on the link's Weights.
+    """
+    source = WeightSource.DECODER if weights is WeightSource.DECODER else WeightSource.ENCODER
+    layers, heads = MODELS[source].num_layers, MODELS[source].num_heads
+    return MappingProxyType(
+        {
+            "real_layer": Whole(0, layers - 1, described=_model_range(source, "layer", layers)),
+            "real_head": Whole(0, heads - 1, described=_model_range(source, "head", heads)),
+        }
+    )
 
 
 # The sidebar's settings (the fields of core.app.settings.Settings), each by its control's spec
@@ -141,8 +165,8 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         # lesson 6
         "real_example": Choice(_real_model_examples),
         "real_sentence": Text(),
-        "real_layer": Whole(0, REAL_MODEL_LAYERS - 1),
-        "real_head": Whole(0, REAL_MODEL_HEADS - 1),
+        # lesson 6's encoder; a link that chooses the decoder's weights bounds them by its heads (`model_head_rules`)
+        **model_head_rules(WeightSource.ENCODER),
         "real_measure": Choice(_real_model_measures),
         # lesson 10 (inside a GPT)
         "gpt_prompt": Choice(lambda: _gpt("prompt")),
@@ -213,6 +237,23 @@ def read(rule: Rule, name: str, values: list[str]) -> tuple[object, LinkNote | N
     return (None, LinkNote(name, str(values[0]), problem)) if problem else (value, None)
 
 
+def model_head_for(controls: Mapping[str, object], source: WeightSource) -> tuple[dict[str, int], tuple[LinkNote, ...]]:
+    """A link's accepted `real_layer`/`real_head` held to the model of `source`: (those in its range, a note
+    for each other). For a page that shows one model whatever the link's Weights say (lesson 6, the encoder):
+    the link's rule let `real_layer=16` through for `weights=decoder`, and lesson 6's box fell silently to 0."""
+    rules = model_head_rules(source)
+    kept: dict[str, int] = {}
+    notes: list[LinkNote] = []
+    for name in MODEL_HEAD_PARAMETERS:
+        if name in controls:
+            value, note = read(rules[name], name, [str(controls[name])])
+            if note:
+                notes.append(note)
+            else:
+                kept[name] = int(str(value))
+    return kept, tuple(notes)
+
+
 @dataclass(frozen=True)
 class LinkReading:
     """What a link asks for, after the rule: the settings to show, the page controls' values, what was ignored."""
@@ -246,9 +287,19 @@ def link_chars(params: Mapping[str, str | list[str]]) -> int:
     )
 
 
-def rules(devices: list[str]) -> Mapping[str, Rule]:
-    """The rule of every parameter a link can carry, on a machine with these devices."""
-    return {**SIDEBAR_PARAMETERS, "device": Choice(tuple(devices)), **PAGE_PARAMETERS}
+def rules(devices: list[str], weights: WeightSource = WeightSource.RANDOM) -> Mapping[str, Rule]:
+    """The rule of every parameter a link can carry, on a machine with these devices, for a link whose
+    Weights control says `weights` (a model's head is bounded by that model)."""
+    return {**SIDEBAR_PARAMETERS, "device": Choice(tuple(devices)), **PAGE_PARAMETERS, **model_head_rules(weights)}
+
+
+def link_weights(params: Mapping[str, str | list[str]]) -> WeightSource:
+    """The weight source a link chooses, by the Weights control's own rule (the default where it chooses none)."""
+    raw = params.get("weights")
+    if raw is None:
+        return Settings().weights
+    value, note = read(SIDEBAR_PARAMETERS["weights"], "weights", raw if isinstance(raw, list) else [raw])
+    return Settings().weights if note else WeightSource(str(value))
 
 
 def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> LinkReading:
@@ -259,7 +310,7 @@ def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> Link
     """
     if (size := link_chars(params)) > MAX_LINK_CHARS:
         return LinkReading(Settings(), (), (), too_long_chars=size)
-    by_name = rules(devices)
+    by_name = rules(devices, link_weights(params))
     accepted: dict[str, object] = {}
     notes: list[LinkNote] = []
     unknown: list[str] = []

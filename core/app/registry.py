@@ -171,6 +171,15 @@ class PageSpec:
         return self.ignores
 
     @property
+    def link_parameters(self) -> frozenset[str]:
+        """Every link parameter this page reads, and so shows the notes of: its own controls, and on a page
+        that picks a model's layer (and head), lesson 6's `real_layer` (and `real_head`) for the same boxes
+        (ui/weights.head_picker): without them here, the frame kept a note on such a value off the page."""
+        aliases = {PageControl.LAYER: PageControl.REAL_LAYER, PageControl.HEAD: PageControl.REAL_HEAD}
+        taken = {aliases[c] for c in self.controls if c in aliases} if self.pretrained is not None else set()
+        return frozenset({*self.controls, *taken})
+
+    @property
     def file(self) -> str:
         """The page script, relative to the repository root (as st.Page and AppTest take it)."""
         return f"pages/{self.number}_{self.slug}.py"

@@ -37,8 +37,53 @@ def test_the_peak_measure_choices_are_the_labels_the_box_writes() -> None:
 
 def test_the_real_models_layer_and_head_ranges_are_the_models() -> None:
     config = EncoderConfig.from_json(default_folder() / "config.json")
-    assert PAGE_PARAMETERS["real_layer"] == Whole(0, config.num_layers - 1)
-    assert PAGE_PARAMETERS["real_head"] == Whole(0, config.num_heads - 1)
+    for name, count in (("real_layer", config.num_layers), ("real_head", config.num_heads)):
+        rule = PAGE_PARAMETERS[name]
+        assert isinstance(rule, Whole) and (rule.low, rule.high) == (0, count - 1)
+
+
+# A teacher's review: `?weights=decoder&real_layer=16&real_head=0` on lesson 2 lost both values, since
+# real_layer was held to the encoder's 6 layers whatever the link's Weights said.
+@pytest.mark.parametrize(
+    ("weights", "layer", "head"),
+    [("decoder", "16", "0"), ("decoder", "29", "8"), ("pretrained", "5", "11"), (None, "5", "11")],
+)
+def test_a_model_head_in_the_links_model_is_kept(weights: str | None, layer: str, head: str) -> None:
+    params = {"real_layer": layer, "real_head": head} | ({"weights": weights} if weights else {})
+    reading = read_link(params, DEVICES)
+    assert not reading.notes
+    assert (reading.controls["real_layer"], reading.controls["real_head"]) == (int(layer), int(head))
+
+
+@pytest.mark.parametrize(
+    ("weights", "layer", "head", "named"),
+    [
+        ("decoder", "30", "9", ["a layer of SmolLM2-135M: 0 to 29", "a head of SmolLM2-135M: 0 to 8"]),
+        ("pretrained", "16", "12", ["a layer of all-MiniLM-L6-v2: 0 to 5", "a head of all-MiniLM-L6-v2: 0 to 11"]),
+        (None, "6", "12", ["a layer of all-MiniLM-L6-v2: 0 to 5", "a head of all-MiniLM-L6-v2: 0 to 11"]),
+        ("random", "16", "0", ["a layer of all-MiniLM-L6-v2: 0 to 5"]),  # lesson 6 reads them: the encoder's
+        ("nope", "16", "0", ["a layer of all-MiniLM-L6-v2: 0 to 5"]),  # a Weights the rule ignores: its default
+    ],
+)
+def test_a_model_head_past_the_links_model_gets_a_note_naming_that_model(
+    weights: str | None, layer: str, head: str, named: list[str]
+) -> None:
+    params = {"real_layer": layer, "real_head": head} | ({"weights": weights} if weights else {})
+    reading = read_link(params, DEVICES)
+    notes = [note for note in reading.notes if note.parameter != "weights"]
+    assert [note.reason.removeprefix("is not ").removesuffix(" (digits 0-9 only)") for note in notes] == named
+    assert not {note.parameter for note in notes} & set(reading.controls)
+
+
+def test_the_model_head_rules_follow_each_weight_source() -> None:
+    from core.inputs.weights import MODELS, WeightSource
+
+    for source in WeightSource:
+        shape = MODELS[WeightSource.DECODER if source is WeightSource.DECODER else WeightSource.ENCODER]
+        rules = links.rules(DEVICES, source)
+        for name, count in (("real_layer", shape.num_layers), ("real_head", shape.num_heads)):
+            rule = rules[name]
+            assert isinstance(rule, Whole) and (rule.low, rule.high) == (0, count - 1), (source, name)
 
 
 @pytest.mark.parametrize("value", ODD_SPELLINGS + NON_FINITE)
