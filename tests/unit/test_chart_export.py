@@ -45,3 +45,34 @@ def test_a_file_spec_inlines_the_arrow_datasets_as_records() -> None:
     inlined = export.file_spec(spec)
     assert [row["weight"] for rows in inlined["datasets"].values() for row in rows] == [0.4, 0.6]
     assert re.fullmatch(r"v6\.\d+", export.vega_lite_version(spec) or "")  # from $schema .../vega-lite/v6.4.1.json
+
+
+def test_the_server_converts_one_chart_at_a_time() -> None:
+    """Forty students clicking at once queue for ui.draw's one conversion slot instead of running side by side."""
+    import threading
+    import time
+
+    from ui import draw
+
+    running, most = 0, 0
+    count = threading.Lock()
+
+    def slow_convert(spec: dict) -> bytes:
+        nonlocal running, most
+        with count:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.02)
+        with count:
+            running -= 1
+        return b"<svg/>"
+
+    chart = charts.grouped_bars(
+        pd.DataFrame({"token": ["a"], "method": ["m"], "weight": [1.0]}), "token", "weight", "method", "t"
+    )
+    clicks = [threading.Thread(target=draw._converted, args=(slow_convert, chart)) for _ in range(8)]
+    for click in clicks:
+        click.start()
+    for click in clicks:
+        click.join()
+    assert most == 1
