@@ -3,23 +3,27 @@
 Every chart builder in core (no streamlit there) returns a `VegaChart`: a cached Vega-Lite
 template and the data that fill it. `draw` turns it into one st.vega_lite_chart call: Streamlit's
 theme (light or dark, as the viewer's), the column's full width, a text description for screen
-readers, every dataset as an Arrow table (which Streamlit sends as it is), and the chart menu's
-Save as SVG / PNG under a file name that holds the page, the chart's title and the link's settings.
+readers, every dataset as an Arrow table (which Streamlit sends as it is), and under it a small
+"Save for slides" menu: Save SVG / Save PNG under a file name that holds the page, the chart's title and
+the link's settings, the file made on the server only when clicked (`save_for_slides`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Literal
 
 import streamlit as st
 
+from core.charts import export
 from core.charts import heads as charts_heads
 from core.charts import heatmap as heatmaps
 from core.charts import real_model as charts_rm
 from core.charts.heatmap import QUERY_SELECTION
-from core.charts.spec import VegaChart, chart_title, download_name, with_export
+from core.charts.spec import VegaChart, chart_title, download_name
 from ui.frame import current_slug
 
 _NOT_SETTINGS = frozenset({"room", "step", "present"})  # in the link, but not what a chart shows
@@ -43,10 +47,69 @@ def draw(
     `width`: "stretch" fills the column; "content" keeps the chart's own width (a map of fixed squares).
     """
     spec = chart.spec()  # a fresh dict: the cached template and data are never changed
-    spec = with_export(spec, download_name(current_slug(), chart_title(spec), _link_settings()))
+    name = download_name(current_slug(), chart_title(spec), _link_settings())
     if on_select is None:
-        return st.vega_lite_chart(spec=spec, theme="streamlit", width=width, alt=description)
-    return st.vega_lite_chart(spec=spec, theme="streamlit", width=width, alt=description, key=key, on_select=on_select)
+        drawn: object = st.vega_lite_chart(spec=spec, theme="streamlit", width=width, alt=description)
+    else:
+        drawn = st.vega_lite_chart(
+            spec=spec, theme="streamlit", width=width, alt=description, key=key, on_select=on_select
+        )
+    save_for_slides(chart, name, key=_save_key(name, description, key))
+    return drawn
+
+
+# One conversion at a time in this server process: the first starts vl-convert's JavaScript runtime (~6 s),
+# each later one takes a fraction of a second of a CPU; a class clicking at once queues here instead of
+# running forty side by side. Streamlit runs each click's callable on its own thread (asyncio.to_thread).
+_CONVERTING = threading.Lock()
+CONVERT_WAIT_S = 120  # past this the click fails (Streamlit shows "Failed to generate file") rather than hang
+
+
+def _converted(convert: Callable[[dict], bytes], chart: VegaChart) -> bytes:
+    """`convert(chart.spec())` once the process's one conversion slot is free."""
+    if not _CONVERTING.acquire(timeout=CONVERT_WAIT_S):
+        raise TimeoutError(f"the server was busy saving charts for {CONVERT_WAIT_S} s")
+    try:
+        # chart.spec() again, not the drawn dict: st.vega_lite_chart takes the datasets out of that one. It is
+        # the same spec (a VegaChart is frozen), built only on a click, so a page's run does no more work.
+        return convert(chart.spec())
+    finally:
+        _CONVERTING.release()
+
+
+def _save_key(name: str, description: str, key: str | None) -> str:
+    """A widget key for a chart's save menu, the same on every rerun and different for each chart on a page
+    (its page, title, settings, description and own key); a short hash, since a setting can be a sentence."""
+    digest = hashlib.sha1(f"{key}\0{name}\0{description}".encode(), usedforsecurity=False).hexdigest()[:12]
+    return f"al-save-{digest}"
+
+
+def save_for_slides(chart: VegaChart, name: str, *, key: str) -> None:
+    """A compact "Save for slides" menu under a chart: Save SVG and Save PNG, files named `name` + suffix.
+
+    The file is made only when its button is clicked (a callable as `data`): a page's message carries two
+    small buttons per chart, never an image, however many charts it draws. `on_click="ignore"`: a click
+    downloads without rerunning the page.
+    """
+    with st.popover("Save for slides", icon=":material/download:", type="tertiary", key=f"{key}-menu"):
+        st.download_button(
+            "Save SVG",
+            data=lambda: _converted(export.to_svg, chart),
+            file_name=f"{name}.svg",
+            mime="image/svg+xml",
+            key=f"{key}-svg",
+            on_click="ignore",
+            help="Sharp at any size: for slides and print",
+        )
+        st.download_button(
+            "Save PNG",
+            data=lambda: _converted(export.to_png, chart),
+            file_name=f"{name}.png",
+            mime="image/png",
+            key=f"{key}-png",
+            on_click="ignore",
+            help="A picture at twice the chart's size",
+        )
 
 
 def heatmap(frame, title: str, description: str, *, key: str | None = None, on_select=None, **options) -> object:

@@ -100,9 +100,7 @@ def from_altair(chart: alt.TopLevelMixin) -> VegaChart:
     return VegaChart(json.dumps(spec), data)
 
 
-# Vega-Embed's menu, which Streamlit turns off, back on for export only: Save as SVG and Save as PNG. A
-# spec's usermeta.embedOptions overrides the options Streamlit passes (Vega-Embed merges them last).
-EXPORT_ACTIONS = {"export": True, "source": False, "compiled": False, "editor": False}
+# A saved chart's file name (ui/draw.py's Save for slides; the files are made by core/charts/export.py).
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_NAME = 150  # characters: well within every file system's limit
 
@@ -116,15 +114,6 @@ def download_name(page: str, title: str, settings: Mapping[str, str]) -> str:
     parts = ["attention-lab", page, title, *(f"{key}-{value}" for key, value in sorted(settings.items()))]
     cleaned = [_UNSAFE.sub("-", part).strip("-") for part in parts]
     return "_".join(part for part in cleaned if part)[:MAX_NAME]
-
-
-def with_export(spec: dict, file_name: str) -> dict:
-    """`spec` with the chart menu's Save as SVG / PNG, saving under `file_name` (its own usermeta kept)."""
-    usermeta = dict(spec.get("usermeta", {}))
-    embed = dict(usermeta.get("embedOptions", {}))
-    embed.update(actions=dict(EXPORT_ACTIONS), downloadFileName=file_name)
-    usermeta["embedOptions"] = embed
-    return {**spec, "usermeta": usermeta}
 
 
 PHONE_TITLE_CHARS = 36  # about what a 390-px phone's chart shows of a title before Vega cuts it with "…"
