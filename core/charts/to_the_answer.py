@@ -21,7 +21,6 @@ PARTS_BAR_PX = 24  # a bar's height: room for its label at the projector's large
 PARTS_TITLE = "The largest parts of the final residual (their shares of it)"
 LENS_TITLE = "The logit lens: the answer's probability after every attention and MLP"
 RANK_TITLE = "The answer's rank among all tokens (1 = top) after every attention and MLP"
-RANK_HEIGHT_PX = 180  # a small chart under the lens: ranks run from tens of thousands to 1, a log axis holds them
 
 
 @functools.cache
@@ -82,7 +81,9 @@ def _rank_template() -> str:
             ),
             tooltip=["point:N", alt.Tooltip("rank:Q", format=","), "top:N"],
         )
-        .properties(title=phone_title(RANK_TITLE), width="container", height=RANK_HEIGHT_PX)
+        # The default height, as the lens above: a fixed 180 px was the whole chart once Streamlit fits it to its
+        # column, and the 60 slanted point labels and the title took all but 2 px of it (the display test).
+        .properties(title=phone_title(RANK_TITLE), width="container")
     )
     return template(chart)
 
