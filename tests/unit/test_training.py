@@ -389,6 +389,25 @@ def keep_apptest_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Runtime, "instance", classmethod(instance))
 
 
+def one_parse_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each AppTest has its own script cache, so two of them in threads can parse a script at once.
+
+    CPython 3.11's ast.parse is not safe in two threads at once ("AST constructor recursion depth
+    mismatch", which failed CI's run of the test below even with the threads 0.5 s apart). The server
+    has one script cache and parses under its lock; this gives the test's AppTests one lock as well.
+    """
+    from streamlit.runtime.scriptrunner import magic
+
+    lock = threading.Lock()
+    real_add_magic = magic.add_magic
+
+    def add_magic_alone(code: str, script_path: str) -> object:
+        with lock:
+            return real_add_magic(code, script_path)
+
+    monkeypatch.setattr(magic, "add_magic", add_magic_alone)
+
+
 def test_two_sessions_pressing_train_at_once_cost_one_training(
     navigation_not_pages_directory: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -412,12 +431,10 @@ def test_two_sessions_pressing_train_at_once_cost_one_training(
         at.sidebar.number_input(key="seed").set_value(config.seed).run()
         at.number_input(key="train_steps").set_value(config.steps).run()
         sessions.append(at)
+    one_parse_at_a_time(monkeypatch)
     threads = [threading.Thread(target=at.button(key="train_button").click().run) for at in sessions]
     for thread in threads:
         thread.start()
-        # Staggered: two AppTests compiling their scripts at the same instant can trip CPython's
-        # "AST constructor recursion depth mismatch" (a compile() race); the server compiles once.
-        time.sleep(0.5)
     for thread in threads:
         thread.join()
     assert calls == [config]
