@@ -46,7 +46,7 @@ def x_at_w(matrix: smollm2.Matrix) -> torch.Tensor:
     """
     if isinstance(matrix, smollm2.PackedQ4):
         identity = torch.eye(matrix.shape[1])  # (in, in)
-        return smollm2._linear(identity, matrix)  # (in, out)
+        return smollm2.linear(identity, matrix)  # (in, out)
     return matrix.float().T.contiguous()  # (out, in) -> (in, out)
 
 
@@ -54,21 +54,11 @@ def hidden_entering(model: smollm2.SmolLM2, token_ids: torch.Tensor, layer: int)
     """The normalised residual stream that `layer`'s attention reads: (T,) ids -> (T, D)."""
     config = model.config
     positions = torch.arange(token_ids.numel())  # (T,)
-    no_ablation: list[int] = []
     with torch.inference_mode():
         x = model.weights.embeddings[token_ids].float()  # (T, D)
         for weights in model.weights.layers[:layer]:  # the layers before it, in full
             normed = smollm2.rms_norm(x, weights.attention_norm, config.rms_norm_eps)
-            attended, *_ = smollm2.attention(
-                model,
-                weights,
-                normed,
-                positions,
-                None,
-                smollm2.AttentionPath.FAST,
-                no_ablation,
-                smollm2.AblationMode.ZERO,
-            )
+            attended, *_ = smollm2.attention(config, weights, normed, positions, path=smollm2.AttentionPath.FAST)
             x = x + attended
             x = x + smollm2.feed_forward(weights, smollm2.rms_norm(x, weights.mlp_norm, config.rms_norm_eps))
         normed = smollm2.rms_norm(x, model.weights.layers[layer].attention_norm, config.rms_norm_eps)
@@ -154,7 +144,7 @@ def decoder_layer_forms(
     tokens, heads, kv_heads, d = len(ids), config.num_heads, config.num_kv_heads, config.head_dim
     with torch.no_grad():
         contexts = [head_trace(one, causal=True).context for one in head_inputs(model, (), x, layer)]  # H x (T, d)
-        wrapper = smollm2._linear(torch.cat(contexts, dim=-1), weights.output)  # (T, H * d) -> (T, D)
+        wrapper = smollm2.linear(torch.cat(contexts, dim=-1), weights.output)  # (T, H * d) -> (T, D)
         angles = smollm2.rope_angles(torch.arange(tokens), d, config.rope_base)  # (T, d / 2)
         q = (x @ w_query).view(tokens, heads, d).transpose(0, 1)  # (T, H * d) -> (H, T, d)
         k = (x @ w_key).view(tokens, kv_heads, d).transpose(0, 1)  # (T, G * d) -> (G, T, d)
@@ -165,16 +155,7 @@ def decoder_layer_forms(
         scores = (q @ k.transpose(1, 2) / math.sqrt(d)).masked_fill(future, float("-inf"))  # (H, T, T)
         split_weights = torch.softmax(scores, dim=-1)  # (H, T, T)
         merged = (split_weights @ v).transpose(0, 1).reshape(tokens, heads * d)  # (H, T, d) -> (T, H * d)
-        split = smollm2._linear(merged, weights.output)  # (T, D)
-        own, own_weights, *_ = smollm2.attention(
-            model,
-            weights,
-            x,
-            torch.arange(tokens),
-            None,
-            smollm2.AttentionPath.REFERENCE,
-            [],
-            smollm2.AblationMode.ZERO,
-        )
+        split = smollm2.linear(merged, weights.output)  # (T, D)
+        own, own_weights, *_ = smollm2.attention(model.config, weights, x, torch.arange(tokens))
     assert own_weights is not None  # the reference path returns its weights
     return token_labels(model, ids), wrapper, split, own, own_weights

@@ -488,8 +488,8 @@ def rope_lesson(_model: smollm2.SmolLM2, text: str, kind: PromptKind, head: int)
     with torch.inference_mode():
         x = _model.weights.embeddings[ids].float()  # (T, D)
         normed = smollm2.rms_norm(x, layer.attention_norm, config.rms_norm_eps)
-        q_all = smollm2._linear(normed, layer.query)  # (T, H * d)
-        k_all = smollm2._linear(normed, layer.key)  # (T, G * d)
+        q_all = smollm2.linear(normed, layer.query)  # (T, H * d)
+        k_all = smollm2.linear(normed, layer.key)  # (T, G * d)
     i, j = len(ids) - 1, 1
     kv = config.kv_head_of(head)
     query = q_all[i, head * d : (head + 1) * d]  # (d,)

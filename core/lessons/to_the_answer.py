@@ -201,7 +201,7 @@ def traced_patterns(model: smollm2.SmolLM2, traced: at.ResidualTrace) -> torch.T
     patterns = []
     for index, layer in enumerate(model.weights.layers):
         normed = smollm2.rms_norm(traced.before_layer(index), layer.attention_norm, config.rms_norm_eps)  # (T, D)
-        queries = smollm2._linear_rows(normed, layer.query)  # (T, H * d)
+        queries = smollm2.linear_rows(normed, layer.query)  # (T, H * d)
         queries = queries.view(tokens, config.num_heads, config.head_dim).transpose(0, 1)  # (H, T, d)
         queries = smollm2.rotate_pairs(queries, angles).double()  # (H, T, d)
         keys = traced.keys[index].double().repeat_interleave(config.group_size, dim=0)  # (G, T, d) -> (H, T, d)

@@ -1,4 +1,4 @@
-"""SmolLM2-135M by our own code (core/models/smollm2.py) against transformers' GGUF loader, and its parts.
+"""SmolLM2-135M by our own code (core/models/smollm2/) against transformers' GGUF loader, and its parts.
 
 The fast tests (tokenizer, dequantization, chat template, sampling, RoPE) run in seconds. The
 `slow` ones load transformers' model once per module (~30-40 s) and compare forward passes.
@@ -150,7 +150,7 @@ def test_the_cpu_default_keeps_the_file_s_4_bit_blocks(decoder, contents) -> Non
     x = torch.randn(5, 576, generator=torch.Generator().manual_seed(0))
     dense = contents.tensors["blk.0.attn_q.weight"].to_float32()  # (576, 576)
     exact = x.to(torch.bfloat16).float() @ dense.T
-    ours = sm._linear(x, query)
+    ours = sm.linear(x, query)
     assert (ours - exact).abs().max() < 0.02 * exact.abs().max()  # bfloat16 scales and output only
     with pytest.raises(ValueError, match="CPU"):
         sm.load_model(precision=sm.Precision.Q4_BLOCKS, device="cuda")
