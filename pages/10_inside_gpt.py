@@ -294,6 +294,7 @@ def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
     m1.metric(f"loss on the second copy, layer {layer} head {head} on", f"{result.loss_before:.2f}")
     m2.metric("... switched off", f"{result.loss_after:.2f}", f"{result.loss_change:+.2f}", delta_color="inverse")
     m3.metric("next-token distribution moved (total variation)", f"{result.probability_shift:.3f}")
+    st.markdown(gpt.expected_token_sentence(result))
     before, after = st.columns(2)
     before.caption("Top next tokens, head on: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_before))
     after.caption("Head off: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_after))

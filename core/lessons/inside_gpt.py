@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from core import recipes
+from core.app import markup
 from core.app.registry import LessonSpec
 from core.lessons.common import Prediction
 from core.models import decoder_measures as measures
@@ -373,6 +374,10 @@ class AblationLesson:
     probability_shift: float  # total variation distance of the last position's next-token distribution
     top_before: tuple[tuple[str, float], ...]
     top_after: tuple[tuple[str, float], ...]
+    cue: str  # the next-to-last token of the second copy
+    expected: str  # the token that followed `cue` in the first copy: what the repeat predicts after it
+    expected_before: float  # its probability at the last position, the head on
+    expected_after: float  # ... and switched off
 
     @property
     def loss_change(self) -> float:
@@ -391,6 +396,8 @@ def ablation_lesson(
     ids = repeated[:-1]
     before = smollm2.forward(_model, ids, path=smollm2.AttentionPath.FAST, last_logits_only=True)
     after = smollm2.forward(_model, ids, path=smollm2.AttentionPath.FAST, last_logits_only=True, ablation=ablation)
+    expected = int(repeated[-1])  # the copy's last token, which followed the same cue in the first copy
+    cue, expected_text = smollm2.token_texts(_model, [int(ids[-1]), expected])
     return AblationLesson(
         layer,
         head,
@@ -400,6 +407,10 @@ def ablation_lesson(
         effect.probability_shift,
         _top(_model, before.logits[-1]),
         _top(_model, after.logits[-1]),
+        cue,
+        expected_text,
+        float(before.logits[-1].softmax(-1)[expected]),
+        float(after.logits[-1].softmax(-1)[expected]),
     )
 
 
@@ -673,6 +684,21 @@ def next_token_code(analysis: PromptAnalysis, view: SamplingView) -> str:
 def heads_code(analysis: PromptAnalysis) -> str:
     """The filled recipe core/recipes/inside_gpt_heads.py: every head's sink share and previous-token score."""
     return recipes.fill("inside_gpt_heads", {"ids": list(analysis.token_ids)})
+
+
+def expected_token_sentence(result: AblationLesson) -> str:
+    """The token the repeat predicts at the last position, and its probability with the head on and off (markdown).
+
+    The review found the switch-off section named neither; the top-five lists below it may not even hold it.
+    """
+    state = "off" if result.choice is AblationChoice.ZERO else "replaced by its mean"
+    change = "falls" if result.expected_after < result.expected_before else "does not fall"
+    return (
+        f"**The token the repeat predicts here: {markup.literal(markup.token_shown(result.expected))}**, which "
+        f"followed {markup.literal(markup.token_shown(result.cue))} in the first copy. Its probability at the "
+        f"last position is {result.expected_before:.1%} with layer {result.layer} head {result.head} on and "
+        f"{result.expected_after:.1%} with it {state}: it {change}."
+    )
 
 
 def ablation_code(lesson: InductionLesson, result: AblationLesson) -> str:

@@ -80,6 +80,10 @@ def test_the_page_draws_every_section_and_hides_answers_until_chosen() -> None:
     assert "loss, second copy (nats)" in labels
     assert "seed 0 draws" in captions(at)
     assert code_boxes(at) == [NEXT_TOKEN, HEADS, INDUCTION, ABLATION, ROPE, KV_CACHE]
+    # The switch-off names the token the repeat predicts and its probability with the shown head on and off.
+    layer, head = at.session_state["gpt_layer"], at.session_state["gpt_head"]
+    named = [m.value for m in at.markdown if "The token the repeat predicts here" in m.value]
+    assert len(named) == 1 and f"with layer {layer} head {head} on and " in named[0], named
 
 
 @needs_model
