@@ -13,7 +13,7 @@ import functools
 import altair as alt
 import pandas as pd
 
-from core.charts.colours import MASKED_COLOUR, VIRIDIS
+from core.charts.colours import LEGEND_SYMBOL, MASKED_COLOUR, VIRIDIS
 from core.charts.common import GROWS_FOR_TEXT, PLOT_HEIGHT
 from core.charts.real_model import CHOSEN_COLOUR, HEAD_SELECTION
 from core.charts.spec import VegaChart, phone_title, template
@@ -164,7 +164,13 @@ def _group_template(faded: bool) -> str:
     if faded:
         rect = base.mark_rect().encode(
             color=colour,
-            opacity=alt.Opacity("value:Q", title="induction score", scale=alt.Scale(domain=[0, 1], range=[0.25, 1])),
+            opacity=alt.Opacity(
+                "value:Q",
+                title="induction score",
+                scale=alt.Scale(domain=[0, 1], range=[0.25, 1]),
+                # Vega's default symbols are black: unseen on the dark theme (a reviewer's find).
+                legend=alt.Legend(symbolType="square", symbolFillColor=LEGEND_SYMBOL, symbolStrokeColor=LEGEND_SYMBOL),
+            ),
             tooltip=["layer:O", "head:O", "group:N", alt.Tooltip("value:Q", format=".2f", title="induction score")],
         )
     else:

@@ -312,6 +312,7 @@ def test_the_lessons_caches_stay_under_their_budget(decoder) -> None:
 
 def test_every_chart_of_the_lesson_is_valid_vega_lite(decoder, vocabulary) -> None:
     from core.charts import heads as charts_heads
+    from core.charts import colours
     from core.charts import inside_gpt as charts_gpt
     from core.charts import real_model as charts_rm
     from tests.support import validated_spec
@@ -338,6 +339,11 @@ def test_every_chart_of_the_lesson_is_valid_vega_lite(decoder, vocabulary) -> No
     # The grouped-query map names no induction score before the question is out (second teacher review).
     assert "induction score" in json.dumps(validated_spec(charts[2])["encoding"])
     assert "induction score" not in json.dumps(validated_spec(charts[3])["encoding"])
+    # Its opacity legend draws grey squares, seen on both themes (Vega's default black vanished on the dark one).
+    legend = validated_spec(charts[2])["encoding"]["opacity"]["legend"]
+    symbol = colours.relative_luminance(colours.hex_to_rgb((legend["symbolFillColor"],)))
+    for background in ("#ffffff", "#0e1117"):  # Streamlit's light and dark backgrounds
+        assert colours.contrast_ratio(symbol, colours.relative_luminance(colours.hex_to_rgb((background,)))) >= 3
     timing_axis = validated_spec(charts[4])["encoding"]["x"]["axis"]
     assert timing_axis["format"] == "d" and timing_axis["tickMinStep"] == 1  # whole tokens, not "37.5"
 
