@@ -66,7 +66,10 @@ class ExamplePrompt:
 
 
 # Prompts checked with our forward pass (tests/unit/test_inside_gpt.py holds their top tokens).
+# The first opens the page: its top token leads clearly (' six' at 70%, ' and' next at 14%), where the chat
+# question's 'The' (14.5%) against 'L' (14.2%) made the opening question a coin toss (a teacher's review).
 EXAMPLES = (
+    ExamplePrompt("count", "Counting", "one, two, three, four, five,", PromptKind.TEXT),
     ExamplePrompt("capital", "Chat: the capital of France", "What is the capital of France?", PromptKind.CHAT),
     ExamplePrompt(
         "fox",
@@ -74,7 +77,6 @@ EXAMPLES = (
         "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy",
         PromptKind.TEXT,
     ),  # noqa: E501
-    ExamplePrompt("count", "Counting", "one, two, three, four, five,", PromptKind.TEXT),
     ExamplePrompt("code", "Python code", "def add(a, b):\n    return", PromptKind.TEXT),
 )
 EXAMPLES_BY_KEY = {example.key: example for example in EXAMPLES}

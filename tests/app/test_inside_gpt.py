@@ -90,12 +90,14 @@ def test_the_page_draws_every_section_and_hides_answers_until_chosen() -> None:
 def test_the_top_token_question_is_the_models_own_ranking() -> None:
     at = open_page("inside_gpt")
     radio = next(r for r in at.radio if r.label == "Your prediction")
-    assert {"'The'", "'L'"} <= {option.replace("\\", "") for option in radio.options}
+    # The opening prompt counts: ' six' leads ' and' clearly (the chat question's 'The' and 'L' were a coin toss).
+    assert {"' six'", "' and'"} <= {option.replace("\\", "") for option in radio.options}
     # The fifth review: a wrong answer's verdict read "Not quite: it is “'The'”", quotes in quotes.
-    wrong = next(option for option in radio.options if option.replace("\\", "") != "'The'")
+    wrong = next(option for option in radio.options if option.replace("\\", "") != "' six'")
     radio.set_value(wrong).run()
     verdicts = [w.value for w in at.warning if w.value.startswith("Not quite")]
-    assert verdicts and verdicts[0].replace("\\", "").startswith("Not quite: it is 'The'."), verdicts
+    assert verdicts and verdicts[0].replace("\\", "").startswith("Not quite: it is ' six'."), verdicts
+    assert "' six' at 70." in verdicts[0].replace("\\", "")  # the answer's probability, from the page's numbers
 
 
 @needs_model

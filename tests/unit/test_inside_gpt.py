@@ -60,7 +60,7 @@ def test_every_example_prompt_is_checked(decoder, vocabulary) -> None:
 def test_a_token_tied_with_the_first_is_not_offered_but_named(decoder, vocabulary) -> None:
     import dataclasses
 
-    analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES[1].text, gpt.EXAMPLES[1].kind)
+    analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES_BY_KEY["fox"].text, gpt.EXAMPLES_BY_KEY["fox"].kind)
     logits = analysis.last_logits.copy()
     first, second = np.argsort(-logits, kind="stable")[:2]
     low, high = sorted((int(first), int(second)))
@@ -185,7 +185,7 @@ def test_sinusoidal_positions_are_the_transformers_and_their_products_follow_the
 
 
 def test_the_kv_cache_gives_the_same_tokens_and_is_faster(decoder) -> None:
-    timing = gpt.cache_timing(decoder, gpt.EXAMPLES[1].text, gpt.PromptKind.TEXT, 6)
+    timing = gpt.cache_timing(decoder, gpt.EXAMPLES_BY_KEY["fox"].text, gpt.PromptKind.TEXT, 6)
     assert timing.same_tokens and timing.repeats == gpt.TIMING_REPEATS  # each step's time a median (issue 41)
     # Attention sums in float64, so one new query after the cache rounds as the whole sequence does: the
     # same float32 logits (they were 0.2-0.5 apart when attention summed in float32, then in bfloat16).
@@ -206,7 +206,7 @@ def test_the_cache_timing_warms_up_before_it_times(decoder, monkeypatch: pytest.
         return forward(*args, **kwargs)
 
     monkeypatch.setattr(gpt.smollm2, "forward", counted)
-    timing = gpt.cache_timing(decoder, gpt.EXAMPLES[1].text, gpt.PromptKind.TEXT, 3)
+    timing = gpt.cache_timing(decoder, gpt.EXAMPLES_BY_KEY["fox"].text, gpt.PromptKind.TEXT, 3)
     assert len(timing.lengths) == 3 and len(calls) == 2 * 3 * gpt.TIMING_REPEATS + 1
     assert calls[0] is False and calls[1] is True  # the untimed pass, then the first timed step with the cache
 
@@ -255,7 +255,7 @@ def test_the_code_box_s_float32_greedy_tokens_are_the_page_s(decoder, decoder32)
 
 
 def test_frames_feed_the_charts(decoder, vocabulary) -> None:
-    analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES[2].text, gpt.EXAMPLES[2].kind)
+    analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES_BY_KEY["count"].text, gpt.EXAMPLES_BY_KEY["count"].kind)
     count = len(analysis.tokens)
     overview = frames.overview_frame(analysis)
     blocks = min(count, frames.OVERVIEW_BLOCKS)
@@ -311,18 +311,20 @@ def test_the_lessons_caches_stay_under_their_budget(decoder) -> None:
 
 
 def test_every_chart_of_the_lesson_is_valid_vega_lite(decoder, vocabulary) -> None:
-    from core.charts import heads as charts_heads
     from core.charts import colours
+    from core.charts import heads as charts_heads
     from core.charts import inside_gpt as charts_gpt
     from core.charts import real_model as charts_rm
     from tests.support import validated_spec
 
-    analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES[2].text, gpt.EXAMPLES[2].kind)
+    analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES_BY_KEY["count"].text, gpt.EXAMPLES_BY_KEY["count"].kind)
     view = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(0.7, 5, 1.0), 0)
-    result = gpt.generate_steps(decoder, gpt.EXAMPLES[2].text, gpt.EXAMPLES[2].kind, view.settings, 0, 2)
+    result = gpt.generate_steps(
+        decoder, gpt.EXAMPLES_BY_KEY["count"].text, gpt.EXAMPLES_BY_KEY["count"].kind, view.settings, 0, 2
+    )
     tokens = result.prompt_tokens + tuple(s.token for s in result.steps)
     lesson = gpt.induction_lesson(decoder, 8, 0)
-    timing = gpt.cache_timing(decoder, gpt.EXAMPLES[2].text, gpt.EXAMPLES[2].kind, 2)
+    timing = gpt.cache_timing(decoder, gpt.EXAMPLES_BY_KEY["count"].text, gpt.EXAMPLES_BY_KEY["count"].kind, 2)
     charts = [
         charts_gpt.probabilities(frames.probability_frame(view)),
         charts_gpt.attention_row(frames.row_frame(result.steps[-1], tokens, 0, 0), "row"),
@@ -373,24 +375,24 @@ def test_the_next_token_code_box_reproduces_the_page(decoder, vocabulary, temper
 
 
 def test_the_sections_code_boxes_are_filled_with_the_pages_values(decoder) -> None:
-    analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES[3].text, gpt.EXAMPLES[3].kind)
+    analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES_BY_KEY["code"].text, gpt.EXAMPLES_BY_KEY["code"].kind)
     ids = f"ids = {list(analysis.token_ids)}"
     assert ids in gpt.heads_code(analysis)
     lesson = gpt.induction_lesson(decoder, 7, 3)
     ablated = gpt.ablation_lesson(decoder, 7, 3, 17, 4, gpt.AblationChoice.MEAN)
     code = gpt.ablation_code(lesson, ablated)
     assert all(line in code for line in ("length = 7", "seed = 3", "layer = 17", "head = 4", 'mode = "mean"'))
-    rope = gpt.rope_lesson(decoder, gpt.EXAMPLES[3].text, gpt.EXAMPLES[3].kind, 5)
+    rope = gpt.rope_lesson(decoder, gpt.EXAMPLES_BY_KEY["code"].text, gpt.EXAMPLES_BY_KEY["code"].kind, 5)
     assert rope.i == len(analysis.token_ids) - 1  # the recipe takes its i from the ids
     assert ids in gpt.rope_code(analysis, rope) and "head = 5" in gpt.rope_code(analysis, rope)
-    timing = gpt.cache_timing(decoder, gpt.EXAMPLES[3].text, gpt.EXAMPLES[3].kind, 2)
+    timing = gpt.cache_timing(decoder, gpt.EXAMPLES_BY_KEY["code"].text, gpt.EXAMPLES_BY_KEY["code"].kind, 2)
     assert timing.lengths[0] == len(analysis.token_ids)  # the same prompt
     kv_code = gpt.kv_cache_code(analysis, len(timing.lengths))
     assert ids in kv_code and "new_tokens = 2" in kv_code
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("example", [gpt.EXAMPLES[0], gpt.EXAMPLES[2]], ids=lambda e: e.key)
+@pytest.mark.parametrize("example", [gpt.EXAMPLES_BY_KEY["capital"], gpt.EXAMPLES_BY_KEY["count"]], ids=lambda e: e.key)
 def test_the_heads_code_box_reproduces_the_sink_and_previous_token_measures(decoder, example) -> None:
     analysis = gpt.analyse_prompt(decoder, example.text, example.kind)
     namespace = recipes.run(gpt.heads_code(analysis))
@@ -430,7 +432,11 @@ def test_the_ablation_code_box_reproduces_the_loss_change(decoder, length, seed,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("example", "head"), [(gpt.EXAMPLES[0], 4), (gpt.EXAMPLES[3], 8)], ids=["capital", "code"])
+@pytest.mark.parametrize(
+    ("example", "head"),
+    [(gpt.EXAMPLES_BY_KEY["capital"], 4), (gpt.EXAMPLES_BY_KEY["code"], 8)],
+    ids=["capital", "code"],
+)
 def test_the_rope_code_box_reproduces_the_scores_and_curves(decoder, example, head) -> None:
     analysis = gpt.analyse_prompt(decoder, example.text, example.kind)
     page = gpt.rope_lesson(decoder, example.text, example.kind, head)
@@ -456,7 +462,7 @@ def test_the_rope_code_box_reproduces_the_scores_and_curves(decoder, example, he
 
 @pytest.mark.slow
 def test_the_kv_cache_code_box_gives_the_same_logits_and_the_pages_size(decoder) -> None:
-    example = gpt.EXAMPLES[2]  # counting: a short prompt
+    example = gpt.EXAMPLES_BY_KEY["count"]  # counting: a short prompt
     analysis = gpt.analyse_prompt(decoder, example.text, example.kind)
     timing = gpt.cache_timing(decoder, example.text, example.kind, 4)
     namespace = recipes.run(gpt.kv_cache_code(analysis, len(timing.lengths)))
