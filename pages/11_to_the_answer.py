@@ -156,13 +156,7 @@ def head_map(lesson: lesson11.AnswerLesson) -> None:
         value_title="weight",
         show_values=False,
     )
-    last = lesson.attentions[layer, head, -1].astype(float)
-    looked = int(last.argmax())
-    st.caption(
-        f"From the last position, layer {layer} head {head} puts {last[looked]:.0%} of its weight on "
-        f"{lesson.tokens[looked]!r} (position {looked}), and its output moves {lesson.explained} by "
-        f"{float(lesson.heads[layer, head]):+.2f}."
-    )
+    st.caption(lesson.head_sentence(layer, head))
 
 
 def patching(model, lesson: lesson11.AnswerLesson, answered: bool) -> None:

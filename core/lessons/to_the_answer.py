@@ -33,6 +33,7 @@ DEFAULT_TEXT = "When Mary and John went to the store, John gave a drink to"
 TOP_PARTS = 12  # the residual chart's largest parts
 LENS_TOP = 3  # tokens per lens point
 RANK_LIMITS = (100, 10)  # the rank sentence says where the answer first enters the top 100, then the top 10
+MECHANISM_MIN = 0.5  # a head's effect on the token it reads, in logits, before the page names what it does
 WEAK_CHANGE = 1.0  # a corruption that moves the logit difference by less than this leaves shares meaningless
 R = TypeVar("R")
 
@@ -94,6 +95,10 @@ class AnswerLesson:
     scale: float
     attentions: np.ndarray
     corrupted: str | None  # the suggested corruption of the prompt (same token length), None when none fits
+    # With a contrast, each head's direct effect on each of the two logits alone (L, H): their difference is
+    # `heads`. They say how a head moves the difference: by raising the answer, or by lowering the other token.
+    target_heads: np.ndarray | None = None
+    minus_heads: np.ndarray | None = None
 
     @property
     def num_layers(self) -> int:
@@ -149,6 +154,33 @@ class AnswerLesson:
         """The k heads with the most negative direct effect, most negative first."""
         flat = np.argsort(self.heads, axis=None)[:k]
         return [(int(i) // self.heads.shape[1], int(i) % self.heads.shape[1], float(self.heads.flat[i])) for i in flat]
+
+    def head_sentence(self, layer: int, head: int) -> str:
+        """What one head reads from the last position and writes into the explained logit, said from the numbers.
+
+        With a contrast the effect is split into the two tokens' logits, and where the head's most-read token is
+        one of them and that token's part dominates, the sentence names the mechanism the numbers show.
+        """
+        last = self.attentions[layer, head, -1].astype(float)  # (T,): the last position's weights
+        looked = int(last.argmax())
+        read = self.tokens[looked]
+        sentence = (
+            f"From the last position, layer {layer} head {head} puts {last[looked]:.0%} of its weight on "
+            f"{read!r} (position {looked}), and its output moves {self.explained} by "
+            f"{float(self.heads[layer, head]):+.2f}"
+        )
+        if self.minus is None or self.target_heads is None or self.minus_heads is None:
+            return sentence + "."
+        up, down = float(self.target_heads[layer, head]), float(self.minus_heads[layer, head])
+        sentence += f": {self.target!r} by {up:+.2f} and {self.minus!r} by {down:+.2f}."
+        own, other = (up, down) if read == self.target else (down, up) if read == self.minus else (0.0, 0.0)
+        if abs(own) >= MECHANISM_MIN and abs(own) > abs(other):  # the token it reads is the one it moves most
+            sentence += (
+                f" It raises the very token it reads, {read!r}: it copies that token into the answer."
+                if own > 0
+                else f" It pushes down the very token it reads, {read!r}: it suppresses that token."
+            )
+        return sentence
 
     def sum_sentence(self) -> str:
         """The check that the parts add up, from the numbers."""
@@ -231,6 +263,14 @@ def answer_lesson(_model: smollm2.SmolLM2, text: str, explain: Explain, token: s
     else:  # the answer itself (also a contrast asked for where the prompt repeats no name)
         target = at.LogitTarget(answer_id)
     attribution = at.direct_attribution(model, parts, target)
+    split = (  # each logit of a contrast alone (same frozen scale), (L, H) each
+        None
+        if target.minus_id is None
+        else tuple(
+            at.direct_attribution(model, parts, at.LogitTarget(token)).contributions.heads.numpy()
+            for token in (target.token_id, target.minus_id)
+        )
+    )
     shares = parts.shares()
     every = torch.cat(
         (torch.tensor([shares.embedding]), shares.heads.flatten(), shares.mlps)
@@ -270,6 +310,8 @@ def answer_lesson(_model: smollm2.SmolLM2, text: str, explain: Explain, token: s
         scale=attribution.scale,
         attentions=attentions.half().numpy(),  # half the bytes in the cache; weights are in 0..1
         corrupted=None if corruption is None else corruption.corrupted_text,
+        target_heads=None if split is None else split[0],
+        minus_heads=None if split is None else split[1],
     )
 
 

@@ -47,6 +47,9 @@ def test_the_page_opens_clean_and_reveals_each_answer_after_a_choice(decoder) ->
         and f"{lesson.lens_labels[top_10]} (rank {ranks[top_10]}" in text
     )
     assert "Pushing ' Mary' - ' John' up the most" in text
+    # The opened head's sentence splits its effect into the two logits (the lesson's own numbers).
+    layer, head = int(at.session_state["answer_layer"]), int(at.session_state["answer_head"])
+    assert lesson.head_sentence(layer, head) in text and "' John' by " in lesson.head_sentence(layer, head)
     assert "The heads that restore the most" in text  # attribution patching, live once answered
     assert "logit(' Mary') - logit(' John'): +" in text  # the clean run's difference, positive
     assert not at.exception and not at.error

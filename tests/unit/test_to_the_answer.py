@@ -59,6 +59,36 @@ def test_the_opening_prompt_flips_and_its_numbers_are_said(decoder) -> None:
 
 
 @pytest.mark.slow
+def test_a_heads_effect_is_split_into_the_two_logits_and_its_mechanism_named_from_them(decoder) -> None:
+    lesson = lesson11.answer_lesson(decoder, lesson11.DEFAULT_TEXT, lesson11.Explain.CONTRAST, "")
+    assert lesson.target_heads is not None and lesson.minus_heads is not None
+    np.testing.assert_allclose(lesson.target_heads - lesson.minus_heads, lesson.heads, atol=1e-4)
+    # Each split is that token's own attribution: the same numbers as explaining the token alone.
+    alone = lesson11.answer_lesson(decoder, lesson11.DEFAULT_TEXT, lesson11.Explain.TOKEN, " John")
+    np.testing.assert_allclose(lesson.minus_heads, alone.heads, atol=1e-4)
+    # The top head reads the repeated name from the last position and lowers it (measured: 74% on ' John', -2.51);
+    # a head that reads ' Mary' and raises her copies the answer in (layer 23 head 0: +1.15).
+    layer, head, _ = lesson.top_heads(1)[0]
+    sentence = lesson.head_sentence(layer, head)
+    read = lesson.tokens[int(lesson.attentions[layer, head, -1].argmax())]
+    assert read == " John" and lesson.minus_heads[layer, head] < -lesson11.MECHANISM_MIN
+    assert "It pushes down the very token it reads, ' John'" in sentence
+    assert f"' John' by {float(lesson.minus_heads[layer, head]):+.2f}" in sentence
+    copies = [
+        (lay, hd)
+        for lay in range(lesson.num_layers)
+        for hd in range(lesson.heads.shape[1])
+        if "copies that token into the answer" in lesson.head_sentence(lay, hd)
+    ]
+    assert (23, 0) in copies
+    for lay, hd in copies:  # each one read the answer and raised it by at least the threshold
+        assert lesson.target_heads[lay, hd] >= lesson11.MECHANISM_MIN
+    # Without a contrast there is nothing to split and no mechanism is named.
+    answer = lesson11.answer_lesson(decoder, lesson11.DEFAULT_TEXT, lesson11.Explain.ANSWER, "")
+    assert answer.target_heads is None and "very token" not in answer.head_sentence(layer, head)
+
+
+@pytest.mark.slow
 def test_patching_everything_restores_all_and_nothing_none(decoder) -> None:
     clean, corrupted = PROMPTS[1], "When Tom and James went to the park, Tom gave a ball to"
     runs = pt.prepare_runs(decoder, smollm2.encode(decoder, clean), smollm2.encode(decoder, corrupted), by_heads=True)
