@@ -108,7 +108,7 @@ def save_for_slides(chart: VegaChart, name: str, *, key: str) -> None:
             mime="image/png",
             key=f"{key}-png",
             on_click="ignore",
-            help="A picture at twice the chart's size",
+            help="A picture at twice the pixels; a chart that fills the page's width is saved slide-wide",
         )
 
 

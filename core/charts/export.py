@@ -16,11 +16,42 @@ import re
 
 import pyarrow as pa
 
+from core.charts.spec import slide_title
+
 _SCHEMA_VERSION = re.compile(r"/vega-lite/v(\d+\.\d+)")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # The page's text colour (spec.READABLE_TEXT's currentColor) outside a page: a file has no container to
 # inherit a colour from, and a PNG renderer reads currentColor as black anyway; say so explicitly.
 FILE_TEXT = "#262730"  # Streamlit's light theme text colour: dark text on the white file background
+# A page stretches a chart to its column; a file has no column, and Vega then drew every such chart 300 px wide
+# (portrait maps, titles cut on the left, slanted labels printed over one another: an independent review).
+SLIDE_WIDTH = 880  # px: the content width of a 16:9 slide 960 px wide, less its margins
+_COMPOSITE = ("facet", "hconcat", "vconcat", "concat", "repeat")
+
+
+def _title_for_file(title: object) -> object:
+    """One line for a file (a phone's two-line title reads as one at slide width), without the click hint."""
+    if isinstance(title, dict):
+        return {**title, "text": _title_for_file(title.get("text", ""))}
+    if isinstance(title, list):
+        title = " ".join(map(str, title))
+    return slide_title(title) if isinstance(title, str) else title
+
+
+def _slide_sized(spec: dict) -> dict:
+    """The spec with a slide's width where the page would have stretched it, and titles for a file."""
+    spec = dict(spec)
+    if "title" in spec:
+        spec["title"] = _title_for_file(spec["title"])
+    if "layer" in spec:
+        spec["layer"] = [{**layer, "title": _title_for_file(layer["title"])} if "title" in layer else layer
+                         for layer in spec["layer"]]  # fmt: skip
+    if not any(key in spec for key in _COMPOSITE) and spec.get("width", "container") == "container":
+        spec["width"] = SLIDE_WIDTH
+    inner = spec.get("spec")
+    if "facet" in spec and isinstance(inner, dict) and inner.get("width", "container") == "container":
+        spec["spec"] = {**inner, "width": SLIDE_WIDTH // max(int(spec.get("columns", 1)), 1)}
+    return spec
 
 
 def file_spec(spec: dict) -> dict:
@@ -28,6 +59,7 @@ def file_spec(spec: dict) -> dict:
 
     The page sends Arrow tables beside the spec; a converter reads only JSON values. Streamlit's theme
     is not applied (the file keeps Vega's defaults: white background), and currentColor becomes FILE_TEXT.
+    A chart the page stretches to its column is SLIDE_WIDTH wide, and its title one line without click hints.
     """
     datasets = {
         name: rows.to_pylist() if isinstance(rows, pa.Table) else rows
@@ -36,7 +68,7 @@ def file_spec(spec: dict) -> dict:
     spec = {**spec, "datasets": datasets}  # the caller's spec keeps its Arrow tables
     # json round trip: numpy scalars and the like become plain JSON, and no part is shared with the chart
     text = json.dumps(spec, default=str).replace('"currentColor"', json.dumps(FILE_TEXT))
-    return json.loads(text)
+    return _slide_sized(json.loads(text))
 
 
 def vega_lite_version(spec: dict) -> str | None:

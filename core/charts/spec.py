@@ -26,6 +26,7 @@ import pyarrow as pa
 Dataset: TypeAlias = pd.DataFrame | pa.Table | list[dict]
 SpecPath = tuple[str | int, ...]  # keys into the spec, e.g. ("layer", 0, "encoding", "x", "sort")
 
+
 # Axis and legend text in the page's own text colour: SVG's currentColor is the colour Streamlit's
 # theme gives the chart's container (near-black in light, near-white in dark). Streamlit's chart
 # theme uses a grey that reaches only 3.8:1 on white, and 12 px labels are too small on a projector.
@@ -116,6 +117,15 @@ def download_name(page: str, title: str, settings: Mapping[str, str]) -> str:
     return "_".join(part for part in cleaned if part)[:MAX_NAME]
 
 
+# A hint for the page's reader ("; click one to open it") means nothing in a saved file or its name.
+_CLICK_HINT = re.compile(r"[;,]\s*click (one|a head)\b.*$")
+
+
+def slide_title(text: str) -> str:
+    """A chart's title for a saved file: without the page's click hint."""
+    return _CLICK_HINT.sub("", text)
+
+
 PHONE_TITLE_CHARS = 36  # about what a 390-px phone's chart shows of a title before Vega cuts it with "…"
 
 
@@ -139,4 +149,4 @@ def chart_title(spec: dict) -> str:
         title = title.get("text", "")
     if isinstance(title, list):
         title = " ".join(map(str, title))
-    return str(title) or "chart"
+    return slide_title(str(title)) or "chart"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ElementTree
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -37,6 +38,27 @@ def test_a_heatmap_saves_as_an_svg_with_its_title_and_cells_and_as_a_png() -> No
     width = int.from_bytes(png[16:20], "big")  # the IHDR chunk's width: twice the chart's (scale=2)
     assert width == 2 * int(float(root.attrib["width"]))
     assert "datasets" in spec and not isinstance(next(iter(spec["datasets"].values())), list)  # caller's unchanged
+
+
+def test_a_chart_the_page_stretches_is_saved_slide_wide_with_its_title_whole_and_no_click_hint() -> None:
+    """An independent review found every stretched chart saved 300 px wide: portrait maps, the title cut on the
+    left, slanted labels over one another, and "click one" in the title and the file's name."""
+    from core.charts import to_the_answer as charts_answer
+    from core.charts.spec import chart_title
+    from core.lessons.to_the_answer_frames import head_map_frame
+
+    frame = head_map_frame(np.array([[0.1, -0.2], [2.88, 0.0]]), 1, 0)  # (L, H) = (2, 2), layer 1 head 0 chosen
+    title = "Each head's direct effect on ' Mary' - ' John'; click one"
+    spec = charts_answer.head_map(frame, title, "effect").spec()
+    assert spec["width"] == "container"  # the page's: stretched to its column
+    assert export.file_spec(spec)["width"] == export.SLIDE_WIDTH
+    assert chart_title(spec) == "Each head's direct effect on ' Mary' - ' John'"  # the file's name
+    svg = export.to_svg(spec).decode()
+    assert float(ElementTree.fromstring(svg).attrib["width"]) >= export.SLIDE_WIDTH
+    assert "click one" not in svg and "direct effect on" in svg
+    # A phone's two-line title is one line in the file, and a chart with its own width keeps it.
+    assert export.file_spec({"title": ["a long", "title"], "width": 120})["title"] == "a long title"
+    assert export.file_spec({"title": "t", "width": 120})["width"] == 120
 
 
 def test_a_file_spec_inlines_the_arrow_datasets_as_records() -> None:
