@@ -50,6 +50,9 @@ def readable(spec: dict) -> dict:
     config = dict(spec.get("config", {}))
     for part, style in READABLE_TEXT.items():
         config[part] = {**style, **config.get(part, {})}
+    # Streamlit's theme colours the title but not a subtitle, which Vega draws near-black: unreadable on the dark
+    # theme (lesson 10's map of all heads, an independent review).
+    config["title"] = {"subtitleColor": "currentColor", **config.get("title", {})}
     return {**spec, "config": config}
 
 

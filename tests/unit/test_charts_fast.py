@@ -147,3 +147,15 @@ def test_line_and_bar_charts_keep_their_plot_height_and_grow_for_their_text() ->
         spec = chart.spec()
         assert spec.get("autosize") == {"type": "fit-x", "contains": "padding"}, name
         assert spec.get("height") == charts.PLOT_HEIGHT, name
+
+
+def test_a_subtitle_takes_the_pages_text_colour_as_titles_axes_and_legends_do() -> None:
+    """Vega draws a subtitle near-black unless told: lesson 10's map of all heads was unreadable on the dark theme."""
+    from core.charts import inside_gpt as charts_gpt
+
+    blocks = pd.DataFrame({"layer": [0], "head": [0], "query_block": [0], "key_block": [0], "weight": [1.0]})
+    heads = pd.DataFrame({"layer": [0], "head": [0], "sink": [0.5], "previous": [0.1], "chosen": [1]})
+    spec = charts_gpt.heads_overview(blocks, heads, 1, 1).spec()
+    assert spec["title"]["subtitle"] and spec["config"]["title"]["subtitleColor"] == "currentColor"
+    own = chart_spec.readable({"config": {"title": {"subtitleColor": "#123456"}}})
+    assert own["config"]["title"]["subtitleColor"] == "#123456"  # a chart's own colour still wins
