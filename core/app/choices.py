@@ -87,3 +87,14 @@ class AblationChoice(StrEnum):
 
     ZERO = "zero"
     MEAN = "mean"
+
+
+# ---------------------------------------------------------------- lesson 11 (from attention to the answer)
+
+
+class Explain(StrEnum):
+    """What the attribution explains."""
+
+    CONTRAST = "contrast"  # logit(answer) - logit(the repeated name): the suggested corruption's contrast
+    ANSWER = "answer"  # the logit of the model's own answer
+    TOKEN = "token"  # the logit of a token the student types

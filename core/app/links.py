@@ -139,7 +139,7 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "gpt_ablation": Choice(tuple(choice.value for choice in choices.AblationChoice)),
         # lesson 11 (from attention to the answer)
         "answer_text": Text(),
-        "answer_explain": Choice(("contrast", "answer", "token")),  # core.lessons.to_the_answer.Explain
+        "answer_explain": Choice(tuple(explain.value for explain in choices.Explain)),
         "answer_token": Text(),
         "answer_corrupted": Text(),
         "answer_layer": Whole(0, GPT_LAYERS - 1),
