@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.app import choices
 from core.app.registry import PageControl
 from core.charts import inside_gpt as charts_gpt
 from core.charts import real_model as charts_rm
@@ -75,13 +76,13 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
     c1, c2, c3, c4 = st.columns(4)
     temperature = c1.selectbox(
         "Temperature",
-        gpt.TEMPERATURES,
-        index=gpt.TEMPERATURES.index(gpt.DEFAULT_TEMPERATURE),
+        choices.TEMPERATURES,
+        index=choices.TEMPERATURES.index(gpt.DEFAULT_TEMPERATURE),
         key=PageControl.GPT_TEMPERATURE,
         **widgets.LINKED,
     )
-    top_k = c2.selectbox("Top-k (0: off)", gpt.TOP_KS, key=PageControl.GPT_TOP_K, **widgets.LINKED)
-    top_p = c3.selectbox("Top-p (1.0: off)", gpt.TOP_PS, key=PageControl.GPT_TOP_P, **widgets.LINKED)
+    top_k = c2.selectbox("Top-k (0: off)", choices.TOP_KS, key=PageControl.GPT_TOP_K, **widgets.LINKED)
+    top_p = c3.selectbox("Top-p (1.0: off)", choices.TOP_PS, key=PageControl.GPT_TOP_P, **widgets.LINKED)
     seed = int(
         c4.number_input(
             "Seed",

@@ -8,6 +8,7 @@ another's queries, under its layer/head picker.
 
 import streamlit as st
 
+from core.app import choices
 from core.app.registry import PageControl
 from core.app.settings import PresetKey, Settings, effective_d_in
 from core.inputs.examples import MAX_D_IN, MAX_TEXT_CHARS
@@ -117,14 +118,14 @@ def model_inputs(settings: Settings) -> CrossLesson | None:
         return None
     choice = widgets.linked_select(
         "Two sentences",
-        list(ptc.pair_choices()),
+        list(choices.pair_choices()),
         key="pretrained_pair",
         param="pair",
         code=str,
         name=ptc.pair_label,
         default=ptc.PAIRS[0].key,
     )
-    if choice == ptc.OWN_PAIR:
+    if choice == choices.OWN_PAIR:
         first, second = own_pair(settings.weights)
     else:
         pair = next(pair for pair in ptc.PAIRS if pair.key == choice)

@@ -4,6 +4,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from core.app import choices
 from core.app.registry import PageControl
 from core.charts import training as charts_training
 from core.lessons import training_lab as tt
@@ -13,7 +14,7 @@ from ui.presentation import step, step_break
 
 frame = page_start()
 
-LEARNING_RATES = list(tt.LEARNING_RATES)
+LEARNING_RATES = list(choices.LEARNING_RATES)
 
 
 def task_changed() -> None:

@@ -22,14 +22,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from core.app import registry
+from core.app import choices, registry
 from core.app.controls import PRESET_CONTROLS, SIDEBAR_RULES
 from core.app.rules import CheckedByItsControl, Choice, Flag, Rate, Reading, Rule, Text, Whole  # noqa: F401
 from core.app.settings import PRESETS, PresetKey, Settings, settings_for_preset
 from core.attention.stats import MAX_TRIALS
 from core.inputs.examples import MAX_D_IN, MAX_TOKENS
 from core.inputs.weights import MAX_HEADS, MAX_LAYERS, MODELS, WeightSource
-from core.lessons import training_lab
 from core.models import tiny_transformer as tt
 
 
@@ -38,60 +37,19 @@ def _numbers(options: tuple[float, ...] | tuple[int, ...]) -> tuple[str, ...]:
     return tuple(str(option) for option in options)
 
 
-def _real_model_examples() -> tuple[str, ...]:
-    from core.lessons import real_model  # the page's own lesson: loaded only when a link names it
-
-    return (*(example.key for example in real_model.EXAMPLES), real_model.OWN_SENTENCE)
-
-
-def _block_choices() -> tuple[str, ...]:
-    from core.lessons import attention_at_scale  # lesson 9's own module: loaded only when a link names a block
-
-    return _numbers(attention_at_scale.BLOCK_CHOICES)
-
-
 def _longest_choices() -> tuple[str, ...]:
-    from core.lessons import attention_at_scale  # as above
-
     # Every device's (a CPU server offers the first three), as the box writes them ("2,048") and as typed.
-    return tuple(f"{t:,}" for t in attention_at_scale.TOKEN_CHOICES) + _numbers(attention_at_scale.TOKEN_CHOICES)
+    return tuple(f"{t:,}" for t in choices.TOKEN_CHOICES) + _numbers(choices.TOKEN_CHOICES)
 
 
 def _longest_described() -> str:
-    from core.lessons import attention_at_scale  # as above
-
     def listed(lengths: list[int], last: str) -> str:
         return ", ".join(f"{t:,}" for t in lengths[:-1]) + f" {last} {lengths[-1]:,}"
 
-    cpu = list(attention_at_scale.token_choices("cpu"))
-    more = [t for t in attention_at_scale.TOKEN_CHOICES if t not in cpu]
+    cpu = list(choices.token_choices("cpu"))
+    more = [t for t in choices.TOKEN_CHOICES if t not in cpu]
     gpu = f" (a GPU also offers {listed(more, 'and')})" if more else ""
     return f"a length the box offers: {listed(cpu, 'or')} tokens{gpu}"
-
-
-def _generated_choices() -> tuple[str, ...]:
-    from core.lessons import attention_at_scale_kv  # as above
-
-    return _numbers(attention_at_scale_kv.TIMING_CHOICES)
-
-
-def _pretrained_pairs() -> tuple[str, ...]:
-    from core.lessons import pretrained_cross  # only when a link names a pair: it imports the real model's modules
-
-    return pretrained_cross.pair_choices()
-
-
-def _gpt(name: str) -> tuple[str, ...]:
-    from core.lessons import inside_gpt  # lesson 10's module: loaded only when a link names one of its choices
-
-    choices = {
-        "prompt": (*(example.key for example in inside_gpt.EXAMPLES), inside_gpt.OWN_PROMPT),
-        "temperature": _numbers(inside_gpt.TEMPERATURES),
-        "top_k": _numbers(inside_gpt.TOP_KS),
-        "top_p": _numbers(inside_gpt.TOP_PS),
-        "ablation": tuple(choice.value for choice in inside_gpt.AblationChoice),
-    }
-    return choices[name]
 
 
 def _each_models_range(what: str, field: str) -> str:
@@ -108,8 +66,6 @@ def _real_model_measures() -> tuple[str, ...]:
 
 # SmolLM2-135M (lesson 10); tests/unit/test_inside_gpt.py checks them against the model's config.
 GPT_LAYERS, GPT_HEADS = MODELS[WeightSource.DECODER].num_layers, MODELS[WeightSource.DECODER].num_heads
-GPT_MAX_NEW_TOKENS = 16  # core.lessons.inside_gpt.MAX_NEW_TOKENS (checked there too)
-GPT_REPEAT = (5, 30)  # core.lessons.inside_gpt.MIN_REPEAT, MAX_REPEAT
 MAX_PRESENTATION_STEPS = 30  # more than any page has; the presentation bar checks the page's own count
 
 
@@ -163,27 +119,27 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "perturb": Whole(2, MAX_TOKENS),
         "training": Flag(),
         # lesson 6
-        "real_example": Choice(_real_model_examples),
+        "real_example": Choice((*(key.value for key in choices.RealExample), choices.OWN_SENTENCE)),
         "real_sentence": Text(),
         # lesson 6's encoder; a link that chooses the decoder's weights bounds them by its heads (`model_head_rules`)
         **model_head_rules(WeightSource.ENCODER),
         "real_measure": Choice(_real_model_measures),
         # lesson 10 (inside a GPT)
-        "gpt_prompt": Choice(lambda: _gpt("prompt")),
+        "gpt_prompt": Choice((*(key.value for key in choices.GptPrompt), choices.OWN_PROMPT)),
         "gpt_text": Text(),
         "gpt_chat": Flag(),
-        "gpt_temperature": Choice(lambda: _gpt("temperature")),
-        "gpt_top_k": Choice(lambda: _gpt("top_k")),
-        "gpt_top_p": Choice(lambda: _gpt("top_p")),
+        "gpt_temperature": Choice(_numbers(choices.TEMPERATURES)),
+        "gpt_top_k": Choice(_numbers(choices.TOP_KS)),
+        "gpt_top_p": Choice(_numbers(choices.TOP_PS)),
         "gpt_seed": Whole(0, 9999, point_zero=True),
-        "gpt_new_tokens": Whole(1, GPT_MAX_NEW_TOKENS, point_zero=True),
+        "gpt_new_tokens": Whole(1, choices.MAX_NEW_TOKENS, point_zero=True),
         "gpt_layer": Whole(0, GPT_LAYERS - 1),
         "gpt_head": Whole(0, GPT_HEADS - 1),
-        "gpt_length": Whole(*GPT_REPEAT, point_zero=True),
-        "gpt_ablation": Choice(lambda: _gpt("ablation")),
+        "gpt_length": Whole(choices.MIN_REPEAT, choices.MAX_REPEAT, point_zero=True),
+        "gpt_ablation": Choice(tuple(choice.value for choice in choices.AblationChoice)),
         # lesson 11 (from attention to the answer)
         "answer_text": Text(),
-        "answer_explain": Choice(("contrast", "answer", "token")),  # core.lessons.to_the_answer.Explain
+        "answer_explain": Choice(tuple(explain.value for explain in choices.Explain)),
         "answer_token": Text(),
         "answer_corrupted": Text(),
         "answer_layer": Whole(0, GPT_LAYERS - 1),
@@ -197,7 +153,7 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         # then holds the value to the chosen model's own range, with a note. And lesson 7's pair of sentences.
         "layer": Whole(0, MAX_LAYERS - 1, described=lambda: _each_models_range("layer", "num_layers")),
         "head": Whole(0, MAX_HEADS - 1, described=lambda: _each_models_range("head", "num_heads")),
-        "pair": Choice(_pretrained_pairs),
+        "pair": Choice(choices.pair_choices()),
         # lesson 8
         "train_task": Choice(tuple(task.value for task in tt.Task)),
         "train_layers": Choice(("1", "2")),
@@ -205,17 +161,17 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "train_d_k": Choice(_numbers(tt.D_K_CHOICES)),
         "train_scale": Flag(),
         "train_init": Choice(tuple(init.value for init in tt.Init)),
-        "train_lr": Choice(_numbers(training_lab.LEARNING_RATES)),
-        "train_steps": Whole(10, training_lab.MAX_STEPS, point_zero=True),
+        "train_lr": Choice(_numbers(choices.LEARNING_RATES)),
+        "train_steps": Whole(10, choices.MAX_STEPS, point_zero=True),
         "train_show_layer": Choice(("1", "2")),
         # lesson 9: the longest sequence (its box offers this device's share of the choices)
         "scale_longest": Choice(_longest_choices, _longest_described),
         "scale_keys": Whole(2, 16, point_zero=True),
         "scale_block": Whole(1, 16, point_zero=True),
-        "scale_block_q": Choice(_block_choices),
-        "scale_block_k": Choice(_block_choices),
+        "scale_block_q": Choice(_numbers(choices.BLOCK_CHOICES)),
+        "scale_block_k": Choice(_numbers(choices.BLOCK_CHOICES)),
         "scale_causal": Flag(),
-        "scale_generated": Choice(_generated_choices),
+        "scale_generated": Choice(_numbers(choices.TIMING_CHOICES)),
     }
 )
 

@@ -115,7 +115,7 @@ class PageControl(StrEnum):
     GPT_LENGTH = "gpt_length"  # the random sequence's length, before it is repeated
     GPT_ABLATION = "gpt_ablation"
     ANSWER_TEXT = "answer_text"  # lesson 11 (to the answer): the prompt
-    ANSWER_EXPLAIN = "answer_explain"  # which logit the attribution explains (core.lessons.to_the_answer.Explain)
+    ANSWER_EXPLAIN = "answer_explain"  # which logit the attribution explains (core.app.choices.Explain)
     ANSWER_TOKEN = "answer_token"  # the token typed when it explains a token of the student's
     ANSWER_CORRUPTED = "answer_corrupted"  # the corrupted prompt for patching (blank: the suggested one)
     ANSWER_LAYER = "answer_layer"  # the head opened (clicks on the maps set them too)

@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from core import recipes
+from core.app.choices import BLOCK_CHOICES, TOKEN_CHOICES, token_choices
 from core.app.registry import LessonSpec
 from core.attention.functional import scaled_dot_product_attention
 from core.attention.long_context import (
@@ -40,18 +41,11 @@ from core.lessons.common import CPU, Prediction, generator
 HEAD_DIM = 64  # one head of GPT-2 small's width
 LONG_CONTEXT = 131_072  # a 128k-token context
 BYTES_FLOAT32 = 4
-# The longest sequence each device measures, so that a rerun stays interactive: on the CPU the plain
-# path at 4,096 tokens holds ~200 MB and takes a fraction of a second; a GPU goes much further.
-MAX_TOKENS = {"cpu": 4096, "cuda": 16_384}
-TOKEN_CHOICES = (1024, 2048, 4096, 8192, 16_384)
+# TOKEN_CHOICES, token_choices (each device's longest sequence) and BLOCK_CHOICES come from
+# core.app.choices: a link's scale_longest and scale_block_q/k are read by them too.
 SHORTEST = 64
 TILE_BLOCK = 128  # the block size of the timed tiled path (FlashAttention's kernels use 64 to 128)
 SMALL_BLOCK = 32  # a smaller block, timed too: the Python loop's cost grows with the number of tiles
-
-
-def token_choices(device_type: str) -> tuple[int, ...]:
-    """The longest-sequence choices this device allows."""
-    return tuple(t for t in TOKEN_CHOICES if t <= MAX_TOKENS.get(device_type, MAX_TOKENS["cpu"]))
 
 
 def lengths_up_to(longest: int) -> tuple[int, ...]:
@@ -358,7 +352,6 @@ def cost_code(longest: int) -> str:
 # ----------------------------------------------------------------------------------------
 
 PICTURE_TOKENS = 32  # the tile picture's sequence: small enough to see every tile
-BLOCK_CHOICES = (2, 4, 8, 16)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 from core import recipes
+from core.app.choices import TIMING_CHOICES  # generated tokens for the timing chart (a link names one too)
 from core.app.registry import LessonSpec
 from core.charts import at_scale as charts_scale
 from core.charts.spec import VegaChart
@@ -34,7 +35,6 @@ if TYPE_CHECKING:  # the GPT's modules load only where its timing is shown
 LAB_CONFIG = tt.TrainingConfig()  # the training lab's default run: previous token, 1 layer, 300 steps
 PROMPT = (3, 1, 4, 1, 5)  # any tokens of the task's 16 symbols
 GENERATED = 10  # new tokens for the logits comparison: prompt + generated fit the lab's 16 positions
-TIMING_CHOICES = (64, 128, 256, 512)  # generated tokens for the timing chart
 TIMING_REPEATS = 3  # generations per way; each step's fastest is kept
 
 

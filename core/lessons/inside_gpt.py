@@ -26,6 +26,14 @@ import torch
 
 from core import recipes
 from core.app import markup
+from core.app.choices import (
+    MAX_NEW_TOKENS,
+    MAX_REPEAT,
+    MIN_REPEAT,
+    OWN_PROMPT,
+    AblationChoice,
+    GptPrompt,
+)
 from core.app.registry import LessonSpec
 from core.lessons.common import Prediction
 from core.models import decoder_measures as measures
@@ -34,12 +42,8 @@ from core.models.gguf_file import ChatMessage, Role
 from core.models.sampling import SamplingSettings, next_token_distribution, ranked, sample
 
 MAX_PROMPT_TOKENS = 64  # bounded work per student: 30 x 9 maps of 64 x 64 per prompt
-MAX_NEW_TOKENS = 16
 TOP_CANDIDATES = 10
-TEMPERATURES = (0.0, 0.5, 0.7, 1.0, 1.5)
-TOP_KS = (0, 5, 20, 50)  # 0: no top-k filter
-TOP_PS = (1.0, 0.9, 0.7, 0.5)  # 1.0: no top-p filter
-MIN_REPEAT, MAX_REPEAT = 5, 30
+# MAX_NEW_TOKENS, MIN_REPEAT, MAX_REPEAT and the sampling boxes' choices: core.app.choices (links are read by them).
 # The page's defaults: a new student's first view reads the results at these values (`shared_by_everyone`).
 DEFAULT_TEMPERATURE = 1.0
 DEFAULT_SEED = 0
@@ -48,7 +52,6 @@ DEFAULT_REPEAT = 20
 TIMED_TOKENS = 8  # the KV cache's timing generates this many tokens
 TIMING_REPEATS = 3  # each of its steps is timed this many times, and the median kept
 SINK_BIG = 0.5  # a head "parks" on the first token when over half its weight lands there
-OWN_PROMPT = "own"
 R = TypeVar("R")
 
 
@@ -65,29 +68,32 @@ class ExamplePrompt:
     kind: PromptKind
 
 
-# Prompts checked with our forward pass (tests/unit/test_inside_gpt.py holds their top tokens).
-# The first opens the page: its top token leads clearly (' six' at 70%, ' and' next at 14%), where the chat
-# question's 'The' (14.5%) against 'L' (14.2%) made the opening question a coin toss (a teacher's review).
+# Prompts checked with our forward pass (tests/unit/test_inside_gpt.py holds their top tokens); one for each
+# GptPrompt key, in its order (the keys live in core.app.choices, for the link rule). The first opens the page:
+# its top token leads clearly (' six' at 70%, ' and' next at 14%), where the chat question's 'The' (14.5%)
+# against 'L' (14.2%) made the opening question a coin toss (a teacher's review).
 EXAMPLES = (
-    ExamplePrompt("count", "Counting", "one, two, three, four, five,", PromptKind.TEXT),
-    ExamplePrompt("capital", "Chat: the capital of France", "What is the capital of France?", PromptKind.CHAT),
+    ExamplePrompt(GptPrompt.COUNT.value, "Counting", "one, two, three, four, five,", PromptKind.TEXT),
     ExamplePrompt(
-        "fox",
+        GptPrompt.CAPITAL.value, "Chat: the capital of France", "What is the capital of France?", PromptKind.CHAT
+    ),
+    ExamplePrompt(
+        GptPrompt.FOX.value,
         "A sentence seen before",
         "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy",
         PromptKind.TEXT,
     ),  # noqa: E501
-    ExamplePrompt("code", "Python code", "def add(a, b):\n    return", PromptKind.TEXT),
+    ExamplePrompt(GptPrompt.CODE.value, "Python code", "def add(a, b):\n    return", PromptKind.TEXT),
 )
 EXAMPLES_BY_KEY = {example.key: example for example in EXAMPLES}
 PROMPT_LABELS = {**{e.key: e.label for e in EXAMPLES}, OWN_PROMPT: "Your own text"}
-
 
 
 def _row(attention_row: torch.Tensor | None) -> np.ndarray:
     """A generated token's attention row, stored small (float16); generate() was asked for the rows."""
     assert attention_row is not None
     return attention_row.cpu().half().numpy()
+
 
 def render(model: smollm2.SmolLM2, text: str, kind: PromptKind) -> str:
     """What the model reads: the text itself, or the question inside the chat template."""
@@ -272,8 +278,7 @@ def generate_steps(
         keep_going=_keep_going,
     )
     steps = tuple(
-        GeneratedToken(s.token, float(s.distribution.after[s.token_id]), _row(s.attention_row))
-        for s in result.steps
+        GeneratedToken(s.token, float(s.distribution.after[s.token_id]), _row(s.attention_row)) for s in result.steps
     )
     return GenerationResult(smollm2.token_texts(_model, ids), steps)
 
@@ -357,13 +362,9 @@ def induction_question(lesson: InductionLesson) -> Prediction:
     )
 
 
-class AblationChoice(StrEnum):
-    ZERO = "zero"
-    MEAN = "mean"
-
-    @property
-    def mode(self) -> smollm2.AblationMode:
-        return smollm2.AblationMode(self.value)
+def ablation_mode(choice: AblationChoice) -> smollm2.AblationMode:
+    """The model's own mode for the page's choice (the choice lives in core.app.choices, which loads no model)."""
+    return smollm2.AblationMode(choice.value)
 
 
 @dataclass(frozen=True)
@@ -391,7 +392,7 @@ def ablation_lesson(
 ) -> AblationLesson:
     """One head switched off on the repeated sequence: the loss on the second copy, the next token."""
     repeated = measures.random_repeated_tokens(length, torch.Generator().manual_seed(seed), _model.config.vocab_size)
-    ablation = smollm2.Ablation(frozenset({(layer, head)}), choice.mode)
+    ablation = smollm2.Ablation(frozenset({(layer, head)}), ablation_mode(choice))
     effect = measures.ablation_effect(_model, repeated, length, ablation)
     # The next-token view stops one token early: the last position then predicts the copy's last
     # token, which only a look back at the first copy can tell.

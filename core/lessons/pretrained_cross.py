@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from core import recipes
+from core.app.choices import CrossPair  # the pair box's codes (with OWN_PAIR and pair_choices), which a link names too
 from core.app.registry import LessonSpec
 from core.inputs.pretrained_heads import check_head, head_input, hidden_entering
 from core.inputs.weights import head_trace
@@ -32,15 +33,16 @@ class SentencePair:
     second: str  # the keys' and values' sentence
 
 
+# One for each CrossPair key, in its order (the keys live in core.app.choices, for the link rule).
 PAIRS: tuple[SentencePair, ...] = (
     SentencePair(
-        "paraphrase",
+        CrossPair.PARAPHRASE.value,
         "A sentence and its paraphrase",
         "The young boy kicked the red ball across the park.",
         "In the park, a child kicked a ball that was red.",
     ),
     SentencePair(
-        "question",
+        CrossPair.QUESTION.value,
         "A question and the sentence that answers it",
         "Where did the cat sleep last night?",
         "Last night the cat slept on the warm kitchen floor.",
@@ -48,13 +50,7 @@ PAIRS: tuple[SentencePair, ...] = (
 )
 
 
-OWN_PAIR = "own"  # the pair box's last choice: two sentences typed on the page (?first_text=…&second_text=…)
 OWN_PAIR_LABEL = "Your own two sentences"
-
-
-def pair_choices() -> tuple[str, ...]:
-    """The pair box's codes, as the link carries them: the prepared pairs, then your own."""
-    return (*(pair.key for pair in PAIRS), OWN_PAIR)
 
 
 def pair_label(code: str) -> str:

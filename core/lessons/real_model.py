@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from core import recipes
+from core.app.choices import OWN_SENTENCE, RealExample  # the selector's keys, which a link names too
 from core.app.registry import LessonSpec
 from core.attention.head_measures import (
     THRESHOLDS,
@@ -53,9 +54,10 @@ class ExampleSentence:
     contrast: Contrast | None = None  # the same sentence with the query meaning the other word
 
 
+# One for each RealExample key, in its order (the keys live in core.app.choices, for the link rule).
 EXAMPLES: tuple[ExampleSentence, ...] = (
     ExampleSentence(
-        "pronoun",
+        RealExample.PRONOUN.value,
         "A pronoun and its noun",
         "The dog chased the ball because it was bored.",
         "Which heads send 'it' to 'dog'? A head that did so because 'it' means the dog would move its "
@@ -65,7 +67,7 @@ EXAMPLES: tuple[ExampleSentence, ...] = (
         Contrast("The dog chased the ball because it was round.", "ball"),
     ),
     ExampleSentence(
-        "repeat",
+        RealExample.REPEAT.value,
         "A repeated word",
         "The cat sat on the mat, and then the cat fell asleep.",
         "Does the second 'cat' find the first one?",
@@ -73,7 +75,7 @@ EXAMPLES: tuple[ExampleSentence, ...] = (
         "cat",
     ),
     ExampleSentence(
-        "list",
+        RealExample.LIST.value,
         "A list",
         "We bought apples, pears, plums and cherries at the market.",
         "The fruit names split into word pieces (pear + ##s). Does 'plum' look back at 'pear'?",
@@ -81,7 +83,6 @@ EXAMPLES: tuple[ExampleSentence, ...] = (
         "pear",
     ),
 )
-OWN_SENTENCE = "own"  # the selector's key for the student's sentence
 
 
 @dataclass(frozen=True)

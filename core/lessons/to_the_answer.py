@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TypeVar
 
 import numpy as np
 import torch
 
 from core import recipes
+from core.app.choices import Explain  # what the attribution explains; a link names it too
 from core.app.registry import LessonSpec
 from core.lessons.common import Prediction
 from core.lessons.inside_gpt import MAX_PROMPT_TOKENS
@@ -36,14 +36,6 @@ RANK_LIMITS = (100, 10)  # the rank sentence says where the answer first enters 
 MECHANISM_MIN = 0.5  # a head's effect on the token it reads, in logits, before the page names what it does
 WEAK_CHANGE = 1.0  # a corruption that moves the logit difference by less than this leaves shares meaningless
 R = TypeVar("R")
-
-
-class Explain(StrEnum):
-    """What the attribution explains."""
-
-    CONTRAST = "contrast"  # logit(answer) - logit(the repeated name): the suggested corruption's contrast
-    ANSWER = "answer"  # the logit of the model's own answer
-    TOKEN = "token"  # the logit of a token the student types
 
 
 EXPLAIN_LABELS = {

@@ -16,6 +16,7 @@ import pandas as pd
 import torch
 
 from core import recipes
+from core.app.choices import MAX_STEPS
 from core.app.registry import LessonSpec
 from core.attention.head_measures import previous_token_share
 from core.lessons.common import Prediction, matrix_frame
@@ -41,14 +42,13 @@ __all__ = ["D_K_CHOICES", "MAX_HEADS", "Init", "Task", "TrainingConfig", "Traini
 TASK_LABELS = {Task.PREVIOUS_TOKEN: "previous token", Task.INDUCTION: "induction (repeat after a random gap)"}
 INIT_LABELS = {Init.BOOK: "the book's torch.rand (SelfAttention_v1)", Init.LINEAR: "nn.Linear's default"}
 RUNS_KEPT = 6  # runs overlaid per session: enough for a comparison, few enough to read the legend
-LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 
 # Caps, with the reason the page shows when one bites. A step (with its share of the held-out
 # evaluations) costs about STEP_OVERHEAD_MS + MS_PER_UNIT * layers * tokens * width**2 on one
 # core; the constants are fitted, with margin, to runs on a busy 2-core machine (bench/training.py
 # times the worst run the caps allow). The step cap keeps every run's estimate within RUN_BUDGET_S.
 MAX_WIDTH = 256  # heads * d_k
-MAX_STEPS = 3000
+# MAX_STEPS, the step box's top, comes from core.app.choices: a link's train_steps is bounded by it too.
 STEP_OVERHEAD_MS = 6.0
 MS_PER_UNIT = 2.5e-5
 RUN_BUDGET_S = 30.0

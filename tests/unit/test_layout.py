@@ -50,3 +50,9 @@ def test_models_never_import_lessons_and_the_attention_library_imports_no_model(
         assert not any(m.startswith("core.lessons") for m in imported_modules(path)), path
     for path in python_files("core/attention"):
         assert not any(m.startswith(("core.models", "core.lessons")) for m in imported_modules(path)), path
+
+
+def test_the_app_layer_never_imports_lessons() -> None:
+    # Lessons build on core/app (its registry, its choices); the app reads a link's choices from core/app/choices.py.
+    for path in python_files("core/app"):
+        assert not any(m.startswith("core.lessons") for m in imported_modules(path)), path

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.app import links
+from core.app import choices, links
 from core.app.links import PAGE_PARAMETERS, Choice, Flag, Text, Whole, read_link
 from core.charts import why_scale as scale_charts
 from core.models.minilm import EncoderConfig, default_folder
@@ -33,6 +33,16 @@ def test_the_peak_measure_choices_are_the_labels_the_box_writes() -> None:
     assert PAGE_PARAMETERS["peak_metric"].options() == tuple(
         scale_charts.peakiness_label(metric) for metric in ("max_weight", "entropy", "effective_tokens")
     )
+
+
+def test_every_example_key_a_link_takes_has_its_example_in_the_lessons_order() -> None:
+    # The keys live in core.app.choices (the link rule never imports a lesson), the sentences in each lesson.
+    from core.lessons import inside_gpt, pretrained_cross, real_model
+
+    assert tuple(example.key for example in real_model.EXAMPLES) == tuple(choices.RealExample)
+    assert tuple(example.key for example in inside_gpt.EXAMPLES) == tuple(choices.GptPrompt)
+    assert tuple(pair.key for pair in pretrained_cross.PAIRS) == tuple(choices.CrossPair)
+    assert all(type(key) is str for key in (*real_model.SENTENCE_LABELS, *inside_gpt.PROMPT_LABELS))  # as boxes write
 
 
 def test_the_real_models_layer_and_head_ranges_are_the_models() -> None:
