@@ -62,8 +62,17 @@ def lesson_or_default(model) -> lesson11.AnswerLesson:
             lesson11.ANSWER, model, text, explain, token if explain is lesson11.Explain.TOKEN else ""
         )
     except TextError as error:
-        st.error(f"{error} Showing the opening prompt instead.", icon=":material/error:")
-        return gpt_queue.computed(lesson11.ANSWER, model, lesson11.DEFAULT_TEXT, lesson11.Explain.CONTRAST, "")
+        problem = error
+    if explain is lesson11.Explain.TOKEN:  # a mistyped token keeps the student's prompt (an independent review)
+        try:
+            own = gpt_queue.computed(lesson11.ANSWER, model, text, lesson11.Explain.ANSWER, "")
+        except TextError as error:  # the prompt itself cannot be used either
+            problem = error
+        else:
+            st.error(f"{problem} Explaining the model's own answer on your prompt instead.", icon=":material/error:")
+            return own
+    st.error(f"{problem} Showing the opening prompt instead.", icon=":material/error:")
+    return gpt_queue.computed(lesson11.ANSWER, model, lesson11.DEFAULT_TEXT, lesson11.Explain.CONTRAST, "")
 
 
 def residual(lesson: lesson11.AnswerLesson) -> None:

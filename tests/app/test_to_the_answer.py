@@ -59,6 +59,7 @@ def test_a_typed_token_and_bad_input_say_why_without_a_traceback() -> None:
     at = open_page(
         "to_the_answer",
         timeout_s=TIMEOUT,
+        answer_text="The capital of France is",
         answer_explain="token",
         answer_token=" Johnxyzzyq",
         answer_layer="99",
@@ -66,9 +67,13 @@ def test_a_typed_token_and_bad_input_say_why_without_a_traceback() -> None:
     )
     assert not at.exception
     errors = " ".join(e.value for e in answered(at).error)
-    assert "not one" in errors and "Showing the opening prompt instead" in errors
+    # A mistyped token keeps the student's prompt: the page explains the model's own answer on it (it showed the
+    # opening prompt under the student's text, an independent review).
+    assert "not one" in errors and "Explaining the model's own answer on your prompt instead" in errors
+    assert "Showing the opening prompt" not in errors and "The model answers ' Paris'" in text_of(at)
     assert "same number of tokens" in errors  # the corrupted prompt's length, once patching shows
     at.text_input(key="answer_corrupted").set_value("").run()
+    at.text_area(key="answer_text").set_value(lesson11.DEFAULT_TEXT).run()
     at.text_input(key="answer_token").set_value(" John").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "' John'" in text_of(answered(at))
