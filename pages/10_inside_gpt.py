@@ -251,7 +251,7 @@ def induction(model) -> tuple[gpt.InductionLesson, bool]:
     )
     widgets.number_table(frames.top_heads_frame(lesson), decimals=2, hide_index=True)
     groups = "; ".join(
-        f"layer {lay}, KV head {kv}: query heads {', '.join(map(str, heads))}"
+        f"layer {lay}, KV head {kv}: query head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
         for (lay, kv), heads in lesson.groups_of_top().items()
     )
     st.caption(
