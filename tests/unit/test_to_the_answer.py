@@ -47,7 +47,14 @@ def test_the_opening_prompt_flips_and_its_numbers_are_said(decoder) -> None:
     assert lesson.answer == " Mary" and lesson.explained == "' Mary' - ' John'"
     assert lesson.corrupted == "When Mary and John went to the store, Mary gave a drink to"
     question = lesson11.lens_question(lesson)
-    assert question.explanation == lesson.first_on_top_sentence()
+    assert question.explanation.endswith(lesson.first_on_top_sentence())
+    # The question asks the rank two thirds up (L19 MLP), answered from the lens's ranks: ' Mary' is 966th there.
+    point = lesson11.lens_question_point(lesson)
+    assert lesson.lens_labels[point] == "L19 MLP" and point == 39
+    rank = int(lesson.answer_ranks[point])
+    low, high = lesson11.RANK_BANDS[question.answer]
+    assert low <= rank and (high is None or rank <= high) and f"ranks {rank:,} of 49,152" in question.explanation
+    assert question.options[question.answer] == "101 to 1,000"
     assert f"{lesson.summed:.4f}" in lesson.sum_sentence()
     layer, head, value = lesson.top_heads(1)[0]
     assert value == pytest.approx(float(lesson.heads.max()))
