@@ -9,7 +9,8 @@ control's value (`Greyed`: the sentence box without "Your own sentence", say).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -132,16 +133,7 @@ def draw_all(page: registry.PageSpec, weights_now: WeightSource, devices: list[s
 
 
 def settings_from(values: Mapping[str, object]) -> Settings:
-    """The widgets' values as the frozen Settings the pages compute from."""
-    return Settings(
-        preset=PresetKey(str(values["preset"])),
-        text=str(values["text"] or ""),
-        d_in=int(_number(values["d_in"])),
-        d_out=int(_number(values["d_out"])),
-        seed=int(round(_number(values["seed"]))),
-        dropout=_number(values["dropout"]),
-        num_heads=int(_number(values["num_heads"])),
-        scale=bool(values["scale"]),
-        device=str(values["device"]),
-        weights=WeightSource(str(values["weights"])),
-    )
+    """The widgets' values as the frozen Settings the pages compute from: each control's spec converts its own
+    (core.app.controls.SidebarControl.setting), so a new sidebar control needs no line here."""
+    fields: dict[str, Any] = {spec.key: spec.setting(values[spec.key]) for spec in SIDEBAR}  # typed by each spec
+    return replace(Settings(), **fields)

@@ -79,6 +79,20 @@ class SidebarControl:
         """The value the sidebar opens with: `Settings()`'s."""
         return getattr(Settings(), self.key)
 
+    def setting(self, value: object) -> object:
+        """The widget's value as this control's `Settings` field holds it: the type of the field's default (a
+        select's code as its enum, a number box's 7.0 as 7). Raises TypeError for a number that is not one."""
+        default = self.default
+        if isinstance(default, Enum):
+            return type(default)(str(value))
+        if isinstance(default, str):
+            return str(value or "")
+        if isinstance(default, bool):  # before the numbers: a bool is an int to Python
+            return bool(value)
+        if not isinstance(value, int | float):
+            raise TypeError(f"{self.key}: expected a number, got {type(value).__name__}")
+        return int(round(value)) if isinstance(default, int) else float(value)
+
     def rule(self) -> Rule:
         """The link's rule for this control (a machine's choices: `core.app.links.rules` adds them)."""
         if self.widget in (Widget.SELECT, Widget.RADIO, Widget.MACHINE_SELECT):

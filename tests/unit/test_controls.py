@@ -55,3 +55,30 @@ def test_the_pages_that_use_a_control_are_the_registrys_inverse() -> None:
     for spec in SIDEBAR:
         for slug in spec.pages():
             assert spec.control not in registry.page(slug).ignores_with("random")
+
+
+def test_each_spec_turns_its_widgets_value_into_its_settings_fields_type() -> None:
+    """settings_from is built from the specs (issue 43 item 4): a new sidebar control needs no line there."""
+    import pytest
+
+    from core.app.settings import PresetKey
+    from core.inputs.weights import WeightSource
+    from ui.sidebar import settings_from
+
+    by_key = {spec.key: spec for spec in SIDEBAR}
+    # What the widgets hold: a select's and a radio's code, a slider's int or float, the seed box's float.
+    widget_values = {
+        "preset": "blog", "text": None, "d_in": 5, "d_out": 4, "seed": 7.0, "dropout": 0.25,
+        "num_heads": 3, "scale": False, "device": "cpu", "weights": "decoder",
+    }  # fmt: skip
+    settings = settings_from(widget_values)
+    assert settings == Settings(
+        preset=PresetKey.BLOG, text="", d_in=5, d_out=4, seed=7, dropout=0.25, num_heads=3, scale=False,
+        device="cpu", weights=WeightSource.DECODER,
+    )  # fmt: skip
+    assert type(settings.seed) is int and type(settings.dropout) is float
+    assert settings_from({spec.key: spec.default for spec in SIDEBAR}) == Settings()  # the defaults round-trip
+    with pytest.raises(TypeError, match="d_in"):
+        by_key["d_in"].setting("5")  # a number that is not one is refused, not guessed
+    with pytest.raises(ValueError):
+        by_key["weights"].setting("hidden")  # off the list
