@@ -18,7 +18,7 @@ from core.models.patching import PatchingMethod
 from ui import draw, gpt_queue, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import presenting, step
 
 LAYER, HEAD = PageControl.ANSWER_LAYER, PageControl.ANSWER_HEAD  # the opened head (clicks on the maps set them)
 EXACT_ASKED = "al_answer_exact"  # the (clean, corrupted) pair this session asked exact patching for
@@ -141,6 +141,7 @@ def head_map(lesson: lesson11.AnswerLesson) -> None:
             frames.head_map_frame(lesson.heads, layer, head),
             f"Each head's direct effect on {lesson.explained}; click one",
             "effect",
+            layers_across=presenting(),
         ),
         f"A 30 by 9 map of each head's direct effect on {lesson.explained}.",
         key="answer_dla_map",
@@ -219,7 +220,10 @@ def show(result: lesson11.PatchingLesson, name: str, key: str) -> None:
         )
     draw.draw(
         charts.head_map(
-            frames.head_map_frame(result.restored, layer, head), f"Share restored by each head: {name}", "share"
+            frames.head_map_frame(result.restored, layer, head),
+            f"Share restored by each head: {name}",
+            "share",
+            layers_across=presenting(),
         ),
         f"A 30 by 9 map of the share of the logit difference each head restores, by {name}.",
         key=key,

@@ -13,6 +13,11 @@ _QUESTIONS_KEY = "question_steps"  # this run: the step each predict question wa
 _LINK_PAGE = "link_page"  # the page this session's link opened in presentation mode
 
 
+def presenting() -> bool:
+    """Whether this session is in presentation mode (a projector's screen: a page may draw a compact chart)."""
+    return bool(st.session_state.get("present"))
+
+
 def start_counting() -> None:
     """Before each page run: step 1 is the lesson's opening, before its first heading."""
     st.session_state[_STEPS_KEY] = 1

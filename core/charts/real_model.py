@@ -18,7 +18,7 @@ import pandas as pd
 
 from core.charts.colours import BLUE_ORANGE, text_switches
 from core.charts.heatmap import LEGEND_FORMAT, _domain_stops, cell_font_expr, legend_values
-from core.charts.spec import SpecPath, VegaChart, template
+from core.charts.spec import SpecPath, VegaChart, phone_title, template
 
 GRID_DATA = "real_model_grid"  # layer, head, query_index, key_index, query, key, weight, chosen
 LINES_DATA = "real_model_lines"  # query_index, key_index, query, key, weight
@@ -188,18 +188,25 @@ def signed_title(value_title: str) -> str:
     return f"{value_title}, signed (blue −, orange +)"
 
 
-def measure_map(title: str, value_title: str, signed: bool = False) -> alt.LayerChart:
+LAYERS_ACROSS_ROW_PX = 24  # a map with the layers across: 9 rows of this, the whole model in ~300 px
+
+
+def measure_map(title: str, value_title: str, signed: bool = False, layers_across: bool = False) -> alt.LayerChart:
     """One measure for every head: layer x head cells with their values, clickable like the grid.
 
     Data: MEASURE_DATA (layer, head, value, chosen); the chosen head is outlined. signed: a diverging
     blue-orange scale centred at 0 (symmetric, ±the largest |value|), so a head's sign shows at a glance;
-    otherwise viridis over the data's range.
+    otherwise viridis over the data's range. layers_across: layers along x and heads down, rows
+    LAYERS_ACROSS_ROW_PX tall, so 30 x 9 fits a projector's screen (layers down it was 1,019 px tall, an
+    independent review); its cells are too narrow for numbers, which the tooltip and the page's text give.
     """
     pick = alt.selection_point(name=HEAD_SELECTION, fields=["layer", "head"], on="click", empty=False)
-    base = alt.Chart(alt.NamedData(name=MEASURE_DATA)).encode(
-        x=alt.X("head:O", title="head", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("layer:O", title="layer"),
-    )
+    if layers_across:  # labelOverlap: every second layer label where they crowd (a phone's 11-px columns)
+        x = alt.X("layer:O", title="layer", axis=alt.Axis(labelAngle=0, labelOverlap=True))
+        y = alt.Y("head:O", title="head")
+    else:
+        x, y = alt.X("head:O", title="head", axis=alt.Axis(labelAngle=0)), alt.Y("layer:O", title="layer")
+    base = alt.Chart(alt.NamedData(name=MEASURE_DATA)).encode(x=x, y=y)
     # A signed map's stops are explicit (Vega's "rgb" interpolation between them), so Python knows each cell's
     # colour and the text switches below hold; its domain slot gets one value per stop (`measure`).
     scale = (
@@ -216,7 +223,12 @@ def measure_map(title: str, value_title: str, signed: bool = False) -> alt.Layer
                 "value:Q",
                 scale=scale,
                 title=signed_title(value_title) if signed else value_title,
-                legend=alt.Legend(values=[0, 1], format=LEGEND_FORMAT),
+                # Layers across: the legend goes under the map, which then has a phone's whole width.
+                legend=alt.Legend(
+                    values=[0, 1], format=LEGEND_FORMAT, orient="bottom", direction="horizontal", titleLimit=320
+                )
+                if layers_across
+                else alt.Legend(values=[0, 1], format=LEGEND_FORMAT),
             ),
             strokeWidth=alt.condition("datum.chosen", alt.value(3), alt.value(0)),
             tooltip=["layer:O", "head:O", alt.Tooltip("value:Q", format=".3f", title=value_title)],
@@ -245,6 +257,8 @@ def measure_map(title: str, value_title: str, signed: bool = False) -> alt.Layer
         )
     )
     layered = cast(alt.LayerChart, alt.layer(rect, text))  # no facet channels, so alt.layer() built a LayerChart
+    if layers_across:  # in two lines where long: a phone following the teacher shows the title whole
+        return layered.properties(title=phone_title(title), width="container", height=alt.Step(LAYERS_ACROSS_ROW_PX))
     return layered.properties(title=title, width="container", height=alt.Step(30))
 
 
@@ -270,15 +284,17 @@ def lines(lines_frame: pd.DataFrame, tokens_frame: pd.DataFrame, title: str, lab
 
 
 @functools.lru_cache(maxsize=32)
-def _measure_template(title: str, value_title: str, signed: bool) -> str:
-    return template(measure_map(title, value_title, signed), make_readable=False)
+def _measure_template(title: str, value_title: str, signed: bool, layers_across: bool) -> str:
+    return template(measure_map(title, value_title, signed, layers_across), make_readable=False)
 
 
 MEASURE_DOMAIN: SpecPath = ("layer", 0, "encoding", "color", "scale", "domain")
 MEASURE_LEGEND: SpecPath = ("layer", 0, "encoding", "color", "legend", "values")
 
 
-def measure(frame: pd.DataFrame, title: str, value_title: str, signed: bool = False) -> VegaChart:
+def measure(
+    frame: pd.DataFrame, title: str, value_title: str, signed: bool = False, layers_across: bool = False
+) -> VegaChart:
     """One measure of every head as a layers × heads map (MEASURE_DATA = `frame`), coloured over its own range:
     viridis from its lowest to its highest value, or (signed) blue-orange from -m to m, m its largest |value|."""
     low, high = float(frame["value"].min()), float(frame["value"].max())
@@ -290,7 +306,7 @@ def measure(frame: pd.DataFrame, title: str, value_title: str, signed: bool = Fa
         domain = (low, high) if high > low else (low, low + 1.0)
         stops = list(domain)
     return VegaChart(
-        _measure_template(title, value_title, signed),
+        _measure_template(title, value_title, signed, layers_across),
         {MEASURE_DATA: frame},
         {MEASURE_DOMAIN: stops, MEASURE_LEGEND: legend_values(domain, signed=signed)},
     )

@@ -93,6 +93,7 @@ def lens_rank(frame: pd.DataFrame) -> VegaChart:
     return VegaChart(_rank_template(), {LENS_DATA: frame})
 
 
-def head_map(frame: pd.DataFrame, title: str, value_title: str) -> VegaChart:
-    """A layers x heads map of a signed value (layer, head, value, chosen), clickable (real_model.HEAD_SELECTION)."""
-    return real_model.measure(frame, title, value_title, signed=True)
+def head_map(frame: pd.DataFrame, title: str, value_title: str, layers_across: bool = False) -> VegaChart:
+    """A layers x heads map of a signed value (layer, head, value, chosen), clickable (real_model.HEAD_SELECTION);
+    layers_across: the layers along x, for a projector's screen (real_model.measure_map)."""
+    return real_model.measure(frame, title, value_title, signed=True, layers_across=layers_across)

@@ -505,3 +505,21 @@ def test_a_signed_measure_map_is_diverging_at_zero_and_its_text_reads_on_both_si
         assert reads(fraction, text) >= 4.5, (fraction, text)
     viridis = real_model.measure(frame, "map", "effect").spec()["layer"][0]["encoding"]["color"]
     assert viridis["scale"]["scheme"] == "viridis" and viridis["title"] == "effect"  # unsigned maps keep viridis
+
+
+def test_a_measure_map_with_the_layers_across_fits_a_projector_and_keeps_its_click() -> None:
+    """Lesson 11's 30 x 9 maps were 1,019 px tall: a projector never showed one whole (an independent review).
+    In presentation mode the layers run across: 9 rows of 24 px; the click still picks (layer, head)."""
+    from core.charts import real_model
+
+    frame = pd.DataFrame(
+        {"layer": np.repeat(np.arange(30), 9), "head": np.tile(np.arange(9), 30), "value": np.linspace(-1, 1, 270)}
+    ).assign(chosen=False)
+    across = validated(real_model.measure(frame, "map", "effect", signed=True, layers_across=True))
+    down = validated(real_model.measure(frame, "map", "effect", signed=True))
+    encoding = across["layer"][0]["encoding"]
+    assert encoding["x"]["field"] == "layer" and encoding["y"]["field"] == "head"
+    assert down["layer"][0]["encoding"]["x"]["field"] == "head"  # the default keeps the layers down
+    assert across["height"] == {"step": real_model.LAYERS_ACROSS_ROW_PX} and 9 * real_model.LAYERS_ACROSS_ROW_PX < 300
+    assert across["params"][0]["select"]["fields"] == ["layer", "head"]
+    assert encoding["color"]["legend"]["orient"] == "bottom"  # under the map: a phone gives the map its width

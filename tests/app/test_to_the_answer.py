@@ -93,3 +93,16 @@ def test_an_empty_prompt_and_a_prompt_without_a_repeated_name() -> None:
     next(b for b in at.button if b.label.startswith("Run exact patching")).click().run()  # through the queue
     assert not at.exception and not at.error
     assert text_of(at).count("The heads that restore the most") == 2
+
+
+@pytest.mark.slow
+def test_in_presentation_mode_the_head_map_runs_the_layers_across() -> None:
+    """A projector never showed a whole 30 x 9 map with the layers down (an independent review)."""
+    import json
+
+    def head_map_x(at) -> list[str]:
+        maps = [e.proto for e in at.get("vega_lite_chart") if e.proto.alt.startswith("A 30 by 9 map of each head")]
+        return [json.loads(proto.spec)["layer"][0]["encoding"]["x"]["field"] for proto in maps]
+
+    assert head_map_x(answered(open_page("to_the_answer", timeout_s=TIMEOUT, present="1"))) == ["layer"]
+    assert head_map_x(answered(open_page("to_the_answer", timeout_s=TIMEOUT))) == ["head"]
