@@ -155,6 +155,7 @@ def head_map(lesson: lesson11.AnswerLesson) -> None:
         f"{lesson.embedding:+.2f}, all MLPs together {float(lesson.mlps.sum()):+.2f} (the largest, layer {mlp}, "
         f"{float(lesson.mlps[mlp]):+.2f})."
     )
+    widgets.prose("to_the_answer", "mechanism")  # after the answer: the step's question stays above a projector's fold
     c1, c2 = st.columns(2)
     linked = {**widgets.LINKED, "help": "Counted from 0, as in the code."}
     layer = int(c1.selectbox("Layer", list(range(lesson.num_layers)), key=LAYER, **linked))
