@@ -69,7 +69,7 @@ def the_question(key: str | None = None) -> str:
     """
     steps: dict[str, int] = st.session_state.get(_QUESTIONS_KEY) or {}
     where = steps.get(key) if key is not None else next(reversed(steps.values()), None)
-    if st.session_state.get("present") and where is not None and where != steps_drawn():
+    if presenting() and where is not None and where != steps_drawn():
         return f"the question on step {where}"
     return "the question above"
 

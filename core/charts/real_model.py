@@ -11,7 +11,7 @@ of a signed quantity (lesson 11's effects and shares) is blue-orange, centred at
 from __future__ import annotations
 
 import functools
-from typing import cast
+from typing import Any, cast
 
 import altair as alt
 import pandas as pd
@@ -189,6 +189,8 @@ def signed_title(value_title: str) -> str:
 
 
 LAYERS_ACROSS_ROW_PX = 24  # a map with the layers across: 9 rows of this, the whole model in ~300 px
+# ... and its legend under the map, which then has a phone's whole width
+_LEGEND_UNDER: dict[str, Any] = {"orient": "bottom", "direction": "horizontal", "titleLimit": 320}
 
 
 def measure_map(title: str, value_title: str, signed: bool = False, layers_across: bool = False) -> alt.LayerChart:
@@ -223,12 +225,7 @@ def measure_map(title: str, value_title: str, signed: bool = False, layers_acros
                 "value:Q",
                 scale=scale,
                 title=signed_title(value_title) if signed else value_title,
-                # Layers across: the legend goes under the map, which then has a phone's whole width.
-                legend=alt.Legend(
-                    values=[0, 1], format=LEGEND_FORMAT, orient="bottom", direction="horizontal", titleLimit=320
-                )
-                if layers_across
-                else alt.Legend(values=[0, 1], format=LEGEND_FORMAT),
+                legend=alt.Legend(values=[0, 1], format=LEGEND_FORMAT, **(_LEGEND_UNDER if layers_across else {})),
             ),
             strokeWidth=alt.condition("datum.chosen", alt.value(3), alt.value(0)),
             tooltip=["layer:O", "head:O", alt.Tooltip("value:Q", format=".3f", title=value_title)],
