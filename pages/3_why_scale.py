@@ -2,9 +2,9 @@
 
 import streamlit as st
 
+from core.app import choices
 from core.app.registry import PageControl
 from core.app.settings import Settings
-from core.attention.stats import MAX_TRIALS
 from core.charts import why_scale as scale_charts
 from core.charts.spec import VegaChart
 from core.lessons import why_scale
@@ -83,15 +83,19 @@ settings = frame.settings
 widgets.prose("why_scale", "intro")
 c1, c2 = st.columns(2)
 multiplier = c1.select_slider(
-    "Score multiplier", [1.0, 2.0, 4.0, 8.0, 16.0], value=8.0, key=PageControl.MULTIPLIER, bind="query-params"
+    "Score multiplier",
+    choices.MULTIPLIERS,
+    value=choices.DEFAULT_MULTIPLIER,
+    key=PageControl.MULTIPLIER,
+    bind="query-params",
 )
 trials = c2.select_slider(
     "Monte Carlo trials per d_k",
-    [1_000, 20_000, MAX_TRIALS],
-    value=20_000,
+    choices.TRIAL_CHOICES,
+    value=choices.DEFAULT_TRIALS,
     key=PageControl.TRIALS,
     bind="query-params",
-    help=f"Capped at {MAX_TRIALS:,} so the page stays quick when a whole class uses it at once; 20,000 already "
+    help=f"Capped at {choices.MAX_TRIALS:,} so the page stays quick when a whole class uses it at once; 20,000 already "
     "lands within a few percent of the theory.",
 )
 sweep, sweep_chart, saturation_chart = cache.computed(why_scale.SWEEP, float(multiplier))

@@ -11,6 +11,14 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+# ---------------------------------------------------------------- lesson 3 (why scale)
+
+MULTIPLIERS = (1.0, 2.0, 4.0, 8.0, 16.0)  # the score multiplier's stops; the sweep chart draws each of them
+DEFAULT_MULTIPLIER = 8.0  # peaky enough to see, as the trainable-weights notebook's example
+MAX_TRIALS = 100_000  # the dashboard cap: at 200,000 the why-scale page took 11.5x the reference rerun (bench/)
+TRIAL_CHOICES = (1_000, 20_000, MAX_TRIALS)  # Monte Carlo draws per d_k; 20,000 lands within a few percent
+DEFAULT_TRIALS = 20_000
+
 # ---------------------------------------------------------------- lesson 6 (a real model)
 
 

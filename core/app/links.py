@@ -26,7 +26,6 @@ from core.app import choices, registry
 from core.app.controls import PRESET_CONTROLS, SIDEBAR_RULES
 from core.app.rules import CheckedByItsControl, Choice, Flag, Rate, Reading, Rule, Text, Whole  # noqa: F401
 from core.app.settings import PRESETS, PresetKey, Settings, settings_for_preset
-from core.attention.stats import MAX_TRIALS
 from core.inputs.examples import MAX_D_IN, MAX_TOKENS
 from core.inputs.weights import MAX_HEADS, MAX_LAYERS, MODELS, WeightSource
 from core.models import tiny_transformer as tt
@@ -112,8 +111,8 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "logit_scale": Whole(1, 200, point_zero=True),
         "stretch": Flag(),  # lesson 1: colours stretched to the weights' own range
         # lesson 3
-        "multiplier": Choice(_numbers((1.0, 2.0, 4.0, 8.0, 16.0))),
-        "trials": Choice(_numbers((1_000, 20_000, MAX_TRIALS))),
+        "multiplier": Choice(_numbers(choices.MULTIPLIERS)),
+        "trials": Choice(_numbers(choices.TRIAL_CHOICES)),
         "peak_metric": Choice(("mean max weight", "mean entropy (nats)", "effective tokens")),
         # lesson 4: the token pushed, from 2; the page checks it against its sentence
         "perturb": Whole(2, MAX_TOKENS),

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 
 DEFAULT_DIMS: tuple[int, ...] = tuple(2**i for i in range(10))  # 1, 2, 4, ..., 512
-MAX_TRIALS = 100_000  # the dashboard cap: at 200,000 the why-scale page took 11.5x the reference rerun (bench/)
+MAX_TRIALS = 100_000  # the dashboard's cap (core.app.choices.MAX_TRIALS, which a test holds equal)
 
 
 def _check_dims_trials(dims: Sequence[int], trials: int) -> list[int]:

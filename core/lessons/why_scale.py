@@ -8,6 +8,7 @@ import pandas as pd
 import torch
 
 from core import recipes
+from core.app import choices
 from core.app.registry import LessonSpec
 from core.attention import stats
 from core.charts import spec as chart_spec
@@ -16,7 +17,7 @@ from core.lessons.common import CPU, Prediction, generator
 
 # The trainable-weights notebook's five scores, multiplied by 8 to show a peaky softmax.
 NOTEBOOK_SCORES = (0.1, -0.2, 0.3, -0.2, 0.5)
-MULTIPLIERS = (1.0, 2.0, 4.0, 8.0, 16.0)
+MULTIPLIERS = choices.MULTIPLIERS
 
 # The trainable-weights notebook's variance experiment: 1,000 draws at d = 5 and d = 100, no seed set.
 NOTEBOOK_DIMS = (5, 100)

@@ -35,6 +35,16 @@ def test_the_peak_measure_choices_are_the_labels_the_box_writes() -> None:
     )
 
 
+def test_lesson_3_s_boxes_and_its_links_offer_one_list_within_the_computation_s_cap() -> None:
+    from core.app import choices
+    from core.attention import stats
+
+    assert choices.MAX_TRIALS == stats.MAX_TRIALS == max(choices.TRIAL_CHOICES)  # the box's top is what stats allows
+    assert PAGE_PARAMETERS["trials"].options() == tuple(str(n) for n in choices.TRIAL_CHOICES)
+    assert PAGE_PARAMETERS["multiplier"].options() == tuple(str(m) for m in choices.MULTIPLIERS)
+    assert choices.DEFAULT_MULTIPLIER in choices.MULTIPLIERS and choices.DEFAULT_TRIALS in choices.TRIAL_CHOICES
+
+
 def test_every_example_key_a_link_takes_has_its_example_in_the_lessons_order() -> None:
     # The keys live in core.app.choices (the link rule never imports a lesson), the sentences in each lesson.
     from core.lessons import inside_gpt, pretrained_cross, real_model
