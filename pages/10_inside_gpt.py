@@ -153,7 +153,7 @@ def open_head(layer: int, head: int) -> None:
 def all_heads(analysis: gpt.PromptAnalysis) -> None:
     step(f"All {analysis.num_layers * analysis.num_heads} heads")
     widgets.prose("inside_gpt", "grid")
-    st.caption(gpt.sink_sentence(analysis))
+    st.caption(f"{frames.blocks_sentence(len(analysis.tokens))} {gpt.sink_sentence(analysis)}")
     # Every head small (its weights summed in blocks of positions), then the chosen layer's heads in full: every
     # weight of all 270 heads was one message of up to 4 MB at 64 tokens, over Streamlit's limit (issue 40).
     draw.head_grid(
@@ -257,11 +257,14 @@ def induction(model) -> tuple[gpt.InductionLesson, bool]:
     st.caption(
         f"An even spread would score about {lesson.chance:.2f}. The top heads by shared key/value head: {groups}."
     )
+    widgets.prose("inside_gpt", "copying")
+    st.markdown(gpt.copying_sentence(lesson))
     widgets.code_box(
         gpt.code(lesson),
         "Plain PyTorch in float32 from the model's file, without our model code: the same random sequence. The page "
         "multiplies the file's 4-bit weights in bfloat16, so its induction scores differ from these by up to about "
-        "0.01 and its losses by up to about 0.06 nats; the top heads are the same.",
+        "0.01, its losses by up to about 0.06 nats and the top heads' copying scores by up to about 0.03; the top "
+        "heads are the same.",
         title="induction heads from the model's file",
     )
     return lesson, True
@@ -275,7 +278,8 @@ def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
         return
     layer, head = st.session_state[LAYER], st.session_state[HEAD]
     top_layer, top_head, _ = lesson.top[0]
-    c1, c2 = st.columns(2)
+    previous_layer, previous_head, _ = lesson.top_previous
+    c1, c2, c3 = st.columns(3)
     choice = c1.selectbox(
         "Switch off by",
         list(gpt.AblationChoice),
@@ -288,6 +292,11 @@ def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
         on_click=open_head,
         args=(top_layer, top_head),
     )
+    c3.button(
+        f"Use the top previous-token head (layer {previous_layer}, head {previous_head})",
+        on_click=open_head,
+        args=(previous_layer, previous_head),
+    )
     result = gpt_queue.computed(
         gpt.ABLATION, model, lesson.length, lesson.seed, layer, head, gpt.AblationChoice(choice)
     )
@@ -299,6 +308,7 @@ def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
     before, after = st.columns(2)
     before.caption("Top next tokens, head on: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_before))
     after.caption("Head off: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_after))
+    st.markdown(gpt.composition_sentence(lesson, result))
     widgets.code_box(
         gpt.ablation_code(lesson, result),
         "Plain PyTorch in float32 from the model's file: the induction section's sequence, this head, this way of "

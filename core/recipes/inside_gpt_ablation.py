@@ -54,9 +54,11 @@ def rope(x):  # x (heads, T, d): adjacent pairs turned by position x base^(-2i/d
 
 
 def logits_of(switched_off):
-    """(T, vocab) logits, with head `head` of layer `layer` switched off when asked."""
+    """(T, vocab) logits and every layer's attention weights (30, 9, T, T), with head `head` of layer `layer`
+    switched off when asked."""
     future = torch.ones(T, T, dtype=torch.bool).triu(1)  # True above the diagonal: later tokens, hidden
     x = weights["token_embd.weight"][ids]  # (T, d_model)
+    attentions = []
     for i in range(n_layers):
         w = {name.split(".", 2)[2][:-7]: v for name, v in weights.items() if name.startswith(f"blk.{i}.")}
         h = rms(x, w["attn_norm"])
@@ -64,6 +66,7 @@ def logits_of(switched_off):
         k = rope((h @ w["attn_k"].T).view(T, n_kv, d).transpose(0, 1)).repeat_interleave(n_heads // n_kv, 0)
         v = (h @ w["attn_v"].T).view(T, n_kv, d).transpose(0, 1).repeat_interleave(n_heads // n_kv, 0)  # (9, T, d)
         weight = torch.softmax((q @ k.transpose(1, 2) / math.sqrt(d)).masked_fill(future, -math.inf), -1)
+        attentions.append(weight)
         heads_out = weight @ v  # (9, T, d): each head's weighted sum of values
         if switched_off and i == layer:
             # zero: the head adds nothing. mean: it adds the same vector at every position (its mean over
@@ -73,7 +76,8 @@ def logits_of(switched_off):
         x = x + heads_out.transpose(0, 1).reshape(T, d_model) @ w["attn_output"].T  # (T, 9 * d) -> (T, d_model)
         h = rms(x, w["ffn_norm"])
         x = x + (F.silu(h @ w["ffn_gate"].T) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T
-    return rms(x, weights["output_norm.weight"]) @ weights["token_embd.weight"].T  # (T, vocab): tied
+    logits = rms(x, weights["output_norm.weight"]) @ weights["token_embd.weight"].T  # (T, vocab): tied
+    return logits, torch.stack(attentions)
 
 
 def second_copy_loss(logits):
@@ -83,10 +87,19 @@ def second_copy_loss(logits):
 
 
 with torch.no_grad():
-    on, off = logits_of(False), logits_of(True)
+    (on, attentions_on), (off, attentions_off) = logits_of(False), logits_of(True)
 loss_before, loss_after = second_copy_loss(on), second_copy_loss(off)
 # How far the last position's next-token distribution moved: total variation, 0 unchanged to 1 disjoint.
 probability_shift = 0.5 * (on[-1].softmax(-1) - off[-1].softmax(-1)).abs().sum().item()
 print(f"loss on the second copy: {loss_before:.2f} nats with layer {layer} head {head} on, "
       f"{loss_after:.2f} switched off ({mode}): {loss_after - loss_before:+.2f}")
 print(f"next-token distribution moved by {probability_shift:.3f} (total variation)")
+
+# Induction scores (the weight from the repeat of token i on the token after its first occurrence) with the head
+# on and off: a later head that matches its query against what this head wrote loses its pattern.
+offsets = torch.arange(length - 1)
+induction_on = attentions_on[:, :, length + offsets, offsets + 1].mean(-1)  # (30, 9)
+induction_off = attentions_off[:, :, length + offsets, offsets + 1].mean(-1)
+for index in induction_on.flatten().topk(6).indices.tolist():
+    i, h = divmod(index, n_heads)
+    print(f"layer {i} head {h}: induction score {induction_on[i, h]:.2f} on, {induction_off[i, h]:.2f} off")

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from core.models import attribution as at
+from core.models import decoder_measures as dm
 from core.models import smollm2 as sm
 
 pytestmark = pytest.mark.slow
@@ -139,6 +140,28 @@ def test_direct_attribution_adds_up_to_the_logit(decoder32) -> None:
             assert dla.contributions.heads.shape == (30, 9) and dla.contributions.mlps.shape == (30,)
             assert dla.contributions.total == pytest.approx(real, abs=1e-3), text
             assert dla.contributions.summed() == pytest.approx(real, abs=1e-3), text
+
+
+def test_a_heads_copying_effect_is_its_direct_attribution_to_the_token_it_reads(decoder32) -> None:
+    # decoder_measures.copying_effects against direct_attribution (itself checked against the logit above): a
+    # head's effect on the logit of the token at its most-attended key, less its effect on the average token.
+    model, length = decoder32, 8
+    ids = dm.random_repeated_tokens(length, torch.Generator().manual_seed(0), model.config.vocab_size)
+    attentions = sm.forward(model, ids, return_attentions=True).attentions
+    traced = at.trace(model, ids, by_heads=True)
+    effects = dm.copying_effects(model, traced, attentions, length)
+    assert effects.shape == (30, 9, length - 1)
+    average = model.weights.embeddings.float().mean(dim=0)
+    assert torch.allclose(dm.average_embedding(model.weights.embeddings), average, atol=1e-6)
+    for layer, head, query in ((17, 4, 0), (23, 7, 3), (2, 5, 6)):
+        position = length + query
+        read = 1 + int(attentions[layer, head, position, 1:].argmax())
+        parts = at.decompose(model, traced, position)
+        dla = at.direct_attribution(model, parts, at.LogitTarget(int(ids[read])))
+        on_average = float(parts.heads[layer, head] @ (dla.scale * model.weights.final_norm * average))
+        assert float(effects[layer, head, query]) == pytest.approx(
+            float(dla.contributions.heads[layer, head]) - on_average, abs=1e-4
+        )
 
 
 def test_one_head_carries_the_name(decoder32) -> None:

@@ -116,6 +116,48 @@ def test_induction_heads_and_the_loss_on_the_second_copy(decoder) -> None:
     assert sorted(lesson.groups_of_top()[(17, 1)]) == [3, 4, 5]
 
 
+def test_the_copying_sentence_sorts_the_top_induction_heads_by_their_own_scores(decoder) -> None:
+    # Issue 42, item 5: does an induction head also write the token it finds? On the default sequence layer 17's
+    # heads find it and hardly write it (|score| < 0.1); layer 23 head 7 writes it most (+0.70).
+    lesson = gpt.induction_lesson(decoder, 20, 0)
+    assert lesson.copying.shape == (30, 9)
+    sentence = gpt.copying_sentence(lesson)
+    for layer, head, _ in lesson.top:
+        score = lesson.copying[layer, head]
+        named = f"layer {layer} head {head}"
+        if score >= gpt.COPYING_MIN:
+            assert named in sentence.split("(copying score")[1].split(". ")[0]
+        elif abs(score) < gpt.COPYING_MIN:
+            assert named in sentence.split("hardly writing it")[1].split(". ")[0]
+    assert {(17, 3), (17, 4), (17, 5)} <= {(a, b) for a, b, _ in lesson.top if abs(lesson.copying[a, b]) < 0.1}
+    best = np.unravel_index(int(np.argmax(lesson.copying)), lesson.copying.shape)
+    assert best == (23, 7) and f"layer 23 head 7 writes the token it attends to most (+{lesson.copying[best]:.2f}" in (
+        sentence
+    )
+    table = frames.top_heads_frame(lesson)
+    assert table["copying (logits)"].tolist() == [float(lesson.copying[a, b]) for a, b, _ in lesson.top]
+
+
+def test_switching_off_the_previous_token_head_blinds_the_induction_heads_after_it(decoder) -> None:
+    # Issue 42, item 5 (K-composition): layer 16 head 0 is the clearest previous-token head on the repeated sequence;
+    # switched off, layer 17's induction heads fall from about 0.74 to under 0.1, and the sentence says so. A head
+    # switched off keeps its own pattern (only its output is gone).
+    lesson = gpt.induction_lesson(decoder, 20, 0)
+    assert lesson.top_previous[:2] == (16, 0) and lesson.top_previous[2] > 0.9
+    result = gpt.ablation_lesson(decoder, 20, 0, 16, 0, gpt.AblationChoice.ZERO)
+    assert result.induction_after.shape == (30, 9)
+    for head in (3, 4, 5):
+        assert lesson.scores[17, head] > 0.7 and result.induction_after[17, head] < 0.1
+    sentence = gpt.composition_sentence(lesson, result)
+    assert f"layer 17 head 4 {lesson.scores[17, 4]:.2f} → {result.induction_after[17, 4]:.2f}" in sentence
+    assert "6 of them lose more than half their score: they need what layer 16 head 0 writes" in sentence
+    layer, head, score = lesson.top[0]
+    own = gpt.ablation_lesson(decoder, 20, 0, layer, head, gpt.AblationChoice.MEAN)
+    assert own.induction_after[layer, head] == pytest.approx(score, abs=1e-6)
+    assert "(the head switched off)" in gpt.composition_sentence(lesson, own)
+    assert "None of the others loses half its score" in gpt.composition_sentence(lesson, own)
+
+
 def test_switching_off_the_top_induction_head_raises_the_loss_more_than_a_sink_head(decoder) -> None:
     lesson = gpt.induction_lesson(decoder, 20, 0)
     layer, head, _ = lesson.top[0]
@@ -253,6 +295,21 @@ def test_the_code_box_s_float32_greedy_tokens_are_the_page_s(decoder, decoder32)
         assert runs[0] == runs[1], example.key
 
 
+@pytest.mark.parametrize(
+    ("count", "sentence"),
+    [
+        (5, "This prompt's 5 tokens are 5 blocks of one token each: every weight is shown as it is."),
+        (8, "This prompt's 8 tokens are 8 blocks of one token each: every weight is shown as it is."),
+        (13, "This prompt's 13 tokens fall into 8 blocks of 1 or 2 tokens each."),
+        (64, "This prompt's 64 tokens fall into 8 blocks of 8 tokens each."),
+    ],
+)
+def test_the_grid_s_caption_says_how_this_prompt_s_tokens_are_blocked(count: int, sentence: str) -> None:
+    assert frames.blocks_sentence(count) == sentence
+    sizes = np.diff(frames.block_edges(count))
+    assert sizes.sum() == count and sizes.max() - sizes.min() <= 1  # the blocks the sentence describes
+
+
 def test_frames_feed_the_charts(decoder, vocabulary) -> None:
     analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES_BY_KEY["count"].text, gpt.EXAMPLES_BY_KEY["count"].kind)
     count = len(analysis.tokens)
@@ -284,6 +341,10 @@ def test_the_code_box_reproduces_the_induction_numbers(decoder) -> None:
     # The recipe runs in float32; the page keeps bfloat16 weights: agreement to the second decimal
     # (measured: scores within 0.006, losses within 0.06 nats, at lengths 5-30).
     assert namespace["scores"].numpy() == pytest.approx(lesson.scores, abs=0.03)
+    # Copying scores of the top heads within 0.03 (measured: 0.023 at most, lengths 5-30); a head whose most-attended
+    # key differs between the two precisions reads another token, so the rest differ by up to about 0.15.
+    top = tuple(zip(*((layer, head) for layer, head, _ in lesson.top), strict=True))
+    assert namespace["copying"].numpy()[top] == pytest.approx(lesson.copying[top], abs=0.03)
     assert namespace["first_loss"] == pytest.approx(lesson.first_loss, rel=0.02)
     assert namespace["second_loss"] == pytest.approx(lesson.second_loss, rel=0.05)
 
@@ -428,6 +489,9 @@ def test_the_ablation_code_box_reproduces_the_loss_change(decoder, length, seed,
     assert change == pytest.approx(page.loss_change, abs=0.1)
     assert (change > 0) == (page.loss_change > 0) and abs(page.loss_change) > 0.3
     assert namespace["probability_shift"] == pytest.approx(page.probability_shift, abs=0.05)
+    # The composition sentence's scores, head off: the top heads' within 0.03, as the induction section's.
+    top = tuple(zip(*((layer, head) for layer, head, _ in lesson.top), strict=True))
+    assert namespace["induction_off"].numpy()[top] == pytest.approx(page.induction_after[top], abs=0.03)
 
 
 @pytest.mark.slow
