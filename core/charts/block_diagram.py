@@ -32,20 +32,27 @@ class BlockPart:
     lessons: tuple[str, ...] = ()
 
 
-# Bottom to top, as data flows through a decoder-only model (GPT). The edges follow this order within the
-# input, block and output regions; the parts beside the block attach to the attention part.
+# Bottom to top, as data flows through the decoder-only model the lab runs (SmolLM2, like GPT-2 and Llama): a
+# pre-norm block, each sublayer reading a normalised copy of the residual stream and adding its output back to
+# it. The original Transformer normalised after each addition (post-norm), which the map drew until an
+# independent review; SmolLM2 also rotates q and k by position inside every layer instead of adding position
+# embeddings at the input. The edges follow this order within the input, block and output regions; the parts
+# beside the block attach to the attention part.
 BLOCK_PARTS: tuple[BlockPart, ...] = (
     BlockPart("tokens", "tokens of the text so far", Region.INPUT),
     # A lesson's card lists the labels of its parts, so each label is true of every lesson it names: lesson 1
     # has token embeddings and plain dot products, no positions and no √d_k (the fifth review).
-    BlockPart("embed", "token embeddings", Region.INPUT, ("without_weights",)),
+    BlockPart("embed", "token embeddings: the residual stream starts", Region.INPUT, ("without_weights",)),
+    BlockPart("norm1", "normalise a copy (RMSNorm)", Region.BLOCK),
+    BlockPart("qkv", "queries, keys, values: x W_q, x W_k, x W_v", Region.BLOCK, ("trainable_weights",)),
+    # Lesson 10's GPT rotates q and k (RoPE); lesson 8's model, like GPT-2, adds position embeddings to the token
+    # embeddings instead: the label says both, as it names both lessons.
     BlockPart(
         "positions",
-        "positions: added embeddings, or q and k rotated (RoPE)",
-        Region.INPUT,
+        "positions: q and k rotated (RoPE), or embeddings added at the input",
+        Region.BLOCK,
         ("training_lab", "inside_gpt"),
     ),
-    BlockPart("qkv", "queries, keys, values: x W_q, x W_k, x W_v", Region.BLOCK, ("trainable_weights",)),
     BlockPart("scores", "scores: dot products q·k", Region.BLOCK, ("without_weights", "trainable_weights")),
     BlockPart("divide", "scaled: divided by √d_k", Region.BLOCK, ("trainable_weights", "why_scale")),
     # The mask before the softmax, as in the overview's formula softmax(QKᵀ/√d_k + M): the order was reversed.
@@ -55,9 +62,11 @@ BLOCK_PARTS: tuple[BlockPart, ...] = (
     BlockPart(
         "heads", "h heads side by side, joined by W_o", Region.BLOCK, ("multi_head", "real_model", "inside_gpt")
     ),
-    BlockPart("residual1", "add the input back (residual), normalise", Region.BLOCK, ("to_the_answer",)),
+    BlockPart("residual1", "add the heads' output to the stream", Region.BLOCK, ("to_the_answer",)),
+    BlockPart("norm2", "normalise a copy (RMSNorm)", Region.BLOCK),
     BlockPart("mlp", "MLP on each token", Region.BLOCK),
-    BlockPart("residual2", "add back, normalise", Region.BLOCK),
+    BlockPart("residual2", "add the MLP's output to the stream", Region.BLOCK, ("to_the_answer",)),
+    BlockPart("final_norm", "normalise the last block's stream", Region.OUTPUT, ("to_the_answer",)),
     BlockPart("unembed", "unembedding: one score per word of the vocabulary", Region.OUTPUT, ("to_the_answer",)),
     BlockPart(
         "softmax", "softmax: the next token's probabilities", Region.OUTPUT, ("training_lab", "inside_gpt")
@@ -106,9 +115,14 @@ def decoder_block_dot(dark: bool = False) -> str:
     lines.append("  }")
     chain = [part.key for part in BLOCK_PARTS if part.region is not Region.BESIDE]
     lines += [f"  {a} -> {b};" for a, b in zip(chain, chain[1:], strict=False)]
-    # The residual paths: each sub-layer's input skips it and is added back to its output.
-    lines.append('  positions -> residual1 [style=dashed, constraint=false, label=" residual", fontsize=11];')
-    lines.append('  residual1 -> residual2 [style=dashed, constraint=false, label=" residual", fontsize=11];')
+    # The residual stream: it passes each sublayer by (which reads a normalised copy of it) and takes that
+    # sublayer's output back in. Drawn down the right-hand side (east ports), so the lines run beside the boxes
+    # instead of across them (an independent review saw the old line cross the block's frame).
+    for start, end in (("embed", "residual1"), ("residual1", "residual2")):
+        lines.append(
+            f'  {start} -> {end} [style=dashed, constraint=false, tailport=e, headport=e, label=" residual stream",'
+            " fontsize=11];"
+        )
     lines += [
         f"  {part.key} -> {_BESIDE_OF} [style=dashed, arrowhead=none];"
         for part in BLOCK_PARTS

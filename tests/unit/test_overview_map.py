@@ -22,15 +22,21 @@ def test_every_lesson_is_on_the_map_at_the_part_it_explains() -> None:
 def test_the_map_runs_from_embeddings_through_the_block_to_the_next_token() -> None:
     dot = block_diagram.decoder_block_dot(dark=True)
     # The mask comes before the softmax, as in the page's formula (the fourth review: the map had it after).
+    # Pre-norm, as SmolLM2 and GPT-2 run: each sublayer reads a normalised copy and adds its output to the stream
+    # (an independent review: the map drew the original post-norm block), and q and k are rotated inside the block.
     chain = [
-        "tokens", "embed", "positions", "qkv", "scores", "divide", "mask", "weights", "dropout", "heads",
-        "residual1", "mlp", "residual2", "unembed", "softmax",
+        "tokens", "embed", "norm1", "qkv", "positions", "scores", "divide", "mask", "weights", "dropout", "heads",
+        "residual1", "norm2", "mlp", "residual2", "final_norm", "unembed", "softmax",
     ]
     for a, b in zip(chain, chain[1:], strict=False):
         assert f"  {a} -> {b};" in dot
     # Edge labels ("residual") in the theme's ink: Graphviz's default black vanished on the dark theme.
     assert 'edge [color="#e6e6e6", fontcolor="#e6e6e6"' in dot
     assert "subgraph cluster_block" in dot and dot.count("{") == dot.count("}")
+    # The residual stream passes each sublayer by: from the block's input to the first addition, then to the second.
+    assert "  embed -> residual1 [style=dashed" in dot and "  residual1 -> residual2 [style=dashed" in dot
+    labels = {part.key: part.label for part in block_diagram.BLOCK_PARTS}
+    assert "normalise" not in labels["residual1"] + labels["residual2"]  # adding, then the next sublayer normalises
     assert "http" not in dot  # nothing to fetch
 
 
