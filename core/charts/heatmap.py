@@ -139,8 +139,10 @@ def legend_values(domain: tuple[float, float], signed: bool) -> list[float]:
     """The colour legend's labelled values: both ends of the scale and round numbers between them.
 
     About four steps of 1, 2, 2.5 or 5 × 10^k (0 among them on a signed map); a round number within a
-    third of a step, or an eighth of the scale, of an end gives way to the end, so that two labels never
-    overlap (lesson 10's 0.8 sat on its end 0.901 on a 170 px legend: a ninth of the scale apart).
+    third of a step, or a quarter of the scale, of an end gives way to the end, so that two labels never
+    overlap. An end's label sits inside the bar, its whole width from the end: on a 170 px legend "−1.82"
+    and "−1" (a fifth of the scale apart) ran together as "−1.82−1" (lesson 2's values of a real model, an
+    independent review), as lesson 10's 0.8 had on its end 0.901 at a ninth.
     """
     low, high = float(domain[0]), float(domain[1])
     if not high > low:
@@ -149,7 +151,7 @@ def legend_values(domain: tuple[float, float], signed: bool) -> list[float]:
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if (high - low) / (m * magnitude) <= 5)
     # .12g: 3 × 0.2 is 0.6000000000000001 in floats
     inside = [float(f"{i * step:.12g}") for i in range(math.ceil(low / step), math.floor(high / step) + 1)]
-    inside = [v for v in inside if min(v - low, high - v) > max(step / 3, (high - low) / 8)]
+    inside = [v for v in inside if min(v - low, high - v) >= max(step / 3, (high - low) / 4) * (1 - 1e-9)]
     return [low, *inside, high]
 
 

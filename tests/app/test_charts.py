@@ -390,13 +390,17 @@ def test_legend_values_span_the_scale_with_a_few_labels(low: float, width: float
     values = heatmaps.legend_values(domain, signed)
     assert values[0] == domain[0] and values[-1] == domain[1] and 3 <= len(values) <= 7
     assert all(b > a for a, b in zip(values, values[1:], strict=False))
-    # Lesson 10's legend put 0.8 a ninth of the scale under its end 0.901, the labels on top of each other.
-    assert min(np.diff(values)) >= (domain[1] - domain[0]) / 8 * (1 - 1e-9)
+    # Lesson 10's legend put 0.8 a ninth of the scale under its end 0.901, the labels on top of each other; lesson 2's
+    # put -1 a fifth of the scale from its end -1.82. An end's label sits wholly inside the bar: a quarter of it free.
+    ends = np.array([values[1] - values[0], values[-1] - values[-2]])
+    assert ends.min() >= (domain[1] - domain[0]) / 4 * (1 - 1e-9)
 
 
 def test_a_round_number_near_an_end_gives_way_to_the_end() -> None:
-    # The fifth review: lesson 10's previous-token map, 0.0142 to 0.901, labelled 0.8 on top of 0.901.
-    assert heatmaps.legend_values((0.0142, 0.901), signed=False) == [0.0142, 0.2, 0.4, 0.6, 0.901]
+    # The fifth review: lesson 10's previous-token map, 0.0142 to 0.901, labelled 0.8 on top of 0.901 (and 0.2 ran
+    # into "0.0142"). The s18 review: lesson 2's values of SmolLM2's head, -1.82 to 1.82, labelled "−1.82−1".
+    assert heatmaps.legend_values((0.0142, 0.901), signed=False) == [0.0142, 0.4, 0.6, 0.901]
+    assert heatmaps.legend_values((-1.82, 1.82), signed=True) == [-1.82, 0.0, 1.82]
 
 
 def test_lesson_3s_long_chart_titles_are_two_lines_that_fit_a_phone() -> None:
