@@ -89,13 +89,39 @@ def one_query(lesson: TrainableLesson, settings: Settings, answered: bool, model
         # Short lines: "Attention(Q, K, V) = ...", d_k and the scale on one line were cut on a 390 px phone.
         st.latex(rf"Z = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V")
         st.latex(rf"d_k = {lesson.d_k},\quad \text{{scale}} = {lesson.scale:.4f}")
-    st.markdown("q = **[" + ", ".join(f"{v:.4f}" for v in lesson.query_vector) + "]**")
+    if model:  # a model's 64 numbers as a strip, each in its tooltip: as a line of text they were a wall of digits
+        vector_strip(lesson.query_row(), f"q for “{literal(token)}”", f"the query vector q, {lesson.d_k} numbers")
+    else:
+        st.markdown("q = **[" + ", ".join(f"{v:.4f}" for v in lesson.query_vector) + "]**")
     if answered:  # the query's scores and weights: its favourite key, part of the question's answer
         widgets.number_table(lesson.one_query.set_index("token").T)
     else:
         widgets.answer_first(f"The scores and weights of “{literal(token)}” appear")
     z = ", ".join(f"{v:.4f}" for v in lesson.query_context)
-    st.markdown(f"context vector z for “{literal(token)}” = **[{z}]**")
+    if model:
+        vector_strip(
+            lesson.context_row(),
+            f"context vector z for “{literal(token)}”",
+            f"the context vector z, {lesson.d_v} numbers",
+        )
+        with st.expander(f"The numbers of q and z for “{literal(token)}”"):
+            st.markdown("q = [" + ", ".join(f"{v:.4f}" for v in lesson.query_vector) + "]")
+            st.markdown(f"z = [{z}]")
+    else:
+        st.markdown(f"context vector z for “{literal(token)}” = **[{z}]**")
+
+
+def vector_strip(row, title: str, what: str) -> None:
+    """One vector as a one-row heatmap on its own signed scale: colours at a glance, each number in its tooltip."""
+    draw.heatmap(
+        row,
+        title,
+        f"A strip of coloured cells: {what}.",
+        signed=True,
+        show_values=False,
+        x_title="dimension",
+        y_title="",
+    )
 
 
 def all_queries(lesson: TrainableLesson, answered: bool, model: bool, row: str) -> None:

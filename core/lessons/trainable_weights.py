@@ -78,6 +78,15 @@ class TrainableLesson:
     provenance: Provenance | None = None  # a model's head: which model, layer and head
     causal: bool = False  # the head runs behind the causal mask (a decoder's): its future cells are drawn masked
 
+    def query_row(self) -> pd.DataFrame:
+        """The chosen query's q, the queries' heatmap frame cut to its row (1 x d_k cells): a model's 64 numbers
+        are drawn as a strip, where a line of text was a wall of digits (an independent review)."""
+        return self.queries[self.queries["row_index"] == self.query_index]
+
+    def context_row(self) -> pd.DataFrame:
+        """The chosen query's context vector z, cut the same way from the context's frame (1 x d_v cells)."""
+        return self.context[self.context["row_index"] == self.query_index]
+
 
 def favourite_keys_question(
     tokens: tuple[str, ...], weights: torch.Tensor, *, head: HeadPattern | None = None
