@@ -279,23 +279,27 @@ def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
     layer, head = st.session_state[LAYER], st.session_state[HEAD]
     top_layer, top_head, _ = lesson.top[0]
     previous_layer, previous_head, _ = lesson.top_previous
-    c1, c2, c3 = st.columns(3)
-    choice = c1.selectbox(
+    choice = st.selectbox(
         "Switch off by",
         list(gpt.AblationChoice),
         format_func=lambda c: c.value,
         key=PageControl.GPT_ABLATION,
         **widgets.LINKED,
     )
-    c2.button(
-        f"Use the top induction head (layer {top_layer}, head {top_head})",
+    # Two buttons of half the width each, under the box: three in a row cut their labels, the head's number
+    # included, on a laptop and a projector (an independent review).
+    c1, c2 = st.columns(2)
+    c1.button(
+        f"Top induction head: layer {top_layer}, head {top_head}",
         on_click=open_head,
         args=(top_layer, top_head),
+        width="stretch",
     )
-    c3.button(
-        f"Use the top previous-token head (layer {previous_layer}, head {previous_head})",
+    c2.button(
+        f"Top previous-token head: layer {previous_layer}, head {previous_head}",
         on_click=open_head,
         args=(previous_layer, previous_head),
+        width="stretch",
     )
     result = gpt_queue.computed(
         gpt.ABLATION, model, lesson.length, lesson.seed, layer, head, gpt.AblationChoice(choice)
@@ -337,6 +341,24 @@ def grouped_query(model, lesson: gpt.InductionLesson, answered: bool) -> None:
     m2.metric(f"... with {sizes.num_heads} KV heads, one per query head", f"{sizes.per_token_full / 1024:.0f} KiB")
 
 
+def one_pair(result: gpt.RopeLesson) -> None:
+    """The table's pair up close: the rotated query and key, dimension by dimension, and the products that sum
+    to its score (BertViz's neuron view, on a grouped-query model with RoPE)."""
+    widgets.prose("inside_gpt", "pair")
+    whats = ("the rotated query", "the rotated key", "their products")
+    for (title, frame), what in zip(frames.pair_frames(result), whats, strict=True):
+        draw.heatmap(
+            frame,
+            title,
+            f"A strip of {len(result.rotated_query)} coloured cells: {what}, one cell per dimension.",
+            signed=True,
+            show_values=False,
+            x_title="dimension",
+            y_title="",
+        )
+    st.caption(gpt.pair_sentence(result))
+
+
 def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -> None:
     step("Position by rotation (RoPE)")
     widgets.prose("inside_gpt", "rope")
@@ -358,6 +380,7 @@ def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -
         f"moved together by up to {max(result.shifts)} positions: the scores differ by at most "
         f"{result.spread:.1e} (float rounding). Unrotated, the same two vectors score {result.unrotated:.3f}."
     )
+    one_pair(result)
     widgets.prose("inside_gpt", "rope_contrast")
     draw.draw(
         charts_gpt.rope_curves(frames.rope_frame(result)),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import torch
 
+from core.lessons.common import matrix_frame
 from core.lessons.inside_gpt import (
     DISTANCES,
     STARTS,
@@ -174,21 +176,35 @@ def timing_frame(timing: CacheTiming) -> pd.DataFrame:
 
 
 def top_heads_frame(lesson: InductionLesson) -> pd.DataFrame:
+    """The top induction heads, the two scores the section's sentences read first (a phone showed the copying
+    column only after a sideways scroll nothing hinted at: an independent review)."""
     group = lesson.num_heads // lesson.num_kv_heads
     return pd.DataFrame(
         {
             "layer": [t[0] for t in lesson.top],
             "head": [t[1] for t in lesson.top],
-            "KV head": [t[1] // group for t in lesson.top],
             "induction score": [t[2] for t in lesson.top],
-            "sink share": [float(lesson.sink[t[0], t[1]]) for t in lesson.top],
             "copying (logits)": [float(lesson.copying[t[0], t[1]]) for t in lesson.top],
+            "sink share": [float(lesson.sink[t[0], t[1]]) for t in lesson.top],
+            "KV head": [t[1] // group for t in lesson.top],
         }
     )
 
 
 ROTATED = "rotated (RoPE, this model)"
 ADDED = "sinusoidal positions added"
+
+
+def pair_frames(lesson: RopeLesson) -> tuple[tuple[str, pd.DataFrame], ...]:
+    """The pair view's three strips, each (its title, a heatmap frame of 1 x d cells from `matrix_frame`): the
+    rotated query, the rotated key, and their products (whose sum is the score)."""
+    columns = [str(n) for n in range(len(lesson.rotated_query))]
+    rows = (
+        (f"q of {lesson.query_token!r} at {lesson.i}", lesson.rotated_query),
+        (f"k of {lesson.key_token!r} at {lesson.j}", lesson.rotated_key),
+        ("q × k", tuple(float(v) for v in lesson.products)),
+    )
+    return tuple((label, matrix_frame(torch.tensor([values]), [label], columns)) for label, values in rows)
 
 
 def rope_frame(lesson: RopeLesson) -> pd.DataFrame:

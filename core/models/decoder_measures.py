@@ -208,11 +208,17 @@ def ablation_effect(model: SmolLM2, token_ids: torch.Tensor, length: int, ablati
     )
 
 
+def rotated_pair(
+    query: torch.Tensor, key: torch.Tensor, i: int, j: int, config: DecoderConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The query rotated as at position i and the key as at position j (both (d,)), as the model rotates them."""
+    angles = rope_angles(torch.tensor([i, j]), config.head_dim, config.rope_base)  # (2, d / 2)
+    return rotate_pairs(query[None, :], angles[:1])[0], rotate_pairs(key[None, :], angles[1:])[0]  # (d,), (d,)
+
+
 def rope_score(query: torch.Tensor, key: torch.Tensor, i: int, j: int, config: DecoderConfig) -> float:
     """q . k after rotating the query as at position i and the key as at position j (both (d,))."""
-    angles = rope_angles(torch.tensor([i, j]), config.head_dim, config.rope_base)  # (2, d / 2)
-    q = rotate_pairs(query[None, :], angles[:1])[0]  # (d,)
-    k = rotate_pairs(key[None, :], angles[1:])[0]  # (d,)
+    q, k = rotated_pair(query, key, i, j, config)
     return float(q.double() @ k.double())
 
 

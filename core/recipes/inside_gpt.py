@@ -99,7 +99,7 @@ for i, (out, w_o) in enumerate(head_outputs):
         toward = (E[read] - E.mean(0)) * weights["output_norm.weight"]  # (P, d_model)
         copying[i, hd] = ((written * toward).sum(-1) * scale).mean()
 
-top = scores.flatten().topk(5)
+top = scores.flatten().topk(6)  # the page's table lists six
 for value, index in zip(top.values, top.indices, strict=True):
     layer, head = int(index) // n_heads, int(index) % n_heads
     print(f"layer {layer}, head {head}: induction {float(value):.2f}, copying {float(copying[layer, head]):+.2f}")

@@ -149,13 +149,15 @@ def test_switching_off_the_previous_token_head_blinds_the_induction_heads_after_
     for head in (3, 4, 5):
         assert lesson.scores[17, head] > 0.7 and result.induction_after[17, head] < 0.1
     sentence = gpt.composition_sentence(lesson, result)
-    assert f"layer 17 head 4 {lesson.scores[17, 4]:.2f} → {result.induction_after[17, 4]:.2f}" in sentence
-    assert "6 of them lose more than half their score: they need what layer 16 head 0 writes" in sentence
+    assert f"layer 17 head 4 {lesson.scores[17, 4]:.3f} → {result.induction_after[17, 4]:.3f}" in sentence
+    assert "on and then switched off" in sentence
+    assert "All 6 lose more than half their score: they need what layer 16 head 0 writes" in sentence
     layer, head, score = lesson.top[0]
     own = gpt.ablation_lesson(decoder, 20, 0, layer, head, gpt.AblationChoice.MEAN)
     assert own.induction_after[layer, head] == pytest.approx(score, abs=1e-6)
     assert "(the head switched off)" in gpt.composition_sentence(lesson, own)
     assert "None of the others loses half its score" in gpt.composition_sentence(lesson, own)
+    assert "on and then replaced by its mean" in gpt.composition_sentence(lesson, own)  # the mode's own words
 
 
 def test_switching_off_the_top_induction_head_raises_the_loss_more_than_a_sink_head(decoder) -> None:
@@ -199,6 +201,22 @@ def test_rope_scores_depend_on_the_offset_only(decoder) -> None:
     result = gpt.rope_lesson(decoder, "What is the capital of France?", gpt.PromptKind.CHAT, 4)
     assert result.spread < 1e-4 * max(1.0, abs(result.scores[0]))
     assert abs(result.unrotated - result.scores[0]) > 1e-3  # the rotation changed the score: position counts
+
+
+def test_one_pair_up_close_sums_its_products_to_the_tables_score(decoder) -> None:
+    # Issue 42, item 6 (BertViz's neuron view): the rotated query and key, dimension by dimension, and their
+    # products, whose sum is the score the table's first row shows.
+    result = gpt.rope_lesson(decoder, "What is the capital of France?", gpt.PromptKind.CHAT, 4)
+    assert len(result.rotated_query) == len(result.rotated_key) == 64
+    assert result.products.sum() == pytest.approx(result.scores[0], rel=1e-6)
+    (_, query), (_, key), (title, products) = frames.pair_frames(result)
+    assert len(query) == len(key) == len(products) == 64 and title == "q × k"  # one strip of 64 cells each
+    assert np.allclose(products["value"], query["value"].to_numpy() * key["value"].to_numpy())
+    sentence = gpt.pair_sentence(result)
+    assert f"add up to {result.scores[0]:.3f}" in sentence
+    largest = int(np.argmax(np.abs(result.products)))
+    assert f"dimensions {largest} ({result.products[largest]:+.3f})" in sentence
+    assert f"{int((result.products > 0).sum())} of them are positive" in sentence
 
 
 def test_rotated_scores_follow_the_distance_and_added_positions_do_not(decoder) -> None:
