@@ -345,12 +345,12 @@ def one_pair(result: gpt.RopeLesson) -> None:
     """The table's pair up close: the rotated query and key, dimension by dimension, and the products that sum
     to its score (BertViz's neuron view, on a grouped-query model with RoPE)."""
     widgets.prose("inside_gpt", "pair")
-    whats = ("the rotated query", "the rotated key", "their products")
-    for (title, frame), what in zip(frames.pair_frames(result), whats, strict=True):
+    whats = ("The query, rotated", "The key, rotated", "Their products, whose sum is the score")
+    for (_, frame), what in zip(frames.pair_frames(result), whats, strict=True):  # the strip's row names the vector
         draw.heatmap(
             frame,
-            title,
-            f"A strip of {len(result.rotated_query)} coloured cells: {what}, one cell per dimension.",
+            what,
+            f"A strip of {len(result.rotated_query)} coloured cells: {what.lower()}, one cell per dimension.",
             signed=True,
             show_values=False,
             x_title="dimension",
