@@ -77,3 +77,14 @@ def test_parks_only_where_most_of_the_weight_lands() -> None:
     assert "parks" not in pattern.summary
     weights[:, 0], weights[:, 2] = 0.6, 0.4
     assert HeadPattern.of(0, 0, weights).summary.startswith("parks most of its weight on [CLS] and [SEP] (0.60")
+
+
+def test_a_decoder_heads_share_says_it_leaves_the_first_row_out() -> None:
+    # The s19 review: "looks at itself (0.83 of each row on average)" was the mean of rows 2-6 (query 0 can only
+    # look at itself, its row is 1); over all six rows it was 0.86.
+    from core.inputs.weights import MODELS, WeightSource
+
+    weights = torch.tensor([[1.0, 0.0, 0.0], [0.2, 0.8, 0.0], [0.1, 0.1, 0.8]])
+    summary = HeadPattern.of(0, 0, weights, MODELS[WeightSource.DECODER]).summary
+    assert summary == "looks at itself (0.80 of each row after the first on average)"
+    assert HeadPattern.of(0, 0, weights).summary == "looks at itself (0.87 of each row on average)"  # the encoder's
