@@ -38,7 +38,7 @@ class HeatmapLook:
     decides: a new sentence must not build a new template (`HeatmapLook.of` makes one from the counts).
     """
 
-    row_height: int  # px per row: 38 up to 10 rows, 30 up to 16, 22 beyond (24 px numbers fit the first)
+    row_height: int  # px per row: 48 for a one-row strip, 38 up to 10 rows, 30 up to 16, 22 beyond
     label_angle: int  # the column labels' angle: -45, or -90 beyond 10 columns so that none is skipped
     decimals: int  # 4 decimals up to 8 columns (every lesson's worked examples), 3 beyond
     title: str
@@ -57,7 +57,9 @@ class HeatmapLook:
     @classmethod
     def of(cls, num_rows: int, num_cols: int, title: str, **options) -> HeatmapLook:
         """The look of a num_rows × num_cols heatmap."""
-        row_height = 38 if num_rows <= 10 else 30 if num_rows <= 16 else 22
+        # A one-row strip (a model's q, z or a pair's products) gets a taller row: at 38 px its marks looked
+        # squeezed beside the axis labels (the display test's 40-px floor for a chart's marks caught it).
+        row_height = 48 if num_rows == 1 else 38 if num_rows <= 10 else 30 if num_rows <= 16 else 22
         angle, decimals = -45 if num_cols <= 10 else -90, 4 if num_cols <= 8 else 3
         return cls(row_height, angle, decimals, title, thin_column_labels=num_cols > WIDE_COLUMNS, **options)
 

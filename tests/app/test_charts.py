@@ -527,3 +527,13 @@ def test_a_measure_map_with_the_layers_across_fits_a_projector_and_keeps_its_cli
     assert across["height"] == {"step": real_model.LAYERS_ACROSS_ROW_PX} and 9 * real_model.LAYERS_ACROSS_ROW_PX < 300
     assert across["params"][0]["select"]["fields"] == ["layer", "head"]
     assert encoding["color"]["legend"]["orient"] == "bottom"  # under the map: a phone gives the map its width
+
+
+def test_a_one_row_strip_is_tall_enough_for_its_marks() -> None:
+    # Lesson 2's q and z on a model, lesson 10's pair: one row of 64 cells. At 38 px its marks fell under the display
+    # test's 40-px floor for a chart that is not squeezed (the fresh-clone CI of b5559e5 failed on it).
+    frame = lessons.matrix_frame(torch.linspace(-1, 1, 64)[None, :], ["q"], [str(n) for n in range(64)])
+    spec = heatmaps.heatmap(frame, "q", signed=True, show_values=False).spec()
+    assert spec["height"] == {"step": 48}
+    two = lessons.matrix_frame(torch.zeros(2, 3), ["a", "b"], ["x", "y", "z"])
+    assert heatmaps.heatmap(two, "two").spec()["height"] == {"step": 38}  # every other heatmap as before
