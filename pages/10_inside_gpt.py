@@ -306,8 +306,14 @@ def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
     )
     m1, m2, m3 = st.columns(3)
     m1.metric(f"loss on the second copy, layer {layer} head {head} on", f"{result.loss_before:.2f}")
-    m2.metric("... switched off", f"{result.loss_after:.2f}", f"{result.loss_change:+.2f}", delta_color="inverse")
-    m3.metric("next-token distribution moved (total variation)", f"{result.probability_shift:.3f}")
+    how = "switched off" if result.choice is gpt.AblationChoice.ZERO else "replaced by its mean"  # the mode's words
+    m2.metric(f"... {how}", f"{result.loss_after:.2f}", f"{result.loss_change:+.2f}", delta_color="inverse")
+    m3.metric(
+        "next-token probabilities moved",  # short: the longer label was cut on a projector (the s19 review)
+        f"{result.probability_shift:.3f}",
+        help="Total variation distance between the last position's next-token distributions, head on and head "
+        "changed: 0 when nothing moved, 1 when they share nothing.",
+    )
     st.markdown(gpt.expected_token_sentence(result))
     before, after = st.columns(2)
     before.caption("Top next tokens, head on: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_before))
