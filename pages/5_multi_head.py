@@ -212,7 +212,7 @@ def model_layer(lesson: MultiHeadLesson, trained: TrainedLayer, settings: Settin
         lesson.code,
         "Plain PyTorch from the model's own files: both forms, and the heads above. Its max |wrapper − split| is "
         "float32 rounding, like the page's (both under 1e-6), but it reaches the layer by another order of "
-        "operations, so the last digits of that one figure differ.",
+        "operations, so the last digits of that one figure may differ (0 where both orders round alike).",
     )
 
 

@@ -94,6 +94,8 @@ def test_the_model_code_box_says_how_its_one_differing_figure_differs(encoder: m
     lesson = pt.pretrained_multihead_lesson(encoder, SENTENCE, 3)
     recipes.run(lesson.code)
     printed = float(capsys.readouterr().out.strip().splitlines()[-1].split("=")[1])
-    assert 0 < printed < 1e-6 and 0 < lesson.wrapper_vs_split < 1e-6
+    # Float32 rounding, or none: whether the two orders round alike depends on the CPU's kernels (0.0 on a
+    # 2026-11 Xeon, 3.6e-07 before), so the caption says the figure *may* differ.
+    assert 0 <= printed < 1e-6 and 0 <= lesson.wrapper_vs_split < 1e-6
     at = open_page("multi_head", weights="pretrained", layer="3")
-    assert any("last digits of that one figure differ" in c.value for c in at.caption)
+    assert any("last digits of that one figure may differ" in c.value for c in at.caption)

@@ -418,8 +418,9 @@ def test_the_kv_cache_on_cuda_gives_the_cpus_logits(model: tt.TinyTransformer) -
 def test_the_online_softmax_is_called_exact_where_float32_rounding_once_made_it_an_approximation() -> None:
     # ?seed=3364&scale_keys=16&scale_block=1: a float32 difference of 1.2e-6 passed a fixed 1e-6 line and the
     # page answered "an approximation". Against float64 both float32 results are rounding, well within the bound.
+    # (How large the difference is depends on the CPU's kernels: 9.5e-7 on a 2026-11 Xeon. The answer must not.)
     online = scale_online.online_lesson(3364, 16, 1)
-    assert online.max_difference > 1e-6  # the setting that broke the old rule
+    assert online.max_difference > 0
     assert online.prediction.answer == 0 and "Exactly" in online.prediction.options[0]
     assert "approximat" not in online.prediction.explanation.replace("nothing is approximated", "")
     assert max(online.online_error, online.ordinary_error) <= online.rounding_bound

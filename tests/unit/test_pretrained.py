@@ -185,7 +185,7 @@ def test_lesson_5_is_one_lesson_for_every_source(encoder: rm.RealModel) -> None:
         assert list(lesson.head_weights.columns)[0] == "head"
         assert lesson.head_weights["head"].nunique() == lesson.num_heads
         assert len(lesson.head_weights) == lesson.num_heads * len(lesson.tokens) ** 2
-        assert 0 < lesson.wrapper_vs_split < 1e-5
+        assert 0 <= lesson.wrapper_vs_split < 1e-5  # float32 rounding, 0 where the CPU's kernels round alike
 
 
 @pytest.mark.parametrize("layer", [0, 3, 5])
