@@ -11,6 +11,10 @@ import core
 from core.models import minilm, smollm2
 from tests import support
 
+# One torch thread, as the app runs (streamlit_app.py): the first AppTest used to set it for the rest of the run, so
+# a test's float rounding depended on what ran before it in its process (under pytest-xdist, on which worker).
+torch.set_num_threads(1)
+
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -128,6 +132,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.parent.name in SLOW_FOLDERS and item.path.name not in FAST_IN_SLOW_FOLDERS:
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("slow"):
+            # The fast layer runs on pytest-xdist's workers (pyproject.toml's addopts); the slow layer's servers,
+            # browsers and load measurements one after another on one worker (.ci/run runs it with `-n 0`).
+            item.add_marker(pytest.mark.xdist_group("slow"))
 
 
 # ---------------------------------------------------------------- transformers' SmolLM2-135M, once per module
