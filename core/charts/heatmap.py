@@ -137,6 +137,26 @@ def _domain_stops(domain: tuple[float, float], stops: tuple[str, ...]) -> list[f
 LEGEND_FORMAT = ",.3~r"  # three significant digits, no exponent, no trailing zeros: 1.31, 0.654, 1,230
 
 
+def _legend_step(low: float, high: float) -> float:
+    """The legend's round step: about four steps of 1, 2, 2.5 or 5 × 10^k across the scale."""
+    magnitude = 10 ** math.floor(math.log10((high - low) / 4))
+    return next(m * magnitude for m in (1, 2, 2.5, 5, 10) if (high - low) / (m * magnitude) <= 5)
+
+
+def legend_format(domain: tuple[float, float]) -> str:
+    """The legend labels' d3 format: one decimal finer than the round step, trailing zeros dropped.
+
+    Three significant digits printed a weights map's lowest end as "0.0000239" beside 0.2 and 0.4 (the s19
+    review); at the step's resolution plus a digit it reads "0", and an end such as 0.901 keeps "0.9" apart
+    from a neighbouring 0.8 ("0.90" trimmed).
+    """
+    low, high = float(domain[0]), float(domain[1])
+    if not high > low:
+        return LEGEND_FORMAT
+    decimals = max(0, 1 - math.floor(math.log10(_legend_step(low, high))))
+    return f",.{decimals}~f"
+
+
 def legend_values(domain: tuple[float, float], signed: bool) -> list[float]:
     """The colour legend's labelled values: both ends of the scale and round numbers between them.
 
@@ -149,8 +169,7 @@ def legend_values(domain: tuple[float, float], signed: bool) -> list[float]:
     low, high = float(domain[0]), float(domain[1])
     if not high > low:
         return [low]
-    magnitude = 10 ** math.floor(math.log10((high - low) / 4))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if (high - low) / (m * magnitude) <= 5)
+    step = _legend_step(low, high)
     # .12g: 3 × 0.2 is 0.6000000000000001 in floats
     inside = [float(f"{i * step:.12g}") for i in range(math.ceil(low / step), math.floor(high / step) + 1)]
     inside = [v for v in inside if min(v - low, high - v) >= max(step / 3, (high - low) / 4) * (1 - 1e-9)]
@@ -182,7 +201,7 @@ def heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
         orient="bottom",
         gradientLength=alt.ExprRef("clamp(width - 40, 60, 240)"),
         values=legend_values(values.domain, look.signed),
-        format=LEGEND_FORMAT,
+        format=legend_format(values.domain),
     )
     # The query's row is outlined (from the data, so it follows the query picker too).
     colour = alt.Color("value:Q", scale=scale, title=look.value_title, legend=legend)
@@ -267,6 +286,7 @@ class _HeatmapTemplate:
     json: str
     domain: SpecPath  # the colour scale's domain
     legend: SpecPath  # the colour legend's labelled values (its ends among them)
+    legend_format: SpecPath  # their number format (decimals from the scale's step)
     sorts: tuple[SpecPath, ...]  # every layer's x and y sort (the labels' order)
     fonts: tuple[SpecPath, ...]  # the text layer's font size and opacity (numbers hidden when too small)
 
@@ -287,7 +307,9 @@ def _heatmap_template(look: HeatmapLook) -> _HeatmapTemplate:
     fonts = tuple(("layer", i, "mark", part) for i in texts for part in ("fontSize", "opacity"))
     domain = ("layer", 0, "encoding", "color", "scale", "domain")  # the cells' layer
     legend = ("layer", 0, "encoding", "color", "legend", "values")
-    return _HeatmapTemplate(json.dumps(spec), domain, legend, sorts, fonts)  # readable already: the chart configures it
+    legend_format_path = ("layer", 0, "encoding", "color", "legend", "format")
+    # readable already: the chart configures it
+    return _HeatmapTemplate(json.dumps(spec), domain, legend, legend_format_path, sorts, fonts)
 
 
 def heatmap(frame: pd.DataFrame, title: str, **options) -> VegaChart:
@@ -305,6 +327,7 @@ def heatmap(frame: pd.DataFrame, title: str, **options) -> VegaChart:
     slots: dict[SpecPath, object] = {
         cached.domain: _domain_stops(values.domain, look.stops),
         cached.legend: legend_values(values.domain, look.signed),
+        cached.legend_format: legend_format(values.domain),
     }
     cols, rows = list(values.cols), list(values.rows)  # one list each: spec() copies what it writes
     for path in cached.sorts:

@@ -17,7 +17,7 @@ import altair as alt
 import pandas as pd
 
 from core.charts.colours import BLUE_ORANGE, text_switches
-from core.charts.heatmap import LEGEND_FORMAT, _domain_stops, cell_font_expr, legend_values
+from core.charts.heatmap import LEGEND_FORMAT, _domain_stops, cell_font_expr, legend_format, legend_values
 from core.charts.spec import SpecPath, VegaChart, phone_title, template
 
 GRID_DATA = "real_model_grid"  # layer, head, query_index, key_index, query, key, weight, chosen
@@ -189,7 +189,7 @@ def signed_title(value_title: str) -> str:
 
 
 LAYERS_ACROSS_ROW_PX = 24  # a map with the layers across: 9 rows of this, the whole model in ~300 px
-# ... and its legend under the map, which then has a phone's whole width
+# The legend under the map, which then has a phone's whole width
 _LEGEND_UNDER: dict[str, Any] = {"orient": "bottom", "direction": "horizontal", "titleLimit": 320}
 
 
@@ -225,7 +225,9 @@ def measure_map(title: str, value_title: str, signed: bool = False, layers_acros
                 "value:Q",
                 scale=scale,
                 title=signed_title(value_title) if signed else value_title,
-                legend=alt.Legend(values=[0, 1], format=LEGEND_FORMAT, **(_LEGEND_UNDER if layers_across else {})),
+                # Under the map either way: on the right, its title took 250 of a phone's 350 px and left
+                # layers-down heads a 90-px strip (the s19 review of lesson 11).
+                legend=alt.Legend(values=[0, 1], format=LEGEND_FORMAT, **_LEGEND_UNDER),
             ),
             strokeWidth=alt.condition("datum.chosen", alt.value(3), alt.value(0)),
             tooltip=["layer:O", "head:O", alt.Tooltip("value:Q", format=".3f", title=value_title)],
@@ -287,6 +289,7 @@ def _measure_template(title: str, value_title: str, signed: bool, layers_across:
 
 MEASURE_DOMAIN: SpecPath = ("layer", 0, "encoding", "color", "scale", "domain")
 MEASURE_LEGEND: SpecPath = ("layer", 0, "encoding", "color", "legend", "values")
+MEASURE_LEGEND_FORMAT: SpecPath = ("layer", 0, "encoding", "color", "legend", "format")
 
 
 def measure(
@@ -305,5 +308,9 @@ def measure(
     return VegaChart(
         _measure_template(title, value_title, signed, layers_across),
         {MEASURE_DATA: frame},
-        {MEASURE_DOMAIN: stops, MEASURE_LEGEND: legend_values(domain, signed=signed)},
+        {
+            MEASURE_DOMAIN: stops,
+            MEASURE_LEGEND: legend_values(domain, signed=signed),
+            MEASURE_LEGEND_FORMAT: legend_format(domain),
+        },
     )

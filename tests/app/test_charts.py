@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 import core
 from core import lessons
 from core.charts import causal as causal_charts
-from core.charts import colours
+from core.charts import colours, real_model
 from core.charts import common as charts
 from core.charts import heatmap as heatmaps
 from core.charts import spec as chart_spec
@@ -401,6 +401,29 @@ def test_a_round_number_near_an_end_gives_way_to_the_end() -> None:
     # into "0.0142"). The s18 review: lesson 2's values of SmolLM2's head, -1.82 to 1.82, labelled "−1.82−1".
     assert heatmaps.legend_values((0.0142, 0.901), signed=False) == [0.0142, 0.4, 0.6, 0.901]
     assert heatmaps.legend_values((-1.82, 1.82), signed=True) == [-1.82, 0.0, 1.82]
+
+
+def test_legend_labels_read_at_the_scales_resolution() -> None:
+    # The s19 review: a weights map's legend printed its lowest end as "0.0000239" beside 0.2 and 0.4. One decimal
+    # finer than the step (d3 trims the zeros): that end reads "0", 0.901 reads "0.9", and the spec carries it.
+    assert heatmaps.legend_format((0.0000239, 0.91)) == ",.2~f"
+    assert heatmaps.legend_format((-1.82, 1.82)) == ",.1~f"
+    assert heatmaps.legend_format((0.0, 4000.0)) == ",.0~f"
+    assert heatmaps.legend_format((0.991, 0.999)) == ",.4~f"  # a narrow scale keeps the digits that differ
+    frame = pd.DataFrame(
+        {"row": ["a", "a", "b", "b"], "col": ["x", "y", "x", "y"], "value": [0.0000239, 0.3, 0.5, 0.91]}
+    )
+    frame["row_index"] = [0, 0, 1, 1]
+    legend = heatmaps.heatmap(frame, "weights").spec()["layer"][0]["encoding"]["color"]["legend"]
+    assert legend["format"] == heatmaps.legend_format((legend["values"][0], legend["values"][-1])) == ",.2~f"
+    # Lesson 11's maps of a measure over every head are coloured over the data's own range, 0.0000239 an end.
+    measure = real_model.measure(frame.assign(layer=[0, 0, 1, 1], head=[0, 1, 0, 1]), "share", "share").spec()
+    legend = measure["layer"][0]["encoding"]["color"]["legend"]
+    assert legend["values"][0] == 0.0000239 and legend["format"] == ",.2~f"
+    # Under the map in both layouts: on the right its title left lesson 11's heads a 90-px strip on a phone.
+    for layers_across in (False, True):
+        chart = real_model.measure(frame.assign(layer=[0, 0, 1, 1], head=[0, 1, 0, 1]), "e", "e", True, layers_across)
+        assert chart.spec()["layer"][0]["encoding"]["color"]["legend"]["orient"] == "bottom"
 
 
 def test_lesson_3s_long_chart_titles_are_two_lines_that_fit_a_phone() -> None:
