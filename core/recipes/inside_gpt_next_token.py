@@ -1,6 +1,7 @@
 """SmolLM2-135M-Instruct's next token for the page's prompt, from the model's GGUF file, in plain PyTorch plus gguf.
 
-The prompt arrives as the token ids the page shows (the tokenizer is the one part left out). The
+The prompt arrives as the token ids the page shows (the tokenizer is the one part left out; the file's
+vocabulary turns the candidates' ids back into text). The
 probabilities come out as on the page (which multiplies the weights in bfloat16: its probabilities can
 differ from these float32 ones by up to about 0.04, as the page's caption says), then temperature,
 top-k and top-p, and one seeded draw.
@@ -78,7 +79,19 @@ drawn = (
     if int(keep.sum()) == 1
     else int(torch.multinomial(after, 1, generator=torch.Generator().manual_seed(seed)))
 )
+# The vocabulary's strings are GPT-2's byte-level alphabet: printable bytes stand for themselves, the other bytes
+# were moved to 256 + n ("Ġ" is a space, "Ċ" a newline); back to bytes, then UTF-8 (a piece of a character: �).
+vocab = reader.fields["tokenizer.ggml.tokens"].contents()  # (V,) strings
+printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+moved = [b for b in range(256) if b not in printable]
+byte_of = {chr(b): b for b in printable} | {chr(256 + n): b for n, b in enumerate(moved)}
+
+
+def text(token_id):
+    return bytes(byte_of[c] for c in vocab[token_id]).decode("utf-8", errors="replace")
+
+
 top = before.topk(10)
 for p, token_id in zip(top.values, top.indices, strict=True):
-    print(f"id {int(token_id):6d}  before {float(p):.4f}  after {float(after[token_id]):.4f}")
-print("drawn:", drawn)
+    print(f"{text(int(token_id))!r:>14}  before {float(p):.4f}  after {float(after[token_id]):.4f}")
+print("drawn:", repr(text(drawn)))

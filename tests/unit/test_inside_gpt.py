@@ -438,6 +438,8 @@ def test_the_next_token_code_box_reproduces_the_page(decoder, vocabulary, temper
     namespace = recipes.run(gpt.next_token_code(analysis, view))
     top = namespace["before"].topk(gpt.TOP_CANDIDATES).indices.tolist()
     assert [vocabulary[i] for i in top[:3]] == [c.token for c in view.candidates[:3]]
+    # It prints tokens as text (the s19 review read bare ids): the file's vocabulary decodes as the tokenizer does.
+    assert [namespace["text"](i) for i in top] == [vocabulary[i] for i in top]
     # float32 here, the file's 4-bit weights in bfloat16 on the page: probabilities agree within the model's
     # measured precision (0.038 at most against float32, test_smollm2.py), as the Code box's note says
     assert namespace["before"][top].tolist() == pytest.approx([c.before for c in view.candidates], abs=0.04)
