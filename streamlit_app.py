@@ -28,7 +28,7 @@ from core.app.settings import (
 )
 from core.inputs.device import available_devices
 from core.inputs.weights import WeightSource
-from ui import class_poll, frame, hardening, presentation
+from ui import class_poll, draw, frame, hardening, presentation
 from ui import sidebar as shared_sidebar
 from ui.link_notes import LINK_OFF, link_warning
 from ui.sidebar import apply_preset
@@ -265,10 +265,14 @@ with class_poll.full_run():
     shown, input_problem = usable(chosen)
     # One style block for every page: the sidebar's lesson titles wrap instead of ending in "Attention without
     # trainable wei…"; a formula's box hides what stands out of it vertically (tall fractions, braces and
-    # parentheses lost a pixel or two of ink, the sixth review saw lesson 4's numerator shaved), so it gets room.
+    # parentheses lost a pixel or two of ink, the sixth review saw lesson 4's numerator shaved), so it gets room;
+    # on a phone a formula wider than the screen scrolls sideways in a smaller font (lesson 2's Q, K, V line and
+    # lesson 5's were cut at the screen's edge, the s19 review).
     st.html(
         '<style>[data-testid="stSidebarNavLink"] span {white-space: normal; overflow: visible;}'
-        " .katex-display {padding: 0.3em 0;}</style>"
+        " .katex-display {padding: 0.3em 0;}"
+        f" @media (max-width: {draw.NARROW_PX}px) {{.katex-display {{overflow-x: auto; overflow-y: hidden;}}"
+        " .katex-display > .katex {font-size: 1em;}}</style>"
     )
     step_bar = st.container(key="al-bar")  # the presentation bar, filled once the page has counted its steps
     present = bool(st.session_state.get("present"))

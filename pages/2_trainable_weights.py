@@ -79,10 +79,9 @@ def one_query(lesson: TrainableLesson, settings: Settings, answered: bool, model
     step(f"One query: “{literal(token)}”")
     if model:
         widgets.prose(source.text(settings.weights), "trainable_steps")
-        st.latex(
-            r"\text{Attention}(Q, K, V) = \text{softmax}\left(Q K^\top \cdot \frac{1}{\sqrt{d_k}}\right) V"
-            rf"\qquad d_k = {lesson.d_k},\ \text{{scale}} = {lesson.scale:.4f}"
-        )
+        # Two lines, as below: on one, the formula and d_k ran past a 390 px phone (the s19 review).
+        st.latex(r"\text{Attention}(Q, K, V) = \text{softmax}\left(Q K^\top \cdot \frac{1}{\sqrt{d_k}}\right) V")
+        st.latex(rf"d_k = {lesson.d_k},\quad \text{{scale}} = {lesson.scale:.4f}")
     else:
         widgets.prose(SLUG, "steps")
         scale_text = r"\frac{1}{\sqrt{d_k}}" if settings.scale else "1"

@@ -58,10 +58,12 @@ FORMULA_PAGES = (
     "overview",
     "without_weights",
     "trainable_weights",
+    "trainable_weights?weights=decoder",  # its Q, K, V line with the model's shapes was cut (the s19 review)
     "why_scale",
     "causal_dropout",
     "multi_head",
     "multi_head?weights=pretrained",
+    "multi_head?weights=decoder",
     "real_model",
     "cross_attention",
     "attention_at_scale",
