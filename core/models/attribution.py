@@ -85,7 +85,8 @@ def trace(model: sm.SmolLM2, token_ids: torch.Tensor, *, by_heads: bool = False)
 
 def trace_batch(model: sm.SmolLM2, token_ids: torch.Tensor, *, by_heads: bool = False) -> list[ResidualTrace]:
     """`trace` for B sequences of the same length at once, token_ids (B, T): one pass reads each layer's
-    weights once for all of them (patching traces its clean and corrupted prompts so)."""
+    weights once for all of them. (Patching traces its prompts one by one: a batch rounds bfloat16 products
+    differently, and the clean prompt's numbers must be attribution's to the last digit.)"""
     ids = token_ids.to(model.device)
     parts: list[sm.LayerPass] = []
     with torch.inference_mode():

@@ -62,6 +62,9 @@ def test_the_opening_prompt_flips_and_its_numbers_are_said(decoder) -> None:
     with torch.inference_mode():
         attribution = lesson11.patching_lesson(decoder, lesson.text, lesson.corrupted, pt.PatchingMethod.EXACT)
     assert attribution.clean_difference > 0 > attribution.corrupted_difference and not attribution.weak
+    # One quantity, one value on the page: patching traced both prompts as a batch and showed +6.09 under
+    # attribution's 6.1032 (the s20 review); each prompt's own trace gives attribution's number exactly.
+    assert attribution.clean_difference == pytest.approx(lesson.logit, abs=1e-6)
     assert len(pickle.dumps(lesson)) < 2**20 and len(pickle.dumps(attribution)) < 2**14  # the cache's budget
 
 
