@@ -64,6 +64,12 @@ def lens(frame: pd.DataFrame) -> VegaChart:
     return VegaChart(_lens_template(), {LENS_DATA: frame})
 
 
+# A log axis's label: the value at a power of ten ("1", "10", ..., "10,000"), nothing at the ticks between.
+POWERS_OF_TEN_ONLY = (
+    "abs(log(datum.value) / LN10 - round(log(datum.value) / LN10)) < 1e-6 ? format(datum.value, ',') : ''"
+)
+
+
 @functools.cache
 def _rank_template() -> str:
     chart = (
@@ -77,7 +83,9 @@ def _rank_template() -> str:
                 "rank:Q",
                 title="rank of the answer",
                 scale=alt.Scale(type="log", reverse=True, domainMin=1),
-                axis=alt.Axis(format="~s"),
+                # Every power of ten labelled, the ticks between unlabelled: Vega's own culling of overlapping
+                # labels left "1, 20, 300", and 6,891 or 966 could not be read off (the s20 review).
+                axis=alt.Axis(labelExpr=POWERS_OF_TEN_ONLY, labelOverlap=False),
             ),
             tooltip=["point:N", alt.Tooltip("rank:Q", format=","), "top:N"],
         )
