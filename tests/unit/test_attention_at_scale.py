@@ -544,7 +544,7 @@ def test_the_real_gpts_speed_up_is_the_ratio_of_the_times_it_prints() -> None:
     # The third review: "46 ms … 165 ms (3.5×)", where 165 / 46 is 3.6 (the ratio came from unrounded times).
     timing = gpt.CacheTiming((37, 38), (46.4, 46.4), (164.6, 164.6), 0.0, True, 0)
     caption = scale_kv.real_gpt_caption(timing)
-    assert "the next 1 tokens then took 46 ms with the cache and 165 ms without (3.6× the time)" in caption
+    assert "the next token then took 46 ms with the cache and 165 ms without (3.6× the time)" in caption
 
 
 def test_the_real_gpts_prompt_pass_is_told_apart_from_the_new_tokens() -> None:
@@ -558,7 +558,7 @@ def test_the_real_gpts_prompt_pass_is_told_apart_from_the_new_tokens() -> None:
     )
     caption = scale_kv.real_gpt_caption(timing)
     assert "whole 37-token prompt either way (923 ms with the cache, which it fills, 250 ms without)" in caption
-    assert "each of the next 7 tokens then took 34 ms with the cache and 192 ms without (5.6× the time)" in caption
+    assert "the next 7 tokens then took on average 34 ms with the cache and 192 ms without (5.6× the time)" in caption
     assert "1.4×" not in caption
 
 

@@ -274,7 +274,7 @@ def test_the_cache_caption_times_the_prompt_pass_apart() -> None:
     timing = gpt.CacheTiming((37, 38, 39), (900.0, 30.0, 40.0), (250.0, 190.0, 200.0), 0.0, True, 38 * 46080)
     caption = gpt.cache_caption(timing)
     assert "(900 ms with the cache, which it fills, 250 ms without)" in caption
-    assert "each of the next 2 tokens then took 35 ms with the cache and 195 ms without (5.6× the time)" in caption
+    assert "the next 2 tokens then took on average 35 ms with the cache and 195 ms without (5.6× the time)" in caption
     assert "the ratio is what holds" in caption and "median" not in caption  # one run of each step
     medians = gpt.CacheTiming((37, 38, 39), (900.0, 30.0, 40.0), (250.0, 190.0, 200.0), 0.0, True, 38 * 46080, 3)
     assert "Each time is the median of 3 runs of its step; on a shared server" in gpt.cache_caption(medians)
