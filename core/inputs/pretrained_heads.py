@@ -78,7 +78,22 @@ def real_head(model: real_model.RealModel, sentence: str, layer: int, head: int)
 
 # ------------------------------------------------------------------ what a head's pattern is
 SHARE = 0.3  # mean weight per row: a head is named by the strongest measure at or above this
+CHANCE = 1.5  # ... and this many times what a head spreading evenly would put there (`_above_chance`)
 MOST = 0.5  # ...and said to "park" on [CLS] and [SEP] only when more than half of each row lands there
+
+
+def _even_share(num_tokens: int, causal: bool) -> float:
+    """The mean weight an evenly spreading head puts on one key of each row: 1/T, or in a decoder (query i sees
+    i + 1 keys) the mean of 1/(i + 1) over the rows after the first, as the decoder's measures are taken."""
+    if not causal or num_tokens < 2:
+        return 1 / max(num_tokens, 1)
+    return sum(1 / (i + 1) for i in range(1, num_tokens)) / (num_tokens - 1)
+
+
+def _above_chance(even: float) -> float:
+    """The least share that is a pattern, not chance: CHANCE times the even head's, or halfway from it to 1 where
+    that is lower (on three pieces [CLS] and [SEP] get 2/3 of an even head's weight: 1.5 times is past 1)."""
+    return min(CHANCE * even, (1 + even) / 2)
 
 
 @dataclass(frozen=True)
@@ -112,15 +127,23 @@ class HeadPattern:
             sinks = float(weights[1:, 0].double().mean())
             self_weight = float(weights.double().diagonal()[1:].mean())
         # "Parks its weight" only where most of it lands there; 0.3-0.5 is a large share, not the weight.
+        # Each measure beside what a head spreading evenly over the keys it sees would score: on a short sentence a
+        # decoder's even head already puts 0.29 on itself (query i sees i + 1 keys), and "looks at itself (0.32)"
+        # named chance as a pattern (the s20 review). A measure names a head only well above it.
+        one, sink_count = _even_share(weights.shape[0], shape.causal), len(shape.sink_positions)
         candidates = {
-            "looks at the next piece": float(m.next),
-            "looks at the previous piece": float(m.previous),
-            ("parks most of its weight on " if sinks >= MOST else "puts a large share on ") + shape.sink: sinks,
-            "looks at itself": self_weight,
+            "looks at the next piece": (float(m.next), one),
+            "looks at the previous piece": (float(m.previous), one),
+            ("parks most of its weight on " if sinks >= MOST else "puts a large share on ") + shape.sink: (
+                sinks,
+                one * sink_count,  # [CLS] and [SEP] are two keys
+            ),
+            "looks at itself": (self_weight, one),
         }
-        label, value = max(candidates.items(), key=lambda item: item[1])
+        named = {k: value for k, (value, even) in candidates.items() if value >= max(SHARE, _above_chance(even))}
         broad = float(m.entropy) / math.log(max(m.num_tokens, 2))
-        if value >= SHARE:
+        if named:
+            label, value = max(named.items(), key=lambda item: item[1])
             # A decoder's measures leave out query 0 (above): say so, or 0.83 read as the mean of every row, whose
             # first is 1 (0.86 over all six of the book's sentence, an independent review).
             rows = "each row after the first" if shape.causal and weights.shape[0] > 1 else "each row"
