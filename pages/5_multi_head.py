@@ -84,6 +84,13 @@ def the_heads(lesson: MultiHeadLesson, answered: bool) -> None:
     else:
         head_grid(lesson, trained)
         widgets.number_table(trained.patterns_table, hide_index=True, decimals=2)
+        # A row read 0.93 on the first token and 0.22 on the previous piece (the s20 review): say why that can be.
+        st.caption(
+            "Each column is a mean over the queries"
+            + (" after the first (whose only key is itself)" if lesson.causal else "")
+            + ". The columns overlap where one key is two things at once (for the second piece, the previous piece "
+            "is the first), so a head's numbers can add up to more than 1."
+        )
 
 
 def book_layer(lesson: MultiHeadLesson, book: BookLayer, settings: Settings) -> None:

@@ -99,3 +99,14 @@ def test_the_model_code_box_says_how_its_one_differing_figure_differs(encoder: m
     assert 0 <= printed < 1e-6 and 0 <= lesson.wrapper_vs_split < 1e-6
     at = open_page("multi_head", weights="pretrained", layer="3")
     assert any("last digits of that one figure may differ" in c.value for c in at.caption)
+
+
+def test_the_head_table_says_its_columns_can_overlap() -> None:
+    # The s20 review: a decoder head's row read 0.93 on the first token and 0.22 on the previous piece, over 1,
+    # with nothing saying why (for the second piece, the previous piece is the first).
+    at = open_page("multi_head", weights="decoder")
+    radio = next(r for r in at.radio if r.key and r.key.startswith("predict_multi_head"))
+    radio.set_value(radio.options[0]).run()
+    assert not at.exception
+    said = [c.value for c in at.caption if "columns overlap" in c.value]
+    assert said and "after the first (whose only key is itself)" in said[0]
