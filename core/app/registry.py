@@ -207,12 +207,14 @@ def model_fixes(shape: ModelShape) -> Mapping[Control, str]:
     """What a model's head fixes, for every page with a model weight source: the sidebar's reasons."""
     return MappingProxyType(
         {
-            Control.D_IN: f"fixed by the pretrained model: {shape.hidden_size} numbers per word piece",
-            Control.D_OUT: f"fixed by the pretrained model: each head is {shape.head_dim} wide",
+            # The model's own name and its tokenizer's pieces: on the GPT "the pretrained model ... per word piece"
+            # named the encoder's (the s20 review).
+            Control.D_IN: f"fixed by {shape.name}: {shape.hidden_size} numbers per {shape.piece}",
+            Control.D_OUT: f"fixed by {shape.name}: each head is {shape.head_dim} wide",
             Control.SEED: "nothing is drawn: the weights are pretrained",
             Control.SCALE: f"the model was trained with its own scale, 1/√{shape.head_dim}",
             Control.DEVICE: "the model runs on the CPU",
-            Control.NUM_HEADS: f"fixed by the pretrained model: {shape.num_heads} heads per layer",
+            Control.NUM_HEADS: f"fixed by {shape.name}: {shape.num_heads} heads per layer",
         }
     )
 

@@ -36,7 +36,7 @@ def test_pretrained_lesson_renders_and_greys_out_what_the_model_fixes(spec: regi
         widget = next(w for w in at.sidebar if getattr(w, "key", None) == control.value)
         assert widget.disabled, (spec.slug, control)
     captions = " ".join(c.value for c in at.sidebar.caption)
-    assert "fixed by the pretrained model" in captions
+    assert "fixed by all-MiniLM-L6-v2" in captions
     assert "Pretrained weights." in text_of(at)  # the pretrained view ran, not the random page
     assert at.expander, "no Code box"
 

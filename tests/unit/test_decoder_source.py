@@ -180,7 +180,9 @@ def test_the_registry_offers_the_decoder_on_lessons_two_four_and_five() -> None:
     cross = registry.page("cross_attention")
     assert cross.ignores_with("decoder")[Control.WEIGHTS] == "SmolLM2-135M's heads are offered on lessons 2, 4 and 5"
     multi = registry.page("multi_head").ignores_with("decoder")
-    assert multi[Control.NUM_HEADS] == "fixed by the pretrained model: 9 heads per layer"
+    # The GPT by its name and its pieces: "the pretrained model ... per word piece" was the encoder's (s20 review).
+    assert multi[Control.NUM_HEADS] == "fixed by SmolLM2-135M: 9 heads per layer"
+    assert registry.page("trainable_weights").ignores_with("decoder")[Control.D_IN].endswith("576 numbers per token")
     assert multi[Control.SCALE] == "the model was trained with its own scale, 1/√64"
     assert Control.SEED not in registry.page("causal_dropout").ignores_with("decoder")  # it draws the dropout
 
