@@ -160,20 +160,36 @@ def legend_format(domain: tuple[float, float]) -> str:
 def legend_values(domain: tuple[float, float], signed: bool) -> list[float]:
     """The colour legend's labelled values: both ends of the scale and round numbers between them.
 
-    About four steps of 1, 2, 2.5 or 5 × 10^k (0 among them on a signed map); a round number within a
-    third of a step, or a quarter of the scale, of an end gives way to the end, so that two labels never
-    overlap. An end's label sits inside the bar, its whole width from the end: on a 170 px legend "−1.82"
-    and "−1" (a fifth of the scale apart) ran together as "−1.82−1" (lesson 2's values of a real model, an
-    independent review), as lesson 10's 0.8 had on its end 0.901 at a ninth.
+    Multiples of a round step (1, 2, 2.5 or 5 × 10^k, at most five across the scale; 0 among them on a signed
+    map, whose scale is symmetric); a round number within a third of a step, or a quarter of the scale, of an
+    end gives way to the end, so that two labels never overlap. An end's label sits inside the bar, its whole
+    width from the end: on a 170 px legend "−1.82" and "−1" (a fifth of the scale apart) ran together as
+    "−1.82−1" (lesson 2's values of a real model, an independent review), as lesson 10's 0.8 had on its end
+    0.901 at a ninth. Of the steps, the one whose labels are most evenly spaced, the fewer the better on a tie:
+    the finest alone labelled 0 to 1 as "0, 0.4, 0.6, 1", which read as a bug on a slide (the s20 review).
     """
     low, high = float(domain[0]), float(domain[1])
     if not high > low:
         return [low]
-    step = _legend_step(low, high)
+    finest, magnitude = _legend_step(low, high), 10 ** math.floor(math.log10((high - low) / 4))
+    steps = [s for s in (m * magnitude * f for f in (1, 10, 100) for m in (1, 2, 2.5, 5)) if finest <= s < high - low]
+    candidates = [labels for labels in (_labels_at(low, high, step) for step in steps) if len(labels) > 2]
+    return min(candidates or [_labels_at(low, high, finest)], key=lambda ls: (round(_unevenness(ls), 2), len(ls)))
+
+
+def _labels_at(low: float, high: float, step: float) -> list[float]:
+    """The ends and the multiples of `step` between them at least a third of a step and a quarter of the scale
+    from either end."""
     # .12g: 3 × 0.2 is 0.6000000000000001 in floats
     inside = [float(f"{i * step:.12g}") for i in range(math.ceil(low / step), math.floor(high / step) + 1)]
     inside = [v for v in inside if min(v - low, high - v) >= max(step / 3, (high - low) / 4) * (1 - 1e-9)]
     return [low, *inside, high]
+
+
+def _unevenness(labels: list[float]) -> float:
+    """The widest gap between neighbouring labels over the narrowest: 1 when evenly spaced."""
+    gaps = [b - a for a, b in zip(labels, labels[1:], strict=False)]
+    return max(gaps) / min(gaps)
 
 
 def heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:

@@ -399,8 +399,16 @@ def test_legend_values_span_the_scale_with_a_few_labels(low: float, width: float
 def test_a_round_number_near_an_end_gives_way_to_the_end() -> None:
     # The fifth review: lesson 10's previous-token map, 0.0142 to 0.901, labelled 0.8 on top of 0.901 (and 0.2 ran
     # into "0.0142"). The s18 review: lesson 2's values of SmolLM2's head, -1.82 to 1.82, labelled "−1.82−1".
-    assert heatmaps.legend_values((0.0142, 0.901), signed=False) == [0.0142, 0.4, 0.6, 0.901]
+    assert heatmaps.legend_values((0.0142, 0.901), signed=False) == [0.0142, 0.5, 0.901]
     assert heatmaps.legend_values((-1.82, 1.82), signed=True) == [-1.82, 0.0, 1.82]
+
+
+def test_legend_labels_are_evenly_spaced_where_a_step_allows() -> None:
+    # The s20 review: 0 to 1 was labelled "0, 0.4, 0.6, 1" (the finest step with 0.2 and 0.8 too near the ends),
+    # which read as a bug on a slide. The most even labels of the round steps, the fewer on a tie.
+    assert heatmaps.legend_values((0.0, 1.0), signed=False) == [0.0, 0.5, 1.0]
+    assert heatmaps.legend_values((0.5, 0.99), signed=False) == [0.5, 0.75, 0.99]
+    assert heatmaps.legend_values((0.0, 4.3), signed=False) == [0.0, 2.0, 4.3]
 
 
 def test_legend_labels_read_at_the_scales_resolution() -> None:
