@@ -18,8 +18,7 @@ def block_map() -> None:
     with draw.narrow_screens_only("block_hint"):  # nothing on a phone said that the diagram goes on
         st.caption(":material/swipe: The diagram is wider than a phone: swipe it sideways to see all of it.")
     # A phone scrolls a readable diagram: at 640 px its 12-point text came out 9 px tall (the fifth review); at
-    # about its own width (some 810 points) the text keeps its size, and the block's column still fits the screen
-    # with the side boxes one swipe away.
+    # 880 px it is about 12 px, and a swipe shows the right of the block and the side boxes.
     with draw.scrolls_on_narrow_screens("block", min_width_px=880):
         st.graphviz_chart(block_diagram.decoder_block_dot(dark=dark), width="stretch")
     by_lesson = block_diagram.parts_by_lesson()

@@ -123,11 +123,12 @@ def decoder_block_dot(dark: bool = False) -> str:
             f'  {start} -> {end} [style=dashed, constraint=false, tailport=e, headport=e, label=" residual stream",'
             " fontsize=11];"
         )
-    lines += [
-        f"  {part.key} -> {_BESIDE_OF} [style=dashed, arrowhead=none];"
-        for part in BLOCK_PARTS
-        if part.region is Region.BESIDE
-    ]
+    beside = [part.key for part in BLOCK_PARTS if part.region is Region.BESIDE]
+    lines += [f"  {key} -> {_BESIDE_OF} [style=dashed, arrowhead=none];" for key in beside]
+    # The side parts one above the other, not side by side: beside each other they made the diagram some 1,050
+    # points wide, and a laptop's column drew its 12-point text about 9 px tall (the s20 review).
+    lines += [f"  {key} [group=beside];" for key in beside]  # one column: a straight (invisible) edge between
+    lines += [f"  {a} -> {b} [style=invis];" for a, b in zip(beside, beside[1:], strict=False)]
     lines.append("}")
     return "\n".join(lines)
 

@@ -54,3 +54,13 @@ def test_the_lecture_path_lists_every_lesson_in_order_with_its_minutes() -> None
     assert list(plan["lesson"]) == [f"{s.number} · {s.title}" for s in registry.lessons()]  # no "10." list marker
     assert (plan["minutes"] > 0).all() and plan["after (min)"].iloc[-1] == plan["minutes"].sum() == 90
     assert plan["what to show"].str.len().min() > 20
+
+
+def test_the_side_parts_stand_in_one_column() -> None:
+    # The s20 review: side by side, the two dashed boxes made the diagram so wide that a laptop drew its text about
+    # 9 px tall. One above the other (one group, an invisible edge between them), it is drawn some 1.35 times larger.
+    dot = block_diagram.decoder_block_dot()
+    beside = [part.key for part in block_diagram.BLOCK_PARTS if part.region is block_diagram.Region.BESIDE]
+    assert len(beside) == 2
+    assert all(f"{key} [group=beside];" in dot for key in beside)
+    assert f"{beside[0]} -> {beside[1]} [style=invis];" in dot
