@@ -190,6 +190,7 @@ def all_heads(analysis: gpt.PromptAnalysis) -> None:
         value_title="weight",
         show_values=False,
     )
+    one_token_everywhere(analysis)
     widgets.prose("inside_gpt", "measures")
     left, right = st.columns(2)
     for where, values, title in (
@@ -212,6 +213,33 @@ def all_heads(analysis: gpt.PromptAnalysis) -> None:
         "other side of it); the clearest previous-token head is the same.",
         title="every head's sink share and previous-token score from the model's file",
     )
+
+
+def one_token_everywhere(analysis: gpt.PromptAnalysis) -> None:
+    """BertViz's model view for one token: its attention row in every head of every layer, behind an expander
+    (the page is long already)."""
+    with st.expander("One token in every head at once (the model view)", icon=":material/grid_view:"):
+        widgets.prose("inside_gpt", "model_view")
+        shown = frames.labels(analysis.tokens)
+        query = st.selectbox(
+            "Token",
+            list(range(1, len(analysis.tokens))),  # the first token sees only itself: its row is 1 in every head
+            index=len(analysis.tokens) - 2,
+            format_func=lambda i: shown[i],
+            help="Its row in every head: the weights it puts on itself and the tokens before it.",
+        )
+        view = gpt.token_across_model(analysis, int(query))
+        with draw.shrinks_to_column("gpt-model-view"):
+            draw.draw(
+                charts_gpt.model_view(
+                    frames.model_view_frame(view),
+                    f"Where {shown[view.query]} looks, in every head: layers down, keys across",
+                    analysis.num_heads // analysis.num_kv_heads,  # a row of panels per key/value head
+                ),
+                f"{analysis.num_heads} small heatmaps, one per head, each with a row per layer: the weights the token "
+                "puts on each key.",
+            )
+        st.caption(gpt.model_view_sentence(view))
 
 
 def induction(model) -> tuple[gpt.InductionLesson, bool]:

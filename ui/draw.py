@@ -185,10 +185,18 @@ def head_panels(
 ) -> None:
     """One layer's heads as small multiples on one colour scale (core.charts.heads); on a screen narrower
     than the panels, the chart shrinks to its column instead of clipping its labels."""
-    container = f"al-panels-{key}"
+    with shrinks_to_column(f"panels-{key}"):
+        draw(charts_heads.head_panels(frame, title, causal=causal, columns=columns), description)
+
+
+@contextmanager
+def shrinks_to_column(key: str) -> Iterator[None]:
+    """A chart of fixed-size panels drawn inside shrinks to its column where the column is narrower (a phone),
+    instead of clipping its labels or scrolling sideways."""
+    container = f"al-{key}"
     st.html(f"<style>.st-key-{container} svg, .st-key-{container} canvas {{max-width: 100%; height: auto;}}</style>")
     with st.container(key=container):
-        draw(charts_heads.head_panels(frame, title, causal=causal, columns=columns), description)
+        yield
 
 
 NARROW_PX = 640  # Streamlit stacks st.columns at this width and below: a phone held upright
@@ -232,9 +240,7 @@ def head_grid(
     """A real model's every head in one clickable chart (core.charts.real_model.grid, or lesson 10's overview of
     blocks), a click opening one in the layer and head boxes. Wider than a phone, the chart shrinks to its
     column instead of scrolling sideways. `width`: as in `draw` ("content" keeps a map's squares square)."""
-    container = f"al-grid-{key}"
-    st.html(f"<style>.st-key-{container} svg, .st-key-{container} canvas {{max-width: 100%; height: auto;}}</style>")
-    with st.container(key=container):
+    with shrinks_to_column(f"grid-{key}"):
         draw(
             chart,
             description,

@@ -29,6 +29,8 @@ OVERVIEW_TITLE = "Every head of every layer, in blocks of positions; click one t
 OVERVIEW_STEP_PX = 18  # a head's square: 30 layers across fit a laptop's column, and shrink to a phone's
 SAMPLING_TITLE = "The next token: before and after temperature, top-k and top-p"
 ROPE_TITLE = "One query and one key at every distance, the key at two places"
+MODEL_VIEW_DATA = "gpt_model_view"  # layer, head, key, key_index, value
+MODEL_VIEW_ROW_PX = 6  # a layer's row in each head's panel: 30 layers in 180 px
 
 
 @functools.cache
@@ -131,6 +133,50 @@ def heads_overview(blocks: pd.DataFrame, heads: pd.DataFrame, num_layers: int, n
     return VegaChart(
         _overview_template(num_layers, num_heads, size), {OVERVIEW_DATA: blocks, OVERVIEW_HEADS_DATA: heads}
     )
+
+
+@functools.lru_cache(maxsize=128)
+def _model_view_template(num_keys: int, title: str, columns: int) -> str:
+    """Each head a panel: layers down, the keys the query sees across, viridis on 0..1 shared by every panel."""
+    width = max(110, min(240, 16 * num_keys))  # as lesson 5's panels: never under 110 px nor over 240
+    colour = alt.Color(
+        "value:Q",
+        scale=alt.Scale(domain=[0.0, 1.0], range=list(VIRIDIS), interpolate="rgb", clamp=True),
+        title="weight (one scale for every head)",
+        legend=alt.Legend(orient="bottom", gradientLength=200, titleLimit=500),
+    )
+    cells = (
+        alt.Chart()
+        .mark_rect()
+        .encode(
+            x=alt.X(
+                "key:N",
+                sort=alt.EncodingSortField("key_index"),
+                axis=alt.Axis(labelAngle=-90, labelLimit=70, labelOverlap="greedy", title=None),
+            ),
+            y=alt.Y("layer:O", title="layer", axis=alt.Axis(labelOverlap="greedy")),
+            color=colour,
+            tooltip=["head:N", "layer:O", "key:N", alt.Tooltip("value:Q", title="weight", format=".3f")],
+        )
+        .properties(width=width, height=alt.Step(MODEL_VIEW_ROW_PX))
+    )
+    chart = (
+        cells.facet(
+            data=alt.NamedData(name=MODEL_VIEW_DATA),
+            facet=alt.Facet("head:N", title=None, header=alt.Header(labelFontSize=15)),
+            columns=columns,
+            spacing=12,
+        )
+        .resolve_scale(x="shared", y="shared", color="shared")
+        .properties(title=phone_title(title), usermeta={"embedOptions": {"renderer": "svg"}})
+    )
+    return template(chart)
+
+
+def model_view(frame: pd.DataFrame, title: str, columns: int) -> VegaChart:
+    """One query's row in every head (MODEL_VIEW_DATA = frame, core/lessons/inside_gpt_frames.model_view_frame):
+    a panel per head, `columns` a row (a decoder's group size: one row per key/value head)."""
+    return VegaChart(_model_view_template(int(frame["key_index"].max()) + 1, title, columns), {MODEL_VIEW_DATA: frame})
 
 
 @functools.lru_cache(maxsize=16)

@@ -18,7 +18,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import TypeVar
 
 import numpy as np
@@ -231,6 +231,73 @@ def sink_sentence(analysis: PromptAnalysis) -> str:
 def best_previous_head(analysis: PromptAnalysis) -> tuple[int, int, float]:
     layer, head = np.unravel_index(int(np.argmax(analysis.previous)), analysis.previous.shape)
     return int(layer), int(head), float(analysis.previous[layer, head])
+
+
+class LookedAt(Enum):
+    """Where one head puts most of one query's weight (the model view's counts)."""
+
+    FIRST = "the first token"
+    PREVIOUS = "the token just before it"
+    ITSELF = "itself"
+    ELSEWHERE = "another token"
+
+
+@dataclass(frozen=True)
+class TokenAcrossModel:
+    """One query's attention row in every head of every layer (BertViz's model view, for one token).
+
+    rows: (L, H, query + 1) float32, each head's weights on the keys the query can see (they sum to 1).
+    """
+
+    query: int
+    tokens: tuple[str, ...]  # the prompt's tokens up to and including the query
+    rows: np.ndarray
+
+    @property
+    def looked_at(self) -> np.ndarray:
+        """(L, H) the key each head puts most weight on."""
+        return self.rows.argmax(-1)
+
+    def counts(self) -> dict[LookedAt, int]:
+        """How many heads put most of the row on each kind of key (the first token wins where it is also the
+        previous one, at query 1)."""
+        top = self.looked_at
+        first = top == 0
+        previous = (top == self.query - 1) & ~first
+        itself = top == self.query
+        return {
+            LookedAt.FIRST: int(first.sum()),
+            LookedAt.PREVIOUS: int(previous.sum()),
+            LookedAt.ITSELF: int(itself.sum()),
+            LookedAt.ELSEWHERE: int((~(first | previous | itself)).sum()),
+        }
+
+
+def token_across_model(analysis: PromptAnalysis, query: int) -> TokenAcrossModel:
+    """Query `query`'s row (1 <= query < T: query 0 sees only itself) in all L x H heads."""
+    if not 1 <= query < len(analysis.tokens):
+        raise ValueError(f"query {query} is not between 1 and {len(analysis.tokens) - 1}")
+    rows = analysis.attentions[:, :, query, : query + 1].astype(np.float32)  # (L, H, T, T) -> (L, H, query + 1)
+    return TokenAcrossModel(query, analysis.tokens[: query + 1], rows)
+
+
+def model_view_sentence(view: TokenAcrossModel) -> str:
+    """The counts behind the model view, and where the heads that look elsewhere look most often."""
+    counts = view.counts()
+    total = int(view.looked_at.size)
+    token = view.tokens[view.query]
+    said = (
+        f"Of the {total} heads, {counts[LookedAt.FIRST]} put most of {token!r}'s weight on the first token, "
+        f"{counts[LookedAt.PREVIOUS]} on the token just before it, {counts[LookedAt.ITSELF]} on itself and "
+        f"{counts[LookedAt.ELSEWHERE]} on another token"
+    )
+    top = view.looked_at.flatten()
+    elsewhere = top[(top != 0) & (top != view.query - 1) & (top != view.query)]
+    if elsewhere.size == 0:
+        return said + "."
+    key = int(np.bincount(elsewhere).argmax())
+    heads = int((elsewhere == key).sum())
+    return said + f" (most often {view.tokens[key]!r} at position {key}, in {heads} head{'s' if heads > 1 else ''})."
 
 
 # ----------------------------------------------------------------------------------------------

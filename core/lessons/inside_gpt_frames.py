@@ -16,6 +16,7 @@ from core.lessons.inside_gpt import (
     PromptAnalysis,
     RopeLesson,
     SamplingView,
+    TokenAcrossModel,
 )
 
 OVERVIEW_BLOCKS = 8  # each head's map in the all-heads overview: at most 8 x 8 blocks of positions, whatever T
@@ -104,6 +105,21 @@ def layer_frame(analysis: PromptAnalysis, layer: int) -> pd.DataFrame:
             "value": weights.flatten(),
             "row_index": rows,
             "col_index": cols,
+        }
+    )
+
+
+def model_view_frame(view: TokenAcrossModel) -> pd.DataFrame:
+    """One query's row in every head, long: layer, head ("head h"), key (label), key_index, value (float32)."""
+    layers, heads, keys = (a.flatten() for a in np.indices(view.rows.shape, dtype=np.int16))  # (L * H * K,) each
+    names = [f"head {h}" for h in range(view.rows.shape[1])]
+    return pd.DataFrame(
+        {
+            "layer": layers,
+            "head": pd.Categorical.from_codes(heads, categories=names),
+            "key": _labels_at(view.tokens, keys),
+            "key_index": keys,
+            "value": view.rows.flatten(),
         }
     )
 

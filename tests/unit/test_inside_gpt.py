@@ -638,3 +638,49 @@ def test_the_all_heads_charts_at_64_tokens_each_fit_in_one_small_message(decoder
     }
     assert max(sizes.values()) <= MESSAGE_BUDGET, sizes
     assert sizes["overview"] < MESSAGE_BUDGET / 10, sizes  # at most 30 x 9 x 36 blocks, whatever the prompt
+
+
+def test_the_model_view_is_one_tokens_row_in_every_head_and_its_counts_are_said(decoder) -> None:
+    # Issue 42, item 6 (BertViz's model view): for a chosen token, its attention row in every head of every layer.
+    from core.charts import inside_gpt as charts_gpt
+    from tests.support import validated_spec
+
+    analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES_BY_KEY["count"].text, gpt.EXAMPLES_BY_KEY["count"].kind)
+    query = len(analysis.tokens) - 1
+    view = gpt.token_across_model(analysis, query)
+    assert view.rows.shape == (30, 9, query + 1)
+    np.testing.assert_array_equal(view.rows, analysis.attentions[:, :, query, : query + 1].astype(np.float32))
+    np.testing.assert_allclose(view.rows.sum(-1), 1.0, atol=5e-3)  # each head's row (float16 weights)
+    counts = view.counts()
+    assert sum(counts.values()) == 270
+    top = view.rows.argmax(-1)
+    assert counts[gpt.LookedAt.FIRST] == int((top == 0).sum())
+    assert counts[gpt.LookedAt.ITSELF] == int((top == query).sum())
+    said = gpt.model_view_sentence(view)
+    assert f"Of the 270 heads, {counts[gpt.LookedAt.FIRST]} put most of" in said
+    assert f"{counts[gpt.LookedAt.PREVIOUS]} on the token just before it" in said
+    assert f"{counts[gpt.LookedAt.ELSEWHERE]} on another token" in said
+    frame = frames.model_view_frame(view)
+    assert len(frame) == 270 * (query + 1) and frame["value"].sum() == pytest.approx(270, abs=1)
+    spec = validated_spec(charts_gpt.model_view(frame, "Where the last token looks", 3))
+    assert spec["columns"] == 3 and spec["spec"]["encoding"]["y"]["field"] == "layer"
+    # Query 0 sees only itself: not offered.
+    with pytest.raises(ValueError, match="between 1 and"):
+        gpt.token_across_model(analysis, 0)
+
+
+def test_the_model_view_counts_the_first_token_once_where_it_is_also_the_previous() -> None:
+    attentions = np.zeros((1, 2, 3, 3), dtype=np.float16)
+    attentions[0, 0, 1] = [0.9, 0.1, 0.0]  # query 1: the first token is its previous token too
+    attentions[0, 1, 1] = [0.2, 0.8, 0.0]  # itself
+    analysis = gpt.PromptAnalysis(
+        "abc", (1, 2, 3), ("a", "b", "c"), attentions, np.zeros((1, 2)), np.zeros((1, 2)), np.zeros(3), 1, 2, 1
+    )
+    counts = gpt.token_across_model(analysis, 1).counts()
+    assert counts == {
+        gpt.LookedAt.FIRST: 1,
+        gpt.LookedAt.PREVIOUS: 0,
+        gpt.LookedAt.ITSELF: 1,
+        gpt.LookedAt.ELSEWHERE: 0,
+    }
+    assert gpt.model_view_sentence(gpt.token_across_model(analysis, 1)).endswith("0 on another token.")
