@@ -234,7 +234,7 @@ def best_previous_head(analysis: PromptAnalysis) -> tuple[int, int, float]:
 
 
 class LookedAt(Enum):
-    """Where one head puts most of one query's weight (the model view's counts)."""
+    """Where one head puts the largest of one query's weights (the model view's counts)."""
 
     FIRST = "the first token"
     PREVIOUS = "the token just before it"
@@ -259,8 +259,8 @@ class TokenAcrossModel:
         return self.rows.argmax(-1)
 
     def counts(self) -> dict[LookedAt, int]:
-        """How many heads put most of the row on each kind of key (the first token wins where it is also the
-        previous one, at query 1)."""
+        """How many heads give their largest weight to each kind of key (the first token wins where it is also
+        the previous one, at query 1)."""
         top = self.looked_at
         first = top == 0
         previous = (top == self.query - 1) & ~first
@@ -287,9 +287,10 @@ def model_view_sentence(view: TokenAcrossModel) -> str:
     total = int(view.looked_at.size)
     token = view.tokens[view.query]
     said = (
-        f"Of the {total} heads, {counts[LookedAt.FIRST]} put most of {token!r}'s weight on the first token, "
-        f"{counts[LookedAt.PREVIOUS]} on the token just before it, {counts[LookedAt.ITSELF]} on itself and "
-        f"{counts[LookedAt.ELSEWHERE]} on another token"
+        # "the largest", not "most": a head's top key may hold well under half of the row
+        f"Of the {total} heads, {counts[LookedAt.FIRST]} give {token!r}'s largest weight to the first token, "
+        f"{counts[LookedAt.PREVIOUS]} to the token just before it, {counts[LookedAt.ITSELF]} to itself and "
+        f"{counts[LookedAt.ELSEWHERE]} to another token"
     )
     top = view.looked_at.flatten()
     elsewhere = top[(top != 0) & (top != view.query - 1) & (top != view.query)]

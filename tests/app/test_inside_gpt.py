@@ -187,8 +187,8 @@ def test_the_model_view_follows_the_token_picked(decoder) -> None:
     picker = next(s for s in at.selectbox if s.label == "Token")
     tokens = gpt.analyse_prompt(decoder, gpt.EXAMPLES[0].text, gpt.EXAMPLES[0].kind).tokens
     assert picker.value == len(tokens) - 1 and picker.options[0].startswith("1 ")
-    assert "Of the 270 heads" in captions(at) and f"put most of {tokens[-1]!r}'s weight" in captions(at)
+    assert "Of the 270 heads" in captions(at) and f"give {tokens[-1]!r}'s largest weight" in captions(at)
     picker.set_value(3).run()
     assert not at.exception
-    assert f"put most of {tokens[3]!r}'s weight" in captions(at)
+    assert f"give {tokens[3]!r}'s largest weight" in captions(at)
     assert any("Where 3 " in chart.proto.spec for chart in at.get("vega_lite_chart"))

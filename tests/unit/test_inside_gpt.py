@@ -657,9 +657,9 @@ def test_the_model_view_is_one_tokens_row_in_every_head_and_its_counts_are_said(
     assert counts[gpt.LookedAt.FIRST] == int((top == 0).sum())
     assert counts[gpt.LookedAt.ITSELF] == int((top == query).sum())
     said = gpt.model_view_sentence(view)
-    assert f"Of the 270 heads, {counts[gpt.LookedAt.FIRST]} put most of" in said
-    assert f"{counts[gpt.LookedAt.PREVIOUS]} on the token just before it" in said
-    assert f"{counts[gpt.LookedAt.ELSEWHERE]} on another token" in said
+    assert f"Of the 270 heads, {counts[gpt.LookedAt.FIRST]} give" in said
+    assert f"{counts[gpt.LookedAt.PREVIOUS]} to the token just before it" in said
+    assert f"{counts[gpt.LookedAt.ELSEWHERE]} to another token" in said
     frame = frames.model_view_frame(view)
     assert len(frame) == 270 * (query + 1) and frame["value"].sum() == pytest.approx(270, abs=1)
     spec = validated_spec(charts_gpt.model_view(frame, "Where the last token looks", 3))
@@ -683,4 +683,4 @@ def test_the_model_view_counts_the_first_token_once_where_it_is_also_the_previou
         gpt.LookedAt.ITSELF: 1,
         gpt.LookedAt.ELSEWHERE: 0,
     }
-    assert gpt.model_view_sentence(gpt.token_across_model(analysis, 1)).endswith("0 on another token.")
+    assert gpt.model_view_sentence(gpt.token_across_model(analysis, 1)).endswith("0 to another token.")
