@@ -74,9 +74,10 @@ INDUCTION_LENGTH = INDUCTION_MAX_PREFIX + 2 * INDUCTION_PART + INDUCTION_MAX_GAP
 # settings (heads 1-4, d_k 16-256, learning rates 3e-3 to 3e-2, both inits, scaled and unscaled, steps
 # up to the cap): what knowing the format without induction is worth. The strongest of them (4 heads of
 # 64) reached 0.19 at seed 123 but 0.21 and 0.22 at seeds 1 and 5 (seeds 1-8 measured), so the level is
-# the best over seeds, rounded up: a line at 0.20 was crossed by other seeds' runs.
+# the best over seeds, rounded up: a line at 0.20 was crossed by other seeds' runs, and 0.22 by seed 1's
+# 0.223 on a 2026-11 Xeon (its kernels round the same training a little apart).
 # tests/unit/test_training.py retrains the strongest of them (ONE_LAYER_STRONGEST there) at three seeds.
-NO_INDUCTION_ACCURACY = 0.22
+NO_INDUCTION_ACCURACY = 0.23
 HELD_OUT = 128  # held-out sequences, drawn once per run
 LOG_POINTS = 25  # curve points per run (plus step 0)
 

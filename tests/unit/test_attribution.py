@@ -55,8 +55,11 @@ def test_a_batch_and_a_shared_prefix_change_nothing(decoder32) -> None:
         assert (tail.residual[0] - second.points[11][4:]).abs().max() < 1e-4
     pair = at.trace_batch(model, torch.stack((first.token_ids, second.token_ids)))
     for alone, batched in zip((first, second), pair, strict=True):
-        assert (alone.points - batched.points).abs().max() < 1e-3 and torch.equal(alone.token_ids, batched.token_ids)
-        assert (alone.heads_out - batched.heads_out).abs().max() < 1e-4
+        # Float32 rounding relative to the stream's size: the sink's entries reach some 22,000, where a 2026-11
+        # Xeon's batched products differ by 0.017 (7.5e-7 of it); a batching bug would differ by the whole entry.
+        assert (alone.points - batched.points).abs().max() < 1e-5 * alone.points.abs().max()
+        assert torch.equal(alone.token_ids, batched.token_ids)
+        assert (alone.heads_out - batched.heads_out).abs().max() < 1e-5 * alone.heads_out.abs().max()
 
 
 @pytest.mark.parametrize("position", [-1, 0, 3])

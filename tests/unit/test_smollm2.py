@@ -333,8 +333,10 @@ def test_the_app_s_bfloat16_model_gives_the_same_logits_with_and_without_the_cac
         step = sm.forward(decoder, ids[-2:-1], path=path, cache=first.cache, use_cache=True)
         last = sm.forward(decoder, ids[-1:], path=path, cache=step.cache, last_logits_only=True)
         full = sm.forward(decoder, ids, path=path)
-        assert torch.equal(step.logits[-1], full.logits[-2]), path
-        assert torch.equal(last.logits[-1], full.logits[-1]), path
+        # Within two bfloat16 steps at these logits (|logit| < 16), far under that bug's 0.2-0.5. Bit for bit on
+        # 2026's earlier CPUs; a 2026-11 Xeon's kernels round the one-row and the T-row products apart (0.0625).
+        assert float((step.logits[-1] - full.logits[-2]).abs().max()) <= 0.125, path
+        assert float((last.logits[-1] - full.logits[-1]).abs().max()) <= 0.125, path
 
 
 @pytest.mark.slow
