@@ -30,8 +30,24 @@ MIN_PANEL_PX, MAX_PANEL_PX = 110, 240
 def panel_size(num_tokens: int, num_heads: int) -> int:
     """A panel's side in px: two heads get 34 px a token (a projector's back row must read them), four get 24,
     more get 16; never under 110 (the labels still fit) nor over 240 (two fit beside each other)."""
-    per_token = 34 if num_heads <= 2 else 24 if num_heads <= 4 else 16
-    return max(MIN_PANEL_PX, min(MAX_PANEL_PX, per_token * num_tokens))
+    return panel_width(num_tokens, 34 if num_heads <= 2 else 24 if num_heads <= 4 else 16)
+
+
+def panel_width(num_keys: int, per_key: int = 16) -> int:
+    """A panel's width in px for `num_keys` columns: never under MIN_PANEL_PX (the labels still fit) nor over
+    MAX_PANEL_PX."""
+    return max(MIN_PANEL_PX, min(MAX_PANEL_PX, per_key * num_keys))
+
+
+def weights_colour(field: str, title: str) -> alt.Color:
+    """Attention weights on viridis over 0..1, one legend under the chart: equal colours are equal weights in every
+    panel (lesson 5's heads, lesson 10's overview and model view)."""
+    return alt.Color(
+        f"{field}:Q",
+        scale=alt.Scale(domain=[0.0, 1.0], range=list(VIRIDIS), interpolate="rgb", clamp=True),
+        title=title,
+        legend=alt.Legend(orient="bottom", gradientLength=200, titleLimit=500),
+    )
 
 
 def panel_columns(num_heads: int) -> int:
@@ -42,13 +58,7 @@ def panel_columns(num_heads: int) -> int:
 def _panels(tokens: tuple[str, ...], heads: tuple[str, ...], title: str, causal: bool, columns: int) -> alt.FacetChart:
     """The faceted heatmap; token labels sorted in sentence order, heads in the order given."""
     panel = panel_size(len(tokens), len(heads))
-    scale = alt.Scale(domain=[0.0, 1.0], range=list(VIRIDIS), interpolate="rgb", clamp=True)
-    colour = alt.Color(
-        "value:Q",
-        scale=scale,
-        title="weight (one scale for every head" + ("; grey: masked future)" if causal else ")"),
-        legend=alt.Legend(orient="bottom", gradientLength=200, titleLimit=500),
-    )
+    colour = weights_colour("value", "weight (one scale for every head" + ("; grey: masked future)" if causal else ")"))
     # Every token labelled, as a sentence's heatmap labels them; beyond WIDE_COLUMNS tokens (a model's 64-token
     # prompt: under 4 px a token) the labels that would overlap are skipped, as the heatmap skips a wide matrix's.
     overlap: Literal["greedy"] | bool = False if len(tokens) <= WIDE_COLUMNS else "greedy"

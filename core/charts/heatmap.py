@@ -137,9 +137,14 @@ def _domain_stops(domain: tuple[float, float], stops: tuple[str, ...]) -> list[f
 LEGEND_FORMAT = ",.3~r"  # three significant digits, no exponent, no trailing zeros: 1.31, 0.654, 1,230
 
 
+def _magnitude(low: float, high: float) -> float:
+    """The power of ten of a quarter of the scale: the round steps are 1, 2, 2.5 and 5 times it, and more."""
+    return 10 ** math.floor(math.log10((high - low) / 4))
+
+
 def _legend_step(low: float, high: float) -> float:
-    """The legend's round step: about four steps of 1, 2, 2.5 or 5 × 10^k across the scale."""
-    magnitude = 10 ** math.floor(math.log10((high - low) / 4))
+    """The legend's finest round step: at most five steps of 1, 2, 2.5 or 5 × 10^k across the scale."""
+    magnitude = _magnitude(low, high)
     return next(m * magnitude for m in (1, 2, 2.5, 5, 10) if (high - low) / (m * magnitude) <= 5)
 
 
@@ -171,7 +176,7 @@ def legend_values(domain: tuple[float, float], signed: bool) -> list[float]:
     low, high = float(domain[0]), float(domain[1])
     if not high > low:
         return [low]
-    finest, magnitude = _legend_step(low, high), 10 ** math.floor(math.log10((high - low) / 4))
+    finest, magnitude = _legend_step(low, high), _magnitude(low, high)
     steps = [s for s in (m * magnitude * f for f in (1, 10, 100) for m in (1, 2, 2.5, 5)) if finest <= s < high - low]
     candidates = [labels for labels in (_labels_at(low, high, step) for step in steps) if len(labels) > 2]
     return min(candidates or [_labels_at(low, high, finest)], key=lambda ls: (round(_unevenness(ls), 2), len(ls)))

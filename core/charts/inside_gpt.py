@@ -13,8 +13,9 @@ import functools
 import altair as alt
 import pandas as pd
 
-from core.charts.colours import LEGEND_SYMBOL, MASKED_COLOUR, VIRIDIS
+from core.charts.colours import LEGEND_SYMBOL, MASKED_COLOUR
 from core.charts.common import GROWS_FOR_TEXT, PLOT_HEIGHT
+from core.charts.heads import panel_width, weights_colour
 from core.charts.real_model import CHOSEN_COLOUR, HEAD_SELECTION
 from core.charts.spec import VegaChart, phone_title, template
 
@@ -102,12 +103,7 @@ def _overview_template(num_layers: int, num_heads: int, blocks: int) -> str:
             xOffset=alt.XOffset("key_block:O", scale=in_block),
             y=y,
             yOffset=alt.YOffset("query_block:O", scale=in_block),
-            color=alt.Color(
-                "share:Q",
-                scale=alt.Scale(domain=[0.0, 1.0], range=list(VIRIDIS), interpolate="rgb", clamp=True),
-                title="weight on those keys (grey: masked future)",
-                legend=alt.Legend(orient="bottom", gradientLength=200, titleLimit=500),
-            ),
+            color=weights_colour("share", "weight on those keys (grey: masked future)"),
         )
     )
     outline = (
@@ -138,13 +134,7 @@ def heads_overview(blocks: pd.DataFrame, heads: pd.DataFrame, num_layers: int, n
 @functools.lru_cache(maxsize=128)
 def _model_view_template(num_keys: int, title: str, columns: int) -> str:
     """Each head a panel: layers down, the keys the query sees across, viridis on 0..1 shared by every panel."""
-    width = max(110, min(240, 16 * num_keys))  # as lesson 5's panels: never under 110 px nor over 240
-    colour = alt.Color(
-        "value:Q",
-        scale=alt.Scale(domain=[0.0, 1.0], range=list(VIRIDIS), interpolate="rgb", clamp=True),
-        title="weight (one scale for every head)",
-        legend=alt.Legend(orient="bottom", gradientLength=200, titleLimit=500),
-    )
+    colour = weights_colour("value", "weight (one scale for every head)")
     cells = (
         alt.Chart()
         .mark_rect()
@@ -158,7 +148,7 @@ def _model_view_template(num_keys: int, title: str, columns: int) -> str:
             color=colour,
             tooltip=["head:N", "layer:O", "key:N", alt.Tooltip("value:Q", title="weight", format=".3f")],
         )
-        .properties(width=width, height=alt.Step(MODEL_VIEW_ROW_PX))
+        .properties(width=panel_width(num_keys), height=alt.Step(MODEL_VIEW_ROW_PX))
     )
     chart = (
         cells.facet(

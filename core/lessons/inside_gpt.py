@@ -258,19 +258,23 @@ class TokenAcrossModel:
         """(L, H) the key each head puts most weight on."""
         return self.rows.argmax(-1)
 
-    def counts(self) -> dict[LookedAt, int]:
-        """How many heads give their largest weight to each kind of key (the first token wins where it is also
-        the previous one, at query 1)."""
+    def kinds(self) -> dict[LookedAt, np.ndarray]:
+        """(L, H) masks: which heads give their largest weight to each kind of key (the first token wins where it
+        is also the previous one, at query 1)."""
         top = self.looked_at
         first = top == 0
         previous = (top == self.query - 1) & ~first
         itself = top == self.query
         return {
-            LookedAt.FIRST: int(first.sum()),
-            LookedAt.PREVIOUS: int(previous.sum()),
-            LookedAt.ITSELF: int(itself.sum()),
-            LookedAt.ELSEWHERE: int((~(first | previous | itself)).sum()),
+            LookedAt.FIRST: first,
+            LookedAt.PREVIOUS: previous,
+            LookedAt.ITSELF: itself,
+            LookedAt.ELSEWHERE: ~(first | previous | itself),
         }
+
+    def counts(self) -> dict[LookedAt, int]:
+        """How many heads give their largest weight to each kind of key."""
+        return {kind: int(mask.sum()) for kind, mask in self.kinds().items()}
 
 
 def token_across_model(analysis: PromptAnalysis, query: int) -> TokenAcrossModel:
@@ -283,7 +287,8 @@ def token_across_model(analysis: PromptAnalysis, query: int) -> TokenAcrossModel
 
 def model_view_sentence(view: TokenAcrossModel) -> str:
     """The counts behind the model view, and where the heads that look elsewhere look most often."""
-    counts = view.counts()
+    kinds = view.kinds()
+    counts = {kind: int(mask.sum()) for kind, mask in kinds.items()}
     total = int(view.looked_at.size)
     token = view.tokens[view.query]
     said = (
@@ -292,8 +297,7 @@ def model_view_sentence(view: TokenAcrossModel) -> str:
         f"{counts[LookedAt.PREVIOUS]} to the token just before it, {counts[LookedAt.ITSELF]} to itself and "
         f"{counts[LookedAt.ELSEWHERE]} to another token"
     )
-    top = view.looked_at.flatten()
-    elsewhere = top[(top != 0) & (top != view.query - 1) & (top != view.query)]
+    elsewhere = view.looked_at[kinds[LookedAt.ELSEWHERE]]  # (n,) the keys those heads chose
     if elsewhere.size == 0:
         return said + "."
     key = int(np.bincount(elsewhere).argmax())
