@@ -62,6 +62,7 @@ _FOLLOWING = "class_poll_following"  # the code from the link, once read and fou
 _LINK_NOTE = "class_poll_link_note"  # what reading ?room= found: "" or the note to show
 _SENT = "class_poll_sent"  # question id -> the option this session last sent
 _FULL_RUN_DRAWN = "class_poll_full_run_drawn"  # False from a full run's start until it ends (see `full_run`)
+_TELL_AGAIN = "class_poll_tell_again"  # a box's own run sent an answer: the watcher's next tick redraws the page
 _WAITING = "class_poll_waiting"  # the link's code while the store cannot take this student yet (retried)
 POLL_ICON = ":material/how_to_vote:"
 
@@ -336,6 +337,7 @@ def full_run() -> Iterator[None]:
     item 6). The watcher reads this flag: a full run cut short and not run again reruns the whole app.
     """
     st.session_state[_FULL_RUN_DRAWN] = False
+    st.session_state[_TELL_AGAIN] = False  # this run draws every box, with what each answer is now
     try:
         yield
     except RerunException:
@@ -367,9 +369,10 @@ def _watch_room(code: str, seen: RoomState | None, page: str) -> None:
     then run with the old lesson's page. Told that page, the browser cleared the new lesson and redrew only
     this line: a student's screen stayed blank under the step bar for good (issue 40, item 6; the websocket
     record of tests/browser/test_classroom.py showed it). Such a tick reruns the whole app instead, as does a
-    tick after a full run that was cut short (`full_run`).
+    tick after a full run that was cut short (`full_run`), and the first tick after a predict box's own run sent
+    an answer (`predict_in_poll`): that run's last messages can fail to reach the browser (below).
     """
-    if _page_id() != page or (_fragment_run() and st.session_state.get(_FULL_RUN_DRAWN) is False):
+    if _page_id() != page or (_fragment_run() and _page_may_be_stale()):
         st.rerun(scope="app")
     try:
         now = store().room(code)
@@ -378,6 +381,22 @@ def _watch_room(code: str, seen: RoomState | None, page: str) -> None:
     if now != seen:
         st.rerun(scope="app")
     st.caption(f"Class poll {class_poll.spoken(code)}: you follow the teacher's lesson and step.")
+
+
+def _page_may_be_stale() -> bool:
+    """Whether what the browser shows may lag what this session's runs drew: a full run cut short, or a predict
+    box that sent an answer in a run of its own (a fragment's).
+
+    Why the second: on a busy server a student's answer was counted while the box still read "choose an answer"
+    for good (1 student in 45 under load, tests/browser/test_classroom.py). The websocket record showed the box's
+    run sending its first three messages and then nothing, not even its end, and the watcher's next run starting.
+    Streamlit hands a run's messages to the browser from its event loop, after the run; a watcher tick that
+    reaches the server in between, once the box's run is over, starts a new script runner, and the event loop
+    then drops the old runner's remaining messages as coming from a runner no longer current
+    (streamlit/runtime/app_session.py, 1.67). Nothing on the server can see that loss, so the page is redrawn
+    once after every answer sent from a box's own run: a full run costs a little, and the answer is always told.
+    """
+    return st.session_state.get(_FULL_RUN_DRAWN) is False or bool(st.session_state.get(_TELL_AGAIN))
 
 
 def student_bar(state: RoomState | None) -> None:
@@ -415,6 +434,8 @@ def predict_in_poll(page: str, key: str, prediction: Prediction, choice: int | N
             )
             if outcome is not Answered.CLOSED:
                 st.session_state[_SENT] = {**st.session_state.get(_SENT, {}), question: choice}
+                if _fragment_run():  # the box's own run: its "answer is in" may not reach the browser
+                    st.session_state[_TELL_AGAIN] = True
     except RoomGone as error:
         st.info(str(error), icon=POLL_ICON)
         st.session_state.pop(_FOLLOWING, None)

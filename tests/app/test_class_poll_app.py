@@ -351,3 +351,48 @@ def test_a_watcher_tick_after_a_full_run_cut_short_reruns_the_app(monkeypatch: p
     monkeypatch.setattr(poll_ui, "_fragment_run", lambda: False)  # the watcher drawn inside a full run
     state[poll_ui._FULL_RUN_DRAWN] = False  # ... which is still running: it must not rerun itself
     watch("ABCD2345", None, "lesson 3")
+
+
+def test_an_answer_sent_from_the_box_s_own_run_is_told_again_by_a_full_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 40: on a busy server a student's answer was counted while the box still read "choose an answer" (1 in
+    9 answers in a CI run, 1 in 45 here). The websocket record: the box's run sent its first messages, then nothing,
+    not even its end; Streamlit dropped the rest when a watcher tick started a new script runner before the event
+    loop had passed them on (class_poll._page_may_be_stale). An answer sent from the box's own run (a fragment's)
+    makes the watcher's next tick redraw the whole page, once; an answer sent in a full run needs nothing more."""
+    from services.poll_memory import MemoryPollStore
+    from ui import class_poll as poll_ui
+
+    class Rerun(Exception):
+        pass
+
+    def rerun(*, scope: str = "app") -> None:
+        raise Rerun(scope)
+
+    store = MemoryPollStore()
+    room = store.create_room()
+    state: dict = {poll_ui._FOLLOWING: room.code}
+    monkeypatch.setattr(poll_ui.st, "session_state", state)
+    monkeypatch.setattr(poll_ui.st, "rerun", rerun)
+    monkeypatch.setattr(poll_ui.st, "info", lambda *args, **kwargs: None)
+    monkeypatch.setattr(poll_ui.st, "caption", lambda *args, **kwargs: None)
+    monkeypatch.setattr(poll_ui, "store", lambda: store)
+    monkeypatch.setattr(poll_ui, "_page_id", lambda: "lesson 3")
+    prediction = SimpleNamespace(options=("a", "b", "c"))
+    watch = poll_ui._watch_room.__wrapped__  # the watcher's body, without Streamlit's fragment around it
+    seen = store.room(room.code)
+
+    with poll_ui.full_run():  # a full run: it draws every box itself
+        monkeypatch.setattr(poll_ui, "_fragment_run", lambda: False)
+        assert poll_ui.predict_in_poll("why_scale", "predict", prediction, 0) is False
+    monkeypatch.setattr(poll_ui, "_fragment_run", lambda: True)
+    watch(room.code, seen, "lesson 3")  # no rerun: the full run told the answer
+
+    assert poll_ui.predict_in_poll("why_scale", "predict", prediction, 1) is False  # the box's own run: changed
+    assert store.counts(room.code, "why_scale:predict", 3) == (0, 1, 0)
+    with pytest.raises(Rerun, match="app"):
+        watch(room.code, seen, "lesson 3")  # the next tick redraws the page ...
+    with poll_ui.full_run():
+        monkeypatch.setattr(poll_ui, "_fragment_run", lambda: False)
+        poll_ui.predict_in_poll("why_scale", "predict", prediction, 1)  # ... which tells the answer (not sent again)
+    monkeypatch.setattr(poll_ui, "_fragment_run", lambda: True)
+    watch(room.code, seen, "lesson 3")  # and once only

@@ -146,6 +146,10 @@ def answer_is_in(student) -> bool:
     try:
         student.get_by_text("Your answer is in").first.wait_for(timeout=WAIT_MS)
     except playwright_api.TimeoutError:
+        if shots := os.environ.get("ATTENTION_LAB_FAILURE_SHOTS"):
+            student.screenshot(path=str(Path(shots) / "student_not_told_in.png"), full_page=True)
+            (Path(shots) / "student_not_told_in.html").write_text(student.content())
+            (Path(shots) / "student_not_told_in_frames.txt").write_text("\n".join(FRAMES.get(id(student), [])))
         return False
     return True
 
@@ -183,6 +187,7 @@ def test_every_answer_of_three_browser_students_counts_on_a_busy_machine(server:
             contexts = [browser.new_context(**(PHONE if i == 0 else LAPTOP)) for i in range(STUDENTS)]
             students = [context.new_page() for context in contexts]
             for student in students:
+                record_frames(student)
                 student.goto(link)
             for student in students:
                 settle(student)
