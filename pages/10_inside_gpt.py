@@ -104,7 +104,8 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
         return False
     draw.draw(
         charts_gpt.probabilities(frames.probability_frame(view)),
-        "Bars of the ten most probable next tokens, before and after the filters.",
+        "Bars of the model's ten most probable next tokens: its own probability, and what temperature, top-k "
+        "and top-p leave to draw from.",
     )
     kept = "1 token (the top one) can" if view.kept == 1 else f"{view.kept:,} tokens can"
     st.caption(f"{kept} still be drawn; seed {seed} draws {view.sampled!r}.")

@@ -29,6 +29,8 @@ OVERVIEW_HEADS_DATA = "gpt_overview_heads"  # layer, head, sink, previous, chose
 OVERVIEW_TITLE = "Every head of every layer, in blocks of positions; click one to open it"
 OVERVIEW_STEP_PX = 18  # a head's square: 30 layers across fit a laptop's column, and shrink to a phone's
 SAMPLING_TITLE = "The next token: before and after temperature, top-k and top-p"
+MODEL_STAGE = "the model's probability"  # PROBABILITY_DATA's stages, in the legend's order
+DRAWN_STAGE = "drawn from (temperature, top-k, top-p)"
 ROPE_TITLE = "One query and one key at every distance, the key at two places"
 MODEL_VIEW_DATA = "gpt_model_view"  # layer, head, key, key_index, value
 MODEL_VIEW_ROW_PX = 6  # a layer's row in each head's panel: 30 layers in 180 px
@@ -42,8 +44,8 @@ def _probability_template() -> str:
         .encode(
             y=alt.Y("token:N", sort=alt.SortField("rank"), title=None),
             x=alt.X("probability:Q", title="probability", axis=alt.Axis(format="%")),
-            color=alt.Color("stage:N", title=None, legend=alt.Legend(orient="bottom")),
-            yOffset="stage:N",
+            color=alt.Color("stage:N", title=None, sort=[MODEL_STAGE, DRAWN_STAGE], legend=alt.Legend(orient="bottom")),
+            yOffset=alt.YOffset("stage:N", sort=[MODEL_STAGE, DRAWN_STAGE]),
             tooltip=["token:N", "stage:N", alt.Tooltip("probability:Q", format=".3f")],
         )
         .properties(title=phone_title(SAMPLING_TITLE), width="container")

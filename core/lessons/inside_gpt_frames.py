@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from core.charts.inside_gpt import DRAWN_STAGE, MODEL_STAGE
 from core.lessons.common import matrix_frame
 from core.lessons.inside_gpt import (
     DISTANCES,
@@ -165,12 +166,12 @@ def group_frame(
 
 
 def probability_frame(view: SamplingView) -> pd.DataFrame:
-    """token, stage, probability, rank: the top candidates before and after the filters."""
+    """token, stage, probability, rank: the model's top candidates, and what the settings leave to draw from."""
     rows = []
     for rank, candidate in enumerate(view.candidates):
         label = f"{rank + 1}. {candidate.token!r}"
-        rows.append({"token": label, "stage": "before the filters", "probability": candidate.before, "rank": rank})
-        rows.append({"token": label, "stage": "after the filters", "probability": candidate.after, "rank": rank})
+        rows.append({"token": label, "stage": MODEL_STAGE, "probability": candidate.before, "rank": rank})
+        rows.append({"token": label, "stage": DRAWN_STAGE, "probability": candidate.after, "rank": rank})
     return pd.DataFrame(rows)
 
 

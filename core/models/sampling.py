@@ -36,8 +36,9 @@ class SamplingSettings:
 
 @dataclass(frozen=True)
 class NextTokenDistribution:
-    """before (V,): softmax(logits / temperature) (temperature 1 when greedy); after (V,): what is
-    sampled from, the tokens the filters keep renormalised to sum to 1 (one-hot when greedy)."""
+    """before (V,): the model's own probabilities, softmax(logits); after (V,): what is sampled from,
+    softmax(logits / temperature) over the tokens top-k and top-p keep, renormalised to sum to 1 (one-hot
+    when greedy). `before` leaves the temperature out so that a chart of the two shows what it changed."""
 
     before: torch.Tensor
     after: torch.Tensor
@@ -77,21 +78,21 @@ def top_p_mask(probabilities: torch.Tensor, p: float) -> torch.Tensor:
 
 
 def next_token_distribution(logits: torch.Tensor, settings: SamplingSettings) -> NextTokenDistribution:
-    """The distribution over the next token (V,) before and after temperature's filters."""
+    """The distribution over the next token (V,): the model's, and what the three settings leave to draw from."""
     logits = logits.float()
+    before = torch.softmax(logits, dim=-1)
     if settings.greedy:
-        before = torch.softmax(logits, dim=-1)
         after = torch.zeros_like(before)
         after[int(logits.argmax())] = 1.0
         return NextTokenDistribution(before, after)
-    before = torch.softmax(logits / settings.temperature, dim=-1)
-    keep = torch.ones_like(before, dtype=torch.bool)
+    tempered = torch.softmax(logits / settings.temperature, dim=-1)
+    keep = torch.ones_like(tempered, dtype=torch.bool)
     if settings.top_k is not None:
-        keep &= top_k_mask(before, settings.top_k)
-    if settings.top_p is not None:
-        renormalised = torch.where(keep, before, 0.0) / torch.where(keep, before, 0.0).sum()
+        keep &= top_k_mask(tempered, settings.top_k)
+    if settings.top_p is not None:  # on the tempered probabilities: temperature changes how many reach p
+        renormalised = torch.where(keep, tempered, 0.0) / torch.where(keep, tempered, 0.0).sum()
         keep &= top_p_mask(renormalised, settings.top_p)
-    after = torch.where(keep, before, 0.0)
+    after = torch.where(keep, tempered, 0.0)
     return NextTokenDistribution(before, after / after.sum())
 
 

@@ -4,7 +4,7 @@ The prompt arrives as the token ids the page shows (the tokenizer is the one par
 vocabulary turns the candidates' ids back into text). The
 probabilities come out as on the page (which multiplies the weights in bfloat16: its probabilities can
 differ from these float32 ones by up to about 0.04, as the page's caption says), then temperature,
-top-k and top-p, and one seeded draw.
+top-k and top-p give what the seed draws from.
 """
 
 import importlib.metadata
@@ -63,17 +63,18 @@ for i in range(meta["llama.block_count"]):
     x = x + (F.silu(h @ w["ffn_gate"].T) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T
 logits = rms(x[-1], weights["output_norm.weight"]) @ weights["token_embd.weight"].T  # (vocab,): the next token
 
-before = torch.softmax(logits / (temperature or 1.0), -1)  # temperature 0 (greedy) shows the plain softmax
-keep = torch.ones_like(before, dtype=torch.bool)
+before = torch.softmax(logits, -1)  # the model's own probabilities
+tempered = torch.softmax(logits / (temperature or 1.0), -1)  # temperature first, then the two filters
+keep = torch.ones_like(tempered, dtype=torch.bool)
 if temperature == 0:  # greedy: the top token only, nothing drawn
     keep = before == before.max()
 if top_k:
-    keep &= torch.zeros_like(keep).index_fill(0, before.topk(top_k).indices, True)
+    keep &= torch.zeros_like(keep).index_fill(0, tempered.topk(top_k).indices, True)
 if top_p < 1.0:
-    ordered, order = (torch.where(keep, before, 0.0) / torch.where(keep, before, 0.0).sum()).sort(descending=True)
+    ordered, order = (torch.where(keep, tempered, 0.0) / torch.where(keep, tempered, 0.0).sum()).sort(descending=True)
     keep[order[(ordered.cumsum(0) - ordered) >= top_p]] = False  # a token is kept while the mass above it < p
-after = torch.where(keep, before, 0.0)
-after = after / after.sum()
+after = torch.where(keep, tempered, 0.0)
+after = after / after.sum()  # what the seed draws from
 drawn = (
     int(after.argmax())
     if int(keep.sum()) == 1
@@ -93,5 +94,5 @@ def text(token_id):
 
 top = before.topk(10)
 for p, token_id in zip(top.values, top.indices, strict=True):
-    print(f"{text(int(token_id))!r:>14}  before {float(p):.4f}  after {float(after[token_id]):.4f}")
+    print(f"{text(int(token_id))!r:>14}  model {float(p):.4f}  drawn from {float(after[token_id]):.4f}")
 print("drawn:", repr(text(drawn)))

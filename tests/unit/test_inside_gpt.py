@@ -87,7 +87,24 @@ def test_sampling_filters_and_a_seeded_draw(decoder, vocabulary) -> None:
     again = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(1.0, 0, 0.9), 3)
     assert again == gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(1.0, 0, 0.9), 3)
     sharper = gpt.sampling_view(analysis, vocabulary, gpt.sampling_settings(0.5, 0, 1.0), 3)
-    assert sharper.candidates[0].before > plain.candidates[0].before
+    assert sharper.candidates[0].after > plain.candidates[0].after  # temperature acts on what is drawn from
+    assert sharper.candidates[0].before == plain.candidates[0].before  # not on the model's own probabilities
+
+
+def test_the_pages_first_draw_is_the_models_top_token(decoder, vocabulary) -> None:
+    """The s20 review: at temperature 1 seed 0 drew ' seven' (3%) right after the class answered that ' six' is
+    the likely one, and the first text a class saw contradicted its answer. The default temperature (0.7) and
+    seed draw the top token on the page's first example; the bars show the model's own probability beside what
+    is drawn from."""
+    example = gpt.EXAMPLES[0]
+    analysis = gpt.analyse_prompt(decoder, example.text, example.kind)
+    settings = gpt.sampling_settings(gpt.DEFAULT_TEMPERATURE, 0, 1.0)
+    view = gpt.sampling_view(analysis, vocabulary, settings, gpt.DEFAULT_SEED)
+    assert view.sampled == view.candidates[0].token == " six"
+    top = view.candidates[0]
+    model = torch.softmax(torch.from_numpy(analysis.last_logits).float(), -1)  # what the question's answer quotes
+    assert top.before == pytest.approx(float(model.max()), abs=1e-6)
+    assert top.after > top.before  # 0.7 sharpens: the top token gains
 
 
 def test_generation_is_capped_seeded_and_keeps_each_attention_row(decoder) -> None:

@@ -199,9 +199,18 @@ def test_top_p_keeps_the_smallest_set_reaching_p() -> None:
 
 
 def test_temperature_flattens_and_sharpens() -> None:
-    hot = next_token_distribution(_logits(), SamplingSettings(temperature=2.0)).before
-    cold = next_token_distribution(_logits(), SamplingSettings(temperature=0.5)).before
-    assert cold.max() > torch.softmax(_logits(), -1).max() > hot.max()
+    hot = next_token_distribution(_logits(), SamplingSettings(temperature=2.0))
+    cold = next_token_distribution(_logits(), SamplingSettings(temperature=0.5))
+    assert cold.after.max() > torch.softmax(_logits(), -1).max() > hot.after.max()
+    # `before` is the model's own distribution whatever the temperature: the page's chart sets the two side by side
+    assert torch.equal(hot.before, torch.softmax(_logits(), -1)) and torch.equal(cold.before, hot.before)
+
+
+def test_top_p_counts_the_tempered_mass() -> None:
+    """Temperature comes first: a colder distribution reaches p with fewer tokens."""
+    plain = next_token_distribution(_logits(), SamplingSettings(temperature=1.0, top_p=0.9)).kept
+    cold = next_token_distribution(_logits(), SamplingSettings(temperature=0.3, top_p=0.9)).kept
+    assert cold < plain
 
 
 def test_same_seed_same_sample_and_no_global_rng() -> None:

@@ -19,9 +19,9 @@ class GenerationCancelled(RuntimeError):
 
 @dataclass(frozen=True)
 class GenerationStep:
-    """One generated token: its id and text, the logits it was drawn from (V,), the distribution
-    before and after the filters, and (when asked) the attention row that predicted it: the last
-    position's weights over every token so far, in every head (L, H, tokens so far)."""
+    """One generated token: its id and text, the logits it was drawn from (V,), the model's distribution
+    and what the sampling settings left to draw from, and (when asked) the attention row that predicted it:
+    the last position's weights over every token so far, in every head (L, H, tokens so far)."""
 
     token_id: int
     token: str
