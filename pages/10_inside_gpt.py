@@ -72,6 +72,7 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
     st.caption(f"{len(analysis.tokens)} tokens, as the model reads them:")
     st.text("  ".join(repr(token) for token in analysis.tokens))
     answered = widgets.predict(gpt.top_token_question(analysis, vocabulary), key="predict_gpt_top")
+    step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
     widgets.prose("inside_gpt", "sampling")
     c1, c2, c3, c4 = st.columns(4)
     temperature = c1.selectbox(
@@ -266,6 +267,7 @@ def induction(model) -> tuple[gpt.InductionLesson, bool]:
         + " …"
     )
     answered = widgets.predict(gpt.induction_question(lesson), key="predict_gpt_induction")
+    step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
     if not answered:
         widgets.answer_first("The scores and the losses appear")
         return lesson, False

@@ -18,7 +18,7 @@ from core.models.patching import PatchingMethod
 from ui import draw, gpt_queue, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
-from ui.presentation import presenting, step
+from ui.presentation import presenting, step, step_break
 
 LAYER, HEAD = PageControl.ANSWER_LAYER, PageControl.ANSWER_HEAD  # the opened head (clicks on the maps set them)
 EXACT_ASKED = "al_answer_exact"  # the (clean, corrupted) pair this session asked exact patching for
@@ -92,7 +92,9 @@ def residual(lesson: lesson11.AnswerLesson) -> None:
 def lens(lesson: lesson11.AnswerLesson) -> None:
     step("The logit lens")
     widgets.prose("to_the_answer", "lens")
-    if not widgets.predict(lesson11.lens_question(lesson), key="predict_answer_lens"):
+    answered = widgets.predict(lesson11.lens_question(lesson), key="predict_answer_lens")
+    step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
+    if not answered:
         widgets.answer_first("The lens's chart and table appear")
         return
     draw.draw(
@@ -119,6 +121,7 @@ def attribution(lesson: lesson11.AnswerLesson) -> bool:
     widgets.prose("to_the_answer", "attribution")
     st.caption(lesson.sum_sentence() + f" The frozen norm scale: {lesson.scale:.4f}.")
     answered = widgets.predict(lesson11.part_question(lesson), key="predict_answer_part")
+    step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
     if answered:
         head_map(lesson)
     else:

@@ -219,6 +219,7 @@ def lesson_2(settings: Settings) -> None:
     answered = widgets.predict(lesson.prediction, key="predict_trainable_weights")
     if lesson.pattern is not None:
         source.head_caption(lesson.pattern, answered)
+    step_break()  # the matrices, on a screen of their own: on a projector a long verdict pushed them below the fold
     row = MODELS[settings.weights].piece if model else "token"  # what a row of Q, K, V and Z stands for
     ingredients(lesson, model, model and MODELS[settings.weights].biases, row)  # random draws: no biases
     one_query(lesson, settings, answered, model)

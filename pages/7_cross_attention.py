@@ -18,7 +18,7 @@ from core.lessons.cross_attention import DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT
 from ui import cache, cross_trained, draw, widgets
 from ui import weights as source
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 PREDICT_KEY = "predict_cross_attention"
 SLUG = "cross_attention"
@@ -222,6 +222,7 @@ def lesson_7(settings: Settings) -> None:
     # end of the opening, below a projector's fold.
     step(f"Queries from one {'sequence' if trained is None else 'sentence'}, keys from another")
     answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
+    step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
     the_weights(lesson, answered)
     if trained is not None:
         where_the_weight_goes(lesson, trained, answered)

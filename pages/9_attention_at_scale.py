@@ -64,7 +64,9 @@ longest = st.selectbox(
 with st.spinner(f"Measuring attention on the {device.upper()} (once per setting for the whole class)…"):
     view = cache.computed(lesson.COST, device, int(longest))
 # The memory chart, its slope, the doubling's factor and the table answer the question: they wait for a choice.
-if widgets.predict(view.prediction, key="predict_scale_doubling"):
+doubling_answered = widgets.predict(view.prediction, key="predict_scale_doubling")
+step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
+if doubling_answered:
     widgets.prose("attention_at_scale", "cost_line")  # "a T² law" would answer the question before it
     cost_charts(view, device)
     # After the answer too: its shape comment "(1, T, T): the matrix that grows like T^2" is the answer.
@@ -182,7 +184,9 @@ widgets.code_box(
 )
 step_break()  # the caches of real models, and their question, on a screen of their own
 widgets.prose("attention_at_scale", "real_models")
-if widgets.predict(scale_kv.grouping_question(), key="predict_scale_grouping"):  # the table's sizes answer it
+grouping_answered = widgets.predict(scale_kv.grouping_question(), key="predict_scale_grouping")
+step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
+if grouping_answered:  # the table's sizes answer it
     widgets.prose("attention_at_scale", "real_models_answer")
     widgets.number_table(scale_kv.real_cache_table(8192), hide_index=True)
 else:

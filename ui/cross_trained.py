@@ -102,6 +102,7 @@ def section(settings: Settings, d_v: int, shape_answered: bool) -> None:
     )
     lesson = ct.trained_cross_lesson(run, int(example or 0), random)
     answered = widgets.predict(lesson.prediction, key="predict_cross_trained")
+    step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
     heatmaps = charts.alignment_heatmaps(lesson.trained, lesson.random)
     left, right = st.columns(2)
     with left:

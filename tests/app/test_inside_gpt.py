@@ -48,8 +48,9 @@ KV_CACHE = "a KV cache written out, from the model's file"
 def test_in_presentation_mode_each_lock_names_the_step_of_its_own_question() -> None:
     # The KV cache's lock waits for the first question (the next token), not the latest one drawn (induction).
     text = captions(open_page("inside_gpt", present="1")).replace("\\", "")
-    assert "The probabilities and the draw appear once you have answered the question above." in text
-    assert "the losses it changes, appear once you have answered the question on step 6." in text
+    # What a question unlocks opens the step after it (on a projector it started below the fold).
+    assert "The probabilities and the draw appear once you have answered the question on step 3." in text
+    assert "the losses it changes, appear once you have answered the question on step 7." in text
     assert "the answer to the first question, appears once you have answered the question on step 3." in text
     assert "sampling seed of “The next token”" in text  # not "the sampling seed above": it is on step 3
 

@@ -41,10 +41,24 @@ ON_SCREEN = """() => {
       .map(option => option.getBoundingClientRect().bottom)));
   const charts = [...main.querySelectorAll('[data-testid="stVegaLiteChart"], [data-testid="stDataFrame"]')]
     .filter(seen).map(chart => chart.getBoundingClientRect().top);
+  const top = [...main.querySelectorAll('[role="radiogroup"][aria-label="Your prediction"]')].filter(seen)
+    .map(group => group.getBoundingClientRect().top);
+  const below = top.length ? charts.filter(chart => chart > Math.min(...top)) : [];  // under the step's question
   const box = document.querySelector('.st-key-al-bar input').closest('[data-testid="stNumberInputContainer"]');
   const next = [...document.querySelectorAll('.st-key-al-bar button')].find(b => b.innerText.includes('Next'));
-  return {questions, charts, box: box.getBoundingClientRect().top, next: next.getBoundingClientRect().top};
+  return {questions, charts, below, box: box.getBoundingClientRect().top, next: next.getBoundingClientRect().top};
 }"""
+
+
+QUESTION = '[data-testid="stMain"] [role="radiogroup"][aria-label="Your prediction"]'
+
+
+def settle_answer(page) -> None:
+    """An answer reruns its box, then the page once (what it unlocks): idle, a pause, and idle again."""
+    page.wait_for_selector(support.IDLE, timeout=180_000)
+    page.wait_for_timeout(2500)
+    page.wait_for_selector(support.IDLE, timeout=180_000)
+    page.wait_for_timeout(700)
 
 
 PRESENTATION_TYPE = "() => getComputedStyle(document.documentElement).fontSize === '20px'"
@@ -83,6 +97,14 @@ def test_every_steps_question_or_first_chart_starts_above_a_projectors_fold(serv
             problems.append(f"step {step}: a question's last option ends at {max(seen['questions']):.0f} px")
         elif not seen["questions"] and seen["charts"] and seen["charts"][0] > FOLD:
             problems.append(f"step {step}: the first chart starts at {seen['charts'][0]:.0f} px")
+        if seen["questions"]:  # the s20 review: with the answer in, the chart it unlocks started below the fold
+            page.locator(f"{QUESTION} [data-testid='stRadioOption']:visible").first.click()
+            settle_answer(page)
+            answered = page.evaluate(ON_SCREEN)
+            if answered["below"] and min(answered["below"]) > FOLD:
+                problems.append(
+                    f"step {step}: answered, the chart under the question starts at {min(answered['below']):.0f} px"
+                )
         if step < total:
             page.get_by_role("button", name="Next →").click()
             page.wait_for_url(f"**step={step + 1}**", timeout=30_000)
