@@ -9,6 +9,7 @@ from typing import TypeVar
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from core.app import prose as core_prose
 from core.app.markup import literal
@@ -94,16 +95,15 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
     """The question and its verdict. A fragment: choosing an answer reruns this box, then the page once
     more only if the answer unlocks something on it (a class answering at once costs the server little)."""
     st.markdown(f"**Predict first.** {literal(prediction.question)}")
-    # In presentation mode the verdict comes between the question and its options: under them, it fell below
-    # a projector's fold on five lessons, and the teacher had to scroll to show it.
-    verdict = st.container() if st.session_state.get("present") else st
+    radio_key = f"{key}_{prediction.fingerprint()}"
+    options, verdict = _options_and_verdict(st.session_state.get(radio_key) is not None, page, key)
     order = prediction.display_order()
-    shown_option = st.radio(
+    shown_option = options.radio(
         "Your prediction",
         range(len(order)),
         index=None,
         format_func=lambda i: literal(prediction.options[order[i]]),  # radio labels are markdown
-        key=f"{key}_{prediction.fingerprint()}",
+        key=radio_key,
         label_visibility="collapsed",
     )
     choice = None if shown_option is None else order[shown_option]  # an index into prediction.options
@@ -125,6 +125,21 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
             f"Not quite: it is {right}. {literal(prediction.explanation)}",
             icon=":material/lightbulb:",
         )
+
+
+def _options_and_verdict(chosen: bool, page: str, key: str) -> tuple[DeltaGenerator, DeltaGenerator]:
+    """Where the options and the verdict go: the verdict under the options, except in presentation mode once
+    the answer is out (chosen, or revealed on the poll's teacher's screen), where it stands beside them.
+
+    On a projector the verdict under the options fell below the fold on five lessons; between the question and
+    the options it pushed lesson 9's options to 762 px (the s21 note). Beside them, neither moves down. Before
+    the answer the options keep the full width, so long ones do not wrap into a taller box.
+    """
+    if st.session_state.get("present") and (chosen or _teacher_revealed(page, key)):
+        options, verdict = st.columns([2, 3], gap="medium")  # stacked, in this order, on a phone's width
+        return options, verdict
+    options = st.container()
+    return options, st.container()  # created second: under the options
 
 
 QUOTE_MARKS = "'\"‘’“”"

@@ -3,7 +3,9 @@
 A review walked every lesson with ?present=1 and found step 1 of lessons 1, 2 and 5 cutting off the question's
 options (lesson 5 showed one of three), lesson 9's last step holding two questions and a chart below the fold,
 the step box 28 px above Back and Next, a link's warning drawn over the lesson's title, and a chart's title cut
-at its top edge. Pages mark where presentation mode starts a new screen (ui.presentation.step and step_break).
+at its top edge; then an answer's verdict, drawn between the question and its options, pushed lesson 9's
+options to 762 px (it now stands beside them). Pages mark where presentation mode starts a new screen
+(ui.presentation.step and step_break).
 """
 
 from __future__ import annotations
@@ -101,6 +103,8 @@ def test_every_steps_question_or_first_chart_starts_above_a_projectors_fold(serv
             page.locator(f"{QUESTION} [data-testid='stRadioOption']:visible").first.click()
             settle_answer(page)
             answered = page.evaluate(ON_SCREEN)
+            if answered["questions"] and answered["questions"][0] > FOLD:  # the verdict moved the options down
+                problems.append(f"step {step}: answered, its last option ends at {answered['questions'][0]:.0f} px")
             if answered["below"] and min(answered["below"]) > FOLD:
                 problems.append(
                     f"step {step}: answered, the chart under the question starts at {min(answered['below']):.0f} px"
