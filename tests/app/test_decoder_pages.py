@@ -92,7 +92,9 @@ def test_a_layer_past_every_model_names_each_models_range() -> None:
 
 def test_lesson_five_on_the_decoder_names_the_shared_key_value_heads(decoder: sm.SmolLM2) -> None:
     at = answer(app(registry.page("multi_head"), weights="decoder"), "multi_head")
-    lesson = pt.pretrained_multihead_lesson(decoder, pt.BOOK_SENTENCE, 0)
+    lesson = pt.pretrained_multihead_lesson(
+        decoder, pt.BOOK_SENTENCE, pt.DEFAULT_HEADS[WeightSource.DECODER]["multi_head"][0]
+    )
     assert lesson.trained is not None
     text = text_of(at)
     assert "9 heads, or one matrix split in 9" in [h.value for h in at.subheader]

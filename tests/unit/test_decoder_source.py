@@ -112,6 +112,18 @@ def test_lesson_five_runs_nine_heads_sharing_three_key_value_heads(decoder: sm.S
     assert float((heads_weights - attentions[layer]).abs().max()) < 0.05
 
 
+def test_lesson_fives_default_decoder_layer_shows_heads_that_plainly_differ(decoder: sm.SmolLM2) -> None:
+    # The s20 review: on layer 0 the nine maps looked alike while the answer said "different patterns".
+    layer, _ = DEFAULTS["multi_head"]
+    lesson = pt.pretrained_multihead_lesson(decoder, BOOK, layer)
+    assert lesson.trained is not None and lesson.prediction.answer == 1  # "No: the heads show different patterns"
+    table = lesson.trained.patterns_table
+    kinds = {summary.split(" (")[0] for summary in table["pattern"]}
+    assert {"looks at the previous piece", "looks at itself"} <= kinds and len(kinds) >= 3, kinds
+    # Each kind plainly: a head on the previous token and another on itself, most of their rows.
+    assert table["previous"].max() > 0.7 and table["itself"].max() > 0.7 and table["first token"].max() > 0.5
+
+
 def test_a_decoder_heads_sink_is_its_first_token() -> None:
     weights = torch.tensor([[1.0, 0.0, 0.0], [0.8, 0.2, 0.0], [0.7, 0.1, 0.2]])  # causal, weight on token 0
     decoder = HeadPattern.of(0, 0, weights, MODELS[WeightSource.DECODER])
