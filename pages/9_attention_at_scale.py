@@ -137,6 +137,7 @@ widgets.code_box(
     title="tiled attention",
 )
 
+
 def real_gpt_timing() -> None:
     """The same comparison on the lab's own GPT (SmolLM2-135M), where its wheel is installed."""
     from core.lessons import inside_gpt as gpt
@@ -176,6 +177,7 @@ draw.draw(
     "Scatter chart of the milliseconds per generated token against the tokens so far, with and without the cache.",
 )
 st.metric(f"speed-up over {kv.timed_tokens} generated tokens", f"{kv.speedup:.1f}×")
+st.caption(scale_kv.speedup_sentence(kv))
 real_gpt_timing()
 widgets.code_box(
     kv.code,

@@ -288,6 +288,12 @@ def time_sentences(cost: CostResult) -> tuple[str, ...]:
         "whatever T adds a part even at this length."
         if fixed >= 1.2
         else f"Even at {int(shortest.tokens):,} tokens the time is within 20% of the T² line."
+        if fixed > 1 / 1.2
+        # The s22 review: "within 20%" was said of 0.55× the line. A T² line drawn through the longest call lies
+        # above the short calls when the time grew faster than T² on the way (the slope below says by how much).
+        else f"At {int(shortest.tokens):,} tokens a call took {duration_text(float(shortest.milliseconds))}, "
+        f"{fixed:.2f}× the {duration_text(line_at_shortest)} the T² line predicts there: below the line, because "
+        f"the line is drawn through the {cost.longest:,}-token call and the time grew faster than T² on the way there."
     ]
     fit = f"fitted from {cost.fit_from:,} tokens on (where calls take {DOMINANT_FACTOR}× the quickest or more)"
     if cost.time_slope > SLOPE_NEAR_2[1]:
