@@ -66,7 +66,9 @@ LECTURE_PLAN: dict[str, LecturePart] = {
         "multiplier to 200 to show the naive softmax overflow. End on the shuffled sentence: no word order yet.",
     ),
     "trainable_weights": LecturePart(
-        10, "Q, K and V for one query, the scaled scores and the weights; change the seed to show new weights."
+        10,
+        "Q, K and V for one query, the scaled scores and the weights; then switch Weights to decoder and count the "
+        "favourite keys again: random positive weights give every row the same one, a trained head does not.",
     ),
     "why_scale": LecturePart(
         8, "The ×1…×16 question, then the bars turning peaky and the gradient falling towards zero."

@@ -89,13 +89,14 @@ class TrainableLesson:
 
 
 def favourite_keys_question(
-    tokens: tuple[str, ...], weights: torch.Tensor, *, head: HeadPattern | None = None
+    tokens: tuple[str, ...], weights: torch.Tensor, *, head: HeadPattern | None = None, all_positive: bool = False
 ) -> Prediction:
     """'Across all rows, how many different keys take a row's largest weight?', answered by `weights` (T, T).
 
     Lesson 1 asked which key one query picks; its answer (often the query itself, through x·x) would repeat
     here. Counting every row's favourite asks what W_q and W_k change: random ones have learned no reason to
     send different queries to different keys, a trained head has (`head`: its measured pattern, for the text).
+    `all_positive`: W_q, W_k and the embeddings hold no negative number (torch.rand's weights on the book's inputs).
     """
     num_tokens = len(tokens)
     favourites = [int(i) for i in weights.argmax(dim=-1)]  # (T,): each query's strongest key
@@ -127,6 +128,17 @@ def favourite_keys_question(
     listed = ", ".join(f"“{tokens[f]}” ({n} row{'s' if n > 1 else ''})" for f, n in counts)
     if head is not None:
         why = f"This head, measured on this sentence, {head.summary}."
+    elif distinct == 1 and all_positive:
+        # The s22 review: at the book's settings every seed gave one favourite, and "nothing has taught them" did
+        # not say why. Queries with only positive numbers all point into one corner of space; one key wins them all.
+        spread = float((weights.max(dim=0).values - weights.min(dim=0).values).max())  # widest gap down a column
+        why = (
+            "W_q, W_k and these embeddings hold no negative number (torch.rand draws from [0, 1)), so every query "
+            "and every key has only positive numbers: the queries all point into the same corner of "
+            f"space, and one key, “{tokens[favourites[0]]}”, scores highest against each of them. No two rows differ "
+            f"by more than {spread:.4f} in any weight. Weights that can be negative, or a trained head (the sidebar's "
+            "Weights), can give different favourites."
+        )
     elif distinct == 1:
         spread = float((weights.max(dim=0).values - weights.min(dim=0).values).max())  # widest gap down a column
         why = (
@@ -324,7 +336,9 @@ def trainable_lesson(settings: Settings, query_index: int) -> TrainableLesson:
         trace,
         matrices,
         query_index,
-        prediction=favourite_keys_question(tokens, trace.weights),
+        prediction=favourite_keys_question(
+            tokens, trace.weights, all_positive=all(bool((m >= 0).all()) for m in (x, *matrices[:2]))
+        ),
         code=_code(settings, query_index),
         versions=versions,
     )

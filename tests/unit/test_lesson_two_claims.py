@@ -31,6 +31,11 @@ def test_lesson_two_counts_favourite_keys_instead_of_repeating_lesson_ones_quest
     assert "One favourite for all 6 rows: “journey”" in prediction.explanation
     assert f"more than {spread:.4f} in any weight" in prediction.explanation
     assert "its own embedding" not in prediction.explanation  # lesson 1's x·x reasoning
+    # The s22 review: the same answer at every seed, and a reason that did not say why. It is measured here.
+    positive = bool((frame_matrix(lesson.queries) > 0).all() and (frame_matrix(lesson.keys) > 0).all())
+    assert positive and "every query and every key has only positive numbers" in prediction.explanation
+    mixed = tw.favourite_keys_question(tuple(lesson.tokens), weights)  # signs not known: not said
+    assert "only positive numbers" not in mixed.explanation and "W_q and W_k are random" in mixed.explanation
 
 
 def test_the_count_falls_in_the_range_it_is_offered_under() -> None:
