@@ -56,6 +56,9 @@ def _grouped_bars(
             ),
             tooltip=[alt.Tooltip(f"{x}:N"), alt.Tooltip(f"{group}:N"), alt.Tooltip(f"{value}:Q", format=".4f")],
         )
+        # Without a height of its own, Streamlit's 300 px held the title, the tilted tokens and the legend too,
+        # and left the bars about 60-80 px (the s21 and s22 reviews, lesson 1).
+        .properties(height=PLOT_HEIGHT, autosize=GROWS_FOR_TEXT)
     )
 
 

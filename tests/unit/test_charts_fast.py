@@ -62,6 +62,7 @@ def grouped_plain(frame: pd.DataFrame, title: str) -> alt.Chart:
             ),
             tooltip=["token:N", "measure:N", alt.Tooltip("score:Q", format=".4f")],
         )
+        .properties(height=charts.PLOT_HEIGHT, autosize=charts.GROWS_FOR_TEXT)
     )
 
 
@@ -84,6 +85,8 @@ def test_grouped_bars_equal_the_plain_spelling_for_each_sentence(title: str) -> 
     for frame in (FRAME, OTHER):  # the second sentence reuses the first one's template
         fast = charts.grouped_bars(frame, "token", "score", "measure", title).spec()
         assert comparable(fast) == comparable(plain_spec(grouped_plain(frame, title), frame))
+        # The s22 review: lesson 1's bars were 60-80 px tall, squeezed with their title and legend into 300 px.
+        assert fast["height"] == charts.PLOT_HEIGHT and fast["autosize"]["contains"] == "padding"
 
 
 @pytest.mark.parametrize("position", [1, 2, 3])
