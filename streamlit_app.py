@@ -117,8 +117,9 @@ def read_link_once(devices: list[str]) -> LinkReading:
     each widget starts from its default, as the note says. This covers the sidebar and every
     page's own controls (the page shows their notes).
 
-    ?present=1 is rewritten as the toggle's own present=true: the bound toggle would drop a
-    spelling it does not write, and the next step's link would then open the whole lesson.
+    A value the rule takes in a spelling its bound widget does not write is rewritten in the widget's,
+    which would otherwise drop it without a word: ?present=1 as the toggle's present=true (else the next
+    step's link opened the whole lesson), ?multiplier=4 as "4.0", ?scale_longest=1024 as "1,024".
     """
     if "link_reading" not in st.session_state:
         params = {name: st.query_params.get_all(name) for name in st.query_params}
@@ -126,9 +127,10 @@ def read_link_once(devices: list[str]) -> LinkReading:
         st.session_state["link_reading"] = reading
         ignored = {note.parameter for note in reading.notes}
         kept = {} if reading.too_long_chars else {name: v for name, v in params.items() if name not in ignored}
-        respelled = reading.controls.get("present") is True and st.query_params.get("present") != "true"
-        if respelled:
-            kept["present"] = "true"
+        respelled = dict(reading.respelled)
+        if reading.controls.get("present") is True and st.query_params.get("present") != "true":
+            respelled["present"] = "true"
+        kept |= respelled
         if reading.too_long_chars or ignored or respelled:
             # One message with the cleaned link (also the rerun's query string): deleting the
             # parameters one by one re-sent the whole remaining link each time (issue 31: a 450 kB

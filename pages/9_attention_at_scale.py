@@ -7,6 +7,7 @@ from core.lessons import attention_at_scale_kv as scale_kv
 from core.lessons import attention_at_scale_online as scale_online
 from ui import cache, draw, widgets
 from ui.frame import page_start
+from ui.link_notes import link_warning
 from ui.presentation import step, step_break
 
 
@@ -51,6 +52,10 @@ widgets.prose("attention_at_scale", "intro")
 step("(a) Longer contexts, measured")  # "the cost of T×T" answered the doubling question
 widgets.prose("attention_at_scale", "cost")
 choices = list(lesson.token_choices(device))
+# A GPU's length in a link opened on the CPU: the rule takes every device's lengths, and the box, which lacks
+# it, dropped it without a word.
+if (asked := frame.link.controls.get("scale_longest")) and asked not in [f"{t:,}" for t in choices]:
+    link_warning("scale_longest", str(asked), f"is more than this {device.upper()} measures ({max(choices):,} tokens)")
 longest = st.selectbox(
     "Longest sequence measured (tokens)",
     choices,

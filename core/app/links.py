@@ -3,7 +3,9 @@
 A link carries the sidebar's settings, the frame's presentation mode and step, and each page's
 own controls. Each parameter has one entry in `PARAMETERS`: what spellings it takes and the range
 or choices it allows. `read` applies the rule: a value is used exactly as written, or it is
-ignored with one note that names the parameter, and the control then keeps its default.
+ignored with one note that names the parameter, and the control then keeps its default. A number
+a box offers is used in any plain spelling of exactly that number ("4" for 4.0, "1024" for 1,024),
+respelled as the box binds it.
 
 Streamlit's bound widgets parse a link more loosely than this (int("１２"), int("1_000"),
 float("1e3"), float(" 500 "), the start of an over-long text) and crash on some values
@@ -24,21 +26,25 @@ from typing import Any
 
 from core.app import choices, registry
 from core.app.controls import PRESET_CONTROLS, SIDEBAR_RULES
-from core.app.rules import CheckedByItsControl, Choice, Flag, Rate, Reading, Rule, Text, Whole  # noqa: F401
+from core.app.rules import (  # noqa: F401
+    CheckedByItsControl,
+    Choice,
+    Flag,
+    NumberChoice,
+    Rate,
+    Reading,
+    Rule,
+    Text,
+    Whole,
+)
 from core.app.settings import PRESETS, PresetKey, Settings, settings_for_preset
 from core.inputs.examples import MAX_D_IN, MAX_TOKENS
 from core.inputs.weights import MAX_HEADS, MAX_LAYERS, MODELS, WeightSource
 from core.models import tiny_transformer as tt
 
 
-def _numbers(options: tuple[float, ...] | tuple[int, ...]) -> tuple[str, ...]:
-    """How a bound select box writes its numeric options into the link: str() of each."""
-    return tuple(str(option) for option in options)
-
-
-def _longest_choices() -> tuple[str, ...]:
-    # Every device's (a CPU server offers the first three), as the box writes them ("2,048") and as typed.
-    return tuple(f"{t:,}" for t in choices.TOKEN_CHOICES) + _numbers(choices.TOKEN_CHOICES)
+def _spelled_with_commas(length: float) -> str:
+    return f"{length:,}"  # the longest-sequence box's format_func: it binds "2,048", never "2048"
 
 
 def _longest_described() -> str:
@@ -111,8 +117,8 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "logit_scale": Whole(1, 200, point_zero=True),
         "stretch": Flag(),  # lesson 1: colours stretched to the weights' own range
         # lesson 3
-        "multiplier": Choice(_numbers(choices.MULTIPLIERS)),
-        "trials": Choice(_numbers(choices.TRIAL_CHOICES)),
+        "multiplier": NumberChoice(choices.MULTIPLIERS),
+        "trials": NumberChoice(choices.TRIAL_CHOICES),
         "peak_metric": Choice(("mean max weight", "mean entropy (nats)", "effective tokens")),
         # lesson 4: the token pushed, from 2; the page checks it against its sentence
         "perturb": Whole(2, MAX_TOKENS),
@@ -127,9 +133,9 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "gpt_prompt": Choice((*(key.value for key in choices.GptPrompt), choices.OWN_PROMPT)),
         "gpt_text": Text(),
         "gpt_chat": Flag(),
-        "gpt_temperature": Choice(_numbers(choices.TEMPERATURES)),
-        "gpt_top_k": Choice(_numbers(choices.TOP_KS)),
-        "gpt_top_p": Choice(_numbers(choices.TOP_PS)),
+        "gpt_temperature": NumberChoice(choices.TEMPERATURES),
+        "gpt_top_k": NumberChoice(choices.TOP_KS),
+        "gpt_top_p": NumberChoice(choices.TOP_PS),
         "gpt_seed": Whole(0, 9999, point_zero=True),
         "gpt_new_tokens": Whole(1, choices.MAX_NEW_TOKENS, point_zero=True),
         "gpt_layer": Whole(0, GPT_LAYERS - 1),
@@ -155,22 +161,22 @@ PAGE_PARAMETERS: Mapping[str, Rule] = MappingProxyType(
         "pair": Choice(choices.pair_choices()),
         # lesson 8
         "train_task": Choice(tuple(task.value for task in tt.Task)),
-        "train_layers": Choice(("1", "2")),
+        "train_layers": NumberChoice((1, 2)),
         "train_heads": Whole(1, tt.MAX_HEADS, point_zero=True),
-        "train_d_k": Choice(_numbers(tt.D_K_CHOICES)),
+        "train_d_k": NumberChoice(tt.D_K_CHOICES),
         "train_scale": Flag(),
         "train_init": Choice(tuple(init.value for init in tt.Init)),
-        "train_lr": Choice(_numbers(choices.LEARNING_RATES)),
+        "train_lr": NumberChoice(choices.LEARNING_RATES),
         "train_steps": Whole(10, choices.MAX_STEPS, point_zero=True),
-        "train_show_layer": Choice(("1", "2")),
+        "train_show_layer": NumberChoice((1, 2)),
         # lesson 9: the longest sequence (its box offers this device's share of the choices)
-        "scale_longest": Choice(_longest_choices, _longest_described),
+        "scale_longest": NumberChoice(choices.TOKEN_CHOICES, _spelled_with_commas, _longest_described),
         "scale_keys": Whole(2, 16, point_zero=True),
         "scale_block": Whole(1, 16, point_zero=True),
-        "scale_block_q": Choice(_numbers(choices.BLOCK_CHOICES)),
-        "scale_block_k": Choice(_numbers(choices.BLOCK_CHOICES)),
+        "scale_block_q": NumberChoice(choices.BLOCK_CHOICES),
+        "scale_block_k": NumberChoice(choices.BLOCK_CHOICES),
         "scale_causal": Flag(),
-        "scale_generated": Choice(_numbers(choices.TIMING_CHOICES)),
+        "scale_generated": NumberChoice(choices.TIMING_CHOICES),
     }
 )
 
@@ -218,6 +224,9 @@ class LinkReading:
     unknown: tuple[str, ...]  # names of parameters the app does not know, in link order
     controls: Mapping[str, object] = field(default_factory=dict)  # accepted values of the frame's and pages' controls
     too_long_chars: int = 0  # the link's size when it was over MAX_LINK_CHARS and ignored whole (else 0)
+    # Accepted values the link spells otherwise than their bound widget does ("4" for the multiplier's "4.0"):
+    # the widget's spelling, which the frame writes into the link before the widget binds it.
+    respelled: Mapping[str, str] = field(default_factory=dict)
 
     def sidebar_notes(self) -> tuple[LinkNote, ...]:
         return tuple(note for note in self.notes if note.parameter in Settings.__dataclass_fields__)
@@ -269,16 +278,20 @@ def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> Link
     accepted: dict[str, object] = {}
     notes: list[LinkNote] = []
     unknown: list[str] = []
+    respelled: dict[str, str] = {}
     for name, raw in params.items():
         rule = by_name.get(name)
         if rule is None:
             unknown.append(name)
             continue
-        value, note = read(rule, name, raw if isinstance(raw, list) else [raw])
+        given = raw if isinstance(raw, list) else [raw]
+        value, note = read(rule, name, given)
         if note:
             notes.append(note)
-        else:
-            accepted[name] = value
+            continue
+        accepted[name] = value
+        if isinstance(rule, NumberChoice) and value != given[0]:
+            respelled[name] = str(value)
     # Any: each sidebar rule returns its Settings field's type (tests/test_links.py), which no static type states.
     sidebar: dict[str, Any] = {name: value for name, value in accepted.items() if name in Settings.__dataclass_fields__}
     if "preset" in sidebar:
@@ -286,7 +299,7 @@ def read_link(params: Mapping[str, str | list[str]], devices: list[str]) -> Link
     if "weights" in sidebar:
         sidebar["weights"] = WeightSource(sidebar["weights"])
     controls = {name: value for name, value in accepted.items() if name not in sidebar}
-    return LinkReading(Settings(**sidebar), tuple(notes), tuple(unknown), controls)
+    return LinkReading(Settings(**sidebar), tuple(notes), tuple(unknown), controls, respelled=respelled)
 
 
 def controls_without_a_rule() -> frozenset[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 
 from core.inputs.examples import MAX_TEXT_CHARS
 
@@ -17,6 +18,9 @@ from core.inputs.examples import MAX_TEXT_CHARS
 _DIGITS = re.compile(r"[0-9]{1,10}")
 _DIGITS_POINT_ZERO = re.compile(r"[0-9]{1,10}(\.0*)?")  # a float-typed box writes 7 as "7.0"
 _DECIMAL = re.compile(r"[0-9]{0,3}(\.[0-9]{1,6})?")
+# One of a box's numbers: digits, or thousands grouped by commas as a formatted box shows them ("1,024"),
+# and a decimal part ("4.0", "0.0003"). Still no sign, exponent, spaces, "_" or other scripts' digits.
+_NUMBER = re.compile(r"([0-9]{1,10}|[1-9][0-9]{0,2}(,[0-9]{3}){1,3})(\.[0-9]{1,10})?")
 
 Reading = tuple[object, str | None]  # (the value, None) or (None, why it is ignored)
 
@@ -79,6 +83,34 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class NumberChoice:
+    """One of a fixed list of numbers, in any plain spelling of exactly that number ("4" and "4.0" for 4.0,
+    "1024" and "1,024" for 1,024), read as the code its control binds (`spell` of the number).
+
+    A bound widget takes only the label it writes itself (str() of the option, or its format_func's) and drops
+    any other spelling without a word: "4" never reached the multiplier's 4.0, and "1024" (which a plain
+    Choice passed) left the longest-sequence box at 2,048 with no note. So the value read is the widget's
+    code, and the frame writes it back into the link before the widget binds it (streamlit_app.py).
+    """
+
+    numbers: tuple[float, ...]
+    spell: Callable[[float], str] = str  # how the widget labels a number: a select box's default is str()
+    # What the note says instead of listing every code (see Choice.described).
+    described: Callable[[], str] | None = None
+
+    def options(self) -> tuple[str, ...]:
+        return tuple(self.spell(number) for number in self.numbers)
+
+    def read(self, text: str) -> Reading:
+        if _NUMBER.fullmatch(text):
+            meant = Decimal(text.replace(",", ""))
+            for number in self.numbers:
+                if Decimal(str(number)) == meant:  # exactly the option: "0.70000000000000001" is not 0.7
+                    return self.spell(number), None
+        return None, f"is not {self.described()}" if self.described else f"is not one of {', '.join(self.options())}"
+
+
+@dataclass(frozen=True)
 class CheckedByItsControl:
     """A value only its control can judge: the query token (1 to the length of the page's
     sentence), a class poll's room code (a live room or not).
@@ -120,4 +152,4 @@ class Text:
         return text, None
 
 
-Rule = Whole | Rate | Choice | CheckedByItsControl | Flag | Text
+Rule = Whole | Rate | Choice | NumberChoice | CheckedByItsControl | Flag | Text

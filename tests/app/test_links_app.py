@@ -92,3 +92,30 @@ def test_a_step_past_the_last_of_the_page_the_link_opened_gets_a_note() -> None:
 def test_page_notes_stay_on_their_page() -> None:
     at = open_page("overview", train_steps="1e999")
     assert not page_notes(at)
+
+
+# An independent review: ?multiplier=4 got a note that listed 4.0 as allowed, and ?scale_longest=1024 left the
+# box at 2,048 without a word (the rule took "1024", the bound box binds only its own label "1,024").
+@pytest.mark.parametrize(
+    ("slug", "name", "given", "widget", "value", "written"),
+    [
+        ("why_scale", "multiplier", "4", "select_slider", 4.0, "4.0"),
+        ("why_scale", "multiplier", "16", "select_slider", 16.0, "16.0"),
+        ("why_scale", "trials", "1,000", "select_slider", 1000, "1000"),
+        ("attention_at_scale", "scale_longest", "1024", "selectbox", 1024, "1,024"),
+    ],
+)
+def test_a_boxs_number_in_a_plain_spelling_sets_the_box_without_a_note(
+    slug: str, name: str, given: str, widget: str, value: float, written: str
+) -> None:
+    at = open_page(slug, timeout_s=180, **{name: given})
+    assert not page_notes(at), page_notes(at)
+    assert getattr(at, widget)(key=name).value == value
+    assert at.query_params[name] == written  # the link now says it as the box does, so a shared copy works too
+
+
+def test_a_gpus_longest_length_on_the_cpu_gets_a_note() -> None:
+    # The rule takes every device's lengths; the CPU's box lacks 16,384 and dropped it without a word.
+    at = open_page("attention_at_scale", timeout_s=180, scale_longest="16384")
+    assert page_notes(at) == ["`scale_longest=16,384` is more than this CPU measures (4,096 tokens); ignored."]
+    assert at.selectbox(key="scale_longest").value == 2048

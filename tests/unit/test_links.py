@@ -195,3 +195,67 @@ def test_a_longest_length_no_device_offers_gets_a_note() -> None:
         )
     for value in ("2,048", "2048", "16,384"):  # as the box writes it, as typed, and a GPU's choice
         assert not read_link({"scale_longest": value}, ["cpu"]).page_notes(), value
+
+
+# An independent review: ?multiplier=4 got the note "is not one of 1.0, 2.0, 4.0, 8.0, 16.0", and
+# ?scale_longest=1024 passed the rule but not its box (which binds "1,024"), so 2,048 stayed with no note.
+@pytest.mark.parametrize(
+    ("name", "value", "code"),
+    [
+        ("multiplier", "4", "4.0"),
+        ("multiplier", "4.0", "4.0"),
+        ("multiplier", "04.00", "4.0"),
+        ("multiplier", "16", "16.0"),
+        ("scale_longest", "1024", "1,024"),
+        ("scale_longest", "1,024", "1,024"),
+        ("scale_longest", "16384.0", "16,384"),
+        ("trials", "20,000", "20000"),
+        ("gpt_temperature", "0.70", "0.7"),
+        ("gpt_top_k", "0", "0"),
+        ("train_lr", "0.00030", "0.0003"),
+        ("train_layers", "2.0", "2"),
+    ],
+)
+def test_a_boxs_number_in_any_plain_spelling_is_read_as_the_code_its_box_binds(
+    name: str, value: str, code: str
+) -> None:
+    assert PAGE_PARAMETERS[name].read(value) == (code, None)
+    reading = read_link({name: value}, DEVICES)
+    assert not reading.notes and reading.controls[name] == code
+    assert reading.respelled == ({} if value == code else {name: code})  # the frame writes it into the link
+
+
+HOSTILE_NUMBERS = [
+    *("4.5", "1e1", "4e0", "0x4", "４", "٤", "4_0", " 4", "4 ", "+4", "-4", "4.", ".4e1", "4,0", "", "nan", "inf"),
+    *("NaN", "-inf", "1e999", "4.00000000000000001", "9" * 10_240, "4" + "0" * 10_000),
+]
+
+
+@pytest.mark.parametrize("value", HOSTILE_NUMBERS, ids=lambda v: v if len(v) < 20 else f"{v[0]}...{len(v)} chars")
+def test_a_boxs_number_in_any_other_spelling_gets_one_note(value: str) -> None:
+    reading = read_link({"multiplier": value}, DEVICES)
+    assert [note.parameter for note in reading.notes] == ["multiplier"]
+    assert reading.notes[0].reason == "is not one of 1.0, 2.0, 4.0, 8.0, 16.0"
+    assert "multiplier" not in reading.controls and not reading.respelled
+
+
+@pytest.mark.parametrize(
+    "value", ["1e3", "1_024", "１０２４", "1024 ", "1.024", "10,24", "1,02,4", "01,024", ",1024", "1,024,", "1000"]
+)
+def test_a_longest_length_in_any_other_spelling_gets_one_note(value: str) -> None:
+    notes = read_link({"scale_longest": value}, DEVICES).notes
+    assert [note.parameter for note in notes] == ["scale_longest"], value
+
+
+def test_a_number_near_a_choice_is_not_that_choice() -> None:
+    # Exactly the number: float("0.70000000000000001") == 0.7, but the text does not say 0.7.
+    assert read_link({"gpt_temperature": "0.70000000000000001"}, DEVICES).notes
+    assert read_link({"train_lr": "3e-4"}, DEVICES).notes  # the box writes 0.0003; no exponents
+
+
+@given(value=st.text(max_size=12))
+def test_a_boxs_number_is_read_only_from_ascii_digits_meaning_one_of_its_numbers(value: str) -> None:
+    code, problem = PAGE_PARAMETERS["multiplier"].read(value)
+    if problem is None:
+        assert value.isascii() and value.replace(".", "").isdigit() and float(value) in choices.MULTIPLIERS
+        assert code == str(float(value))
