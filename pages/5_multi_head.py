@@ -103,7 +103,8 @@ def book_layer(lesson: MultiHeadLesson, book: BookLayer, settings: Settings) -> 
     c.metric("parameters (this layer)", f"{book.params:,}")
     st.markdown("**Shapes step by step** (batch of one sentence)")
     st.dataframe(
-        [{"code": step.code, "what happens": step.what, "shape": str(step.shape)} for step in book.shape_steps],
+        # The shape before the words: on a phone the table scrolls sideways and hid the column it is about.
+        [{"code": step.code, "shape": str(step.shape), "what happens": step.what} for step in book.shape_steps],
         hide_index=True,
         width="stretch",
     )
@@ -131,7 +132,7 @@ def article_design(
         f"Weights: **{article.params:,}** numbers, against **{book_params:,}** for the split layer above."
     )
     st.dataframe(
-        [{"code": s.code, "what happens": s.what, "shape": str(list(s.shape))} for s in article.shape_steps],
+        [{"code": s.code, "shape": str(list(s.shape)), "what happens": s.what} for s in article.shape_steps],
         hide_index=True,
         width="stretch",
     )

@@ -110,3 +110,11 @@ def test_the_head_table_says_its_columns_can_overlap() -> None:
     assert not at.exception
     said = [c.value for c in at.caption if "columns overlap" in c.value]
     assert said and "after the first (whose only key is itself)" in said[0]
+
+
+def test_the_shapes_tables_put_the_shape_before_the_words() -> None:
+    # The s22 review: on a phone the tables scroll sideways, and the "shape" column they are about was cut off.
+    at = open_page("multi_head")
+    tables = [df.value for df in at.dataframe if "what happens" in df.value.columns]
+    assert len(tables) == 2, [list(df.value.columns) for df in at.dataframe]
+    assert all(list(table.columns) == ["code", "shape", "what happens"] for table in tables)
