@@ -223,6 +223,7 @@ def heatmap_chart(look: HeatmapLook, values: HeatmapValues) -> alt.LayerChart:
         gradientLength=alt.ExprRef("clamp(width - 40, 60, 240)"),
         values=legend_values(values.domain, look.signed),
         format=legend_format(values.domain),
+        titleLimit=320,  # Vega's 180 px cut "weight (grey: masked future)" to "weight (grey: masked fut…" (s22 review)
     )
     # The query's row is outlined (from the data, so it follows the query picker too).
     colour = alt.Color("value:Q", scale=scale, title=look.value_title, legend=legend)

@@ -61,6 +61,14 @@ def test_a_chart_the_page_stretches_is_saved_slide_wide_with_its_title_whole_and
     assert export.file_spec({"title": "t", "width": 120})["width"] == 120
 
 
+def test_a_causal_heatmaps_legend_title_is_saved_whole() -> None:
+    # The s22 review: the saved PNG read "weight (grey: masked fut…", cut at Vega's 180 px.
+    frame = matrix_frame(torch.full((3, 3), 0.5).tril(), ["Life", "is", "short"], ["Life", "is", "short"])
+    spec = heatmaps.heatmap(frame, "softmax, masked", causal=True, value_title="weight").spec()
+    svg = export.to_svg(spec).decode()
+    assert "weight (grey: masked future)" in svg and "…" not in svg
+
+
 def test_a_file_spec_inlines_the_arrow_datasets_as_records() -> None:
     frame = pd.DataFrame({"token": ["a", "b"], "method": ["m", "m"], "weight": [0.4, 0.6]})
     spec = charts.grouped_bars(frame, "token", "weight", "method", "Weights for “a”").spec()
