@@ -321,8 +321,8 @@ def dropout_rate_line(lesson: CausalLesson) -> None:
         st.markdown(f"Nothing is dropped: {why}.")
     else:
         st.markdown(
-            f"Rate {lesson.dropout:.2f}: **{lesson.kept_fraction:.0%}** of the weights survived, each multiplied "
-            f"by {lesson.rescale:.4f}."
+            f"Rate {lesson.dropout:.2f}: **{lesson.kept_weights} of the {lesson.allowed_weights}** weights the mask "
+            f"lets through survived ({lesson.kept_fraction:.0%}), each multiplied by {lesson.rescale:.4f}."
         )
 
 
@@ -333,7 +333,10 @@ def dropout_metrics(lesson: CausalLesson, where: DeltaGenerator) -> None:
             st.info("Evaluation mode: dropout is the identity. Switch on training mode above.")
         else:
             st.metric(
-                "fraction of weights kept", f"{lesson.kept_fraction:.2f}", help=f"expected {1 - lesson.dropout:.2f}"
+                f"fraction kept of the {lesson.allowed_weights} weights the mask lets through",
+                f"{lesson.kept_fraction:.2f}",
+                help=f"{lesson.kept_weights} of {lesson.allowed_weights} kept (the masked future is 0 whatever "
+                f"dropout draws, so it is not counted); expected {1 - lesson.dropout:.2f}.",
             )
             st.metric("survivors are multiplied by", f"{lesson.rescale:.4f}")
         st.markdown("**Batched shapes**")
