@@ -83,10 +83,15 @@ def computed(settings: Settings) -> CausalLesson | None:
     return lesson
 
 
-def two_ways_to_mask(lesson: CausalLesson) -> None:
-    """Random draws: both masking methods side by side, and their difference."""
+def two_ways_to_mask(lesson: CausalLesson, answered: bool) -> None:
+    """Random draws: both masking methods side by side, and their difference. The masked triangle (and the
+    formula that draws it) shows which rows a token can reach: the question's answer, so only once answered."""
     step("Two ways to mask")
     widgets.prose(SLUG, "methods")
+    if not answered:
+        widgets.answer_first("The masking formula and both masked weight matrices, with their difference, appear")
+        st.success(f"Largest difference between the two methods: {lesson.max_method_difference:.1e}")
+        return
     st.latex(r"\text{masked}_{ij} = \begin{cases}\omega_{ij}/\sqrt{d_k} & j \le i\\ -\infty & j > i\end{cases}")
     # Two per row: three 6-token heatmaps side by side leave no room for their numbers.
     c1, c2 = st.columns(2)
@@ -118,8 +123,9 @@ def two_ways_to_mask(lesson: CausalLesson) -> None:
     st.success(f"Largest difference between the two methods: {lesson.max_method_difference:.1e}")
 
 
-def book_example(book: BookCausal) -> None:
-    """The book chapter's printed causal example, replayed on its printed numbers."""
+def book_example(book: BookCausal, answered: bool) -> None:
+    """The book chapter's printed causal example, replayed on its printed numbers; its masked matrices (the
+    same sentence's triangle) only once the question is answered."""
     with st.expander("The book chapter's printed causal example", expanded=True):
         st.caption(
             "The chapter prints these matrices from a v2 module that no seed reproduces today, so the lab "
@@ -129,6 +135,9 @@ def book_example(book: BookCausal) -> None:
         b3, _ = st.columns(2)
         with b1:
             draw.heatmap(book.printed_weights, "printed weights", "The book's printed weights.", value_title="weight")
+        if not answered:
+            widgets.answer_first("The printed weights masked both ways, the masked scores and their code appear")
+            return
         with b2:
             draw.heatmap(
                 book.masked_simple,
@@ -162,12 +171,16 @@ def book_example(book: BookCausal) -> None:
         st.code(book.code, language="python", wrap_lines=True)  # no scrolling box a keyboard cannot reach
 
 
-def inputs_and_targets(blog: DecoderBlog) -> None:
-    """The decoder blog's shift into input/target pairs, its simple average, then its single head."""
+def inputs_and_targets(blog: DecoderBlog, answered: bool) -> None:
+    """The decoder blog's shift into input/target pairs, its simple average, then its single head. The average
+    over "itself and everything before it" and its triangles answer the question: only once it is answered."""
     step("Inputs and targets: one chunk, many examples")
     widgets.prose(SLUG, "shift")
     s1, s2 = st.columns(2)
     s1.dataframe(blog.shift, hide_index=True, width="stretch")
+    if not answered:
+        widgets.answer_first("The decoder blog's simple average and its single head, with their weights, appear")
+        return
     with s2:
         draw.heatmap(
             blog.simple_average,
@@ -321,19 +334,25 @@ def dropout_rate_line(lesson: CausalLesson) -> None:
         st.markdown(f"Nothing is dropped: {why}.")
     else:
         st.markdown(
-            f"Rate {lesson.dropout:.2f}: **{lesson.kept_fraction:.0%}** of the weights survived, each multiplied "
-            f"by {lesson.rescale:.4f}."
+            f"Rate {lesson.dropout:.2f}: **{lesson.kept_weights} of the {lesson.allowed_weights}** weights the mask "
+            f"lets through survived ({lesson.kept_fraction:.0%}), each multiplied by {lesson.rescale:.4f}."
         )
 
 
-def dropout_metrics(lesson: CausalLesson, where: DeltaGenerator) -> None:
-    """Random draws: what dropout kept and the batched shapes, beside the heatmap."""
+def dropout_metrics(lesson: CausalLesson, where: DeltaGenerator, answered: bool) -> None:
+    """Random draws: what dropout kept and the batched shapes, beside the heatmap. How many weights the mask lets
+    through (T(T+1)/2) tells its triangle: that count only once the question is answered."""
     with where:
         if not lesson.training:
             st.info("Evaluation mode: dropout is the identity. Switch on training mode above.")
+        elif not answered:
+            st.metric("survivors are multiplied by", f"{lesson.rescale:.4f}")
         else:
             st.metric(
-                "fraction of weights kept", f"{lesson.kept_fraction:.2f}", help=f"expected {1 - lesson.dropout:.2f}"
+                f"fraction kept of the {lesson.allowed_weights} weights the mask lets through",
+                f"{lesson.kept_fraction:.2f}",
+                help=f"{lesson.kept_weights} of {lesson.allowed_weights} kept (the masked future is 0 whatever "
+                f"dropout draws, so it is not counted); expected {1 - lesson.dropout:.2f}.",
             )
             st.metric("survivors are multiplied by", f"{lesson.rescale:.4f}")
         st.markdown("**Batched shapes**")
@@ -344,7 +363,7 @@ def dropout_metrics(lesson: CausalLesson, where: DeltaGenerator) -> None:
         )
 
 
-def dropout_step(lesson: CausalLesson, settings: Settings) -> None:
+def dropout_step(lesson: CausalLesson, settings: Settings, answered: bool) -> None:
     """Dropout on the masked weights, for every source; the random draws' heatmap marks what was dropped."""
     model = settings.weights.is_model
     if model:
@@ -374,15 +393,23 @@ def dropout_step(lesson: CausalLesson, settings: Settings) -> None:
         return
     d1, d2 = st.columns(2)
     with d1:
-        draw.heatmap(
-            lesson.dropped,
-            "Weights after dropout" + (" (training; ✕ = dropped)" if lesson.training else " (evaluation: unchanged)"),
-            "Heatmap of the attention weights after dropout; dropped weights are outlined and marked with a cross.",
-            value_title="weight",
-            causal=True,
-            marked="dropped",
-        )
-    dropout_metrics(lesson, d2)
+        if not answered:  # the masked weights after dropout: the same triangle as the two ways above
+            widgets.answer_first(
+                "The weights after dropout, and how many of them dropout kept, appear"
+                if lesson.training
+                else "The weights after dropout appear"
+            )
+        else:
+            draw.heatmap(
+                lesson.dropped,
+                "Weights after dropout"
+                + (" (training; ✕ = dropped)" if lesson.training else " (evaluation: unchanged)"),
+                "Heatmap of the attention weights after dropout; dropped weights are outlined and marked with a cross.",
+                value_title="weight",
+                causal=True,
+                marked="dropped",
+            )
+    dropout_metrics(lesson, d2, answered)
     widgets.code_box(lesson.code, title="causal attention and dropout with these numbers")
 
 
@@ -401,14 +428,14 @@ def lesson_4(settings: Settings) -> None:
         if answered:  # the other kind of head, after the answer: its numbers sit beside this head's
             beside_the_other_kind(settings, lesson)
     else:
-        two_ways_to_mask(lesson)
+        two_ways_to_mask(lesson, answered)
     if lesson.book is not None:
-        book_example(lesson.book)
+        book_example(lesson.book, answered)
     if lesson.blog is not None:
-        inputs_and_targets(lesson.blog)
+        inputs_and_targets(lesson.blog, answered)
     if lesson.leak is not None:
         leak_check(lesson.leak, answered)
-    dropout_step(lesson, settings)
+    dropout_step(lesson, settings, answered)
 
 
 lesson_4(page_start().settings)

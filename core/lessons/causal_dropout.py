@@ -154,7 +154,11 @@ class CausalLesson:
     training: bool
     dropout: float  # the rate applied in training mode: the sidebar's, or TEACHING_DROPOUT when that is 0
     dropout_note: str | None  # why the rate differs from the sidebar's (None when it does not)
-    kept_fraction: float | None  # share of weights dropout kept (None when nothing was drawn)
+    # Dropout's count over the weights the mask lets through (on and below the diagonal, T(T+1)/2 of them): the
+    # masked future is zero before dropout, so a draw there keeps or drops nothing the heatmap shows.
+    allowed_weights: int  # the weights the causal mask lets through
+    kept_weights: int | None  # of those, the ones dropout kept (None when nothing was drawn)
+    kept_fraction: float | None  # kept_weights / allowed_weights (None when nothing was drawn)
     rescale: float  # survivors are multiplied by 1 / (1 - p)
     head_dim: int  # d_k, the scale's root
     prediction: Prediction  # random draws: which rows a push can change; a model: how many rows the mask changes
@@ -275,9 +279,10 @@ def perturb_range(num_tokens: int) -> tuple[int, int] | None:
     return (2, num_tokens) if num_tokens >= 2 else None
 
 
-def _dropped_cells(keep: torch.Tensor, weights: torch.Tensor) -> np.ndarray:
-    """(T*T,) row by row: the weights dropout zeroed (a future cell, already 0, is not counted as one)."""
-    return (~keep & (weights > 0)).flatten().cpu().numpy()
+def _dropped_cells(keep: torch.Tensor, allowed: torch.Tensor) -> np.ndarray:
+    """(T*T,) row by row: the weights dropout zeroed among those the mask lets through (a future cell, already
+    0, is not counted as one)."""
+    return (~keep & allowed).flatten().cpu().numpy()
 
 
 def applied_rate(sidebar_rate: float, training: bool) -> float:
@@ -391,18 +396,24 @@ def lesson_from_masks(
     box and its own sections."""
     masked, renormalised, keep = masks.masked, masks.renormalised, masks.keep
     rate = applied_rate(masks.sidebar_rate, masks.training)
+    num_queries, num_keys = masked.shape
+    allowed = fn.causal_mask(num_queries, num_keys, device=masked.device)  # (T, T), True = the mask lets it in
+    allowed_weights = int(allowed.sum())
+    kept_weights = None if keep is None else int((keep & allowed).sum())
     return CausalLesson(
         tokens=tokens,
         masked=matrix_frame(masked, tokens, tokens),
         renormalised=matrix_frame(renormalised, tokens, tokens),
         max_method_difference=float((renormalised - masked).abs().max()),
         dropped=matrix_frame(masks.dropped, tokens, tokens).assign(
-            marked=False if keep is None else _dropped_cells(keep, masked)
+            marked=False if keep is None else _dropped_cells(keep, allowed)
         ),
         training=masks.training,
         dropout=rate,
         dropout_note=rate_note(masks.sidebar_rate, masks.training),
-        kept_fraction=None if keep is None else float(keep.float().mean()),
+        allowed_weights=allowed_weights,
+        kept_weights=kept_weights,
+        kept_fraction=None if kept_weights is None else kept_weights / allowed_weights,
         rescale=1.0 / (1.0 - rate),
         head_dim=head_dim,
         prediction=prediction,

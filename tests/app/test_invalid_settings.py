@@ -7,7 +7,7 @@ import pytest
 from core.app.settings import Settings
 from core.charts import heatmap as heatmaps
 from core.lessons import causal_dropout, multi_head
-from tests.support import open_page
+from tests.support import answered, open_page
 
 
 # ------------------------------------------------------------------ item 5: heads that do not split d_out
@@ -79,9 +79,13 @@ def test_the_heatmap_marks_dropped_cells_with_an_outline_and_a_cross() -> None:
 
 
 def test_the_page_shows_dropout_at_work_when_training_is_switched_on() -> None:
-    at = open_page("causal_dropout")
+    at = open_page("causal_dropout", seed="5")
     at.toggle(key="training").set_value(True).run()
     assert not at.error, [e.value for e in at.error]
     assert any("book's 0.5" in i.value for i in at.info)
-    kept = next(m for m in at.metric if m.label == "fraction of weights kept")
-    assert float(kept.value) < 1.0
+    # How many weights the mask lets through tells its triangle, the question's answer: it waits for a choice.
+    assert not [m for m in at.metric if "the mask lets through" in m.label]
+    answered(at)
+    # It read 0.42 here: the share kept of all 36 cells, the 15 masked ones included; the heatmap shows 7 of 21.
+    kept = next(m for m in at.metric if m.label == "fraction kept of the 21 weights the mask lets through")
+    assert kept.value == "0.33" and kept.help.startswith("7 of 21 kept")

@@ -190,6 +190,35 @@ def test_lesson_7_hides_the_weights_shape_until_a_choice_in_normal_and_presentat
         assert len(shown) == 4 and "as many context vectors as tokens" in shown, (link, shown)
 
 
+def masked_heatmaps(at: AppTest) -> list[str]:
+    """The alt text of every heatmap drawn with the causal mask's grey future (core.charts.heatmap, causal=True)."""
+    return [c.proto.alt for c in at.get("vega_lite_chart") if "datum.masked" in c.proto.spec]
+
+
+def test_lesson_4_keeps_the_masked_triangle_until_a_choice_in_normal_and_presentation_mode() -> None:
+    # Random weights: right under "Push token x⁽³⁾ … Which output rows can change?" stood the masking formula
+    # (−∞ for j > i) and both masked heatmaps with their grey future, whose triangle reads "rows 3 to 6"; only
+    # the leakage bars were locked. The book's and the decoder blog's triangles and the weights after dropout
+    # read the same way.
+    for link in ({}, {"present": "1"}):
+        at = open_lesson("causal_dropout", **link)
+        question = next(r for r in at.radio if r.key and r.key.startswith("predict_causal_dropout"))
+        assert "Rows 3 to 6" in question.options
+        assert masked_heatmaps(at) == [], link
+        assert not [f for f in at.latex if r"-\infty" in f.value], link  # the masking formula
+        lines = [c.value for c in at.caption if "once you have answered" in c.value]
+        where = "the question on step 1." if link else "the question above."  # the question opens step 1
+        assert len(lines) == 5 and all(line.endswith(where) for line in lines), (link, lines)
+        at.radio(key=question.key).set_value(0).run()
+        assert not at.exception, [e.value for e in at.exception]
+        shown = masked_heatmaps(at)
+        assert "Heatmap of causal weights made by masking with minus infinity before the softmax." in shown
+        assert "Heatmap of causal weights made by masking after the softmax and renormalising." in shown
+        assert any(alt.startswith("Heatmap of the attention weights after dropout") for alt in shown)
+        assert len(shown) == 8, shown  # and the book's three and the decoder blog's two
+        assert [f for f in at.latex if r"-\infty" in f.value] and locks(at) == 0
+
+
 def test_lesson_2_keeps_both_versions_context_vectors_until_a_choice() -> None:
     # The fourth review: the SelfAttention_v1 vs _v2 table printed six alike context vectors (0.29-0.31 /
     # 0.79-0.82) under the question "how many different favourite keys", whose Z the page locks for that reason.

@@ -103,7 +103,7 @@ def test_lesson_4_dropout_and_switching_back_to_random() -> None:
     assert_no_error(at)
     at.toggle(key="training").set_value(True).run()
     assert_no_error(at)
-    assert "of the weights survived" in text_of(at)
+    assert "weights the mask lets through survived" in text_of(at)
     at.sidebar.radio(key="weights").set_value("random").run()
     assert_no_error(at)
     assert "Pretrained weights." not in text_of(at)

@@ -113,14 +113,16 @@ def test_a_shared_link_restores_the_page_controls_too(server: str) -> None:
         teacher.wait_for_url("**training=true**", timeout=30_000)
         teacher.wait_for_selector(support.IDLE, timeout=60_000)
         teacher.wait_for_timeout(500)
-        kept = teacher.locator('[data-testid="stMetric"]').filter(has_text="fraction of weights kept")
+        support.answer_every_question(teacher)  # the kept fraction's count of unmasked weights tells the answer
+        kept = teacher.locator('[data-testid="stMetric"]').filter(has_text="weights the mask lets through")
         teacher_value = kept.locator('[data-testid="stMetricValue"]').inner_text()
 
         student = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
         student.goto(teacher.url)
         student.wait_for_selector(support.IDLE, timeout=60_000)
         student.wait_for_timeout(500)
-        kept = student.locator('[data-testid="stMetric"]').filter(has_text="fraction of weights kept")
+        support.answer_every_question(student)
+        kept = student.locator('[data-testid="stMetric"]').filter(has_text="weights the mask lets through")
         assert kept.locator('[data-testid="stMetricValue"]').inner_text() == teacher_value
 
         student.goto(f"{server}/why_scale?multiplier=16.0")

@@ -61,6 +61,23 @@ def test_the_two_causal_methods_differ_by_float_rounding_only(preset: str) -> No
     assert "1e-8" not in prose.section("causal_dropout", "methods")
 
 
+@pytest.mark.parametrize("seed", [5, 3, 11, 123])
+def test_the_kept_fraction_counts_the_weights_the_heatmap_shows(seed: int) -> None:
+    # ?training=true&dropout=0.5&seed=5: the heatmap showed 7 of the 21 weights the mask lets through kept (0.33),
+    # the metric 0.42: keep.float().mean() over all 36 cells, the 15 masked ones (zero whatever dropout draws)
+    # included. It now counts the heatmap's own cells: those on or below the diagonal.
+    settings = replace(settings_for_preset(PresetKey.BOOK), dropout=0.5, seed=seed)
+    lesson = causal_dropout.causal_lesson(settings, 3, True)
+    cells = lesson.dropped
+    visible = cells["col_index"] <= cells["row_index"]
+    survived = int((visible & (cells["value"] > 0)).sum())  # read off the drawn numbers, not off the keep mask
+    assert lesson.kept_fraction == pytest.approx(survived / 21)
+    assert (lesson.kept_weights, lesson.allowed_weights) == (survived, int(visible.sum())) == (survived, 21)
+    assert survived + int(cells["marked"].sum()) == 21  # every visible weight is kept or marked dropped
+    if seed == 5:
+        assert survived == 7 and f"{lesson.kept_fraction:.2f}" == "0.33"
+
+
 def test_small_text_claims_are_stated_no_wider_than_they_hold() -> None:
     assert "subordinate clause" in prose.section("overview", "why")  # not every German clause ends in its verb
     assert "look back at every other" not in prose.section("overview", "why")  # an encoder looks both ways
