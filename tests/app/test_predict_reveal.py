@@ -195,6 +195,9 @@ def masked_heatmaps(at: AppTest) -> list[str]:
     return [c.proto.alt for c in at.get("vega_lite_chart") if "datum.masked" in c.proto.spec]
 
 
+LEAK_CODE = "Code: the leakage check and the masked_fill bug"
+
+
 def test_lesson_4_keeps_the_masked_triangle_until_a_choice_in_normal_and_presentation_mode() -> None:
     # Random weights: right under "Push token x⁽³⁾ … Which output rows can change?" stood the masking formula
     # (−∞ for j > i) and both masked heatmaps with their grey future, whose triangle reads "rows 3 to 6"; only
@@ -208,7 +211,9 @@ def test_lesson_4_keeps_the_masked_triangle_until_a_choice_in_normal_and_present
         assert not [f for f in at.latex if r"-\infty" in f.value], link  # the masking formula
         lines = [c.value for c in at.caption if "once you have answered" in c.value]
         where = "the question on step 1." if link else "the question above."  # the question opens step 1
-        assert len(lines) == 5 and all(line.endswith(where) for line in lines), (link, lines)
+        assert len(lines) == 6 and all(line.endswith(where) for line in lines), (link, lines)
+        # The s22 re-review: the leakage check's Code box says in a comment which rows a push leaves alone.
+        assert LEAK_CODE not in [e.label for e in at.expander], link
         at.radio(key=question.key).set_value(0).run()
         assert not at.exception, [e.value for e in at.exception]
         shown = masked_heatmaps(at)
@@ -217,6 +222,7 @@ def test_lesson_4_keeps_the_masked_triangle_until_a_choice_in_normal_and_present
         assert any(alt.startswith("Heatmap of the attention weights after dropout") for alt in shown)
         assert len(shown) == 8, shown  # and the book's three and the decoder blog's two
         assert [f for f in at.latex if r"-\infty" in f.value] and locks(at) == 0
+        assert LEAK_CODE in [e.label for e in at.expander]
 
 
 def test_lesson_2_keeps_both_versions_context_vectors_until_a_choice() -> None:
