@@ -68,7 +68,8 @@ LECTURE_PLAN: dict[str, LecturePart] = {
     "trainable_weights": LecturePart(
         10,
         "Q, K and V for one query, the scaled scores and the weights; then switch Weights to decoder and count the "
-        "favourite keys again: random positive weights give every row the same one, a trained head does not.",
+        "favourite keys again: at the default seed the random weights give every row one favourite, the decoder's "
+        "head gives each row its own.",
     ),
     "why_scale": LecturePart(
         8, "The ×1…×16 question, then the bars turning peaky and the gradient falling towards zero."

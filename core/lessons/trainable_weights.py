@@ -89,14 +89,15 @@ class TrainableLesson:
 
 
 def favourite_keys_question(
-    tokens: tuple[str, ...], weights: torch.Tensor, *, head: HeadPattern | None = None, all_positive: bool = False
+    tokens: tuple[str, ...], weights: torch.Tensor, *, head: HeadPattern | None = None, dominant_key: int | None = None
 ) -> Prediction:
     """'Across all rows, how many different keys take a row's largest weight?', answered by `weights` (T, T).
 
     Lesson 1 asked which key one query picks; its answer (often the query itself, through x·x) would repeat
     here. Counting every row's favourite asks what W_q and W_k change: random ones have learned no reason to
     send different queries to different keys, a trained head has (`head`: its measured pattern, for the text).
-    `all_positive`: W_q, W_k and the embeddings hold no negative number (torch.rand's weights on the book's inputs).
+    `dominant_key`: the key at least as large as every other key in each coordinate, when every query has no
+    negative number (`dominant_key_of`): such a key wins every row, whatever the query.
     """
     num_tokens = len(tokens)
     favourites = [int(i) for i in weights.argmax(dim=-1)]  # (T,): each query's strongest key
@@ -128,16 +129,16 @@ def favourite_keys_question(
     listed = ", ".join(f"“{tokens[f]}” ({n} row{'s' if n > 1 else ''})" for f, n in counts)
     if head is not None:
         why = f"This head, measured on this sentence, {head.summary}."
-    elif distinct == 1 and all_positive:
-        # The s22 review: at the book's settings every seed gave one favourite, and "nothing has taught them" did
-        # not say why. Queries with only positive numbers all point into one corner of space; one key wins them all.
+    elif distinct == 1 and dominant_key is not None:
+        # The s22 reviews: "nothing has taught them" did not say why every seed of the book's settings gives one
+        # favourite, and "all positive" alone does not make one (seed 13 gives two). A dominating key does.
         spread = float((weights.max(dim=0).values - weights.min(dim=0).values).max())  # widest gap down a column
         why = (
-            "W_q, W_k and these embeddings hold no negative number (torch.rand draws from [0, 1)), so every query "
-            "and every key has only positive numbers: the queries all point into the same corner of "
-            f"space, and one key, “{tokens[favourites[0]]}”, scores highest against each of them. No two rows differ "
-            f"by more than {spread:.4f} in any weight. Weights that can be negative, or a trained head (the sidebar's "
-            "Weights), can give different favourites."
+            f"Every query here has no negative number, and the key of “{tokens[dominant_key]}” is at least as large "
+            "as every other key in each of its numbers: against such a query it scores highest whatever the "
+            f"query, so every row picks it. No two rows differ by more than {spread:.4f} in any weight. Another "
+            "seed or d_out need not give such a key; a trained head's queries point different ways (the sidebar's "
+            "Weights)."
         )
     elif distinct == 1:
         spread = float((weights.max(dim=0).values - weights.min(dim=0).values).max())  # widest gap down a column
@@ -162,6 +163,17 @@ def favourite_keys_question(
         ),
         shuffle=False,  # one to all: the order of the counts
     )
+
+
+def dominant_key_of(queries: torch.Tensor, keys: torch.Tensor) -> int | None:
+    """The key that wins every row whatever the query: at least as large as every other key in each coordinate,
+    with no query holding a negative number (then q·k_j ≥ q·k_i for every query q). None if there is none.
+    queries (T, d), keys (T, d)."""
+    if bool((queries < 0).any()):
+        return None
+    dominates = (keys.unsqueeze(1) >= keys.unsqueeze(0)).all(dim=-1).all(dim=-1)  # (T,): key j ≥ every key i
+    found = torch.nonzero(dominates).flatten().tolist()
+    return int(found[0]) if found else None
 
 
 def lesson_from_trace(
@@ -337,7 +349,7 @@ def trainable_lesson(settings: Settings, query_index: int) -> TrainableLesson:
         matrices,
         query_index,
         prediction=favourite_keys_question(
-            tokens, trace.weights, all_positive=all(bool((m >= 0).all()) for m in (x, *matrices[:2]))
+            tokens, trace.weights, dominant_key=dominant_key_of(trace.queries, trace.keys)
         ),
         code=_code(settings, query_index),
         versions=versions,
