@@ -96,7 +96,9 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
     more only if the answer unlocks something on it (a class answering at once costs the server little)."""
     st.markdown(f"**Predict first.** {literal(prediction.question)}")
     radio_key = f"{key}_{prediction.fingerprint()}"
-    options, verdict = _options_and_verdict(st.session_state.get(radio_key) is not None, page, key)
+    chosen = st.session_state.get(radio_key) is not None  # the radio below reads this same value
+    revealed = not chosen and _teacher_revealed(page, key)  # one store read per run, used twice
+    options, verdict = _options_and_verdict(chosen or revealed)
     order = prediction.display_order()
     shown_option = options.radio(
         "Your prediction",
@@ -108,7 +110,7 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
     )
     choice = None if shown_option is None else order[shown_option]  # an index into prediction.options
     shown = class_poll.predict_in_poll(page, key, prediction, choice)
-    out = bool(shown) if shown is not None else choice is not None or _teacher_revealed(page, key)
+    out = bool(shown) if shown is not None else choice is not None or revealed
     _record_answer_out(prediction, key, out)
     if shown is False:  # in a poll, before the Reveal
         return
@@ -127,7 +129,7 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
         )
 
 
-def _options_and_verdict(chosen: bool, page: str, key: str) -> tuple[DeltaGenerator, DeltaGenerator]:
+def _options_and_verdict(answer_out: bool) -> tuple[DeltaGenerator, DeltaGenerator]:
     """Where the options and the verdict go: the verdict under the options, except in presentation mode once
     the answer is out (chosen, or revealed on the poll's teacher's screen), where it stands beside them.
 
@@ -135,7 +137,7 @@ def _options_and_verdict(chosen: bool, page: str, key: str) -> tuple[DeltaGenera
     the options it pushed lesson 9's options to 762 px (the s21 note). Beside them, neither moves down. Before
     the answer the options keep the full width, so long ones do not wrap into a taller box.
     """
-    if st.session_state.get("present") and (chosen or _teacher_revealed(page, key)):
+    if answer_out and st.session_state.get("present"):
         options, verdict = st.columns([2, 3], gap="medium")  # stacked, in this order, on a phone's width
         return options, verdict
     options = st.container()
