@@ -508,8 +508,15 @@ def page(slug: str) -> PageSpec:
     raise KeyError(slug)
 
 
-# The frame's own bound widgets outside Settings: presentation mode and its step.
-FRAME_CONTROLS = ("present", "step", "room")  # room: the class poll (ui/class_poll.py)
+class FrameControl(StrEnum):
+    """The frame's own bound widgets outside Settings, on every page: each value is the widget's key and URL key."""
+
+    PRESENT = "present"  # presentation mode
+    STEP = "step"  # ... and its step
+    ROOM = "room"  # the class poll's room code (ui/class_poll.py)
+
+
+FRAME_CONTROLS = tuple(FrameControl)
 
 
 def link_keys() -> frozenset[str]:

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from core import recipes
-from core.app import links
+from core.app import page_controls
 from core.lessons import inside_gpt as gpt
 from core.lessons import inside_gpt_frames as frames
 from core.models import decoder_measures as measures
@@ -30,7 +30,7 @@ def vocabulary(decoder) -> tuple[str, ...]:
 
 def test_link_bounds_are_the_models(decoder) -> None:
     # The lesson's own bounds (new tokens, repeat length) are core.app.choices', which the link rule reads too.
-    assert (decoder.config.num_layers, decoder.config.num_heads) == (links.GPT_LAYERS, links.GPT_HEADS)
+    assert (decoder.config.num_layers, decoder.config.num_heads) == (page_controls.GPT_LAYERS, page_controls.GPT_HEADS)
 
 
 def test_the_chat_prompt_goes_through_the_template_and_gives_a_causal_pattern(decoder) -> None:

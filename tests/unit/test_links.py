@@ -10,11 +10,13 @@ defaults a page shows are tests/app/test_links_app.py.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.app import choices, links
+from core.app import choices, links, page_controls
 from core.app.links import PAGE_PARAMETERS, Choice, Flag, Text, Whole, read_link
 from core.charts import why_scale as scale_charts
 from core.models.minilm import EncoderConfig, default_folder
@@ -27,6 +29,28 @@ NON_FINITE = ["1e999", "inf", "-inf", "-1e9999", "9" * 10_240, "NaN"]
 # ------------------------------------------------------------------ the registry
 def test_every_control_a_widget_binds_has_a_rule() -> None:
     assert links.controls_without_a_rule() == frozenset()
+
+
+def test_every_frame_and_page_control_has_one_spec_and_a_page_that_binds_it() -> None:
+    page_controls.check()
+    assert page_controls.BY_KEY["step"].pages() == tuple(spec.slug for spec in links.registry.PAGES)
+    assert page_controls.BY_KEY["multiplier"].pages() == ("why_scale",)
+    assert set(page_controls.BY_KEY["layer"].pages()) == {
+        "trainable_weights", "causal_dropout", "multi_head", "cross_attention"
+    }  # fmt: skip
+
+
+def test_the_spec_check_fails_for_a_control_without_a_spec_or_a_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(page_controls, "LINKED", page_controls.LINKED[:-1])
+    with pytest.raises(AssertionError, match="every FrameControl and PageControl once"):
+        page_controls.check()
+    monkeypatch.undo()
+    rows = tuple(
+        replace(spec, controls=tuple(c for c in spec.controls if c != "multiplier")) for spec in links.registry.PAGES
+    )
+    monkeypatch.setattr(links.registry, "PAGES", rows)
+    with pytest.raises(AssertionError, match="multiplier"):
+        page_controls.check()
 
 
 def test_the_peak_measure_choices_are_the_labels_the_box_writes() -> None:
@@ -127,24 +151,12 @@ def test_a_page_number_is_read_only_as_plain_digits_in_range(value: str) -> None
 
 def test_every_rule_reads_what_its_control_writes() -> None:
     """The spellings the widgets themselves put into a shared link are read back."""
-    written = {
-        "present": "true", "step": "3", "room": "ABCD2345", "query": "2", "logit_scale": "5.0", "multiplier": "4.0",
-        "trials": "1000",
-        "peak_metric": "mean entropy (nats)", "perturb": "4", "training": "true", "real_example": "own",
-        "real_sentence": "A cat.", "real_layer": "3", "real_head": "5", "real_measure": "entropy",
-        "first_text": "Hello there", "second_text": "Bonjour", "d_in_kv": "5", "d_v": "7.0",
-        "train_task": "induction", "train_layers": "2", "train_heads": "3", "train_d_k": "32", "train_scale": "false",
-        "train_init": "book", "train_lr": "0.0003", "train_steps": "400", "train_show_layer": "1",
-        "scale_longest": "2,048", "scale_keys": "12", "scale_block": "4", "scale_block_q": "8", "scale_block_k": "4",
-        "scale_causal": "false", "scale_generated": "256", "layer": "1", "head": "8", "pair": "question",
-        "stretch": "true",
-        "gpt_prompt": "own", "gpt_text": "Once upon a time", "gpt_chat": "true", "gpt_temperature": "0.7",
-        "gpt_top_k": "20", "gpt_top_p": "0.9", "gpt_seed": "7.0", "gpt_new_tokens": "8", "gpt_layer": "29",
-        "gpt_head": "8", "gpt_length": "20", "gpt_ablation": "mean",
-        "answer_text": "Alice met Bob. Alice gave the book to", "answer_explain": "token", "answer_token": " Bob",
-        "answer_corrupted": "Alice met Bob. Bob gave the book to", "answer_layer": "23", "answer_head": "3",
-    }  # fmt: skip
-    assert set(written) == set(PAGE_PARAMETERS)
+    written = {spec.key: spec.written for spec in page_controls.LINKED}
+    assert (
+        set(written)
+        == set(PAGE_PARAMETERS)
+        == set(links.registry.link_keys()) - set(links.SIDEBAR_PARAMETERS) - {"device"}
+    )
     reading = read_link(written, DEVICES)
     assert not reading.notes and set(reading.controls) == set(written)
     assert reading.controls["d_v"] == 7 and reading.controls["present"] is True
