@@ -139,7 +139,7 @@ limited = tt.within_caps(requested)
 config = limited.config
 for reason in limited.reasons:
     st.info(reason, icon=":material/speed:")
-st.caption(f"Estimated time on one core: about {tt.estimated_seconds(config):.0f} s (less if someone ran it already).")
+st.caption(tt.estimate_sentence(config, training_queue.pace()))
 # Predict before pressing Train (on a projector the question stood below the buttons and the fold). The start
 # statistics' table and chart measure the answer (the gradient's ratio): they wait for a choice.
 start = cache.computed(tt.START, config)

@@ -42,6 +42,11 @@ def training_queue() -> TrainingQueue[tt.TrainingConfig, tt.TrainingRun]:
     )
 
 
+def pace() -> float:
+    """The server's seconds per estimated second over its recent finished runs (1.0 before any)."""
+    return training_queue().pace
+
+
 def ask(configs: Sequence[tt.TrainingConfig]) -> None:
     """Queue these runs for this session (replacing whatever it had queued and not started)."""
     st.session_state[PENDING] = tuple(configs)

@@ -104,6 +104,22 @@ def estimated_seconds(config: TrainingConfig) -> float:
     return config.steps * step_milliseconds(config) / 1000
 
 
+PACE_SAID = (0.8, 1.25)  # a server pace inside this band is the quiet core's estimate, said as it is
+
+
+def estimate_sentence(config: TrainingConfig, pace: float) -> str:
+    """What the page says a run of `config` takes. `pace` is the server's seconds per estimated second over its
+    recent finished runs (services/training_queue.py; 1.0 before any): the estimate is for one quiet core, and a
+    teacher's review on a busy server saw "about 2 s" and waited 15-19 s."""
+    quiet = estimated_seconds(config)
+    if PACE_SAID[0] <= pace <= PACE_SAID[1]:
+        return f"Estimated time on one core: about {quiet:.0f} s (at once if someone ran it already)."
+    return (
+        f"Estimated time on this server now: about {quiet * pace:.0f} s. Its recent runs took {pace:.1f}× "
+        f"their estimates (about {quiet:.0f} s on one quiet core); at once if someone ran it already."
+    )
+
+
 def chance_accuracy(task: Task) -> float:
     """What a model that knows the task's format, but does not look the answer up, scores.
 
