@@ -25,12 +25,17 @@ from core.charts.spec import VegaChart, template
 HEAD_PANELS_DATA = "head_panels"
 FUTURE = "datum.col_index > datum.row_index"  # a causal head's masked cells
 MIN_PANEL_PX, MAX_PANEL_PX = 110, 240
+ROW_PX = 600  # one row of panels: most of a laptop's main column, the query labels beside it
+PANEL_GAP_PX = 12  # the facet's spacing between panels
+MAX_CELL_PX = 40  # a panel of few tokens stops growing at this many px a token
 
 
-def panel_size(num_tokens: int, num_heads: int) -> int:
-    """A panel's side in px: two heads get 34 px a token (a projector's back row must read them), four get 24,
-    more get 16; never under 110 (the labels still fit) nor over 240 (two fit beside each other)."""
-    return panel_width(num_tokens, 34 if num_heads <= 2 else 24 if num_heads <= 4 else 16)
+def panel_size(num_tokens: int, columns: int) -> int:
+    """A panel's side in px: a row of `columns` panels fills about ROW_PX, with at most MAX_CELL_PX a token; never
+    under 110 (the labels still fit) nor over 240. A teacher's review saw a decoder's nine heads, three to a row,
+    drawn 90 px each in the left third of the page: the size followed the number of heads, not of panels a row."""
+    fill = (ROW_PX - PANEL_GAP_PX * (columns - 1)) // columns
+    return max(MIN_PANEL_PX, min(MAX_PANEL_PX, fill, MAX_CELL_PX * num_tokens))
 
 
 def panel_width(num_keys: int, per_key: int = 16) -> int:
@@ -57,7 +62,7 @@ def panel_columns(num_heads: int) -> int:
 
 def _panels(tokens: tuple[str, ...], heads: tuple[str, ...], title: str, causal: bool, columns: int) -> alt.FacetChart:
     """The faceted heatmap; token labels sorted in sentence order, heads in the order given."""
-    panel = panel_size(len(tokens), len(heads))
+    panel = panel_size(len(tokens), columns)
     colour = weights_colour("value", "weight (one scale for every head" + ("; grey: masked future)" if causal else ")"))
     # Every token labelled, as a sentence's heatmap labels them; beyond WIDE_COLUMNS tokens (a model's 64-token
     # prompt: under 4 px a token) the labels that would overlap are skipped, as the heatmap skips a wide matrix's.
@@ -87,7 +92,7 @@ def _panels(tokens: tuple[str, ...], heads: tuple[str, ...], title: str, causal:
             data=alt.NamedData(name=HEAD_PANELS_DATA),
             facet=alt.Facet("head:N", sort=list(heads), title=None, header=alt.Header(labelFontSize=15)),
             columns=columns,
-            spacing=12,
+            spacing=PANEL_GAP_PX,
         )
         .resolve_scale(x="shared", y="shared", color="shared")
         .properties(

@@ -81,10 +81,12 @@ def test_the_model_mode_draws_its_heads_as_panels() -> None:
     assert len(at.get("vega_lite_chart")) == charts_before + 1  # the twelve heads: one chart, not twelve
 
 
-def test_few_heads_get_larger_panels() -> None:
-    assert charts_heads.panel_size(6, 2) == 204 > charts_heads.panel_size(6, 4) == 144
-    assert charts_heads.panel_size(8, 12) == 128 and charts_heads.panel_size(64, 12) == charts_heads.MAX_PANEL_PX
-    assert charts_heads.panel_size(3, 8) == charts_heads.MIN_PANEL_PX
+def test_few_panels_a_row_get_larger_panels() -> None:
+    assert charts_heads.panel_size(6, 2) == charts_heads.MAX_PANEL_PX > charts_heads.panel_size(6, 4) == 141
+    # A decoder's nine heads, three to a row: 192 px each (a review saw 110 px, drawn as for nine in a row).
+    assert charts_heads.panel_size(6, 3) == 192
+    assert charts_heads.panel_size(64, 4) == 141 and charts_heads.panel_size(2, 4) == charts_heads.MIN_PANEL_PX
+    assert charts_heads.panel_size(6, 12) == charts_heads.MIN_PANEL_PX  # the row still fits where it can
 
 
 def test_the_model_code_box_says_how_its_one_differing_figure_differs(encoder: minilm.RealModel, capsys) -> None:
