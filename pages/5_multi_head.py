@@ -33,7 +33,6 @@ SLUG = "multi_head"
 def formulas() -> None:
     """Random draws: the intro and the book's two formulas."""
     widgets.prose(SLUG, "intro")
-    step_break()  # the formulas and the question: on a projector the question's options fell below the fold
     # Side by side on a wide screen, stacked on a phone (one line was cut at 390 px).
     whole, one_head = st.columns(2)
     whole.latex(r"\text{MultiHead}(X) = [\,\text{head}_1 \cdots \text{head}_h\,]\,W_o")
@@ -42,6 +41,9 @@ def formulas() -> None:
         "[head₁ ⋯ headₕ] puts the heads' outputs side by side (concatenation). M is the causal mask: 0 where a "
         "query may look, −∞ on the future tokens it may not see."
     )
+    # The question on a screen of its own: under the formulas, its options fell below a projector's fold, and
+    # then its 8-line verdict ran to 777 px (the s22 re-review).
+    step_break()
 
 
 def computed(settings: Settings) -> MultiHeadLesson | None:

@@ -98,7 +98,7 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
     radio_key = f"{key}_{prediction.fingerprint()}"
     chosen = st.session_state.get(radio_key) is not None  # the radio below reads this same value
     revealed = not chosen and _teacher_revealed(page, key)  # one store read per run, used twice
-    options, verdict = _options_and_verdict(chosen or revealed)
+    options, verdict = _options_and_verdict(chosen or revealed, max(map(len, prediction.options)))
     order = prediction.display_order()
     shown_option = options.radio(
         "Your prediction",
@@ -129,16 +129,21 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
         )
 
 
-def _options_and_verdict(answer_out: bool) -> tuple[DeltaGenerator, DeltaGenerator]:
+SHORT_OPTION_CHARS = 40  # options this short keep one line in a third of a projector's width
+
+
+def _options_and_verdict(answer_out: bool, longest_option: int) -> tuple[DeltaGenerator, DeltaGenerator]:
     """Where the options and the verdict go: the verdict under the options, except in presentation mode once
     the answer is out (chosen, or revealed on the poll's teacher's screen), where it stands beside them.
 
     On a projector the verdict under the options fell below the fold on five lessons; between the question and
     the options it pushed lesson 9's options to 762 px (the s21 note). Beside them, neither moves down. Before
-    the answer the options keep the full width, so long ones do not wrap into a taller box.
+    the answer the options keep the full width, so long ones do not wrap into a taller box. Short options leave
+    the verdict two thirds of the width, long ones three fifths.
     """
     if answer_out and st.session_state.get("present"):
-        options, verdict = st.columns([2, 3], gap="medium")  # stacked, in this order, on a phone's width
+        shares = [1, 2] if longest_option <= SHORT_OPTION_CHARS else [2, 3]
+        options, verdict = st.columns(shares, gap="medium")  # stacked, in this order, on a phone's width
         return options, verdict
     options = st.container()
     return options, st.container()  # created second: under the options

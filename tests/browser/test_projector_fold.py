@@ -4,8 +4,8 @@ A review walked every lesson with ?present=1 and found step 1 of lessons 1, 2 an
 options (lesson 5 showed one of three), lesson 9's last step holding two questions and a chart below the fold,
 the step box 28 px above Back and Next, a link's warning drawn over the lesson's title, and a chart's title cut
 at its top edge; then an answer's verdict, drawn between the question and its options, pushed lesson 9's
-options to 762 px (it now stands beside them). Pages mark where presentation mode starts a new screen
-(ui.presentation.step and step_break).
+options to 762 px (it now stands beside them), and a long verdict beside them still ran to 777-832 px. Pages
+mark where presentation mode starts a new screen (ui.presentation.step and step_break).
 """
 
 from __future__ import annotations
@@ -46,9 +46,15 @@ ON_SCREEN = """() => {
   const top = [...main.querySelectorAll('[role="radiogroup"][aria-label="Your prediction"]')].filter(seen)
     .map(group => group.getBoundingClientRect().top);
   const below = top.length ? charts.filter(chart => chart > Math.min(...top)) : [];  // under the step's question
+  // An answer's verdict, beside its options in presentation mode: its last line (the s22 re-review saw 777-832 px).
+  const verdicts = [...main.querySelectorAll('[role="radiogroup"][aria-label="Your prediction"]')].filter(seen)
+    .map(group => group.closest('[data-testid="stHorizontalBlock"]')).filter(Boolean)
+    .flatMap(row => [...row.querySelectorAll('[data-testid="stAlert"]')].filter(seen))
+    .map(alert => alert.getBoundingClientRect().bottom);
   const box = document.querySelector('.st-key-al-bar input').closest('[data-testid="stNumberInputContainer"]');
   const next = [...document.querySelectorAll('.st-key-al-bar button')].find(b => b.innerText.includes('Next'));
-  return {questions, charts, below, box: box.getBoundingClientRect().top, next: next.getBoundingClientRect().top};
+  const [boxTop, nextTop] = [box.getBoundingClientRect().top, next.getBoundingClientRect().top];
+  return {questions, charts, below, verdicts, box: boxTop, next: nextTop};
 }"""
 
 
@@ -105,6 +111,10 @@ def test_every_steps_question_or_first_chart_starts_above_a_projectors_fold(serv
             answered = page.evaluate(ON_SCREEN)
             if answered["questions"] and answered["questions"][0] > FOLD:  # the verdict moved the options down
                 problems.append(f"step {step}: answered, its last option ends at {answered['questions'][0]:.0f} px")
+            if not answered["verdicts"]:
+                problems.append(f"step {step}: answered, no verdict beside the options")
+            elif max(answered["verdicts"]) > FOLD:
+                problems.append(f"step {step}: answered, the verdict ends at {max(answered['verdicts']):.0f} px")
             if answered["below"] and min(answered["below"]) > FOLD:
                 problems.append(
                     f"step {step}: answered, the chart under the question starts at {min(answered['below']):.0f} px"
