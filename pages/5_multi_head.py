@@ -61,6 +61,7 @@ def computed(settings: Settings) -> MultiHeadLesson | None:
         return None
     lesson = cache.computed(pt.MULTIHEAD, settings.weights, chosen.model, chosen.sentence, chosen.layer)
     source.pieces_line(lesson.tokens, settings.weights)
+    step_break()  # the question on a screen of its own: under the pickers its verdict ran to 862-894 px
     return lesson
 
 

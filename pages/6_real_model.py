@@ -268,6 +268,7 @@ page_start()
 widgets.prose("real_model", "intro")
 model_or_stop()
 lesson, example = sentence_picker()
+step_break()  # the question on a screen of its own: under the intro and the sentence box its verdict reached 724 px
 # The heads' weights answer "which head looks at the previous piece?": they wait for a choice.
 answered = widgets.predict(lesson_rm.previous_token_question(lesson), key="predict_real_model")
 widgets.prose("real_model", "input")

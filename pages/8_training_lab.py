@@ -133,13 +133,14 @@ def show_heads(run: tt.TrainingRun) -> None:
 
 widgets.prose("training_lab", "intro")
 widgets.prose("training_lab", "tasks")
-step_break()  # the controls and the question: on a projector they started below the two paragraphs' fold
+step_break()  # the controls: on a projector they started below the two paragraphs' fold
 requested = controls(frame.settings.seed)
 limited = tt.within_caps(requested)
 config = limited.config
 for reason in limited.reasons:
     st.info(reason, icon=":material/speed:")
 st.caption(tt.estimate_sentence(config, training_queue.pace()))
+step_break()  # the question on a screen of its own: under the controls its verdict ran to 757 px
 # Predict before pressing Train (on a projector the question stood below the buttons and the fold). The start
 # statistics' table and chart measure the answer (the gradient's ratio): they wait for a choice.
 start = cache.computed(tt.START, config)
