@@ -54,13 +54,16 @@ def ingredients(lesson: TrainableLesson, model: bool, biases: bool, row: str) ->
     matrices = (("W_query", lesson.w_query), ("W_key", lesson.w_key), ("W_value", lesson.w_value))
     for col, (name, matrix) in zip(cols, matrices, strict=True):
         with col:
-            if model:  # a (384, 32) matrix is noise as a chart, and seconds to draw: its first rows
-                shown, of = lesson.rows_shown, lesson.d_in
-                title = f"{name} (first {shown} of {of} rows)"
-                alt = f"Heatmap of the first {shown} of the {of} rows of the pretrained matrix {name}."
+            if model:  # a (384, 32) matrix is noise as a chart, and seconds to draw: its top-left corner
+                rows, cols = lesson.rows_shown, lesson.cols_shown
+                title = f"{name} ({lesson.d_in} × {lesson.d_k}): its top-left {rows} × {cols}"
+                alt = (
+                    f"Heatmap of the top-left {rows} rows and {cols} columns of the pretrained matrix {name}, "
+                    f"{lesson.d_in} × {lesson.d_k} in all."
+                )
             else:
                 title, alt = name, f"Heatmap of the weight matrix {name}."
-            draw.heatmap(matrix, title, alt, signed=True, show_values=not model, x_title="output", y_title="input")
+            draw.heatmap(matrix, title, alt, signed=True, x_title="output", y_title="input")
     st.latex(
         r"Q = X W_q + b_q,\quad K = X W_k + b_k,\quad V = X W_v + b_v"
         if biases

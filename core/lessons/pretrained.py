@@ -72,9 +72,10 @@ DEFAULT_HEADS: dict[WeightSource, dict[str, tuple[int, int]]] = {
 
 
 # ------------------------------------------------------------------ lesson 2
-# A (384, 32) matrix is 12,288 cells: as a chart it is noise that takes the browser seconds to draw.
-# The page shows its first rows (the Code box has all of it) and says so.
-W_ROWS_SHOWN = 12
+# A (384, 32) matrix is 12,288 cells: as a chart it is noise that takes the browser seconds to draw. The page
+# shows its top-left corner (the Code box has all of it) and says so: its first 12 rows by all 64 of the
+# decoder's columns were still unreadable at a laptop's width (the s22 review).
+W_ROWS_SHOWN = W_COLS_SHOWN = 8
 
 
 def pretrained_trainable_lesson(
@@ -94,6 +95,7 @@ def pretrained_trainable_lesson(
         (real.w_query, real.w_key, real.w_value),
         query_index,
         rows_shown=W_ROWS_SHOWN,
+        cols_shown=W_COLS_SHOWN,
         prediction=favourite_keys_question(tokens, trace.weights, head=pattern),
         code=_head_code(model, sentence, layer, head),
         pattern=pattern,

@@ -66,6 +66,7 @@ class TrainableLesson:
     one_query: pd.DataFrame  # token, score, scaled score, weight for the chosen query
     d_in: int  # rows of each W (a model's 384 are more than a chart can show: see rows_shown)
     rows_shown: int  # rows of each W kept for its heatmap
+    cols_shown: int  # ... and columns (a model's 64 output columns drew as noise beside 12 rows)
     d_k: int
     d_v: int
     scale: float
@@ -185,6 +186,7 @@ def lesson_from_trace(
     prediction: Prediction,
     code: str,
     rows_shown: int | None = None,
+    cols_shown: int | None = None,
     versions: Versions | None = None,
     pattern: HeadPattern | None = None,
     provenance: Provenance | None = None,
@@ -195,10 +197,11 @@ def lesson_from_trace(
     w_q, w_k, w_v = matrices
     d_in = w_q.shape[0]
     shown = d_in if rows_shown is None else min(rows_shown, d_in)
+    shown_cols = w_q.shape[1] if cols_shown is None else min(cols_shown, w_q.shape[1])
     d_k, d_v = trace.keys.shape[-1], trace.values.shape[-1]
 
     def weight_frame(w: torch.Tensor) -> pd.DataFrame:
-        return matrix_frame(w[:shown], dims("in", shown), dims("out", w.shape[1]))
+        return matrix_frame(w[:shown, :shown_cols], dims("in", shown), dims("out", min(shown_cols, w.shape[1])))
 
     return TrainableLesson(
         tokens=tokens,
@@ -224,6 +227,7 @@ def lesson_from_trace(
         causal=causal,
         d_in=d_in,
         rows_shown=shown,
+        cols_shown=shown_cols,
         d_k=d_k,
         d_v=d_v,
         scale=float(trace.scale),

@@ -104,9 +104,11 @@ def test_lesson_2_is_one_lesson_for_every_source(encoder: rm.RealModel) -> None:
     assert drawn.versions is not None and drawn.pattern is None and drawn.provenance is None
     assert real.versions is None and real.pattern is not None
     assert real.provenance == Provenance("all-MiniLM-L6-v2", 0, 2)
-    assert (drawn.rows_shown, drawn.d_in) == (3, 3) and frame_matrix(drawn.w_query).shape == (3, 2)
-    assert (real.rows_shown, real.d_in) == (pt.W_ROWS_SHOWN, 384)
-    assert frame_matrix(real.w_query).shape == (pt.W_ROWS_SHOWN, 32)
+    assert (drawn.rows_shown, drawn.cols_shown, drawn.d_in) == (3, 2, 3)
+    assert frame_matrix(drawn.w_query).shape == (3, 2)
+    # A model's W as its top-left corner: 12 rows by every column were unreadable (the s22 review).
+    assert (real.rows_shown, real.cols_shown, real.d_in) == (pt.W_ROWS_SHOWN, pt.W_COLS_SHOWN, 384)
+    assert frame_matrix(real.w_query).shape == (pt.W_ROWS_SHOWN, pt.W_COLS_SHOWN) == (8, 8)
 
 
 def test_weight_sources_keep_the_links_spelling_and_say_which_are_models() -> None:
@@ -278,7 +280,7 @@ def test_recipe_head(encoder: rm.RealModel) -> None:
     namespace = recipes.run(lesson.code)
     for name in ("queries", "keys", "values", "weights", "context"):
         assert close(torch.as_tensor(namespace[name]), frame_matrix(getattr(lesson, name))), name
-    assert close(namespace["W_query"][: pt.W_ROWS_SHOWN], frame_matrix(lesson.w_query))
+    assert close(namespace["W_query"][: pt.W_ROWS_SHOWN, : pt.W_COLS_SHOWN], frame_matrix(lesson.w_query))
     assert namespace["W_query"].shape == (384, 32)
     assert unique_labels(namespace["tokens"]) == lesson.tokens
 
