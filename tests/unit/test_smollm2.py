@@ -29,6 +29,10 @@ from core.models import smollm2 as sm  # noqa: E402
 from core.models.gguf_file import ChatMessage, Role, dequantize, read_gguf  # noqa: E402
 from core.models.sampling import SamplingSettings, next_token_distribution, ranked, sample  # noqa: E402
 
+# One worker reads this module's reference files: transformers' tokenizer built from the GGUF file takes ~17 s and
+# the file's raw tensors ~7 s, and spread over two workers the fast layer paid both twice.
+pytestmark = pytest.mark.xdist_group("smollm2_reference_files")
+
 TEXTS = (
     "The capital of France is Paris, and the capital of Italy is",
     "In 2024, 1,234,567 people paid $89.99 each; 3.14159 is pi.",
