@@ -154,9 +154,7 @@ def measure_frame(values: np.ndarray, layer: int, head: int) -> pd.DataFrame:
     )
 
 
-def group_frame(
-    num_layers: int, num_heads: int, groups: tuple[int, ...], scores: np.ndarray | None
-) -> pd.DataFrame:
+def group_frame(num_layers: int, num_heads: int, groups: tuple[int, ...], scores: np.ndarray | None) -> pd.DataFrame:
     """layer, head, group, value: each query head's key/value head, beside a measure (the induction score;
     None, before the induction question is answered: 1 for every head, so nothing fades)."""
     shown = np.ones((num_layers, num_heads)) if scores is None else scores  # (L, H)

@@ -54,6 +54,7 @@ def test_in_presentation_mode_each_lock_names_the_step_of_its_own_question() -> 
     assert "the answer to the first question, appears once you have answered the question on step 3." in text
     assert "sampling seed of “The next token”" in text  # not "the sampling seed above": it is on step 3
 
+
 @needs_model
 def test_the_page_draws_every_section_and_hides_answers_until_chosen() -> None:
     at = open_page("inside_gpt")
