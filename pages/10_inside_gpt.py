@@ -1,7 +1,7 @@
 """Lesson 10: inside a GPT (SmolLM2-135M-Instruct), every number from our own forward pass.
 
 Each function draws one section; the last lines put them in order. Every number comes from
-core/lessons/inside_gpt.py through ui.gpt_queue (the model's runs, queued fairly and shared by every
+core/lessons/inside_gpt*.py through ui.gpt_queue (the model's runs, queued fairly and shared by every
 session); no torch here.
 """
 
@@ -16,7 +16,11 @@ from core.charts import inside_gpt as charts_gpt
 from core.charts import real_model as charts_rm
 from core.inputs.examples import MAX_TEXT_CHARS
 from core.lessons import inside_gpt as gpt
+from core.lessons import inside_gpt_cache as gpt_cache
 from core.lessons import inside_gpt_frames as frames
+from core.lessons import inside_gpt_induction as gpt_induction
+from core.lessons import inside_gpt_rope as gpt_rope
+from core.lessons import inside_gpt_runs as gpt_runs
 from core.models.smollm2 import GenerationCancelled
 from ui import draw, gpt_queue, widgets
 from ui.frame import frame as page_frame
@@ -244,7 +248,7 @@ def one_token_everywhere(analysis: gpt.PromptAnalysis) -> None:
         st.caption(gpt.model_view_sentence(view))
 
 
-def induction(model) -> tuple[gpt.InductionLesson, bool]:
+def induction(model) -> tuple[gpt_induction.InductionLesson, bool]:
     """The induction section; whether its question is answered (the next two sections show losses and scores)."""
     step("Induction heads, measured")
     widgets.prose("inside_gpt", "induction")
@@ -252,21 +256,21 @@ def induction(model) -> tuple[gpt.InductionLesson, bool]:
     length = int(
         st.slider(
             "Random tokens before the repeat",
-            gpt.MIN_REPEAT,
-            gpt.MAX_REPEAT,
+            choices.MIN_REPEAT,
+            choices.MAX_REPEAT,
             gpt.DEFAULT_REPEAT,
             key=PageControl.GPT_LENGTH,
             **widgets.LINKED,
         )
     )
     seed = int(st.session_state.get(PageControl.GPT_SEED, gpt.DEFAULT_SEED))
-    lesson = gpt_queue.computed(gpt.INDUCTION, model, length, seed)
+    lesson = gpt_queue.computed(gpt_induction.INDUCTION, model, length, seed)
     st.caption(
         f"{length} random tokens, then the same {length} again (seed {seed}, the sampling seed of “The next token”): "
         + " ".join(repr(t) for t in lesson.tokens[:8])
         + " …"
     )
-    answered = widgets.predict(gpt.induction_question(lesson), key="predict_gpt_induction")
+    answered = widgets.predict(gpt_induction.induction_question(lesson), key="predict_gpt_induction")
     step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
     if not answered:
         widgets.answer_first("The scores and the losses appear")
@@ -289,9 +293,9 @@ def induction(model) -> tuple[gpt.InductionLesson, bool]:
         f"An even spread would score about {lesson.chance:.2f}. The top heads by shared key/value head: {groups}."
     )
     widgets.prose("inside_gpt", "copying")
-    st.markdown(gpt.copying_sentence(lesson))
+    st.markdown(gpt_induction.copying_sentence(lesson))
     widgets.code_box(
-        gpt.code(lesson),
+        gpt_induction.code(lesson),
         "Plain PyTorch in float32 from the model's file, without our model code: the same random sequence. The page "
         "multiplies the file's 4-bit weights in bfloat16, so its induction scores differ from these by up to about "
         "0.01, its losses by up to about 0.06 nats and the top heads' copying scores by up to about 0.03; the top "
@@ -301,7 +305,7 @@ def induction(model) -> tuple[gpt.InductionLesson, bool]:
     return lesson, True
 
 
-def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
+def ablation(model, lesson: gpt_induction.InductionLesson, answered: bool) -> None:
     step("Switch a head off")
     widgets.prose("inside_gpt", "ablation")
     if not answered:  # the loss on the second copy, and the top induction head, answer the question above
@@ -312,7 +316,7 @@ def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
     previous_layer, previous_head, _ = lesson.top_previous
     choice = st.selectbox(
         "Switch off by",
-        list(gpt.AblationChoice),
+        list(choices.AblationChoice),
         format_func=lambda c: c.value,
         key=PageControl.GPT_ABLATION,
         **widgets.LINKED,
@@ -333,11 +337,11 @@ def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
         width="stretch",
     )
     result = gpt_queue.computed(
-        gpt.ABLATION, model, lesson.length, lesson.seed, layer, head, gpt.AblationChoice(choice)
+        gpt_induction.ABLATION, model, lesson.length, lesson.seed, layer, head, choices.AblationChoice(choice)
     )
     m1, m2, m3 = st.columns(3)
     m1.metric(f"loss on the second copy, layer {layer} head {head} on", f"{result.loss_before:.2f}")
-    how = "switched off" if result.choice is gpt.AblationChoice.ZERO else "replaced by its mean"  # the mode's words
+    how = "switched off" if result.choice is choices.AblationChoice.ZERO else "replaced by its mean"  # the mode's words
     m2.metric(f"... {how}", f"{result.loss_after:.2f}", f"{result.loss_change:+.2f}", delta_color="inverse")
     m3.metric(
         "next-token probabilities moved",  # short: the longer label was cut on a projector (the s19 review)
@@ -345,13 +349,13 @@ def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
         help="Total variation distance between the last position's next-token distributions, head on and head "
         "changed: 0 when nothing moved, 1 when they share nothing.",
     )
-    st.markdown(gpt.expected_token_sentence(result))
+    st.markdown(gpt_induction.expected_token_sentence(result))
     before, after = st.columns(2)
     before.caption("Top next tokens, head on: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_before))
     after.caption("Head off: " + ", ".join(f"{t!r} {p:.1%}" for t, p in result.top_after))
-    st.markdown(gpt.composition_sentence(lesson, result))
+    st.markdown(gpt_induction.composition_sentence(lesson, result))
     widgets.code_box(
-        gpt.ablation_code(lesson, result),
+        gpt_induction.ablation_code(lesson, result),
         "Plain PyTorch in float32 from the model's file: the induction section's sequence, this head, this way of "
         "switching it off. The page multiplies the file's 4-bit weights in bfloat16, so its losses differ from these "
         "by up to about 0.1 nats (1.5%) and the change by up to about 0.07: a smaller change, such as a sink head's, "
@@ -360,17 +364,17 @@ def ablation(model, lesson: gpt.InductionLesson, answered: bool) -> None:
     )
 
 
-def grouped_query(model, lesson: gpt.InductionLesson, answered: bool) -> None:
+def grouped_query(model, lesson: gpt_induction.InductionLesson, answered: bool) -> None:
     step("Grouped-query attention")
     widgets.prose("inside_gpt", "gqa")
-    groups = gpt.kv_groups(lesson.num_heads, lesson.num_kv_heads)
+    groups = gpt_cache.kv_groups(lesson.num_heads, lesson.num_kv_heads)
     scores = lesson.scores if answered else None  # the induction scores fade the map once they are out
     draw.draw(
         charts_gpt.groups(frames.group_frame(lesson.scores.shape[0], lesson.num_heads, groups, scores), answered),
         "A 30 by 9 map of query heads coloured by the key/value head they read"
         + (", faded by induction score." if answered else "."),
     )
-    sizes = gpt_queue.computed(gpt.CACHE_SIZES, model)
+    sizes = gpt_queue.computed(gpt_cache.CACHE_SIZES, model)
     m1, m2 = st.columns(2)
     m1.metric(
         f"KV cache per token, {sizes.num_kv_heads} KV heads (float32)", f"{sizes.per_token_shared / 1024:.0f} KiB"
@@ -378,7 +382,7 @@ def grouped_query(model, lesson: gpt.InductionLesson, answered: bool) -> None:
     m2.metric(f"... with {sizes.num_heads} KV heads, one per query head", f"{sizes.per_token_full / 1024:.0f} KiB")
 
 
-def one_pair(result: gpt.RopeLesson) -> None:
+def one_pair(result: gpt_rope.RopeLesson) -> None:
     """The table's pair up close: the rotated query and key, dimension by dimension, and the products that sum
     to its score (BertViz's neuron view, on a grouped-query model with RoPE)."""
     widgets.prose("inside_gpt", "pair")
@@ -393,14 +397,14 @@ def one_pair(result: gpt.RopeLesson) -> None:
             x_title="dimension",
             y_title="",
         )
-    st.caption(gpt.pair_sentence(result))
+    st.caption(gpt_rope.pair_sentence(result))
 
 
 def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -> None:
     step("Position by rotation (RoPE)")
     widgets.prose("inside_gpt", "rope")
     head = st.session_state[HEAD]
-    result = gpt_queue.computed(gpt.ROPE, model, text, kind, head)
+    result = gpt_queue.computed(gpt_rope.ROPE, model, text, kind, head)
     widgets.number_table(
         pd.DataFrame(
             {
@@ -425,12 +429,12 @@ def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -
         "line; with sinusoidal positions added, two different lines.",
     )
     st.caption(
-        f"At the same distance, moving the pair from position {gpt.STARTS[0]} to {gpt.STARTS[1]} changes the "
+        f"At the same distance, moving the pair from position {gpt_rope.STARTS[0]} to {gpt_rope.STARTS[1]} changes the "
         f"rotated score by at most {result.rope_start_gap:.1e}, and the score with added positions by up to "
         f"{result.additive_start_gap:.2f}."
     )
     widgets.code_box(
-        gpt.rope_code(analysis, result),
+        gpt_rope.rope_code(analysis, result),
         "Plain PyTorch in float32 from layer 0's tensors in the model's file. The page multiplies the file's 4-bit "
         "weights in bfloat16, so its query and key differ slightly, and its scores and curves differ from these by "
         "up to about 0.5% (0.15 at most on the example prompts); in both, moving the pair changes the rotated score "
@@ -447,7 +451,7 @@ def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKin
         kv_cache_code_box(analysis, answered)
         return
     # The measured numbers above their chart: under it they fell below a projector's fold (the seventh review).
-    st.caption(gpt.cache_caption(timing))
+    st.caption(gpt_cache.cache_caption(timing))
     draw.draw(
         charts_gpt.timing(frames.timing_frame(timing)),
         "Lines of the time per generated token with and without the KV cache.",
@@ -455,18 +459,19 @@ def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKin
     kv_cache_code_box(analysis, answered)
 
 
-def cache_timing_when_asked(model, text: str, kind: gpt.PromptKind) -> gpt.CacheTiming | None:
+def cache_timing_when_asked(model, text: str, kind: gpt.PromptKind) -> gpt_cache.CacheTiming | None:
     """The example prompts' timing (shared, computed once); on the student's own prompt, once they ask."""
     asked = st.session_state.setdefault(TIMED_PROMPTS, set())
-    if not gpt.timed_without_asking(text, kind) and (text, kind) not in asked:
+    if not gpt_runs.timed_without_asking(text, kind) and (text, kind) not in asked:
         st.caption(
-            f"Timing the cache generates {gpt.TIMED_TOKENS} tokens twice, with and without it: the model's longest "
-            "job on this page, and the class shares one model, so it waits for you to ask on a prompt of your own."
+            f"Timing the cache generates {gpt_cache.TIMED_TOKENS} tokens twice, with and without it: the model's "
+            "longest job on this page, and the class shares one model, so it waits for you to ask on a prompt of your "
+            "own."
         )
         if not st.button("Time the KV cache on my prompt", icon=":material/timer:", key="al_time_kv_cache"):
             return None
         st.session_state[TIMED_PROMPTS] = asked | {(text, kind)}
-    return gpt_queue.computed(gpt.CACHE_TIMING, model, text, kind, gpt.TIMED_TOKENS)
+    return gpt_queue.computed(gpt_cache.CACHE_TIMING, model, text, kind, gpt_cache.TIMED_TOKENS)
 
 
 def kv_cache_code_box(analysis: gpt.PromptAnalysis, answered: bool) -> None:
@@ -476,7 +481,7 @@ def kv_cache_code_box(analysis: gpt.PromptAnalysis, answered: bool) -> None:
         )
         return
     widgets.code_box(
-        gpt.kv_cache_code(analysis, gpt.TIMED_TOKENS),
+        gpt_cache.kv_cache_code(analysis, gpt_cache.TIMED_TOKENS),
         "Plain PyTorch in float32 from the model's file, the cache a list of tensors. In float32 the logits with "
         "and without the cache differ by at most about 4e-5 on the example prompts, float rounding from adding in "
         "another order (the page sums attention in float64, so its two runs agree exactly). The bytes per token "

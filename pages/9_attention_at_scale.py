@@ -149,6 +149,7 @@ widgets.code_box(
 def real_gpt_timing() -> None:
     """The same comparison on the lab's own GPT (SmolLM2-135M), where its wheel is installed."""
     from core.lessons import inside_gpt as gpt
+    from core.lessons import inside_gpt_cache as gpt_cache
     from core.models.smollm2 import ModelFilesError
 
     try:
@@ -158,7 +159,7 @@ def real_gpt_timing() -> None:
         return
     example = gpt.EXAMPLES[scale_kv.REAL_GPT_PROMPT_INDEX]
     with st.spinner("Generating on SmolLM2-135M with and without the cache…"):
-        timing = cache.computed(gpt.CACHE_TIMING, model, example.text, example.kind, scale_kv.REAL_GPT_NEW_TOKENS)
+        timing = cache.computed(gpt_cache.CACHE_TIMING, model, example.text, example.kind, scale_kv.REAL_GPT_NEW_TOKENS)
     st.caption(scale_kv.real_gpt_caption(timing))
 
 

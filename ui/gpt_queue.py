@@ -28,6 +28,10 @@ import streamlit as st
 
 from core.app.registry import LessonSpec
 from core.lessons import inside_gpt as gpt
+from core.lessons import inside_gpt_cache as gpt_cache
+from core.lessons import inside_gpt_induction as gpt_induction
+from core.lessons import inside_gpt_rope as gpt_rope
+from core.lessons import inside_gpt_runs as gpt_runs
 from core.lessons import to_the_answer as answer
 from services.model_queue import Limits, ModelQueue, State, Status, default_slots
 from ui import cache, hardening, sessions
@@ -42,26 +46,26 @@ WHAT = {  # what the model is doing for the student, as the bar says it
     gpt.PROMPT.name: "reading the prompt through every head",
     gpt.VOCABULARY.name: "decoding its vocabulary",
     gpt.GENERATION.name: "generating the new tokens",
-    gpt.INDUCTION.name: "measuring the induction heads",
-    gpt.ABLATION.name: "switching the head off",
-    gpt.ROPE.name: "rotating layer 0's query and key",
-    gpt.CACHE_TIMING.name: "timing the KV cache",
-    gpt.CACHE_SIZES.name: "counting the cache's bytes",
+    gpt_induction.INDUCTION.name: "measuring the induction heads",
+    gpt_induction.ABLATION.name: "switching the head off",
+    gpt_rope.ROPE.name: "rotating layer 0's query and key",
+    gpt_cache.CACHE_TIMING.name: "timing the KV cache",
+    gpt_cache.CACHE_SIZES.name: "counting the cache's bytes",
     **answer.WHAT,
 }
-QUEUED = (*gpt.LESSONS, *answer.LESSONS)  # every computation the queue runs, each lesson's list as it says
+QUEUED = (*gpt_runs.LESSONS, *answer.LESSONS)  # every computation the queue runs, each lesson's list as it says
 
 
 def _run(lesson: LessonSpec[R], model: SmolLM2, args: tuple, keep_going: Any) -> R:
     """The computation as its own lesson runs it (inference mode, stopping, autograd where needed)."""
-    runner = answer.run_lesson if lesson in answer.LESSONS else gpt.run_lesson
+    runner = answer.run_lesson if lesson in answer.LESSONS else gpt_runs.run_lesson
     return runner(lesson, model, args, keep_going)
 
 
 def _shared(lesson: LessonSpec, args: tuple) -> bool:
     if lesson in answer.LESSONS:
         return answer.shared_by_everyone(lesson, args)
-    return gpt.shared_by_everyone(lesson, args)
+    return gpt_runs.shared_by_everyone(lesson, args)
 
 
 @dataclass(frozen=True)
@@ -115,10 +119,10 @@ def _warm_up(queue: ModelQueue[GptRun, Any], model: SmolLM2) -> None:
     example = gpt.EXAMPLES[0]
     result(gpt.VOCABULARY)
     analysis = result(gpt.PROMPT, example.text, example.kind)
-    result(gpt.INDUCTION, gpt.DEFAULT_REPEAT, gpt.DEFAULT_SEED)
-    result(gpt.CACHE_SIZES)
-    result(gpt.ROPE, example.text, example.kind, gpt.best_previous_head(analysis)[1])
-    result(gpt.CACHE_TIMING, example.text, example.kind, gpt.TIMED_TOKENS)
+    result(gpt_induction.INDUCTION, gpt.DEFAULT_REPEAT, gpt.DEFAULT_SEED)
+    result(gpt_cache.CACHE_SIZES)
+    result(gpt_rope.ROPE, example.text, example.kind, gpt.best_previous_head(analysis)[1])
+    result(gpt_cache.CACHE_TIMING, example.text, example.kind, gpt_cache.TIMED_TOKENS)
     result(answer.ANSWER, answer.DEFAULT_TEXT, answer.Explain.CONTRAST, "")  # lesson 11's opening view
 
 

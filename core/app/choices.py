@@ -91,7 +91,7 @@ MIN_REPEAT, MAX_REPEAT = 5, 30  # the induction test's repeated tokens
 
 
 class AblationChoice(StrEnum):
-    """How lesson 10 knocks out a head (core.lessons.inside_gpt.ablation_mode gives the model's own mode)."""
+    """How lesson 10 knocks out a head (core.lessons.inside_gpt_induction.ablation_mode gives the model's own mode)."""
 
     ZERO = "zero"
     MEAN = "mean"

@@ -26,7 +26,7 @@ from core.models import kv_cache
 from core.models import tiny_transformer as tt
 
 if TYPE_CHECKING:  # the GPT's modules load only where its timing is shown
-    from core.lessons.inside_gpt import CacheTiming
+    from core.lessons.inside_gpt_cache import CacheTiming
 
 # ----------------------------------------------------------------------------------------
 # (d) The KV cache
@@ -277,7 +277,8 @@ REAL_GPT_NEW_TOKENS = 8
 
 def real_gpt_caption(timing: CacheTiming) -> str:
     """What the lab's own GPT measured on this server: the time per token with and without the cache."""
-    from core.lessons.inside_gpt import logits_sentence, time_per_token_sentence  # lesson 10's, where the GPT runs
+    # lesson 10's, where the GPT runs
+    from core.lessons.inside_gpt_cache import logits_sentence, time_per_token_sentence
 
     same = "the same tokens" if timing.same_tokens else "different tokens"
     return (

@@ -1,4 +1,4 @@
-"""Long DataFrames for the "Inside a GPT" charts, from core/lessons/inside_gpt.py's results (pure pandas)."""
+"""Long DataFrames for the "Inside a GPT" charts, from core/lessons/inside_gpt*.py's results (pure pandas)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,10 @@ import torch
 
 from core.charts.inside_gpt import DRAWN_STAGE, MODEL_STAGE
 from core.lessons.common import matrix_frame
-from core.lessons.inside_gpt import (
-    DISTANCES,
-    STARTS,
-    CacheTiming,
-    GeneratedToken,
-    InductionLesson,
-    PromptAnalysis,
-    RopeLesson,
-    SamplingView,
-    TokenAcrossModel,
-)
+from core.lessons.inside_gpt import GeneratedToken, PromptAnalysis, SamplingView, TokenAcrossModel
+from core.lessons.inside_gpt_cache import CacheTiming
+from core.lessons.inside_gpt_induction import InductionLesson
+from core.lessons.inside_gpt_rope import DISTANCES, STARTS, RopeLesson
 
 OVERVIEW_BLOCKS = 8  # each head's map in the all-heads overview: at most 8 x 8 blocks of positions, whatever T
 

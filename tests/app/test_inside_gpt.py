@@ -7,6 +7,7 @@ import importlib.metadata
 
 import pytest
 
+from core.app import choices
 from core.lessons import inside_gpt as gpt
 from core.models import smollm2
 from tests.support import MESSAGE_BUDGET, PROMPT_64, message_bytes, open_page
@@ -115,7 +116,7 @@ def test_the_top_token_question_is_the_models_own_ranking() -> None:
         ("gpt_layer", "17", lambda at: "layer 17 head" in " ".join(m.label for m in at.metric)),
         ("gpt_head", "3", lambda at: "head 3 on" in " ".join(m.label for m in at.metric)),
         ("gpt_length", "10", lambda at: "10 random tokens, then the same 10 again" in captions(at)),
-        ("gpt_ablation", "mean", lambda at: at.selectbox(key="gpt_ablation").value == gpt.AblationChoice.MEAN),
+        ("gpt_ablation", "mean", lambda at: at.selectbox(key="gpt_ablation").value == choices.AblationChoice.MEAN),
     ],
 )
 def test_each_control_is_read_from_the_link(param: str, value: str, check) -> None:

@@ -8,6 +8,9 @@ import threading
 import pytest
 
 from core.lessons import inside_gpt as gpt
+from core.lessons import inside_gpt_cache as gpt_cache
+from core.lessons import inside_gpt_rope as gpt_rope
+from core.lessons import inside_gpt_runs as gpt_runs
 from core.models import smollm2
 from tests.support import open_page
 from ui import gpt_queue
@@ -24,12 +27,16 @@ SECTIONS = ("The next token", "Induction heads, measured", "The KV cache, measur
 @needs_model
 def test_a_new_student_s_default_example_runs_no_model_after_a_class_s_own_prompts(monkeypatch) -> None:
     open_page("inside_gpt")  # the first visitor: the default example's results, computed once
-    real = gpt.run_lesson
+    real = gpt_runs.run_lesson
     # Then a class types its own prompts: more of each kind than its cache keeps (stand-in results, no model).
-    monkeypatch.setattr(gpt, "run_lesson", lambda lesson, model, args, keep_going: f"{lesson.name}{args}")
+    monkeypatch.setattr(gpt_runs, "run_lesson", lambda lesson, model, args, keep_going: f"{lesson.name}{args}")
     for student in range(70):
         text = f"Student {student}'s own prompt"
-        for lesson, args in ((gpt.PROMPT, ()), (gpt.ROPE, (0,)), (gpt.CACHE_TIMING, (gpt.TIMED_TOKENS,))):
+        for lesson, args in (
+            (gpt.PROMPT, ()),
+            (gpt_rope.ROPE, (0,)),
+            (gpt_cache.CACHE_TIMING, (gpt_cache.TIMED_TOKENS,)),
+        ):
             gpt_queue.computed(lesson, object(), text, gpt.PromptKind.TEXT, *args)
     runs: list[str] = []
 
@@ -37,7 +44,7 @@ def test_a_new_student_s_default_example_runs_no_model_after_a_class_s_own_promp
         runs.append(lesson.name)
         return real(lesson, model, args, keep_going)
 
-    monkeypatch.setattr(gpt, "run_lesson", counted)
+    monkeypatch.setattr(gpt_runs, "run_lesson", counted)
     at = open_page("inside_gpt")  # a new student
     assert set(SECTIONS) <= {h.value for h in at.subheader}
     assert runs == []  # every number from the shared results: the model ran for nobody
@@ -74,22 +81,22 @@ def test_a_student_waiting_behind_another_run_is_shown_their_place(monkeypatch) 
 def test_the_kv_cache_is_timed_on_a_student_s_own_prompt_only_when_they_ask(monkeypatch) -> None:
     """Timing the cache was about 85% of the model's work for a new prompt (loadtest/inside_gpt_queue.py); on a
     student's own prompt it now waits for the button, and then the section shows the prompt's own numbers."""
-    real, runs = gpt.run_lesson, []
+    real, runs = gpt_runs.run_lesson, []
 
     def counted(lesson, model, args, keep_going):
         runs.append((lesson.name, args[0] if args else None))
         return real(lesson, model, args, keep_going)
 
-    monkeypatch.setattr(gpt, "run_lesson", counted)
+    monkeypatch.setattr(gpt_runs, "run_lesson", counted)
     text = "My cat sat on the mat and then it"
     at = open_page("inside_gpt", gpt_prompt="own", gpt_text=text)
-    timed = [run for run in runs if run == (gpt.CACHE_TIMING.name, text)]
+    timed = [run for run in runs if run == (gpt_cache.CACHE_TIMING.name, text)]
     assert timed == []  # the prompt was read, the cache not timed
     assert "The KV cache, measured" in {h.value for h in at.subheader}
     assert not any("Both runs chose" in c.value for c in at.caption)
     button = next(b for b in at.button if b.key == "al_time_kv_cache")
     button.click().run(timeout=300)
-    assert [run for run in runs if run == (gpt.CACHE_TIMING.name, text)] == [(gpt.CACHE_TIMING.name, text)]
+    assert [run for run in runs if run == (gpt_cache.CACHE_TIMING.name, text)] == [(gpt_cache.CACHE_TIMING.name, text)]
     assert any("Both runs chose" in c.value for c in at.caption)
     at.run(timeout=300)  # asked once: the timing stays on this prompt's later runs, without another press
     assert any("Both runs chose" in c.value for c in at.caption)

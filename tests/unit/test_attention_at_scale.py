@@ -317,16 +317,17 @@ def test_the_labs_own_gpt_in_the_cache_table_is_the_models_file(decoder) -> None
 @pytest.mark.slow  # live: times the real GPT generating with and without its cache (seconds on a CPU)
 def test_lesson_nine_times_the_real_gpt_and_says_what_it_measured(decoder) -> None:
     from core.lessons import inside_gpt as gpt
+    from core.lessons import inside_gpt_cache as gpt_cache
 
     example = gpt.EXAMPLES[scale_kv.REAL_GPT_PROMPT_INDEX]
-    timing = gpt.cache_timing(decoder, example.text, example.kind, scale_kv.REAL_GPT_NEW_TOKENS)
+    timing = gpt_cache.cache_timing(decoder, example.text, example.kind, scale_kv.REAL_GPT_NEW_TOKENS)
     caption = scale_kv.real_gpt_caption(timing)
     steps = len(timing.lengths)
     assert f"generating {steps} tokens: The first step reads the whole {timing.lengths[0]}-token prompt" in caption
     new_tokens = timing.new_token_ms
     assert new_tokens is not None and f"took on average {round(new_tokens[0])} ms with the cache" in caption
     assert ("the same tokens" in caption) == timing.same_tokens
-    assert gpt.logits_sentence(timing) in caption and timing.max_logit_difference == 0.0
+    assert gpt_cache.logits_sentence(timing) in caption and timing.max_logit_difference == 0.0
 
 
 def test_the_real_cache_table_fits_a_page_and_gives_no_size_past_a_models_context() -> None:
@@ -589,20 +590,20 @@ def test_the_tiling_caption_keeps_m_and_l_per_query_block_not_for_every_query() 
 
 
 def test_the_real_gpts_speed_up_is_the_ratio_of_the_times_it_prints() -> None:
-    from core.lessons import inside_gpt as gpt
+    from core.lessons import inside_gpt_cache as gpt_cache
 
     # The third review: "46 ms … 165 ms (3.5×)", where 165 / 46 is 3.6 (the ratio came from unrounded times).
-    timing = gpt.CacheTiming((37, 38), (46.4, 46.4), (164.6, 164.6), 0.0, True, 0)
+    timing = gpt_cache.CacheTiming((37, 38), (46.4, 46.4), (164.6, 164.6), 0.0, True, 0)
     caption = scale_kv.real_gpt_caption(timing)
     assert "the next token then took 46 ms with the cache and 165 ms without (3.6× the time)" in caption
 
 
 def test_the_real_gpts_prompt_pass_is_told_apart_from_the_new_tokens() -> None:
-    from core.lessons import inside_gpt as gpt
+    from core.lessons import inside_gpt_cache as gpt_cache
 
     # The sixth review: one slow first step (the prompt pass, 923 ms) pulled the mean with the cache to 143 ms
     # against 197 without, "1.4×", while each new token took about 34 ms against 190.
-    timing = gpt.CacheTiming(
+    timing = gpt_cache.CacheTiming(
         tuple(range(37, 45)),
         (923.0, 34, 36, 39, 34, 32, 32, 32),
         (250.0, 180, 202, 195, 191, 200, 182, 191),

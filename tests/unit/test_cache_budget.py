@@ -26,7 +26,7 @@ from core.lessons import (
     causal_dropout,
     common,
     cross_attention,
-    inside_gpt,
+    inside_gpt_runs,
     multi_head,
     overview,
     pretrained,
@@ -62,7 +62,7 @@ SECOND = " ".join(f"v{i}" for i in range(MAX_TOKENS))
 # (~50 kB, 64 kept) would take a model load and a 30 s run to measure here.
 NOT_MEASURED_HERE = {real_model.LESSON.name, training_lab.RUN.name}
 # Lesson 10 (inside a GPT) loads SmolLM2: budgeted in tests/unit/test_inside_gpt.py.
-NOT_MEASURED_HERE |= {spec.name for spec in inside_gpt.LESSONS}
+NOT_MEASURED_HERE |= {spec.name for spec in inside_gpt_runs.LESSONS}
 # Lesson 11 (to the answer) runs on the same model and queue: budgeted in tests/unit/test_to_the_answer.py.
 NOT_MEASURED_HERE |= {spec.name for spec in to_the_answer.LESSONS}
 

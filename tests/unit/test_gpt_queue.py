@@ -1,4 +1,4 @@
-"""Lesson 10's model runs through the queue (ui/gpt_queue.py, core/lessons/inside_gpt.py `shared_by_everyone`
+"""Lesson 10's model runs through the queue (ui/gpt_queue.py, core/lessons/inside_gpt_runs.py `shared_by_everyone`
 and `run_lesson`): a new student's default example from the shared results, at most K runs at once across
 sessions, a prompt the model cannot take, and what a waiting student reads.
 
@@ -16,7 +16,13 @@ import numpy as np
 import pytest
 import torch
 
+from core.app import choices
+from core.app.registry import LessonSpec
 from core.lessons import inside_gpt as gpt
+from core.lessons import inside_gpt_cache as gpt_cache
+from core.lessons import inside_gpt_induction as gpt_induction
+from core.lessons import inside_gpt_rope as gpt_rope
+from core.lessons import inside_gpt_runs as gpt_runs
 from core.lessons import to_the_answer as answer
 from core.models import smollm2
 from services.model_queue import State, Status
@@ -27,7 +33,7 @@ NO_MODEL = object()  # what the page would pass; the stand-in below never reads 
 
 
 class StandIn:
-    """`gpt.run_lesson` replaced: counts the runs (and the most at once), returns a marker, can be slow."""
+    """`gpt_runs.run_lesson` replaced: counts the runs (and the most at once), returns a marker, can be slow."""
 
     def __init__(self, seconds: float = 0.0) -> None:
         self.seconds = seconds
@@ -67,7 +73,7 @@ def own(student: int) -> tuple[str, gpt.PromptKind]:
 
 def test_a_new_student_reads_the_default_example_from_the_shared_results(queue, monkeypatch) -> None:
     stand_in = StandIn()
-    monkeypatch.setattr(gpt, "run_lesson", stand_in)
+    monkeypatch.setattr(gpt_runs, "run_lesson", stand_in)
     first = gpt_queue.computed(gpt.PROMPT, NO_MODEL, EXAMPLE.text, EXAMPLE.kind)  # the first visitor computes it
     for student in range(20):  # a class's own prompts: more than the analyses' cache keeps (max_entries)
         assert gpt_queue.computed(gpt.PROMPT, NO_MODEL, *own(student)) == f"analyse_prompt{own(student)}"
@@ -84,7 +90,7 @@ def test_at_most_k_model_runs_at_once_across_sessions(monkeypatch) -> None:
     monkeypatch.setattr(gpt_queue, "gpt_queue", lambda: made)
     monkeypatch.setattr(sessions, "session_id", lambda: threading.current_thread().name)
     stand_in = StandIn(seconds=0.2)
-    monkeypatch.setattr(gpt, "run_lesson", stand_in)
+    monkeypatch.setattr(gpt_runs, "run_lesson", stand_in)
     results: dict[int, str] = {}
 
     def student(number: int) -> None:
@@ -103,7 +109,7 @@ def test_at_most_k_model_runs_at_once_across_sessions(monkeypatch) -> None:
 
 
 def test_a_prompt_the_model_cannot_take_raises_its_own_error(queue, monkeypatch) -> None:
-    monkeypatch.setattr(gpt, "run_lesson", StandIn())
+    monkeypatch.setattr(gpt_runs, "run_lesson", StandIn())
     with pytest.raises(smollm2.TextError, match="three tokens"):
         gpt_queue.computed(gpt.PROMPT, NO_MODEL, "too short", gpt.PromptKind.TEXT)
 
@@ -112,7 +118,7 @@ def test_a_waiting_student_reads_their_place_and_an_estimate() -> None:
     _, text = gpt_queue.describe(gpt.PROMPT, Status(State.QUEUED, place=3, wait_s=12.4))
     assert "place 3 in the queue" in text and "about 12 s" in text and "reading the prompt" in text
     assert "you are next" in gpt_queue.describe(gpt.GENERATION, Status(State.QUEUED, place=1, wait_s=2))[1]
-    fraction, text = gpt_queue.describe(gpt.CACHE_TIMING, Status(State.RUNNING, wait_s=3, progress=0.4))
+    fraction, text = gpt_queue.describe(gpt_cache.CACHE_TIMING, Status(State.RUNNING, wait_s=3, progress=0.4))
     assert fraction == 0.4 and "timing the KV cache for you" in text
     assert "40 requests are waiting" in gpt_queue.describe(gpt.PROMPT, Status(State.FULL, place=40))[1]
     assert set(gpt_queue.WHAT) == {lesson.name for lesson in gpt_queue.QUEUED}
@@ -121,26 +127,26 @@ def test_a_waiting_student_reads_their_place_and_an_estimate() -> None:
 def test_the_results_everyone_shares_are_the_page_s_defaults_and_a_finite_set() -> None:
     example = (EXAMPLE.text, EXAMPLE.kind)
     defaults = gpt.sampling_settings(gpt.DEFAULT_TEMPERATURE, 0, 1.0)
-    assert gpt.shared_by_everyone(gpt.PROMPT, example)
-    assert not gpt.shared_by_everyone(gpt.PROMPT, own(0))
-    assert gpt.shared_by_everyone(gpt.CACHE_TIMING, (*example, gpt.TIMED_TOKENS))
-    assert gpt.shared_by_everyone(gpt.GENERATION, (*example, defaults, gpt.DEFAULT_SEED, gpt.DEFAULT_NEW_TOKENS))
-    assert not gpt.shared_by_everyone(gpt.GENERATION, (*example, defaults, 7, gpt.DEFAULT_NEW_TOKENS))
-    assert gpt.shared_by_everyone(gpt.INDUCTION, (gpt.DEFAULT_REPEAT, gpt.DEFAULT_SEED))
-    assert not gpt.shared_by_everyone(gpt.INDUCTION, (gpt.DEFAULT_REPEAT, 1))
-    assert gpt.shared_by_everyone(gpt.VOCABULARY, ())
+    assert gpt_runs.shared_by_everyone(gpt.PROMPT, example)
+    assert not gpt_runs.shared_by_everyone(gpt.PROMPT, own(0))
+    assert gpt_runs.shared_by_everyone(gpt_cache.CACHE_TIMING, (*example, gpt_cache.TIMED_TOKENS))
+    assert gpt_runs.shared_by_everyone(gpt.GENERATION, (*example, defaults, gpt.DEFAULT_SEED, gpt.DEFAULT_NEW_TOKENS))
+    assert not gpt_runs.shared_by_everyone(gpt.GENERATION, (*example, defaults, 7, gpt.DEFAULT_NEW_TOKENS))
+    assert gpt_runs.shared_by_everyone(gpt_induction.INDUCTION, (gpt.DEFAULT_REPEAT, gpt.DEFAULT_SEED))
+    assert not gpt_runs.shared_by_everyone(gpt_induction.INDUCTION, (gpt.DEFAULT_REPEAT, 1))
+    assert gpt_runs.shared_by_everyone(gpt.VOCABULARY, ())
     # Every value a student can choose: the shared ones are bounded by the examples, the heads and the defaults.
     heads = [(layer, head) for layer in range(30) for head in range(9)]
-    inputs = [*gpt.EXAMPLE_INPUTS, *(own(n) for n in range(50))]
+    inputs = [*gpt_runs.EXAMPLE_INPUTS, *(own(n) for n in range(50))]
     shared = (
-        sum(gpt.shared_by_everyone(gpt.PROMPT, i) for i in inputs)
-        + sum(gpt.shared_by_everyone(gpt.ROPE, (*i, head)) for i in inputs for head in range(9))
+        sum(gpt_runs.shared_by_everyone(gpt.PROMPT, i) for i in inputs)
+        + sum(gpt_runs.shared_by_everyone(gpt_rope.ROPE, (*i, head)) for i in inputs for head in range(9))
         + sum(
-            gpt.shared_by_everyone(gpt.ABLATION, (length, seed, *h, choice))
-            for length in range(gpt.MIN_REPEAT, gpt.MAX_REPEAT + 1)
+            gpt_runs.shared_by_everyone(gpt_induction.ABLATION, (length, seed, *h, choice))
+            for length in range(choices.MIN_REPEAT, choices.MAX_REPEAT + 1)
             for seed in range(3)
             for h in heads
-            for choice in gpt.AblationChoice
+            for choice in choices.AblationChoice
         )
     )
     assert shared == len(gpt.EXAMPLES) + 9 * len(gpt.EXAMPLES) + len(heads)
@@ -154,11 +160,11 @@ def test_run_lesson_records_no_autograd_graph_and_hands_the_stop_check_on() -> N
         seen["args"] = args
         return "done"
 
-    lesson = gpt.LessonSpec(compute, uses=None, max_entries=1)
-    assert gpt.run_lesson(lesson, NO_MODEL, (1, 2), lambda: True) == "done"
+    lesson = LessonSpec(compute, uses=None, max_entries=1)
+    assert gpt_runs.run_lesson(lesson, NO_MODEL, (1, 2), lambda: True) == "done"
     assert seen == {"inference_mode": True, "args": (1, 2)}
     assert not torch.is_inference_mode_enabled()  # only inside the run
-    assert gpt.GENERATION in gpt.STOPPABLE and gpt.CACHE_TIMING in gpt.STOPPABLE
+    assert gpt.GENERATION in gpt_runs.STOPPABLE and gpt_cache.CACHE_TIMING in gpt_runs.STOPPABLE
 
 
 def test_the_warm_up_computes_the_first_example_s_default_view_for_everyone(queue, monkeypatch) -> None:
@@ -168,20 +174,20 @@ def test_the_warm_up_computes_the_first_example_s_default_view_for_everyone(queu
     def stand_in(lesson, model, args, keep_going):
         return SimpleNamespace(previous=previous) if lesson is gpt.PROMPT else f"{lesson.name}{args}"
 
-    monkeypatch.setattr(gpt, "run_lesson", stand_in)
+    monkeypatch.setattr(gpt_runs, "run_lesson", stand_in)
     monkeypatch.setattr(answer, "run_lesson", stand_in)  # lesson 11's opening view is warmed up too
     gpt_queue._warm_up(queue, NO_MODEL)
     for student in range(40):  # a class's own prompts afterwards
         gpt_queue.computed(gpt.PROMPT, NO_MODEL, *own(student))
-        gpt_queue.computed(gpt.ROPE, NO_MODEL, *own(student), 7)
+        gpt_queue.computed(gpt_rope.ROPE, NO_MODEL, *own(student), 7)
     first = (EXAMPLE.text, EXAMPLE.kind)
     for lesson, args in (
         (gpt.VOCABULARY, ()),
         (gpt.PROMPT, first),
-        (gpt.INDUCTION, (gpt.DEFAULT_REPEAT, gpt.DEFAULT_SEED)),
-        (gpt.CACHE_SIZES, ()),
-        (gpt.ROPE, (*first, 7)),
-        (gpt.CACHE_TIMING, (*first, gpt.TIMED_TOKENS)),
+        (gpt_induction.INDUCTION, (gpt.DEFAULT_REPEAT, gpt.DEFAULT_SEED)),
+        (gpt_cache.CACHE_SIZES, ()),
+        (gpt_rope.ROPE, (*first, 7)),
+        (gpt_cache.CACHE_TIMING, (*first, gpt_cache.TIMED_TOKENS)),
         (answer.ANSWER, (answer.DEFAULT_TEXT, answer.Explain.CONTRAST, "")),
     ):
         assert queue.kept(gpt_queue.GptRun(lesson.name, args)) is not None, lesson.name

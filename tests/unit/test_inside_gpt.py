@@ -11,9 +11,13 @@ import pytest
 import torch
 
 from core import recipes
-from core.app import page_controls
+from core.app import choices, page_controls
 from core.lessons import inside_gpt as gpt
+from core.lessons import inside_gpt_cache as gpt_cache
 from core.lessons import inside_gpt_frames as frames
+from core.lessons import inside_gpt_induction as gpt_induction
+from core.lessons import inside_gpt_rope as gpt_rope
+from core.lessons import inside_gpt_runs as gpt_runs
 from core.models import decoder_measures as measures
 from core.models import smollm2
 
@@ -118,17 +122,17 @@ def test_generation_is_capped_seeded_and_keeps_each_attention_row(decoder) -> No
 
 
 def test_induction_heads_and_the_loss_on_the_second_copy(decoder) -> None:
-    lesson = gpt.induction_lesson(decoder, 20, 0)
+    lesson = gpt_induction.induction_lesson(decoder, 20, 0)
     assert len(lesson.tokens) == 40 and lesson.tokens[:20] == lesson.tokens[20:]
     assert lesson.top[0][2] > 0.8 > 20 * lesson.chance  # far above an even spread
     assert {(layer, head) for layer, head, _ in lesson.top[:3]} <= {(17, 3), (18, 6), (18, 7), (17, 4), (17, 5)}
     assert lesson.first_loss - lesson.second_loss > 5
     assert lesson.second_accuracy > lesson.first_accuracy
-    assert gpt.induction_question(lesson).answer == 2
+    assert gpt_induction.induction_question(lesson).answer == 2
     # The first copy's loss is worse than a uniform guess (15.1 against ln 49,152 = 10.80): the explanation says so
     # and why, where a reviewer found 15.14 unexplained.
     assert lesson.uniform_loss == pytest.approx(math.log(49_152)) and lesson.first_loss > lesson.uniform_loss
-    assert "would cost 10.80 nats" in gpt.induction_question(lesson).explanation
+    assert "would cost 10.80 nats" in gpt_induction.induction_question(lesson).explanation
     # A whole grouped-query group among the top heads: layer 17's query heads 3, 4 and 5 read KV head 1.
     assert sorted(lesson.groups_of_top()[(17, 1)]) == [3, 4, 5]
 
@@ -136,15 +140,15 @@ def test_induction_heads_and_the_loss_on_the_second_copy(decoder) -> None:
 def test_the_copying_sentence_sorts_the_top_induction_heads_by_their_own_scores(decoder) -> None:
     # Issue 42, item 5: does an induction head also write the token it finds? On the default sequence layer 17's
     # heads find it and hardly write it (|score| < 0.1); layer 23 head 7 writes it most (+0.70).
-    lesson = gpt.induction_lesson(decoder, 20, 0)
+    lesson = gpt_induction.induction_lesson(decoder, 20, 0)
     assert lesson.copying.shape == (30, 9)
-    sentence = gpt.copying_sentence(lesson)
+    sentence = gpt_induction.copying_sentence(lesson)
     for layer, head, _ in lesson.top:
         score = lesson.copying[layer, head]
         named = f"layer {layer} head {head}"
-        if score >= gpt.COPYING_MIN:
+        if score >= gpt_induction.COPYING_MIN:
             assert named in sentence.split("(copying score")[1].split(". ")[0]
-        elif abs(score) < gpt.COPYING_MIN:
+        elif abs(score) < gpt_induction.COPYING_MIN:
             assert named in sentence.split("hardly writing it")[1].split(". ")[0]
     assert {(17, 3), (17, 4), (17, 5)} <= {(a, b) for a, b, _ in lesson.top if abs(lesson.copying[a, b]) < 0.1}
     best = np.unravel_index(int(np.argmax(lesson.copying)), lesson.copying.shape)
@@ -159,40 +163,40 @@ def test_switching_off_the_previous_token_head_blinds_the_induction_heads_after_
     # Issue 42, item 5 (K-composition): layer 16 head 0 is the clearest previous-token head on the repeated sequence;
     # switched off, layer 17's induction heads fall from about 0.74 to under 0.1, and the sentence says so. A head
     # switched off keeps its own pattern (only its output is gone).
-    lesson = gpt.induction_lesson(decoder, 20, 0)
+    lesson = gpt_induction.induction_lesson(decoder, 20, 0)
     assert lesson.top_previous[:2] == (16, 0) and lesson.top_previous[2] > 0.9
-    result = gpt.ablation_lesson(decoder, 20, 0, 16, 0, gpt.AblationChoice.ZERO)
+    result = gpt_induction.ablation_lesson(decoder, 20, 0, 16, 0, choices.AblationChoice.ZERO)
     assert result.induction_after.shape == (30, 9)
     for head in (3, 4, 5):
         assert lesson.scores[17, head] > 0.7 and result.induction_after[17, head] < 0.1
-    sentence = gpt.composition_sentence(lesson, result)
+    sentence = gpt_induction.composition_sentence(lesson, result)
     assert f"layer 17 head 4 {lesson.scores[17, 4]:.3f} → {result.induction_after[17, 4]:.3f}" in sentence
     assert "on and then switched off" in sentence
     assert "All 6 lose more than half their score: they need what layer 16 head 0 writes" in sentence
     layer, head, score = lesson.top[0]
-    own = gpt.ablation_lesson(decoder, 20, 0, layer, head, gpt.AblationChoice.MEAN)
+    own = gpt_induction.ablation_lesson(decoder, 20, 0, layer, head, choices.AblationChoice.MEAN)
     assert own.induction_after[layer, head] == pytest.approx(score, abs=1e-6)
-    assert "(the head switched off)" in gpt.composition_sentence(lesson, own)
-    assert "None of the others loses half its score" in gpt.composition_sentence(lesson, own)
-    assert "on and then replaced by its mean" in gpt.composition_sentence(lesson, own)  # the mode's own words
+    assert "(the head switched off)" in gpt_induction.composition_sentence(lesson, own)
+    assert "None of the others loses half its score" in gpt_induction.composition_sentence(lesson, own)
+    assert "on and then replaced by its mean" in gpt_induction.composition_sentence(lesson, own)  # the mode's own words
 
 
 def test_switching_off_the_top_induction_head_raises_the_loss_more_than_a_sink_head(decoder) -> None:
-    lesson = gpt.induction_lesson(decoder, 20, 0)
+    lesson = gpt_induction.induction_lesson(decoder, 20, 0)
     layer, head, _ = lesson.top[0]
-    top = gpt.ablation_lesson(decoder, 20, 0, layer, head, gpt.AblationChoice.ZERO)
+    top = gpt_induction.ablation_lesson(decoder, 20, 0, layer, head, choices.AblationChoice.ZERO)
     assert top.loss_change > 0.3
-    mean = gpt.ablation_lesson(decoder, 20, 0, layer, head, gpt.AblationChoice.MEAN)
+    mean = gpt_induction.ablation_lesson(decoder, 20, 0, layer, head, choices.AblationChoice.MEAN)
     assert mean.loss_change > 0.3
     calm_layer, calm_head = np.unravel_index(int(np.argmax(lesson.sink)), lesson.sink.shape)  # a head parked on token 0
-    calm = gpt.ablation_lesson(decoder, 20, 0, int(calm_layer), int(calm_head), gpt.AblationChoice.ZERO)
+    calm = gpt_induction.ablation_lesson(decoder, 20, 0, int(calm_layer), int(calm_head), choices.AblationChoice.ZERO)
     assert abs(calm.loss_change) < top.loss_change
 
 
 def test_the_switch_off_names_the_token_the_repeat_predicts_and_its_probability(decoder) -> None:
-    lesson = gpt.induction_lesson(decoder, 20, 0)
+    lesson = gpt_induction.induction_lesson(decoder, 20, 0)
     layer, head, _ = lesson.top[0]
-    result = gpt.ablation_lesson(decoder, 20, 0, layer, head, gpt.AblationChoice.ZERO)
+    result = gpt_induction.ablation_lesson(decoder, 20, 0, layer, head, choices.AblationChoice.ZERO)
     repeated = measures.random_repeated_tokens(20, torch.Generator().manual_seed(0), decoder.config.vocab_size)
     # The last position reads the second copy's next-to-last token and predicts its last one, as the first copy had.
     assert (result.cue, result.expected) == smollm2.token_texts(decoder, [int(repeated[-2]), int(repeated[-1])])
@@ -202,20 +206,20 @@ def test_the_switch_off_names_the_token_the_repeat_predicts_and_its_probability(
     # The top induction head carries part of the copy: off, the expected token keeps about a third of its
     # probability (4.6% -> 1.5% at these settings; SmolLM2 copies random tokens only weakly).
     assert result.expected_after < result.expected_before / 2
-    sentence = gpt.expected_token_sentence(result)
+    sentence = gpt_induction.expected_token_sentence(result)
     assert f"{result.expected_before:.1%}" in sentence and f"{result.expected_after:.1%}" in sentence
     assert f"layer {layer} head {head} on" in sentence and "it falls" in sentence
 
 
 def test_grouped_query_heads_and_the_cache_per_token(decoder) -> None:
-    assert gpt.kv_groups(9, 3) == (0, 0, 0, 1, 1, 1, 2, 2, 2)
-    sizes = gpt.cache_sizes(decoder)
+    assert gpt_cache.kv_groups(9, 3) == (0, 0, 0, 1, 1, 1, 2, 2, 2)
+    sizes = gpt_cache.cache_sizes(decoder)
     assert sizes.per_token_shared == 2 * 30 * 3 * 64 * 4
     assert sizes.per_token_full == 3 * sizes.per_token_shared
 
 
 def test_rope_scores_depend_on_the_offset_only(decoder) -> None:
-    result = gpt.rope_lesson(decoder, "What is the capital of France?", gpt.PromptKind.CHAT, 4)
+    result = gpt_rope.rope_lesson(decoder, "What is the capital of France?", gpt.PromptKind.CHAT, 4)
     assert result.spread < 1e-4 * max(1.0, abs(result.scores[0]))
     assert abs(result.unrotated - result.scores[0]) > 1e-3  # the rotation changed the score: position counts
 
@@ -223,13 +227,13 @@ def test_rope_scores_depend_on_the_offset_only(decoder) -> None:
 def test_one_pair_up_close_sums_its_products_to_the_tables_score(decoder) -> None:
     # Issue 42, item 6 (BertViz's neuron view): the rotated query and key, dimension by dimension, and their
     # products, whose sum is the score the table's first row shows.
-    result = gpt.rope_lesson(decoder, "What is the capital of France?", gpt.PromptKind.CHAT, 4)
+    result = gpt_rope.rope_lesson(decoder, "What is the capital of France?", gpt.PromptKind.CHAT, 4)
     assert len(result.rotated_query) == len(result.rotated_key) == 64
     assert result.products.sum() == pytest.approx(result.scores[0], rel=1e-6)
     (_, query), (_, key), (title, products) = frames.pair_frames(result)
     assert len(query) == len(key) == len(products) == 64 and title == "q × k"  # one strip of 64 cells each
     assert np.allclose(products["value"], query["value"].to_numpy() * key["value"].to_numpy())
-    sentence = gpt.pair_sentence(result)
+    sentence = gpt_rope.pair_sentence(result)
     assert f"add up to {result.scores[0]:.3f}" in sentence
     largest = int(np.argmax(np.abs(result.products)))
     assert f"dimensions {largest} ({result.products[largest]:+.3f})" in sentence
@@ -237,13 +241,13 @@ def test_one_pair_up_close_sums_its_products_to_the_tables_score(decoder) -> Non
 
 
 def test_rotated_scores_follow_the_distance_and_added_positions_do_not(decoder) -> None:
-    result = gpt.rope_lesson(decoder, "What is the capital of France?", gpt.PromptKind.CHAT, 4)
-    assert len(result.rope_curves) == len(gpt.STARTS) and len(result.rope_curves[0]) == len(gpt.DISTANCES)
+    result = gpt_rope.rope_lesson(decoder, "What is the capital of France?", gpt.PromptKind.CHAT, 4)
+    assert len(result.rope_curves) == len(gpt_rope.STARTS) and len(result.rope_curves[0]) == len(gpt_rope.DISTANCES)
     # The page's caption: the two starts give one line when rotated, two lines when positions are added.
     assert result.rope_start_gap < 1e-4 * max(abs(v) for v in result.rope_curves[0])
     assert result.additive_start_gap > 0.1
     frame = frames.rope_frame(result)
-    assert len(frame) == 2 * len(gpt.STARTS) * len(gpt.DISTANCES)
+    assert len(frame) == 2 * len(gpt_rope.STARTS) * len(gpt_rope.DISTANCES)
     assert set(frame["positions"]) == {frames.ROTATED, frames.ADDED}
 
 
@@ -261,13 +265,13 @@ def test_sinusoidal_positions_are_the_transformers_and_their_products_follow_the
 
 
 def test_the_kv_cache_gives_the_same_tokens_and_is_faster(decoder) -> None:
-    timing = gpt.cache_timing(decoder, gpt.EXAMPLES_BY_KEY["fox"].text, gpt.PromptKind.TEXT, 6)
-    assert timing.same_tokens and timing.repeats == gpt.TIMING_REPEATS  # each step's time a median (issue 41)
+    timing = gpt_cache.cache_timing(decoder, gpt.EXAMPLES_BY_KEY["fox"].text, gpt.PromptKind.TEXT, 6)
+    assert timing.same_tokens and timing.repeats == gpt_cache.TIMING_REPEATS  # each step's time a median (issue 41)
     # Attention sums in float64, so one new query after the cache rounds as the whole sequence does: the
     # same float32 logits (they were 0.2-0.5 apart when attention summed in float32, then in bfloat16).
     assert timing.max_logit_difference == 0.0
-    assert "every logit at every step was the same number both ways" in gpt.cache_caption(timing)
-    assert timing.cache_bytes == (timing.lengths[-1]) * gpt.cache_sizes(decoder).per_token_shared
+    assert "every logit at every step was the same number both ways" in gpt_cache.cache_caption(timing)
+    assert timing.cache_bytes == (timing.lengths[-1]) * gpt_cache.cache_sizes(decoder).per_token_shared
     assert sum(timing.with_cache_ms[1:]) < sum(timing.without_cache_ms[1:])
 
 
@@ -275,36 +279,36 @@ def test_the_cache_timing_warms_up_before_it_times(decoder, monkeypatch: pytest.
     # The sixth review: the first timed call (the cached prompt pass) took 923 ms against 250 ms for the same work
     # without the cache: the process's first forward pays for allocations. One untimed pass comes first.
     calls: list[bool] = []
-    forward = gpt.smollm2.forward
+    forward = gpt_cache.smollm2.forward
 
     def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - a pass-through
         calls.append(bool(kwargs.get("use_cache")))
         return forward(*args, **kwargs)
 
-    monkeypatch.setattr(gpt.smollm2, "forward", counted)
-    timing = gpt.cache_timing(decoder, gpt.EXAMPLES_BY_KEY["fox"].text, gpt.PromptKind.TEXT, 3)
-    assert len(timing.lengths) == 3 and len(calls) == 2 * 3 * gpt.TIMING_REPEATS + 1
+    monkeypatch.setattr(gpt_cache.smollm2, "forward", counted)
+    timing = gpt_cache.cache_timing(decoder, gpt.EXAMPLES_BY_KEY["fox"].text, gpt.PromptKind.TEXT, 3)
+    assert len(timing.lengths) == 3 and len(calls) == 2 * 3 * gpt_cache.TIMING_REPEATS + 1
     assert calls[0] is False and calls[1] is True  # the untimed pass, then the first timed step with the cache
 
 
 def test_the_cache_caption_times_the_prompt_pass_apart() -> None:
-    timing = gpt.CacheTiming((37, 38, 39), (900.0, 30.0, 40.0), (250.0, 190.0, 200.0), 0.0, True, 38 * 46080)
-    caption = gpt.cache_caption(timing)
+    timing = gpt_cache.CacheTiming((37, 38, 39), (900.0, 30.0, 40.0), (250.0, 190.0, 200.0), 0.0, True, 38 * 46080)
+    caption = gpt_cache.cache_caption(timing)
     assert "(900 ms with the cache, which it fills, 250 ms without)" in caption
     assert "the next 2 tokens then took on average 35 ms with the cache and 195 ms without (5.6× the time)" in caption
     assert "the ratio is what holds" in caption and "median" not in caption  # one run of each step
-    medians = gpt.CacheTiming((37, 38, 39), (900.0, 30.0, 40.0), (250.0, 190.0, 200.0), 0.0, True, 38 * 46080, 3)
-    assert "Each time is the median of 3 runs of its step; on a shared server" in gpt.cache_caption(medians)
-    one_step = gpt.CacheTiming((37,), (900.0,), (250.0,), 0.0, True, 37 * 46080)
-    assert "with one step there is no new token to compare" in gpt.cache_caption(one_step)
+    medians = gpt_cache.CacheTiming((37, 38, 39), (900.0, 30.0, 40.0), (250.0, 190.0, 200.0), 0.0, True, 38 * 46080, 3)
+    assert "Each time is the median of 3 runs of its step; on a shared server" in gpt_cache.cache_caption(medians)
+    one_step = gpt_cache.CacheTiming((37,), (900.0,), (250.0,), 0.0, True, 37 * 46080)
+    assert "with one step there is no new token to compare" in gpt_cache.cache_caption(one_step)
 
 
 def test_the_induction_and_switch_off_panels_print_one_loss(decoder) -> None:
     # A reviewer saw 3.61 in the induction answer and 3.62 in the switch-off panel for the same sequence:
     # the reference path (with weights) and the fast path summed attention differently in float32.
     for length, seed in ((20, 0), (10, 7)):
-        lesson = gpt.induction_lesson(decoder, length, seed)
-        result = gpt.ablation_lesson(decoder, length, seed, 18, 7, gpt.AblationChoice.ZERO)
+        lesson = gpt_induction.induction_lesson(decoder, length, seed)
+        result = gpt_induction.ablation_lesson(decoder, length, seed, 18, 7, choices.AblationChoice.ZERO)
         assert result.loss_before == lesson.second_loss
 
 
@@ -370,8 +374,8 @@ def test_frames_feed_the_charts(decoder, vocabulary) -> None:
 
 @pytest.mark.slow
 def test_the_code_box_reproduces_the_induction_numbers(decoder) -> None:
-    lesson = gpt.induction_lesson(decoder, 12, 5)
-    namespace = recipes.run(gpt.code(lesson))
+    lesson = gpt_induction.induction_lesson(decoder, 12, 5)
+    namespace = recipes.run(gpt_induction.code(lesson))
     assert smollm2.token_texts(decoder, namespace["ids"]) == lesson.tokens  # the page's sequence
     # The recipe runs in float32; the page keeps bfloat16 weights: agreement to the second decimal
     # (measured: scores within 0.006, losses within 0.06 nats, at lengths 5-30).
@@ -394,15 +398,17 @@ def test_the_lessons_caches_stay_under_their_budget(decoder) -> None:
         gpt.PROMPT: gpt.analyse_prompt(decoder, text, gpt.PromptKind.TEXT),
         gpt.VOCABULARY: gpt.vocabulary_texts(decoder),
         gpt.GENERATION: gpt.generate_steps(decoder, text, gpt.PromptKind.TEXT, settings, 0, gpt.MAX_NEW_TOKENS),
-        gpt.INDUCTION: gpt.induction_lesson(decoder, gpt.MAX_REPEAT, 0),
-        gpt.ABLATION: gpt.ablation_lesson(decoder, gpt.MIN_REPEAT, 0, 0, 0, gpt.AblationChoice.ZERO),
-        gpt.ROPE: gpt.rope_lesson(decoder, text, gpt.PromptKind.TEXT, 0),
-        gpt.CACHE_TIMING: gpt.cache_timing(decoder, text, gpt.PromptKind.TEXT, 2),
-        gpt.CACHE_SIZES: gpt.cache_sizes(decoder),
+        gpt_induction.INDUCTION: gpt_induction.induction_lesson(decoder, choices.MAX_REPEAT, 0),
+        gpt_induction.ABLATION: gpt_induction.ablation_lesson(
+            decoder, choices.MIN_REPEAT, 0, 0, 0, choices.AblationChoice.ZERO
+        ),
+        gpt_rope.ROPE: gpt_rope.rope_lesson(decoder, text, gpt.PromptKind.TEXT, 0),
+        gpt_cache.CACHE_TIMING: gpt_cache.cache_timing(decoder, text, gpt.PromptKind.TEXT, 2),
+        gpt_cache.CACHE_SIZES: gpt_cache.cache_sizes(decoder),
     }
-    assert set(largest) == set(gpt.LESSONS)
+    assert set(largest) == set(gpt_runs.LESSONS)
     total = sum(len(pickle.dumps(value)) * spec.max_entries for spec, value in largest.items())
-    assert total / 2**20 < gpt.CACHE_BUDGET_MIB
+    assert total / 2**20 < gpt_runs.CACHE_BUDGET_MIB
 
 
 def test_every_chart_of_the_lesson_is_valid_vega_lite(decoder, vocabulary) -> None:
@@ -418,13 +424,13 @@ def test_every_chart_of_the_lesson_is_valid_vega_lite(decoder, vocabulary) -> No
         decoder, gpt.EXAMPLES_BY_KEY["count"].text, gpt.EXAMPLES_BY_KEY["count"].kind, view.settings, 0, 2
     )
     tokens = result.prompt_tokens + tuple(s.token for s in result.steps)
-    lesson = gpt.induction_lesson(decoder, 8, 0)
-    timing = gpt.cache_timing(decoder, gpt.EXAMPLES_BY_KEY["count"].text, gpt.EXAMPLES_BY_KEY["count"].kind, 2)
+    lesson = gpt_induction.induction_lesson(decoder, 8, 0)
+    timing = gpt_cache.cache_timing(decoder, gpt.EXAMPLES_BY_KEY["count"].text, gpt.EXAMPLES_BY_KEY["count"].kind, 2)
     charts = [
         charts_gpt.probabilities(frames.probability_frame(view)),
         charts_gpt.attention_row(frames.row_frame(result.steps[-1], tokens, 0, 0), "row"),
-        charts_gpt.groups(frames.group_frame(30, 9, gpt.kv_groups(9, 3), lesson.scores), True),
-        charts_gpt.groups(frames.group_frame(30, 9, gpt.kv_groups(9, 3), None), False),
+        charts_gpt.groups(frames.group_frame(30, 9, gpt_cache.kv_groups(9, 3), lesson.scores), True),
+        charts_gpt.groups(frames.group_frame(30, 9, gpt_cache.kv_groups(9, 3), None), False),
         charts_gpt.timing(frames.timing_frame(timing)),
         charts_gpt.heads_overview(frames.overview_frame(analysis), frames.overview_heads_frame(analysis, 0, 0), 30, 9),
         charts_heads.head_panels(frames.layer_frame(analysis, 0), "layer 0", causal=True, columns=3),
@@ -475,16 +481,16 @@ def test_the_sections_code_boxes_are_filled_with_the_pages_values(decoder) -> No
     analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES_BY_KEY["code"].text, gpt.EXAMPLES_BY_KEY["code"].kind)
     ids = f"ids = {list(analysis.token_ids)}"
     assert ids in gpt.heads_code(analysis)
-    lesson = gpt.induction_lesson(decoder, 7, 3)
-    ablated = gpt.ablation_lesson(decoder, 7, 3, 17, 4, gpt.AblationChoice.MEAN)
-    code = gpt.ablation_code(lesson, ablated)
+    lesson = gpt_induction.induction_lesson(decoder, 7, 3)
+    ablated = gpt_induction.ablation_lesson(decoder, 7, 3, 17, 4, choices.AblationChoice.MEAN)
+    code = gpt_induction.ablation_code(lesson, ablated)
     assert all(line in code for line in ("length = 7", "seed = 3", "layer = 17", "head = 4", 'mode = "mean"'))
-    rope = gpt.rope_lesson(decoder, gpt.EXAMPLES_BY_KEY["code"].text, gpt.EXAMPLES_BY_KEY["code"].kind, 5)
+    rope = gpt_rope.rope_lesson(decoder, gpt.EXAMPLES_BY_KEY["code"].text, gpt.EXAMPLES_BY_KEY["code"].kind, 5)
     assert rope.i == len(analysis.token_ids) - 1  # the recipe takes its i from the ids
-    assert ids in gpt.rope_code(analysis, rope) and "head = 5" in gpt.rope_code(analysis, rope)
-    timing = gpt.cache_timing(decoder, gpt.EXAMPLES_BY_KEY["code"].text, gpt.EXAMPLES_BY_KEY["code"].kind, 2)
+    assert ids in gpt_rope.rope_code(analysis, rope) and "head = 5" in gpt_rope.rope_code(analysis, rope)
+    timing = gpt_cache.cache_timing(decoder, gpt.EXAMPLES_BY_KEY["code"].text, gpt.EXAMPLES_BY_KEY["code"].kind, 2)
     assert timing.lengths[0] == len(analysis.token_ids)  # the same prompt
-    kv_code = gpt.kv_cache_code(analysis, len(timing.lengths))
+    kv_code = gpt_cache.kv_cache_code(analysis, len(timing.lengths))
     assert ids in kv_code and "new_tokens = 2" in kv_code
 
 
@@ -505,17 +511,17 @@ def test_the_heads_code_box_reproduces_the_sink_and_previous_token_measures(deco
 @pytest.mark.parametrize(
     ("length", "seed", "head", "choice"),
     [
-        (20, 0, None, gpt.AblationChoice.ZERO),  # the top induction head: +0.73 nats on the page
-        (12, 5, (16, 0), gpt.AblationChoice.MEAN),  # the clearest previous-token head: +2.5
-        (30, 7, (0, 0), gpt.AblationChoice.ZERO),  # a head whose loss falls: -0.42
+        (20, 0, None, choices.AblationChoice.ZERO),  # the top induction head: +0.73 nats on the page
+        (12, 5, (16, 0), choices.AblationChoice.MEAN),  # the clearest previous-token head: +2.5
+        (30, 7, (0, 0), choices.AblationChoice.ZERO),  # a head whose loss falls: -0.42
     ],
     ids=["top-induction-zero", "previous-token-mean", "layer-0-zero"],
 )
 def test_the_ablation_code_box_reproduces_the_loss_change(decoder, length, seed, head, choice) -> None:
-    lesson = gpt.induction_lesson(decoder, length, seed)
+    lesson = gpt_induction.induction_lesson(decoder, length, seed)
     layer, head = lesson.top[0][:2] if head is None else head
-    page = gpt.ablation_lesson(decoder, length, seed, layer, head, choice)
-    namespace = recipes.run(gpt.ablation_code(lesson, page))
+    page = gpt_induction.ablation_lesson(decoder, length, seed, layer, head, choice)
+    namespace = recipes.run(gpt_induction.ablation_code(lesson, page))
     assert smollm2.token_texts(decoder, namespace["ids"]) == lesson.tokens  # the induction section's sequence
     # float32 against bfloat16, measured over 48 cases (lengths 5-30, six heads, both modes): losses within 1.4%
     # (0.094 nats), their change within 0.072 nats, the distribution's shift within 0.03. A change under about
@@ -539,11 +545,11 @@ def test_the_ablation_code_box_reproduces_the_loss_change(decoder, length, seed,
 )
 def test_the_rope_code_box_reproduces_the_scores_and_curves(decoder, example, head) -> None:
     analysis = gpt.analyse_prompt(decoder, example.text, example.kind)
-    page = gpt.rope_lesson(decoder, example.text, example.kind, head)
-    namespace = recipes.run(gpt.rope_code(analysis, page))
+    page = gpt_rope.rope_lesson(decoder, example.text, example.kind, head)
+    namespace = recipes.run(gpt_rope.rope_code(analysis, page))
     assert (namespace["i"], namespace["j"]) == (page.i, page.j)
-    assert tuple(namespace["shifts"]) == page.shifts and tuple(namespace["starts"]) == gpt.STARTS
-    assert tuple(namespace["distances"]) == gpt.DISTANCES
+    assert tuple(namespace["shifts"]) == page.shifts and tuple(namespace["starts"]) == gpt_rope.STARTS
+    assert tuple(namespace["distances"]) == gpt_rope.DISTANCES
     # Within the recipe, moving both vectors changes the score by float rounding only, as on the page.
     scores = namespace["scores"]
     assert max(scores) - min(scores) < 1e-4 * max(1.0, abs(scores[0]))
@@ -564,9 +570,9 @@ def test_the_rope_code_box_reproduces_the_scores_and_curves(decoder, example, he
 def test_the_kv_cache_code_box_gives_the_same_logits_and_the_pages_size(decoder) -> None:
     example = gpt.EXAMPLES_BY_KEY["count"]  # counting: a short prompt
     analysis = gpt.analyse_prompt(decoder, example.text, example.kind)
-    timing = gpt.cache_timing(decoder, example.text, example.kind, 4)
-    namespace = recipes.run(gpt.kv_cache_code(analysis, len(timing.lengths)))
-    assert namespace["bytes_per_token"] == gpt.cache_sizes(decoder).per_token_shared == 46_080
+    timing = gpt_cache.cache_timing(decoder, example.text, example.kind, 4)
+    namespace = recipes.run(gpt_cache.kv_cache_code(analysis, len(timing.lengths)))
+    assert namespace["bytes_per_token"] == gpt_cache.cache_sizes(decoder).per_token_shared == 46_080
     assert namespace["cache_bytes"] == timing.cache_bytes  # the same tokens held: the prompt and three new ones
     # float32 both ways: measured 3.8e-5 at most on the four examples (the page's bfloat16: 0.25 to 0.56)
     assert namespace["max_difference"] < 1e-3
@@ -615,8 +621,10 @@ def test_the_cache_caption_counts_the_rows_the_cache_really_holds() -> None:
     # The third review: "the cache held 1.9 MiB after 45 tokens" beside "45 KiB per token" (45 × 45 KiB is
     # 1.98 MiB). The last token chosen is never fed back: the cache holds 44 rows.
     per_token = 30 * 3 * 64 * 2 * 4  # SmolLM2's layers × K/V heads × head width × (key, value) × float32
-    timing = gpt.CacheTiming((37, 38, 39, 40, 41, 42, 43, 44), (40.0,) * 8, (90.0,) * 8, 0.0, True, 44 * per_token)
-    caption = gpt.cache_caption(timing)
+    timing = gpt_cache.CacheTiming(
+        (37, 38, 39, 40, 41, 42, 43, 44), (40.0,) * 8, (90.0,) * 8, 0.0, True, 44 * per_token
+    )
+    caption = gpt_cache.cache_caption(timing)
     assert "The cache held 1.9 MiB at the end: 44 tokens × 45 KiB" in caption
     assert "after 45 tokens" not in caption
 
