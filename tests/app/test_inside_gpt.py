@@ -103,20 +103,26 @@ def test_the_top_token_question_is_the_models_own_ranking() -> None:
     assert "' six' at 70." in verdicts[0].replace("\\", "")  # the answer's probability, from the page's numbers
 
 
+def slow(*values: object) -> object:
+    return pytest.param(*values, marks=pytest.mark.slow)
+
+
 @needs_model
 @pytest.mark.parametrize(
     ("param", "value", "check"),
     [
-        ("gpt_prompt", "fox", lambda at: "brown fox" in "\n".join(t.value for t in at.text)),
+        # The four that run the model anew (a prompt, a generation, a repeat, a switch-off): 36 s of the fast
+        # layer's workers; every control is still read by the rule in the fast layer (tests/unit/test_links.py).
+        slow("gpt_prompt", "fox", lambda at: "brown fox" in "\n".join(t.value for t in at.text)),
         ("gpt_temperature", "0.0", lambda at: "1 token (the top one) can still be drawn" in captions(at)),
         ("gpt_top_k", "5", lambda at: "5 tokens can still be drawn" in captions(at)),
         ("gpt_top_p", "0.5", lambda at: "49,152 tokens can" not in captions(at)),
-        ("gpt_seed", "7", lambda at: "seed 7 draws" in captions(at)),
+        slow("gpt_seed", "7", lambda at: "seed 7 draws" in captions(at)),
         ("gpt_new_tokens", "3", lambda at: at.slider(key="gpt_new_tokens").value == 3),
         ("gpt_layer", "17", lambda at: "layer 17 head" in " ".join(m.label for m in at.metric)),
         ("gpt_head", "3", lambda at: "head 3 on" in " ".join(m.label for m in at.metric)),
-        ("gpt_length", "10", lambda at: "10 random tokens, then the same 10 again" in captions(at)),
-        ("gpt_ablation", "mean", lambda at: at.selectbox(key="gpt_ablation").value == choices.AblationChoice.MEAN),
+        slow("gpt_length", "10", lambda at: "10 random tokens, then the same 10 again" in captions(at)),
+        slow("gpt_ablation", "mean", lambda at: at.selectbox(key="gpt_ablation").value == choices.AblationChoice.MEAN),
     ],
 )
 def test_each_control_is_read_from_the_link(param: str, value: str, check) -> None:
