@@ -56,8 +56,8 @@ def test_in_presentation_mode_a_lock_line_names_the_step_of_its_question() -> No
     lines = locks(at)
     assert len(lines) >= 5
     assert all(line.endswith(f"{LOCK} the question on step 2.") for line in lines), lines
-    at = open_page("training_lab", present="1")  # its lock is on the last step, the question on step 2
-    assert locks(at) and all(line.endswith(f"{LOCK} the question on step 2.") for line in locks(at)), locks(at)
+    at = open_page("training_lab", present="1")  # its lock is on the last step, the question on step 3
+    assert locks(at) and all(line.endswith(f"{LOCK} the question on step 3.") for line in locks(at)), locks(at)
 
 
 def test_on_the_whole_page_a_lock_line_points_above() -> None:
