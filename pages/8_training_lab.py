@@ -193,7 +193,7 @@ else:
 widgets.prose("training_lab", "curves")  # under the charts it explains: they stay on the projector's screen
 
 widgets.prose("training_lab", "verdict")
-for sentence in tt.verdict(runs):
+for sentence in tt.verdict(runs, start_shown=answered):  # the start's gradient both ways is the answer
     st.markdown(f"- {sentence}")
 
 latest = runs[-1] if runs else None

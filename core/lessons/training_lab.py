@@ -151,13 +151,16 @@ def run_label(config: TrainingConfig) -> str:
     )
 
 
-def verdict(runs: Sequence[TrainingRun]) -> list[str]:
+def verdict(runs: Sequence[TrainingRun], start_shown: bool = True) -> list[str]:
     """Sentences about what these runs show, computed from their numbers.
 
     Pairs of runs that differ only in scaling are compared; a run without a partner is described alone.
+    `start_shown` False (the page's question is not answered yet): a pair's start statistics are left out,
+    since the gradient at the start, both ways, is the question's answer (a review pressed "Scaled vs
+    unscaled" first and read 0.0355 against 0.0105 above "Choose an answer").
     """
     comparisons = _pairs(runs)
-    sentences = [_compare(scaled, unscaled) for scaled, unscaled in comparisons]
+    sentences = [_compare(scaled, unscaled, start_shown) for scaled, unscaled in comparisons]
     paired = {id(run) for pair in comparisons for run in pair}
     if len(comparisons) >= 2:
         sentences.append(_where_it_matters(comparisons))
@@ -235,7 +238,12 @@ def _still_to_try(config: TrainingConfig) -> str:
     return " To look for a setting where it does matter, try " + " or ".join(offers) + "."
 
 
-def _compare(scaled: TrainingRun, unscaled: TrainingRun) -> str:
+START_HIDDEN = (
+    " How the two runs differed at the start (the logits' width, the entropy, the gradient) follows your answer."
+)
+
+
+def _compare(scaled: TrainingRun, unscaled: TrainingRun, start_shown: bool = True) -> str:
     """One verdict on a scaled/unscaled pair; every clause follows from the two runs' numbers."""
     c = scaled.config
     s, u = scaled.final_accuracy, unscaled.final_accuracy
@@ -251,6 +259,8 @@ def _compare(scaled: TrainingRun, unscaled: TrainingRun) -> str:
         f"{start.theory_ratio:.1f}), the softmax entropy {start.entropy_unscaled:.2f} instead of "
         f"{start.entropy_scaled:.2f} nats, and the gradient reaching W_q and W_k "
         f"{start.grad_norm_unscaled:.3g} instead of {start.grad_norm_scaled:.3g}."
+        if start_shown
+        else START_HIDDEN
     )
     if max(s, u) < LEARNED:
         remedy = (

@@ -39,3 +39,15 @@ def test_a_one_layer_induction_pair_is_told_to_add_a_layer_not_steps() -> None:
     runs = [train(replace(config, scale=scaled)) for scaled in (True, False)]
     said = " ".join(tt.verdict(runs))
     assert "choose 2 layers" in said and "train for more steps" not in said and "may change the order" not in said
+
+
+def test_a_pairs_start_statistics_wait_for_the_answer() -> None:
+    # A review pressed "Scaled vs unscaled" before answering and read the gradient both ways (the answer).
+    config = replace(tt.default_config(Task.PREVIOUS_TOKEN), steps=10)
+    runs = [train(replace(config, scale=scaled)) for scaled in (True, False)]
+    start = runs[0].start
+    (hidden,) = tt.verdict(runs, start_shown=False)
+    (shown,) = tt.verdict(runs)
+    numbers = (f"{start.grad_norm_unscaled:.3g}", f"{start.grad_norm_scaled:.3g}", f"{start.measured_ratio:.1f}×")
+    assert all(number in shown for number in numbers), shown
+    assert not any(number in hidden for number in numbers) and hidden.endswith(tt.START_HIDDEN), hidden
