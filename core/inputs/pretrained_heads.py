@@ -141,7 +141,7 @@ class HeadPattern:
             "looks at itself": (self_weight, one),
         }
         named = {k: value for k, (value, even) in candidates.items() if value >= max(SHARE, _above_chance(even))}
-        broad = float(m.entropy) / math.log(max(m.num_tokens, 2))
+        entropy, broad = _entropy_and_share_of_maximum(weights, shape.causal)
         if named:
             label, value = max(named.items(), key=lambda item: item[1])
             # A decoder's measures leave out query 0 (above): say so, or 0.83 read as the mean of every row, whose
@@ -150,7 +150,23 @@ class HeadPattern:
             summary = f"{label} ({value:.2f} of {rows} on average)"
         else:
             summary = f"spreads out (entropy {broad:.2f} of its maximum)"
-        return HeadPattern(layer, head, float(m.entropy), float(m.previous), float(m.next), sinks, self_weight, summary)
+        return HeadPattern(layer, head, entropy, float(m.previous), float(m.next), sinks, self_weight, summary)
+
+
+def _entropy_and_share_of_maximum(weights: torch.Tensor, causal: bool) -> tuple[float, float]:
+    """A head's mean entropy in nats, and the mean of each row's entropy over the most it could be.
+
+    An encoder's row spreads over all T keys (at most log T). A decoder's query i sees i + 1 keys (at most
+    log(i + 1)), and query 0, which sees only itself, is left out as the other decoder measures leave it out:
+    dividing by log T called a peaked decoder head "spreads out 0.41" (the s23 review).
+    """
+    num_tokens = weights.shape[-1]
+    rows = -(weights.double() * weights.double().clamp_min(1e-300).log()).sum(-1)  # (T,)
+    if not causal or num_tokens < 2:
+        entropy = float(rows.mean())
+        return entropy, entropy / math.log(max(num_tokens, 2))
+    most = torch.log(torch.arange(2, num_tokens + 1, dtype=torch.float64))  # (T - 1,): log(i + 1) for i >= 1
+    return float(rows[1:].mean()), float((rows[1:] / most).mean())
 
 
 def wrapper_form(model: real_model.RealModel, x: torch.Tensor, layer: int) -> torch.Tensor:

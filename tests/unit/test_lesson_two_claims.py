@@ -107,3 +107,20 @@ def test_a_decoder_heads_share_says_it_leaves_the_first_row_out() -> None:
     summary = HeadPattern.of(0, 0, weights, MODELS[WeightSource.DECODER]).summary
     assert summary == "looks at itself (0.80 of each row after the first on average)"
     assert HeadPattern.of(0, 0, weights).summary == "looks at itself (0.87 of each row on average)"  # the encoder's
+
+
+def test_a_decoder_heads_spread_is_measured_against_what_each_query_can_reach() -> None:
+    # The s23 review: a peaked decoder head read "spreads out 0.41" and layer 0's heads 0.40-0.58, because each
+    # row's entropy was divided by log T; query i sees i + 1 keys, so its most is log(i + 1).
+    from core.inputs.weights import MODELS, WeightSource
+
+    decoder, encoder = MODELS[WeightSource.DECODER], MODELS[WeightSource.ENCODER]
+    size = 6
+    even = torch.tril(torch.ones(size, size))
+    even = even / even.sum(-1, keepdim=True)  # every query spreads evenly over what it sees
+    pattern = HeadPattern.of(0, 0, even, decoder)
+    assert pattern.summary == "spreads out (entropy 1.00 of its maximum)", pattern.summary
+    # The entropy column, like the other columns, is a mean over the queries after the first.
+    assert pattern.entropy == pytest.approx(sum(torch.log(torch.arange(2.0, size + 1)).tolist()) / (size - 1))
+    uniform = torch.full((size, size), 1 / size)  # an encoder's even head: unchanged, log T over log T
+    assert HeadPattern.of(0, 0, uniform, encoder).summary == "spreads out (entropy 1.00 of its maximum)"
