@@ -229,7 +229,7 @@ def lesson_2(settings: Settings) -> None:
     all_queries(lesson, answered, model, row)
     versions(lesson, answered)
     if model:
-        widgets.code_box(lesson.code, source.code_caption(settings.weights))
+        widgets.code_box(lesson.code, source.code_caption(settings.weights), title=source.code_title(settings.weights))
     else:
         widgets.code_box(lesson.code)
 

@@ -392,7 +392,7 @@ def dropout_step(lesson: CausalLesson, settings: Settings, answered: bool) -> No
             value_title="weight",
             causal=True,
         )
-        widgets.code_box(lesson.code, source.code_caption(settings.weights))
+        widgets.code_box(lesson.code, source.code_caption(settings.weights), title=source.code_title(settings.weights))
         return
     d1, d2 = st.columns(2)
     with d1:

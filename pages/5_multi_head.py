@@ -217,7 +217,7 @@ def model_layer(lesson: MultiHeadLesson, trained: TrainedLayer, settings: Settin
             f"summed over the products: at most {trained.split_vs_model:.2g} on outputs as large as "
             f"{trained.largest_output:.3g} ({trained.split_vs_model / trained.largest_output:.1%} of the largest)."
         )
-        widgets.code_box(lesson.code, source.code_caption(settings.weights))
+        widgets.code_box(lesson.code, source.code_caption(settings.weights), title=source.code_title(settings.weights))
         return
     widgets.code_box(
         lesson.code,
