@@ -81,6 +81,13 @@ class HeadMeasures:
         return pd.DataFrame(rows, columns=["layer", "head", "measure", "value"])
 
 
+def row_entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Each query's entropy in nats, -sum_j w_ij log w_ij, of `weights` (..., T, T) as float64: (..., T)."""
+    weights = weights.double()
+    plogp = torch.where(weights > 0, weights * weights.clamp(min=1e-30).log(), torch.zeros_like(weights))
+    return -plogp.sum(-1)
+
+
 def head_measures(weights: torch.Tensor, cls_position: int = 0, sep_position: int | None = None) -> HeadMeasures:
     """Measure every head of `weights` (..., T, T) (rows sum to 1); results have the leading shape.
 
@@ -91,12 +98,11 @@ def head_measures(weights: torch.Tensor, cls_position: int = 0, sep_position: in
     sep_position = num_tokens - 1 if sep_position is None else sep_position
     positions = torch.arange(num_tokens, dtype=weights.dtype)
     distance = (positions[:, None] - positions[None, :]).abs()  # (T, T): |i - j|
-    plogp = torch.where(weights > 0, weights * weights.clamp(min=1e-30).log(), torch.zeros_like(weights))
     previous = weights.diagonal(offset=-1, dim1=-2, dim2=-1)  # (..., T-1): w[i, i-1] for i = 1..T-1
     following = weights.diagonal(offset=1, dim1=-2, dim2=-1)  # (..., T-1): w[i, i+1] for i = 0..T-2
     empty = torch.zeros(weights.shape[:-2], dtype=weights.dtype)
     return HeadMeasures(
-        entropy=(-plogp.sum(-1)).mean(-1),
+        entropy=row_entropy(weights).mean(-1),
         distance=(weights * distance).sum(-1).mean(-1),
         word_distance=_word_distance(weights, distance, cls_position, sep_position),
         cls=weights[..., :, cls_position].mean(-1),

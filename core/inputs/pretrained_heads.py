@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from core.attention import functional as fn
-from core.attention.head_measures import head_measures
+from core.attention.head_measures import head_measures, row_entropy
 from core.inputs.examples import unique_labels
 from core.inputs.weights import MODELS, HeadInput, ModelShape, Provenance, WeightSource, head_trace
 from core.models import minilm as real_model
@@ -161,7 +161,7 @@ def _entropy_and_share_of_maximum(weights: torch.Tensor, causal: bool) -> tuple[
     dividing by log T called a peaked decoder head "spreads out 0.41" (the s23 review).
     """
     num_tokens = weights.shape[-1]
-    rows = -(weights.double() * weights.double().clamp_min(1e-300).log()).sum(-1)  # (T,)
+    rows = row_entropy(weights)  # (T,)
     if not causal or num_tokens < 2:
         entropy = float(rows.mean())
         return entropy, entropy / math.log(max(num_tokens, 2))
