@@ -201,7 +201,8 @@ def lesson_from_trace(
     d_k, d_v = trace.keys.shape[-1], trace.values.shape[-1]
 
     def weight_frame(w: torch.Tensor) -> pd.DataFrame:
-        return matrix_frame(w[:shown, :shown_cols], dims("in", shown), dims("out", min(shown_cols, w.shape[1])))
+        corner = w[:shown, :shown_cols]  # (rows shown, columns shown)
+        return matrix_frame(corner, dims("in", corner.shape[0]), dims("out", corner.shape[1]))
 
     return TrainableLesson(
         tokens=tokens,
