@@ -49,7 +49,7 @@ DECODER_CODE_TITLE = "these numbers in float32, to about two decimals"
 
 def code_title(source: WeightSource) -> str:
     """The Code box's title on a model's head: the decoder's says how close its numbers come."""
-    return DECODER_CODE_TITLE if source is WeightSource.DECODER else "reproduce exactly these numbers"
+    return DECODER_CODE_TITLE if source is WeightSource.DECODER else widgets.EXACT_CODE_TITLE
 
 
 def model(source: WeightSource) -> AnyModel:

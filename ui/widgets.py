@@ -173,11 +173,14 @@ def prose(name: str, part: str) -> None:
     st.markdown(_section(name, part))
 
 
+EXACT_CODE_TITLE = "reproduce exactly these numbers"  # a Code box's title where it prints the page's digits
+
+
 def code_box(
     code: str,
     note: str = "Plain PyTorch; paste it into a notebook and compare with this page.",
     *,
-    title: str = "reproduce exactly these numbers",
+    title: str = EXACT_CODE_TITLE,
 ) -> None:
     """A recipe (core/recipes/), filled with this page's settings, under "Code: <title>".
 
