@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core.inputs.device import machine_word
 from core.lessons import attention_at_scale as lesson
 from core.lessons import attention_at_scale_kv as scale_kv
 from core.lessons import attention_at_scale_online as scale_online
@@ -41,7 +42,7 @@ def cost_charts(view: lesson.CostView, device: str) -> None:
     widgets.prose("attention_at_scale", "long_context")
     l1, l2 = st.columns(2)
     l1.metric(f"scores of {lesson.LONG_CONTEXT:,} tokens, one head", lesson.bytes_text(cost.long_scores_bytes))
-    l2.metric(f"time on the T² line, this {device.upper()}", lesson.duration_text(cost.long_milliseconds))
+    l2.metric(f"time on the T² line, this {machine_word(device)}", lesson.duration_text(cost.long_milliseconds))
 
 
 frame = page_start()
@@ -55,18 +56,20 @@ choices = list(lesson.token_choices(device))
 # A GPU's length in a link opened on the CPU: the rule takes every device's lengths, and the box, which lacks
 # it, dropped it without a word.
 if (asked := frame.link.controls.get("scale_longest")) and asked not in [f"{t:,}" for t in choices]:
-    link_warning("scale_longest", str(asked), f"is more than this {device.upper()} measures ({max(choices):,} tokens)")
+    link_warning(
+        "scale_longest", str(asked), f"is more than this {machine_word(device)} measures ({max(choices):,} tokens)"
+    )
 longest = st.selectbox(
     "Longest sequence measured (tokens)",
     choices,
     index=choices.index(min(2048, max(choices))),
     format_func=lambda t: f"{t:,}",
     key="scale_longest",
-    help=f"Capped at {max(choices):,} tokens on this device ({device.upper()}) so that a measurement stays "
+    help=f"Capped at {max(choices):,} tokens on this device ({machine_word(device)}) so that a measurement stays "
     "interactive. Each setting is measured once per server and device, then every student sees the same numbers.",
     **widgets.LINKED,
 )
-with st.spinner(f"Measuring attention on the {device.upper()} (once per setting for the whole class)…"):
+with st.spinner(f"Measuring attention on the {machine_word(device)} (once per setting for the whole class)…"):
     view = cache.computed(lesson.COST, device, int(longest))
 # The memory chart, its slope, the doubling's factor and the table answer the question: they wait for a choice.
 doubling_answered = widgets.predict(view.prediction, key="predict_scale_doubling")

@@ -92,7 +92,10 @@ def _spelled_with_commas(length: float) -> str:
 
 def _longest_described() -> str:
     def listed(lengths: list[int], last: str) -> str:
-        return ", ".join(f"{t:,}" for t in lengths[:-1]) + f" {last} {lengths[-1]:,}"
+        spelled = [f"{t:,}" for t in lengths]
+        if len(spelled) == 1:  # a GPU's one extra length: "offers 8,192", not "offers  and 8,192"
+            return spelled[0]
+        return ", ".join(spelled[:-1]) + f" {last} {spelled[-1]}"
 
     cpu = list(choices.token_choices("cpu"))
     more = [t for t in choices.TOKEN_CHOICES if t not in cpu]

@@ -14,6 +14,11 @@ def available_devices() -> list[str]:
     return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
 
 
+def machine_word(device_type: str) -> str:
+    """What a page calls the device in a sentence: "CPU" or "GPU" ("on this CUDA" read as a typo on an H200)."""
+    return "GPU" if device_type == "cuda" else "CPU"
+
+
 def resolve_device(name: str = "auto") -> torch.device:
     """Turn "auto" | "cpu" | "cuda" into a `torch.device`.
 

@@ -31,7 +31,7 @@ from core.attention.long_context import (
 )
 from core.charts import at_scale as charts_scale
 from core.charts.spec import VegaChart
-from core.inputs.device import resolve_device
+from core.inputs.device import machine_word, resolve_device
 from core.lessons.common import CPU, Prediction, generator
 
 # ----------------------------------------------------------------------------------------
@@ -200,7 +200,7 @@ def doubling_question(cost: CostResult) -> Prediction:
         options=options,
         answer=answer,
         explanation=(
-            f"Measured on this {cost.device.upper()}: {measured:.2f} times "
+            f"Measured on this {machine_word(cost.device)}: {measured:.2f} times "
             f"({bytes_text(cost.table.peak_bytes.iloc[-2])} → {bytes_text(cost.table.peak_bytes.iloc[-1])}"
             "). The scores matrix has T × T entries: twice the rows and twice the columns."
         ),
@@ -256,8 +256,9 @@ def tiled_verdict(cost: CostResult) -> str:
             "several times (the masked scores, the softmax): memory traffic, the thing tiling removes."
         )
     return (
-        f"At {cost.longest:,} tokens on this {cost.device.upper()} the tiled Python loop took {duration_text(large)} "
-        f"with blocks of {TILE_BLOCK} ({_compared(large, plain_ms)} the plain path's {duration_text(plain_ms)}) and "
+        f"At {cost.longest:,} tokens on this {machine_word(cost.device)} the tiled Python loop took "
+        f"{duration_text(large)} with blocks of {TILE_BLOCK} ({_compared(large, plain_ms)} the plain path's "
+        f"{duration_text(plain_ms)}) and "
         f"{duration_text(small)} with blocks of {SMALL_BLOCK} ({_compared(small, plain_ms)} it). {why} It held "
         f"{bytes_text(cost.tiled.peak_bytes)} at its peak against the plain path's "
         f"{bytes_text(float(plain.peak_bytes))}. "
@@ -339,7 +340,7 @@ def fused_sentence(cost: CostResult) -> str:
         else "at " + ", ".join(f"{t:,}" for t in slower) + " tokens"
     )
     if cost.device != "cpu":
-        return f"PyTorch's fused kernel was slower than the plain path {where} on this {cost.device.upper()}."
+        return f"PyTorch's fused kernel was slower than the plain path {where} on this {machine_word(cost.device)}."
     return (
         f"PyTorch's fused kernel was slower than the plain path {where} on this CPU. What it saves is "
         "the T×T matrix's trips to memory, which cost far less on a CPU, whose caches are large, than on a GPU; "

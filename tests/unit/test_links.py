@@ -201,11 +201,11 @@ def test_a_longest_length_no_device_offers_gets_a_note() -> None:
     for value in ("99999999", "abc", "1000"):
         notes = read_link({"scale_longest": value}, ["cpu"]).page_notes()
         assert [note.parameter for note in notes] == ["scale_longest"], value
-        # Each length once, in the box's spelling: the note listed "1,024, … 16,384, 1024, … 16384".
+        # Each length once, in the box's spelling: the note listed "1,024, … 8,192, 1024, … 8192".
         assert notes[0].reason == (
-            "is not a length the box offers: 1,024, 2,048 or 4,096 tokens (a GPU also offers 8,192 and 16,384)"
+            "is not a length the box offers: 1,024, 2,048 or 4,096 tokens (a GPU also offers 8,192)"
         )
-    for value in ("2,048", "2048", "16,384"):  # as the box writes it, as typed, and a GPU's choice
+    for value in ("2,048", "2048", "8,192"):  # as the box writes it, as typed, and a GPU's choice
         assert not read_link({"scale_longest": value}, ["cpu"]).page_notes(), value
 
 
@@ -220,7 +220,7 @@ def test_a_longest_length_no_device_offers_gets_a_note() -> None:
         ("multiplier", "16", "16.0"),
         ("scale_longest", "1024", "1,024"),
         ("scale_longest", "1,024", "1,024"),
-        ("scale_longest", "16384.0", "16,384"),
+        ("scale_longest", "8192.0", "8,192"),
         ("trials", "20,000", "20000"),
         ("gpt_temperature", "0.70", "0.7"),
         ("gpt_top_k", "0", "0"),
