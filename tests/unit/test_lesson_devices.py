@@ -176,7 +176,12 @@ def test_every_lesson_runs_on_cuda_and_matches_the_cpu(lesson: str, settings: Se
         else:
             numeric = expected.select_dtypes("number").columns
             assert list(got.columns) == list(expected.columns), name
-            assert (got[numeric] - expected[numeric]).abs().max().max() <= 1e-4 or expected.empty, name
+            # A table of words alone (the causal lesson's context / next-token pairs) must match exactly;
+            # on an H200 its empty numeric difference gave NaN, which failed "<= 1e-4".
+            words = expected.columns.difference(numeric)
+            pd.testing.assert_frame_equal(got[words], expected[words], obj=name)
+            if len(numeric) and not expected.empty:
+                assert (got[numeric] - expected[numeric]).abs().max().max() <= 1e-4, name
         compared += 1
     assert compared > 0
 
