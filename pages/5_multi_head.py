@@ -167,12 +167,7 @@ def article_design(
                 x_title="dimension",
                 y_title="head",
             )
-        st.markdown(
-            f"For this query token the two most different of these heads differ by **{article.apart:.4f}** per "
-            f"weight on average; the book's split heads above, on the same row, by **{article.book_apart:.4f}**. "
-            f"These heads score with d_k = {article.d_k} numbers each, drawn by `torch.rand` (from 0 to 1); the "
-            f"book's with {lesson.head_dim}, drawn by `nn.Linear` (small, centred at zero)."
-        )
+        st.markdown(multi_head.article_comparison(article, lesson.head_dim))
     widgets.code_box(
         article.code,
         "The article's way in plain PyTorch: torch.rand(h, d_q, d), repeat, bmm, permute.",

@@ -209,6 +209,22 @@ def test_lesson_5_compares_the_articles_heads_with_the_books_on_the_same_row() -
     assert heads_apart(torch.stack(per_head).unsqueeze(1)) == pytest.approx(article.book_apart)
 
 
+@pytest.mark.parametrize(
+    ("preset", "changes", "direction"), [("book", {}, "more than"), ("book", {"scale": False, "d_out": 8}, "less than")]
+)
+def test_lesson_5_says_which_heads_differ_more_from_the_numbers(preset: str, changes: dict, direction: str) -> None:
+    # Review s23 (D11): at ?scale=false&d_out=8 the article's heads differed less (0.0084 against 0.0293), and the
+    # fixed sentence after the numbers ("these heads score with d_k = 8 …, drawn by torch.rand") read as the reason
+    # they differed more.
+    lesson = multi_head.multihead_lesson(replace(settings_for_preset(PresetKey(preset)), **changes))
+    article = lesson.article
+    assert article is not None
+    assert (article.apart > article.book_apart) == (direction == "more than")
+    sentence = multi_head.article_comparison(article, lesson.head_dim)
+    assert f"the article's heads differ {direction} the book's" in sentence
+    assert f"**{article.apart:.4f}**" in sentence and "cannot say which one matters" in sentence
+
+
 def test_lesson_fours_intro_leaves_the_rows_to_the_question() -> None:
     # The fifth review: "token i must not see tokens after i", on the projector's screen with "which output
     # rows can change?", answered the question for the student.
