@@ -177,7 +177,7 @@ def inputs_and_targets(blog: DecoderBlog, answered: bool) -> None:
     step("Inputs and targets: one chunk, many examples")
     widgets.prose(SLUG, "shift")
     s1, s2 = st.columns(2)
-    s1.dataframe(blog.shift, hide_index=True, width="stretch")
+    s1.dataframe(blog.shift, hide_index=True, width="stretch", height=widgets.table_height(len(blog.shift)))
     if not answered:
         widgets.answer_first("The decoder blog's simple average and its single head, with their weights, appear")
         return
@@ -363,6 +363,7 @@ def dropout_metrics(lesson: CausalLesson, where: DeltaGenerator, answered: bool)
             [{"step": step, "shape": str(shape)} for step, shape in lesson.batch_shapes],
             hide_index=True,
             width="stretch",
+            height="content",  # every row: a shape table is short
         )
 
 

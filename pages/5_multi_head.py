@@ -110,6 +110,7 @@ def book_layer(lesson: MultiHeadLesson, book: BookLayer, settings: Settings) -> 
         [{"code": step.code, "shape": str(step.shape), "what happens": step.what} for step in book.shape_steps],
         hide_index=True,
         width="stretch",
+        height="content",  # every row: a shape table is short
     )
     draw.heatmap(
         book.output,
@@ -138,6 +139,7 @@ def article_design(
         [{"code": s.code, "shape": str(list(s.shape)), "what happens": s.what} for s in article.shape_steps],
         hide_index=True,
         width="stretch",
+        height="content",  # every row: a shape table is short
     )
     if settings.preset == PresetKey.ARTICLE:
         st.caption(
@@ -201,7 +203,9 @@ def model_layer(lesson: MultiHeadLesson, trained: TrainedLayer, settings: Settin
     bias = r" + b_o" if MODELS[settings.weights].biases else ""  # SmolLM2's output projection has none
     whole.latex(r"\text{MultiHead}(X) = [\,h_0 \cdots h_{" + str(lesson.num_heads - 1) + r"}\,]\, W_o" + bias)
     st.caption(f"h_i is head i's output, {lesson.head_dim} numbers per piece; the table follows the shapes.")
-    st.dataframe([{"step": name, "shape": str(shape)} for name, shape in trained.shapes], hide_index=True)
+    st.dataframe(
+        [{"step": name, "shape": str(shape)} for name, shape in trained.shapes], hide_index=True, height="content"
+    )
     a, b = st.columns(2)
     a.metric("max |wrapper − split form|", f"{lesson.wrapper_vs_split:.1e}")
     b.metric("max |split form − the model's forward pass|", f"{trained.split_vs_model:.1e}")

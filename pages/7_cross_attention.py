@@ -190,7 +190,9 @@ def context_and_shapes(lesson: CrossLesson, answered: bool, settings: Settings) 
         f"both are projected to d_k = **{settings.d_out}**."
     )
     if answered:
-        st.dataframe([{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
+        st.dataframe(
+            [{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True, height="content"
+        )
     else:
         widgets.answer_first("The shape of every tensor, the weights' included, appears")
 
@@ -227,7 +229,9 @@ def lesson_7(settings: Settings) -> None:
     if trained is not None:
         where_the_weight_goes(lesson, trained, answered)
         step("Shapes")
-        st.dataframe([{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True)
+        st.dataframe(
+            [{"tensor": name, "shape": str(shape)} for name, shape in lesson.shapes], hide_index=True, height="content"
+        )
         widgets.code_box(lesson.code, source.CODE_CAPTION)
         return
     context_and_shapes(lesson, answered, settings)

@@ -187,6 +187,7 @@ if runs:
         [{"run": f"run {number}", "setup": tt.run_label(run.config)} for number, run in enumerate(runs, start=1)],
         hide_index=True,
         width="stretch",
+        height="content",  # every row: the table is short
     )
 else:
     st.info("No run yet: press Train.", icon=":material/school:")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import pandas as pd
 import streamlit as st
@@ -192,6 +192,16 @@ def code_box(
         st.code(code, language="python")
 
 
+# Tables up to this many rows show every row; Streamlit's default height scrolls inside after about ten, which hid
+# heads 10 and 11 of 12 in lesson 5's pattern table, on a projector and in every screenshot (review s23, D8).
+FULL_TABLE_ROWS = 16
+
+
+def table_height(rows: int) -> Literal["content", "auto"]:
+    """Every row for a short table; a longer one keeps Streamlit's scrolling height."""
+    return "content" if rows <= FULL_TABLE_ROWS else "auto"
+
+
 def number_table(frame: pd.DataFrame, *, decimals: int = 4, hide_index: bool = False, where=None) -> object:
     """st.dataframe with every float column at the same decimals (never 0.15 beside 0.2264).
 
@@ -204,7 +214,9 @@ def number_table(frame: pd.DataFrame, *, decimals: int = 4, hide_index: bool = F
         for name in frame.columns
         if pd.api.types.is_float_dtype(frame[name])
     }
-    return (where or st).dataframe(frame, column_config=formats, width="stretch", hide_index=hide_index)
+    return (where or st).dataframe(
+        frame, column_config=formats, width="stretch", height=table_height(len(frame)), hide_index=hide_index
+    )
 
 
 # A widget in the link and kept across page switches: the sidebar's and the pages' own controls.

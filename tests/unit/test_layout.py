@@ -56,3 +56,25 @@ def test_the_app_layer_never_imports_lessons() -> None:
     # Lessons build on core/app (its registry, its choices); the app reads a link's choices from core/app/choices.py.
     for path in python_files("core/app"):
         assert not any(m.startswith("core.lessons") for m in imported_modules(path)), path
+
+
+def test_every_table_says_how_tall_it_is() -> None:
+    # Review s23 (D8): Streamlit's default height scrolls inside a table after about ten rows, which hid heads 10
+    # and 11 of 12 in lesson 5's pattern table, on a projector and in every screenshot. Each call now passes
+    # height= ("content" for a short table, or widgets.table_height's choice).
+    calls = [
+        (str(path.relative_to(ROOT)), node.lineno, {keyword.arg for keyword in node.keywords})
+        for path in python_files("pages", "ui")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dataframe"
+    ]
+    assert len(calls) >= 8
+    assert [(path, line) for path, line, keywords in calls if "height" not in keywords] == []
+
+
+def test_a_short_table_shows_every_row_and_a_long_one_scrolls() -> None:
+    from ui.widgets import FULL_TABLE_ROWS, table_height
+
+    assert FULL_TABLE_ROWS >= 12  # lesson 5's encoder has 12 heads, one row each
+    assert table_height(12) == "content" and table_height(FULL_TABLE_ROWS) == "content"
+    assert table_height(FULL_TABLE_ROWS + 1) == "auto"
