@@ -180,14 +180,14 @@ def all_heads(analysis: gpt.PromptAnalysis) -> None:
     linked = {**widgets.LINKED, "help": "Counted from 0, as in the code."}
     layer = int(c1.selectbox("Layer", list(range(analysis.num_layers)), key=LAYER, **linked))
     head = int(c2.selectbox("Head", list(range(analysis.num_heads)), key=HEAD, **linked))
-    group = analysis.num_heads // analysis.num_kv_heads  # one row of panels per key/value head
-    draw.head_panels(
+    draw.layer_head_panels(
         frames.layer_frame(analysis, layer),
+        analysis.num_heads,
+        analysis.num_heads // analysis.num_kv_heads,
         f"The {analysis.num_heads} heads of layer {layer}",
         f"Small heatmaps of the {analysis.num_heads} heads of layer {layer}, every weight, on one colour scale.",
         key="gpt_layer_panels",
         causal=True,
-        columns=group,
     )
     draw.heatmap(
         frames.head_frame(analysis, layer, head),

@@ -229,18 +229,16 @@ def model_layer(lesson: MultiHeadLesson, trained: TrainedLayer, settings: Settin
 def head_grid(lesson: MultiHeadLesson, trained: TrainedLayer) -> None:
     """A trained layer's heads as small multiples on one colour scale; the table below names each one's pattern.
     A decoder's heads stand one row per key/value head, the three query heads that share it side by side."""
-    group = lesson.num_heads // trained.kv_heads
-    shared = group > 1
-    draw.head_panels(
+    draw.layer_head_panels(
         lesson.head_weights,
-        f"The {lesson.num_heads} heads of layer {trained.layer}"
-        + (f": one row per key/value head, its {group} query heads side by side" if shared else ""),
+        lesson.num_heads,
+        lesson.num_heads // trained.kv_heads,
+        f"The {lesson.num_heads} heads of layer {trained.layer}",
         f"Small heatmaps of the {lesson.num_heads} heads' weights on one colour scale: "
         + "; ".join(f"head {p.head} {p.summary}" for p in trained.patterns)
         + ".",
         key="model_heads",
         causal=lesson.causal,
-        columns=group if shared else None,
     )
 
 

@@ -124,6 +124,7 @@ def head_grid(lesson: lesson_rm.RealModelLesson, answered: bool) -> None:
         key="real_grid",
         layer_key=LAYER,
         head_key=HEAD,
+        projector_vh=draw.PROJECTOR_GRID_VH,
     )
     # On a phone the grid shrinks to its column and each head is a square of about 24 px: the chosen
     # head's layer follows, its heads larger. A wider screen keeps the grid alone, as it was.

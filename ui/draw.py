@@ -25,6 +25,7 @@ from core.charts import real_model as charts_rm
 from core.charts.heatmap import QUERY_SELECTION
 from core.charts.spec import VegaChart, chart_title, download_name
 from ui.frame import current_slug
+from ui.presentation import presenting
 
 _NOT_SETTINGS = frozenset({"room", "step", "present"})  # in the link, but not what a chart shows
 
@@ -189,12 +190,44 @@ def head_panels(
         draw(charts_heads.head_panels(frame, title, causal=causal, columns=columns), description)
 
 
+def layer_head_panels(
+    frame, num_heads: int, group: int, title: str, description: str, *, key: str, causal: bool
+) -> None:
+    """A real model's layer of heads, `group` query heads sharing each key/value head (1: none shared).
+
+    On a laptop, one row per key/value head. On a projector (presentation mode), every head in one row: the screen
+    is wide and short, and review s23 measured a decoder's three rows at 266-1180 px on a 720 px screen, the rows
+    its verdict had just unlocked below the fold. The title then names the groups instead of the rows.
+    """
+    if presenting():
+        columns: int | None = num_heads
+        if group > 1:
+            shared = ", ".join(f"{first}–{first + group - 1}" for first in range(0, num_heads, group))
+            title += f": heads {shared} each share a key/value head"
+    else:
+        columns = group if group > 1 else None
+        if group > 1:
+            title += f": one row per key/value head, its {group} query heads side by side"
+    head_panels(frame, title, description, key=key, causal=causal, columns=columns)
+
+
+# On a projector a grid of every head is at most this share of the screen's height, keeping its shape: review s23
+# measured lesson 6's 72 heads at 382-957 px on a 720 px screen (its labels stay legible at the ~0.7 scale).
+PROJECTOR_GRID_VH = 56
+
+
 @contextmanager
-def shrinks_to_column(key: str) -> Iterator[None]:
+def shrinks_to_column(key: str, *, projector_vh: int | None = None) -> Iterator[None]:
     """A chart of fixed-size panels drawn inside shrinks to its column where the column is narrower (a phone),
-    instead of clipping its labels or scrolling sideways."""
+    instead of clipping its labels or scrolling sideways; with `projector_vh`, in presentation mode it also
+    shrinks, keeping its shape, to that share of the screen's height."""
     container = f"al-{key}"
-    st.html(f"<style>.st-key-{container} svg, .st-key-{container} canvas {{max-width: 100%; height: auto;}}</style>")
+    charts = f".st-key-{container} svg, .st-key-{container} canvas"
+    rules = f"{charts} {{max-width: 100%; height: auto;}}"
+    if projector_vh is not None and presenting():
+        # Vega writes each chart's size inline: !important lets the height cap keep the chart's shape.
+        rules += f" {charts} {{max-height: {projector_vh}vh; width: auto !important; height: auto !important;}}"
+    st.html(f"<style>{rules}</style>")
     with st.container(key=container):
         yield
 
@@ -236,11 +269,13 @@ def head_grid(
     layer_key: str,
     head_key: str,
     width: Literal["stretch", "content"] = "stretch",
+    projector_vh: int | None = None,
 ) -> None:
     """A real model's every head in one clickable chart (core.charts.real_model.grid, or lesson 10's overview of
     blocks), a click opening one in the layer and head boxes. Wider than a phone, the chart shrinks to its
-    column instead of scrolling sideways. `width`: as in `draw` ("content" keeps a map's squares square)."""
-    with shrinks_to_column(f"grid-{key}"):
+    column instead of scrolling sideways. `width`: as in `draw` ("content" keeps a map's squares square);
+    `projector_vh`: as in `shrinks_to_column`."""
+    with shrinks_to_column(f"grid-{key}", projector_vh=projector_vh):
         draw(
             chart,
             description,

@@ -4,6 +4,7 @@ agree with the heads drawn, and answers that follow the measured heads."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -13,7 +14,7 @@ from core.charts import heads as charts_heads
 from core.lessons import multi_head as mh
 from core.lessons import pretrained as pt
 from core.models import minilm
-from tests.support import markdown_text, open_page, validated_spec
+from tests.support import answered_page, markdown_text, open_page, validated_spec
 
 SENTENCE = "The cat sat on the mat because it was tired"
 
@@ -120,3 +121,19 @@ def test_the_shapes_tables_put_the_shape_before_the_words() -> None:
     tables = [df.value for df in at.dataframe if "what happens" in df.value.columns]
     assert len(tables) == 2, [list(df.value.columns) for df in at.dataframe]
     assert all(list(table.columns) == ["code", "shape", "what happens"] for table in tables)
+
+
+def _heads_spec(at) -> dict:
+    (chart,) = [c for c in at.get("vega_lite_chart") if c.proto.alt.startswith("Small heatmaps of the 9 heads")]
+    return json.loads(chart.proto.spec)
+
+
+def test_on_a_projector_a_decoders_heads_stand_in_one_row() -> None:
+    # Review s23 (D5): on a 1280×720 projector the three rows of a decoder's heads (one per key/value head) ran
+    # from 266 to 1180 px, the rows the verdict had just unlocked below the fold. Presentation mode lays the nine
+    # heads in one row (266-616 px measured in Chromium) and names the groups in the title instead.
+    laptop = _heads_spec(answered_page("multi_head", weights="decoder"))
+    assert laptop["columns"] == 3 and "one row per key/value head" in laptop["title"]["text"]
+    projector = _heads_spec(answered_page("multi_head", weights="decoder", present="1"))
+    assert projector["columns"] == 9
+    assert "heads 0–2, 3–5, 6–8 each share a key/value head" in projector["title"]["text"]

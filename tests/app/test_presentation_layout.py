@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.support import markdown_text, open_page
+from tests.support import answered_page, markdown_text, open_page
 from ui import presentation
 
 
@@ -127,3 +127,18 @@ def has_alert(node) -> bool:
     if getattr(node, "type", None) in ("success", "warning", "info", "alert"):
         return True
     return any(has_alert(child) for child in getattr(node, "children", {}).values())
+
+
+def _grid_styles(at) -> list[str]:
+    return [h.proto.body for h in at.get("html") if "al-grid-real_grid" in h.proto.body]
+
+
+def test_on_a_projector_the_72_head_grid_fits_the_screen_s_height() -> None:
+    # Review s23 (D5): lesson 6's grid of 72 heads ran from 382 to 957 px on a 720 px projector. In presentation
+    # mode it shrinks, keeping its shape, to PROJECTOR_GRID_VH of the screen (382-785 px measured in Chromium).
+    from ui.draw import PROJECTOR_GRID_VH
+
+    (laptop,) = _grid_styles(answered_page("real_model"))
+    assert "max-height" not in laptop
+    (projector,) = _grid_styles(answered_page("real_model", present="1"))
+    assert f"max-height: {PROJECTOR_GRID_VH}vh" in projector and PROJECTOR_GRID_VH <= 60
