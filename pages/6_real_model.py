@@ -94,7 +94,7 @@ def word_pieces(lesson: lesson_rm.RealModelLesson, example: lesson_rm.ExampleSen
         open_head(linked.get(LAYER, opening.layer), linked.get(HEAD, opening.head))
     pair = lesson_rm.pair_finding(lesson, example.query, example.attends_to) if example else None
     if example and pair:
-        best = pair.strongest
+        best = pair.head
         ask, answer = st.columns([3, 1], vertical_alignment="center")
         ask.caption(lesson_rm.pair_sentence(example, pair))
         answer.button(f"Open layer {best.layer}, head {best.head}", on_click=open_head, args=(best.layer, best.head))

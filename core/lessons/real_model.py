@@ -133,32 +133,54 @@ def real_model_lesson(model: minilm.RealModel, sentence: str) -> RealModelLesson
 
 @dataclass(frozen=True)
 class PairFinding:
-    """Which head sends the most of one query's weight to one key, in this sentence."""
+    """The head in which one query stands out most by its weight on one key, in this sentence.
+
+    A head can send most of a query's weight to a key because all its queries go there (a sink on that
+    key, which says nothing about the query): so each head's weight query -> key is measured against
+    the mean weight the same head's other queries put on that key, and the head with the largest lead wins.
+    """
 
     query: str
     attends_to: str
     query_index: int
     key_index: int
-    strongest: HeadScore
-    mean_weight: float  # the same weight averaged over all 72 heads, for comparison
+    head: HeadScore  # the head with the largest lead (value: its weight query -> key)
+    others: float  # the mean weight that head's other queries put on the key
+    heaviest: HeadScore  # the head with the largest weight query -> key, whatever its other queries do
+    heaviest_others: float  # the mean weight the heaviest head's other queries put on the key
+
+
+def others_weight(lesson: RealModelLesson, query_index: int, key_index: int) -> torch.Tensor:
+    """(L, h): the mean weight each head's queries other than `query_index` put on `key_index`
+    ([CLS] and [SEP] included: every other row of the head)."""
+    column = lesson.attentions[:, :, :, key_index]  # (L, h, T): every query's weight on the key
+    return (column.sum(-1) - column[:, :, query_index]) / (column.shape[-1] - 1)
 
 
 def pair_finding(lesson: RealModelLesson, query: str, attends_to: str) -> PairFinding | None:
-    """The head with the largest weight from the word piece labelled `query` to `attends_to`
-    (None if the sentence has no such pieces)."""
+    """The head in which the word piece labelled `query` sends the most weight to `attends_to` beyond what
+    the head's other queries send there (None if the sentence has no such pieces)."""
     if query not in lesson.labels or attends_to not in lesson.labels:
         return None
     query_index, key_index = lesson.labels.index(query), lesson.labels.index(attends_to)
     weights = lesson.attentions[:, :, query_index, key_index]  # (L, h)
-    best = int(weights.argmax())
-    layer, head = divmod(best, weights.shape[1])
+    others = others_weight(lesson, query_index, key_index)  # (L, h)
+
+    def at(flat: int) -> tuple[HeadScore, float]:
+        layer, head = divmod(flat, weights.shape[1])
+        return HeadScore(layer, head, float(weights[layer, head])), float(others[layer, head])
+
+    head, head_others = at(int((weights - others).argmax()))
+    heaviest, heaviest_others = at(int(weights.argmax()))
     return PairFinding(
         query=query,
         attends_to=attends_to,
         query_index=query_index,
         key_index=key_index,
-        strongest=HeadScore(layer, head, float(weights[layer, head])),
-        mean_weight=float(weights.mean()),
+        head=head,
+        others=head_others,
+        heaviest=heaviest,
+        heaviest_others=heaviest_others,
     )
 
 
@@ -166,7 +188,7 @@ def pair_finding(lesson: RealModelLesson, query: str, attends_to: str) -> PairFi
 class ContrastReading:
     """One head's weight from the query to the two nouns, in the example and in its contrast sentence."""
 
-    head: HeadScore  # the example's pair head (value: its weight query -> attends_to in the example)
+    head: HeadScore  # the example's pair head, PairFinding.head (value: its weight query -> attends_to)
     first_noun: str  # the example's attends_to ('dog')
     second_noun: str  # what the query means in the contrast sentence ('ball')
     contrast_first: float  # the head's weight query -> first_noun in the contrast sentence
@@ -202,9 +224,9 @@ def contrast_reading(
     margin = torch.minimum(example_first - example_second, contrast_second - contrast_first)  # (L, h)
     best = int(margin.argmax())
     best_layer, best_head = divmod(best, lesson.num_heads)
-    layer, head = pair.strongest.layer, pair.strongest.head
+    layer, head = pair.head.layer, pair.head.head
     return ContrastReading(
-        head=pair.strongest,
+        head=pair.head,
         first_noun=example.attends_to,
         second_noun=contrast.means,
         contrast_first=float(contrast_first[layer, head]),
@@ -290,16 +312,26 @@ def opening_head(lesson: RealModelLesson, example: ExampleSentence | None) -> He
     """The head the page opens first: the example's pair head, or the clearest previous-token head."""
     pair = pair_finding(lesson, example.query, example.attends_to) if example else None
     if pair is not None:
-        return pair.strongest
+        return pair.head
     return next(f.strongest for f in lesson.findings if f.pattern is Pattern.PREVIOUS)
 
 
 def pair_sentence(example: ExampleSentence, pair: PairFinding) -> str:
-    """What the example asks, and the head that answers it in this sentence, with its weight."""
-    best = pair.strongest
+    """What the example asks, and the head that answers it in this sentence: its weight from the query to the
+    key against its other queries' weight there; and the heaviest head too, when it is another one."""
+    head, query, key = pair.head, pair.query, pair.attends_to
+    text = (
+        f"{example.look_for} In this sentence, '{query}' stands out most in layer {head.layer}, head {head.head}, "
+        f"which sends {head.value:.0%} of '{query}' to '{key}' while its other queries send '{key}' "
+        f"{pair.others:.0%} on average."
+    )
+    heaviest = pair.heaviest
+    if (heaviest.layer, heaviest.head) == (head.layer, head.head):
+        return text
+    # The heaviest head alone would read as "this head links the pair": its other queries say whether it does.
     return (
-        f"{example.look_for} In this sentence, layer {best.layer}, head {best.head} sends {best.value:.0%} of "
-        f"'{pair.query}' to '{pair.attends_to}' (the 72 heads average {pair.mean_weight:.0%})."
+        f"{text} Layer {heaviest.layer}, head {heaviest.head} sends more of '{query}' to '{key}' than any other "
+        f"head, {heaviest.value:.0%}, but its other queries send '{key}' {pair.heaviest_others:.0%} on average too."
     )
 
 

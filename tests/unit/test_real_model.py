@@ -221,8 +221,89 @@ def test_every_example_names_word_pieces_it_has(encoder: rm.RealModel, example: 
     lesson = lesson_rm.real_model_lesson(encoder, example.sentence)
     pair = lesson_rm.pair_finding(lesson, example.query, example.attends_to)
     assert pair is not None, lesson.labels
-    assert pair.strongest.value == pytest.approx(float(lesson.attentions[:, :, pair.query_index, pair.key_index].max()))
+    assert pair.heaviest.value == pytest.approx(float(lesson.attentions[:, :, pair.query_index, pair.key_index].max()))
     assert lesson_rm.pair_finding(lesson, "no such piece", example.attends_to) is None
+
+
+def other_queries_mean(lesson: lesson_rm.RealModelLesson, layer: int, head: int, query: int, key: int) -> float:
+    """What a head's queries other than `query` put on `key`, on average: a loop, not the lesson's sum."""
+    column = lesson.head(layer, head)[:, key]
+    return float(torch.stack([column[i] for i in range(len(column)) if i != query]).mean())
+
+
+def synthetic_lesson(attentions: torch.Tensor, labels: tuple[str, ...]) -> lesson_rm.RealModelLesson:
+    measures = lesson_rm.head_measures(attentions, cls_position=0, sep_position=len(labels) - 1)
+    layers, heads = attentions.shape[:2]
+    return lesson_rm.RealModelLesson(
+        " ".join(labels), labels, labels, attentions, measures, (), layers, heads, 32, 384, 1 / math.sqrt(32)
+    )
+
+
+def test_the_pair_head_is_the_one_whose_query_stands_out_from_its_other_queries() -> None:
+    # The sixth review: layer 5, head 11 "sends 71% of 'it' to 'dog'", but it sends 'dog' 60% from every query:
+    # a sink on 'dog', measured against the 72 heads' average (6%) instead of its own other queries.
+    labels = ("[CLS]", "dog", "it", "[SEP]")
+    sink = torch.tensor([0.05, 0.9, 0.0, 0.05]).expand(4, 4)  # every query: 0.9 on 'dog'
+    singles_out = torch.zeros(4, 4)
+    singles_out[:, 0] = 1.0  # every query parks on [CLS] ...
+    singles_out[2] = torch.tensor([0.5, 0.5, 0.0, 0.0])  # ... but 'it', which sends 0.5 to 'dog'
+
+    lesson = synthetic_lesson(torch.stack([sink, singles_out])[None], labels)  # one layer, two heads
+    pair = lesson_rm.pair_finding(lesson, "it", "dog")
+    assert pair is not None
+    assert (pair.head.layer, pair.head.head, pair.head.value, pair.others) == (0, 1, 0.5, 0.0)
+    assert (pair.heaviest.head, pair.heaviest.value) == (0, pytest.approx(0.9))
+    assert pair.heaviest_others == pytest.approx(0.9)
+    sentence = lesson_rm.pair_sentence(lesson_rm.EXAMPLES[0], pair)
+    assert "layer 0, head 1, which sends 50% of 'it' to 'dog' while its other queries send 'dog' 0% on average" in (
+        sentence
+    )
+    assert "Layer 0, head 0 sends more of 'it' to 'dog' than any other head, 90%, but its other queries send " in (
+        sentence
+    )
+
+
+@pytest.mark.parametrize(
+    ("sentence", "query", "key"),
+    [
+        (lesson_rm.EXAMPLES[0].sentence, "it", "dog"),
+        ("The dog chased the ball because it was round.", "it", "ball"),  # the contrast sentence
+        ("The trophy did not fit in the suitcase because it was too big.", "it", "trophy"),
+        ("Mary gave the book to John because she was kind.", "she", "mary"),
+    ],
+)
+def test_the_pair_sentence_states_each_heads_weight_and_its_other_queries_weight(
+    encoder: rm.RealModel, sentence: str, query: str, key: str
+) -> None:
+    lesson = lesson_rm.real_model_lesson(encoder, sentence)
+    pair = lesson_rm.pair_finding(lesson, query, key)
+    assert pair is not None
+    q, k = pair.query_index, pair.key_index
+    lead = {  # every head's weight query -> key minus its other queries' mean there
+        (layer, head): float(lesson.attentions[layer, head, q, k]) - other_queries_mean(lesson, layer, head, q, k)
+        for layer in range(6)
+        for head in range(12)
+    }
+    assert max(lead, key=lead.__getitem__) == (pair.head.layer, pair.head.head)
+    for found, others in ((pair.head, pair.others), (pair.heaviest, pair.heaviest_others)):
+        assert others == pytest.approx(other_queries_mean(lesson, found.layer, found.head, q, k), abs=1e-6)
+    text = lesson_rm.pair_sentence(lesson_rm.EXAMPLES[0], pair)
+    assert f"sends {pair.head.value:.0%} of '{query}' to '{key}' while its other queries send '{key}' " in text
+    assert f"'{key}' {pair.others:.0%} on average." in text
+    if (pair.heaviest.layer, pair.heaviest.head) != (pair.head.layer, pair.head.head):
+        assert f"{pair.heaviest.value:.0%}, but its other queries send '{key}' {pair.heaviest_others:.0%}" in text
+    else:
+        assert "than any other head" not in text
+
+
+def test_the_default_examples_heaviest_head_is_a_sink_on_dog_and_is_not_the_one_opened(encoder: rm.RealModel) -> None:
+    # The case the review found: the head that sends most of 'it' to 'dog' sends 'dog' most from every query.
+    lesson = lesson_rm.real_model_lesson(encoder, lesson_rm.EXAMPLES[0].sentence)
+    pair = lesson_rm.pair_finding(lesson, "it", "dog")
+    assert pair is not None and pair.heaviest_others > 0.5
+    assert (pair.head.layer, pair.head.head) != (pair.heaviest.layer, pair.heaviest.head)
+    assert pair.head.value > 3 * pair.others
+    assert lesson_rm.opening_head(lesson, lesson_rm.EXAMPLES[0]) == pair.head
 
 
 def test_lesson_weights_are_the_forward_pass_weights(encoder: rm.RealModel, lesson) -> None:
@@ -344,12 +425,14 @@ def test_page_renders_the_default_example_with_core_numbers(navigation_not_pages
     previous = next(f for f in lesson.findings if f.pattern is lesson_rm.Pattern.PREVIOUS)
     best = previous.strongest
     assert f"layer {best.layer}, head {best.head} ({best.value:.2f})" in captions(at)
-    # First visit opens the head that sends most of 'it' to 'dog'.
+    # First visit opens the head in which 'it' stands out most by its weight on 'dog'.
     pair = lesson_rm.pair_finding(lesson, "it", "dog")
-    assert pair is not None and pair.strongest.value > 2 * pair.mean_weight
-    assert f"sends {pair.strongest.value:.0%} of 'it' to 'dog'" in captions(at)
+    assert pair is not None
+    assert f"sends {pair.head.value:.0%} of 'it' to 'dog' while its other queries send 'dog' {pair.others:.0%}" in (
+        captions(at)
+    )
     opened = (at.selectbox(key="real_layer").value, at.selectbox(key="real_head").value)
-    assert opened == (pair.strongest.layer, pair.strongest.head)
+    assert opened == (pair.head.layer, pair.head.head)
     at.selectbox(key="real_layer").set_value(0).run()
     at.button[0].click().run()
     assert (at.selectbox(key="real_layer").value, at.selectbox(key="real_head").value) == opened
