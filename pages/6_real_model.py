@@ -270,7 +270,15 @@ widgets.prose("real_model", "intro")
 model_or_stop()
 lesson, example = sentence_picker()
 step_break()  # the question on a screen of its own: under the intro and the sentence box its verdict reached 724 px
-# The heads' weights answer "which head looks at the previous piece?": they wait for a choice.
+# The question's three heads, drawn to read the answer from; every other head's weights and the
+# measures that name the answer wait for a choice.
+widgets.prose("real_model", "question")
+draw.head_panels(
+    frames_rm.question_heads_frame(lesson),
+    "Three of this sentence's heads",
+    "Three small heatmaps, one per head named in the question below, on one colour scale.",
+    key="real_question",
+)
 answered = widgets.predict(lesson_rm.previous_token_question(lesson), key="predict_real_model")
 widgets.prose("real_model", "input")
 word_pieces(lesson, example)

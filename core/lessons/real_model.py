@@ -266,33 +266,47 @@ def contrast_caption(reading: ContrastReading, example: ExampleSentence) -> str:
     )
 
 
+QUESTION_HEADS = 3  # the previous-token question's options: the answer and its two nearest misses
+
+
+def head_name(score: HeadScore) -> str:
+    """'layer 0, head 2', as everywhere on the page."""
+    return f"layer {score.layer}, head {score.head}"
+
+
+def previous_token_options(lesson: RealModelLesson) -> tuple[HeadScore, ...]:
+    """The QUESTION_HEADS heads with the highest previous-token scores (value: the score), in (layer, head) order.
+
+    The answer and the runners-up by the same measure, not a middling and the lowest head: near misses
+    make the student read the heatmaps, where a head scoring 0.01 is ruled out at a glance.
+    """
+    scores = lesson.measures.previous.flatten()  # (L * h,)
+    top = scores.argsort(descending=True)[:QUESTION_HEADS]
+    heads = (HeadScore(int(i) // lesson.num_heads, int(i) % lesson.num_heads, float(scores[i])) for i in top)
+    return tuple(sorted(heads, key=lambda s: (s.layer, s.head)))  # shown shuffled: the best is often lowest
+
+
 def previous_token_question(lesson: RealModelLesson) -> Prediction:
     """'Which of these heads looks at the previous word piece?', answered by the measures.
 
-    Three heads: the one with the highest previous-token score, the one with the lowest, and
-    the median, listed in (layer, head) order; the page shows them in `Prediction.display_order()`,
-    shuffled, since the best head often has the lowest index.
+    The options are `previous_token_options`; the page draws their heatmaps above the question
+    (real_model_frames.question_heads_frame) and shows them in `Prediction.display_order()`.
     """
-    scores = lesson.measures.previous  # (L, h)
-    num_heads = scores.shape[1]
-    order = scores.flatten().argsort()  # ascending
-    picks = sorted({int(order[-1]), int(order[len(order) // 2]), int(order[0])})
-    best = int(order[-1])
-    options = tuple(f"layer {i // num_heads}, head {i % num_heads}" for i in picks)
+    options = previous_token_options(lesson)
+    best, *others = sorted(options, key=lambda s: -s.value)
+    sinks = lesson.measures.cls + lesson.measures.sep  # (L, h): weight parked on [CLS] and [SEP]
+    # Each number with its head: the options are shuffled, so an unnamed pair could be read either way.
+    runners_up = " and ".join(f"{head_name(s)} puts {s.value:.2f}" for s in others)
+    parked = " and ".join(f"{float(sinks[s.layer, s.head]):.2f}" for s in others)
     return Prediction(
-        question="Which of these heads puts the most weight on the word piece just before each token?",
-        options=options,
-        answer=picks.index(best),
+        question="Which of the three heads drawn above puts the most weight on the word piece just before each token?",
+        options=tuple(head_name(s) for s in options),
+        answer=options.index(best),
         explanation=(
-            f"Layer {best // num_heads}, head {best % num_heads} puts {float(scores.flatten()[best]):.4f} of each "
-            f"row's weight on the previous piece on average; "
-            # Each number with its head: the options are shuffled, so an unnamed pair could be read either way.
-            + " and ".join(
-                f"layer {i // num_heads}, head {i % num_heads} puts {float(scores.flatten()[i]):.4f}"
-                for i in picks
-                if i != best
-            )
-            + ". Open it below: its heatmap is a stripe just under the diagonal."
+            f"{head_name(best).capitalize()} puts {best.value:.2f} of each query's weight on the piece just before "
+            f"it, on average, the most of all {lesson.num_layers * lesson.num_heads} heads: in its heatmap that "
+            f"weight sits in the cells just below the diagonal. {runners_up.capitalize()}, the next highest: the "
+            f"same cells are paler in their heatmaps, and they put {parked} of their weight on [CLS] and [SEP]."
         ),
     )
 

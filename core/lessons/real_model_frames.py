@@ -16,7 +16,7 @@ import torch
 from core.attention import functional as fn
 from core.attention.head_measures import Measure
 from core.lessons.multi_head import heads_frame
-from core.lessons.real_model import RealModelLesson
+from core.lessons.real_model import RealModelLesson, head_name, previous_token_options, previous_token_question
 
 GRID_FLOOR = 0.02  # grid cells below this weight are left to the panel's background (the colour of 0)
 
@@ -78,6 +78,15 @@ def weights_frame(lesson: RealModelLesson, weights: torch.Tensor) -> pd.DataFram
             "col_index": cols.numpy(),
         }
     )
+
+
+def question_heads_frame(lesson: RealModelLesson) -> pd.DataFrame:
+    """The previous-token question's heads as small multiples (core.charts.heads' long frame), each named as its
+    option and in the order the question lists them on screen: what the student reads the answer from."""
+    question, options = previous_token_question(lesson), previous_token_options(lesson)
+    shown = [options[i] for i in question.display_order()]
+    weights = torch.stack([lesson.head(s.layer, s.head) for s in shown])  # (3, T, T)
+    return heads_frame(weights, lesson.labels, [head_name(s) for s in shown])
 
 
 def head_frame(lesson: RealModelLesson, layer: int, head: int) -> pd.DataFrame:

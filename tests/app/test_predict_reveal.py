@@ -156,6 +156,22 @@ def test_lesson_6_hides_the_heads_that_answer_its_question_until_a_choice() -> N
     assert "Measured by the" in on_screen(at) and locks(at) == 0
 
 
+def test_lesson_6_draws_the_questions_three_heads_before_a_choice_and_not_the_verdict() -> None:
+    # The sixth review: three head names with nothing on screen to reason from. Their heatmaps come first,
+    # in the order the options are listed; the measured scores wait for a choice.
+    at = open_lesson("real_model")
+    (panels,) = [c for c in at.get("vega_lite_chart") if "one per head named in the question" in c.proto.alt]
+    radio = next(r for r in at.radio if r.key and r.key.startswith("predict_real_model"))
+    listed = [option.replace("\\,", ",") for option in radio.options]  # the radio escapes markdown
+    assert json.loads(panels.proto.spec)["facet"]["sort"] == listed
+    def verdicts() -> str:
+        return on_screen(at) + "\n".join(v.value for v in [*at.success, *at.warning])
+
+    assert "the next highest" not in verdicts()
+    answered(at)
+    assert "the next highest" in verdicts()
+
+
 def test_lesson_1_stretches_its_weight_colours_from_the_link_and_says_so_on_the_legend() -> None:
     at = answered(open_lesson("without_weights", stretch="true"))
     assert at.toggle(key="stretch").value is True

@@ -614,6 +614,43 @@ def test_a_finding_counts_its_heads_in_words() -> None:
     assert described(two) == "In this sentence 2 heads reach 0.50: layer 0, head 2 (0.97); layer 1, head 3 (0.60)."
 
 
+@pytest.mark.parametrize("sentence", [lesson_rm.EXAMPLES[0].sentence, "Hi!", "Paris is the capital of France."])
+def test_the_previous_piece_question_offers_the_three_highest_heads_and_its_verdict_quotes_them(
+    encoder: rm.RealModel, sentence: str
+) -> None:
+    # The sixth review: the distractors scored 0.08 and 0.01 (the median and the lowest head) while the real
+    # runners-up scored 0.31 to 0.34: the options should be near misses by the same measure.
+    lesson = lesson_rm.real_model_lesson(encoder, sentence)
+    scores = {(layer, head): float(lesson.measures.previous[layer, head]) for layer in range(6) for head in range(12)}
+    ranked = sorted(scores, key=scores.__getitem__, reverse=True)  # every head, highest score first
+    question = lesson_rm.previous_token_question(lesson)
+    named = [f"layer {layer}, head {head}" for layer, head in ranked[:3]]
+    assert sorted(question.options) == sorted(named)
+    assert question.options[question.answer] == named[0]
+    assert scores[ranked[2]] > 0.25  # near misses indeed, on every sentence here
+    best = ranked[0]
+    assert f"{named[0].capitalize()} puts {scores[best]:.2f} of each query's weight" in question.explanation
+    sinks = lesson.measures.cls + lesson.measures.sep
+    runners_up = " and ".join(f"{name} puts {scores[h]:.2f}" for name, h in zip(named[1:], ranked[1:3], strict=True))
+    parked = " and ".join(f"{float(sinks[h]):.2f}" for h in ranked[1:3])
+    assert f"{runners_up.capitalize()}, the next highest" in question.explanation
+    assert f"they put {parked} of their weight on [CLS] and [SEP]" in question.explanation
+
+
+def test_the_question_draws_its_three_heads_in_the_order_it_lists_them(lesson) -> None:
+    # The heatmaps the student reads the answer from: one per option, named as it, in the options' order on screen.
+    question = lesson_rm.previous_token_question(lesson)
+    frame = frames_rm.question_heads_frame(lesson)
+    shown = [question.options[i] for i in question.display_order()]
+    assert list(dict.fromkeys(frame["head"])) == shown
+    for name in shown:
+        layer, head = (int(part.split()[-1]) for part in name.split(", "))
+        panel = frame[frame["head"] == name].sort_values(["row_index", "col_index"])
+        assert panel["value"].to_numpy() == pytest.approx(lesson.head(layer, head).double().flatten().numpy())
+    spec = validated_spec(charts_heads.head_panels(frame, "three heads"))
+    assert spec["facet"]["field"] == "head"
+
+
 def test_the_previous_piece_answer_names_the_head_of_every_number(lesson: lesson_rm.RealModelLesson) -> None:
     # The fourth review: "the other two put 0.0830 and 0.0132" said neither which head was which, and the
     # shuffled options listed them the other way round.
