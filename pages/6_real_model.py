@@ -270,16 +270,16 @@ widgets.prose("real_model", "intro")
 model_or_stop()
 lesson, example = sentence_picker()
 step_break()  # the question on a screen of its own: under the intro and the sentence box its verdict reached 724 px
-# The question's three heads, drawn to read the answer from; every other head's weights and the
-# measures that name the answer wait for a choice.
+# The question's three heads, drawn to read the answer from, under the question: above it they pushed the
+# verdict to 1,165 px on a 720 px projector. Every other head's weights and the measures wait for a choice.
 widgets.prose("real_model", "question")
+answered = widgets.predict(lesson_rm.previous_token_question(lesson), key="predict_real_model")
 draw.head_panels(
     frames_rm.question_heads_frame(lesson),
-    "Three of this sentence's heads",
-    "Three small heatmaps, one per head named in the question below, on one colour scale.",
+    "The question's three heads",
+    "Three small heatmaps, one per head named in the question above, on one colour scale.",
     key="real_question",
 )
-answered = widgets.predict(lesson_rm.previous_token_question(lesson), key="predict_real_model")
 widgets.prose("real_model", "input")
 word_pieces(lesson, example)
 head_grid(lesson, answered)

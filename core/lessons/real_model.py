@@ -299,7 +299,7 @@ def previous_token_question(lesson: RealModelLesson) -> Prediction:
     runners_up = " and ".join(f"{head_name(s)} puts {s.value:.2f}" for s in others)
     parked = " and ".join(f"{float(sinks[s.layer, s.head]):.2f}" for s in others)
     return Prediction(
-        question="Which of the three heads drawn above puts the most weight on the word piece just before each token?",
+        question="Which of the three heads drawn below puts the most weight on the word piece just before each token?",
         options=tuple(head_name(s) for s in options),
         answer=options.index(best),
         explanation=(

@@ -158,7 +158,8 @@ def test_lesson_6_hides_the_heads_that_answer_its_question_until_a_choice() -> N
 
 def test_lesson_6_draws_the_questions_three_heads_before_a_choice_and_not_the_verdict() -> None:
     # The sixth review: three head names with nothing on screen to reason from. Their heatmaps come first,
-    # in the order the options are listed; the measured scores wait for a choice.
+    # in the order the options are listed (under the question, which kept its verdict above a projector's fold);
+    # the measured scores wait for a choice.
     at = open_lesson("real_model")
     (panels,) = [c for c in at.get("vega_lite_chart") if "one per head named in the question" in c.proto.alt]
     radio = next(r for r in at.radio if r.key and r.key.startswith("predict_real_model"))
