@@ -247,3 +247,13 @@ def test_every_recipe_is_used_by_a_lesson() -> None:
     # lesson 10's in test_inside_gpt.py; lesson 11's in test_to_the_answer.py; the decoder source's in
     # test_decoder_source.py)
     assert on_disk - used <= own_tests, on_disk - used - own_tests
+
+
+@pytest.mark.parametrize("name", ["training_lab", "attention_at_scale_cost"])
+def test_boxes_that_train_or_time_run_on_one_thread_as_the_page_does(name: str) -> None:
+    # Review s23 (D10): pasted into a fresh Python (every core), lesson 9's KV box printed a logit difference of
+    # 1.9e-06 where the page says 2.9e-06 (the training's sums round differently over threads; with one thread it
+    # printed 2.9e-06), and the timing box's times jumped with other programs' work.
+    code = recipes.source(name)
+    first_draw_or_timing = min(i for i in (code.find("torch.Generator"), code.find("perf_counter")) if i >= 0)
+    assert 0 <= code.find("torch.set_num_threads(1)") < first_draw_or_timing
