@@ -325,13 +325,16 @@ def article_comparison(article: ArticleHeads, book_head_dim: int) -> str:
     """
     ratio = article.apart / article.book_apart if article.book_apart > 0 else float("inf")
     direction = "more than" if ratio > 1.1 else "less than" if ratio < 1 / 1.1 else "about as much as"
+    keys = int(article.weights["col_index"].nunique())  # the article's heads see every key of the row
+    seen = article.query_index + 1  # the book's causal heads: the query's row sees itself and the keys before it
     return (
         f"For this query token the two most different of these heads differ by **{article.apart:.4f}** per "
         f"weight on average; the book's split heads above, on the same row, by **{article.book_apart:.4f}**: here "
-        f"the article's heads differ {direction} the book's. The two setups differ in two ways at once, so this "
-        f"comparison cannot say which one matters: these heads score with d_k = {article.d_k} numbers each, drawn "
-        f"by `torch.rand` (from 0 to 1); the book's with {book_head_dim}, drawn by `nn.Linear` (small, centred at "
-        "zero)."
+        f"the article's heads differ {direction} the book's. The two setups differ in three ways at once, so this "
+        f"comparison cannot say which one matters: these heads spread the row over all {keys} keys, the book's "
+        f"causal heads over the first {seen} (the rest are masked zeros); these score with d_k = {article.d_k} "
+        f"numbers each, drawn by `torch.rand` (from 0 to 1), the book's with {book_head_dim}, drawn by `nn.Linear` "
+        "(small, centred at zero)."
     )
 
 

@@ -223,6 +223,10 @@ def test_lesson_5_says_which_heads_differ_more_from_the_numbers(preset: str, cha
     sentence = multi_head.article_comparison(article, lesson.head_dim)
     assert f"the article's heads differ {direction} the book's" in sentence
     assert f"**{article.apart:.4f}**" in sentence and "cannot say which one matters" in sentence
+    # Review s24: "two ways" left out the mask; the book's row for the query sees only the keys up to it.
+    assert "three ways" in sentence and f"over the first {article.query_index + 1}" in sentence
+    book_row = lesson.head_weights[lesson.head_weights.row_index == article.query_index]
+    assert int((book_row.value > 0).groupby(book_row["head"]).sum().max()) == article.query_index + 1
 
 
 def test_lesson_fours_intro_leaves_the_rows_to_the_question() -> None:
