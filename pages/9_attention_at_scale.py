@@ -80,7 +80,7 @@ if doubling_answered:
     # After the answer too: its shape comment "(1, T, T): the matrix that grows like T^2" is the answer.
     widgets.code_box(
         lesson.cost_code(int(longest)),
-        "Plain PyTorch: the same measurement, timed with perf_counter.",
+        view.code_note,
         title="time and memory of plain attention",
     )
 else:

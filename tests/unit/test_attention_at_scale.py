@@ -690,3 +690,16 @@ def test_the_online_paragraph_leaves_exactness_to_its_question() -> None:
     online = " ".join(prose.section("attention_at_scale", "online").split())
     assert "should now be" not in online and "e^(s − m_new)" not in online
     assert "multiplied by e^(m_old − m_new)" in online  # the update itself is still described
+
+
+def test_the_timing_boxs_caption_says_its_memory_is_one_matrix_against_the_pages_peak() -> None:
+    # Review s24: the caption said "the same measurement", but the box printed 16.00 MiB at 2,048 tokens (one T×T
+    # matrix, by formula) where the page showed a measured peak of 52.0 MiB.
+    cost = _cost(100.0, 300.0, 900.0)
+    cost.table.loc[1, ["scores_bytes", "peak_bytes"]] = [16 * 2**20, 52 * 2**20]
+    note = lesson.cost_code_note(cost)
+    assert "same measurement" not in note
+    assert "one T×T matrix by formula (16.0 MiB at 2,048 tokens)" in note and "52.0 MiB, which is 3.25" in note
+    assert "boolean mask" in note
+    cost.table.loc[1, "peak_bytes"] = 40 * 2**20  # another peak: the breakdown is not claimed
+    assert "2.50 such matrices." in lesson.cost_code_note(cost) and "mask" not in lesson.cost_code_note(cost)
