@@ -270,16 +270,17 @@ widgets.prose("real_model", "intro")
 model_or_stop()
 lesson, example = sentence_picker()
 step_break()  # the question on a screen of its own: under the intro and the sentence box its verdict reached 724 px
-# The question's three heads, drawn to read the answer from, under the question: above it they pushed the
-# verdict to 1,165 px on a 720 px projector. Every other head's weights and the measures wait for a choice.
+# The question asks for a count, then its evidence: the three highest heads (drawn beside the question, a perfect
+# stripe gave the answer away, review s24). Every head's weights and the measures wait for a choice.
 widgets.prose("real_model", "question")
 answered = widgets.predict(lesson_rm.previous_token_question(lesson), key="predict_real_model")
-draw.head_panels(
-    frames_rm.question_heads_frame(lesson),
-    "The question's three heads",
-    "Three small heatmaps, one per head named in the question above, on one colour scale.",
-    key="real_question",
-)
+if answered:
+    draw.head_panels(
+        frames_rm.question_heads_frame(lesson),
+        "The three heads that look most at the piece just before",
+        "Three small heatmaps: the heads with the highest previous-piece scores, on one colour scale.",
+        key="real_question",
+    )
 widgets.prose("real_model", "input")
 word_pieces(lesson, example)
 head_grid(lesson, answered)

@@ -266,7 +266,9 @@ def contrast_caption(reading: ContrastReading, example: ExampleSentence) -> str:
     )
 
 
-QUESTION_HEADS = 3  # the previous-token question's options: the answer and its two nearest misses
+QUESTION_HEADS = 3  # the heads drawn under the verdict: the three highest previous-piece scores
+PREVIOUS_SHARE = 0.5  # the question's line: more than half of each query's weight on the piece just before it
+COUNT_OPTIONS = ("none of them", "exactly one", "two to five", "six or more")
 
 
 def head_name(score: HeadScore) -> str:
@@ -274,39 +276,50 @@ def head_name(score: HeadScore) -> str:
     return f"layer {score.layer}, head {score.head}"
 
 
-def previous_token_options(lesson: RealModelLesson) -> tuple[HeadScore, ...]:
-    """The QUESTION_HEADS heads with the highest previous-token scores (value: the score), in (layer, head) order.
-
-    The answer and the runners-up by the same measure, not a middling and the lowest head: near misses
-    make the student read the heatmaps, where a head scoring 0.01 is ruled out at a glance.
-    """
+def ranked_previous_heads(lesson: RealModelLesson) -> tuple[HeadScore, ...]:
+    """Every head by its previous-piece score (value: the score), highest first."""
     scores = lesson.measures.previous.flatten()  # (L * h,)
-    top = scores.argsort(descending=True)[:QUESTION_HEADS]
-    heads = (HeadScore(int(i) // lesson.num_heads, int(i) % lesson.num_heads, float(scores[i])) for i in top)
-    return tuple(sorted(heads, key=lambda s: (s.layer, s.head)))  # shown shuffled: the best is often lowest
+    order = scores.argsort(descending=True)
+    return tuple(HeadScore(int(i) // lesson.num_heads, int(i) % lesson.num_heads, float(scores[i])) for i in order)
+
+
+def count_option(count: int) -> int:
+    """The COUNT_OPTIONS index a number of heads falls in."""
+    return 0 if count == 0 else 1 if count == 1 else 2 if count <= 5 else 3
 
 
 def previous_token_question(lesson: RealModelLesson) -> Prediction:
-    """'Which of these heads looks at the previous word piece?', answered by the measures.
+    """'How many of the 72 heads put more than half their weight on the piece just before?', answered by the
+    measures.
 
-    The options are `previous_token_options`; the page draws their heatmaps above the question
-    (real_model_frames.question_heads_frame) and shows them in `Prediction.display_order()`.
+    Reviews s23 and s24: asked "which of these three heads…", it was a lottery with nothing to reason from, and
+    with the three heatmaps drawn beside it, a perfect stripe gave it away. A count is a real prediction (are
+    heads specialists, or does every head do a bit of everything?); the heatmaps come with the verdict.
     """
-    options = previous_token_options(lesson)
-    best, *others = sorted(options, key=lambda s: -s.value)
-    sinks = lesson.measures.cls + lesson.measures.sep  # (L, h): weight parked on [CLS] and [SEP]
-    # Each number with its head: the options are shuffled, so an unnamed pair could be read either way.
-    runners_up = " and ".join(f"{head_name(s)} puts {s.value:.2f}" for s in others)
-    parked = " and ".join(f"{float(sinks[s.layer, s.head]):.2f}" for s in others)
+    ranked = ranked_previous_heads(lesson)
+    over = [s for s in ranked if s.value > PREVIOUS_SHARE]
+    below = ranked[len(over)]  # the highest head under the line (72 heads: never all of them over it)
+    total = lesson.num_layers * lesson.num_heads
+    named = "; ".join(f"{head_name(s)} ({s.value:.2f})" for s in over[:5])
+    if len(over) > 5:
+        named += f"; and {len(over) - 5} more"
+    counted = f"{len(over)} of the {total} heads " + ("puts" if len(over) == 1 else "put")
+    if not over:
+        counted = f"None of the {total} heads puts"
+    # Next to the line, two decimals can read 0.50 for a head under it: one more decimal there.
+    under = f"{below.value:.3f}" if f"{below.value:.2f}" == f"{PREVIOUS_SHARE:.2f}" else f"{below.value:.2f}"
     return Prediction(
-        question="Which of the three heads drawn below puts the most weight on the word piece just before each token?",
-        options=tuple(head_name(s) for s in options),
-        answer=options.index(best),
+        question=f"Of this model's {total} heads, how many put more than half of each query's weight on the word "
+        "piece just before it, in this sentence?",
+        options=COUNT_OPTIONS,
+        answer=count_option(len(over)),
+        shuffle=False,  # counts read in order; the answer varies with the sentence ("exactly one", "six or more")
         explanation=(
-            f"{head_name(best).capitalize()} puts {best.value:.2f} of each query's weight on the piece just before "
-            f"it, on average, the most of all {lesson.num_layers * lesson.num_heads} heads: in its heatmap that "
-            f"weight sits in the cells just below the diagonal. {runners_up.capitalize()}, the next highest: the "
-            f"same cells are paler in their heatmaps, and they put {parked} of their weight on [CLS] and [SEP]."
+            f"{counted} more than {PREVIOUS_SHARE:.1f} of each query's weight on the piece just before it"
+            + (f": {named}." if over else ".")
+            + f" The highest under that line, {head_name(below)}, puts {under}; the median head "
+            f"{float(lesson.measures.previous.flatten().median()):.2f}. The three highest are drawn below: their "
+            "weight just below the diagonal is what the score counts."
         ),
     )
 

@@ -16,7 +16,7 @@ import torch
 from core.attention import functional as fn
 from core.attention.head_measures import Measure
 from core.lessons.multi_head import heads_frame
-from core.lessons.real_model import RealModelLesson, head_name, previous_token_options, previous_token_question
+from core.lessons.real_model import QUESTION_HEADS, RealModelLesson, head_name, ranked_previous_heads
 
 GRID_FLOOR = 0.02  # grid cells below this weight are left to the panel's background (the colour of 0)
 
@@ -81,12 +81,11 @@ def weights_frame(lesson: RealModelLesson, weights: torch.Tensor) -> pd.DataFram
 
 
 def question_heads_frame(lesson: RealModelLesson) -> pd.DataFrame:
-    """The previous-token question's heads as small multiples (core.charts.heads' long frame), each named as its
-    option and in the order the question lists them on screen: what the student reads the answer from."""
-    question, options = previous_token_question(lesson), previous_token_options(lesson)
-    shown = [options[i] for i in question.display_order()]
+    """The QUESTION_HEADS heads with the highest previous-piece scores as small multiples (core.charts.heads'
+    long frame), highest first, each named with its score: the verdict's evidence."""
+    shown = ranked_previous_heads(lesson)[:QUESTION_HEADS]
     weights = torch.stack([lesson.head(s.layer, s.head) for s in shown])  # (3, T, T)
-    return heads_frame(weights, lesson.labels, [head_name(s) for s in shown])
+    return heads_frame(weights, lesson.labels, [f"{head_name(s)}: {s.value:.2f}" for s in shown])
 
 
 def head_frame(lesson: RealModelLesson, layer: int, head: int) -> pd.DataFrame:

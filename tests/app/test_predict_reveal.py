@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.app import registry
 from core.app.settings import PRESETS, settings_for_preset
-from core.lessons import causal_dropout, multi_head, why_scale
+from core.lessons import causal_dropout, multi_head, real_model, why_scale
 from core.lessons import training_lab as tl
 from core.lessons.common import Prediction, strongest_key_question
 from tests.support import answered, app, open_page
@@ -156,21 +156,23 @@ def test_lesson_6_hides_the_heads_that_answer_its_question_until_a_choice() -> N
     assert "Measured by the" in on_screen(at) and locks(at) == 0
 
 
-def test_lesson_6_draws_the_questions_three_heads_before_a_choice_and_not_the_verdict() -> None:
-    # The sixth review: three head names with nothing on screen to reason from. Their heatmaps come first,
-    # in the order the options are listed (under the question, which kept its verdict above a projector's fold);
-    # the measured scores wait for a choice.
+def test_lesson_6_asks_for_a_count_and_draws_its_three_heads_only_with_the_verdict() -> None:
+    # Review s24: the three heatmaps drawn beside "which of these heads…" answered it (a perfect stripe). The
+    # question now asks how many heads, and the heatmaps wait for a choice like every other head's weights.
     at = open_lesson("real_model")
-    (panels,) = [c for c in at.get("vega_lite_chart") if "one per head named in the question" in c.proto.alt]
-    radio = next(r for r in at.radio if r.key and r.key.startswith("predict_real_model"))
-    listed = [option.replace("\\,", ",") for option in radio.options]  # the radio escapes markdown
-    assert json.loads(panels.proto.spec)["facet"]["sort"] == listed
+
+    def panels() -> list:
+        return [c for c in at.get("vega_lite_chart") if "highest previous-piece scores" in c.proto.alt]
+
     def verdicts() -> str:
         return on_screen(at) + "\n".join(v.value for v in [*at.success, *at.warning])
 
-    assert "the next highest" not in verdicts()
+    radio = next(r for r in at.radio if r.key and r.key.startswith("predict_real_model"))
+    assert tuple(radio.options) == real_model.COUNT_OPTIONS  # in order: counts
+    assert not panels() and "The highest under that line" not in verdicts()
+    assert "layer 0, head 2" not in on_screen(at)  # the answer's head is named nowhere before a choice
     answered(at)
-    assert "the next highest" in verdicts()
+    assert len(panels()) == 1 and "The highest under that line" in verdicts()
 
 
 def test_lesson_1_stretches_its_weight_colours_from_the_link_and_says_so_on_the_legend() -> None:

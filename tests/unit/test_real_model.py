@@ -614,46 +614,43 @@ def test_a_finding_counts_its_heads_in_words() -> None:
     assert described(two) == "In this sentence 2 heads reach 0.50: layer 0, head 2 (0.97); layer 1, head 3 (0.60)."
 
 
-@pytest.mark.parametrize("sentence", [lesson_rm.EXAMPLES[0].sentence, "Hi!", "Paris is the capital of France."])
-def test_the_previous_piece_question_offers_the_three_highest_heads_and_its_verdict_quotes_them(
-    encoder: rm.RealModel, sentence: str
+@pytest.mark.parametrize(
+    ("sentence", "answer"),
+    [(lesson_rm.EXAMPLES[0].sentence, "exactly one"), ("Hi!", "six or more"), ("the the the the the the", None)],
+)
+def test_the_previous_piece_question_counts_the_heads_over_half_and_its_verdict_names_them(
+    encoder: rm.RealModel, sentence: str, answer: str | None
 ) -> None:
-    # The sixth review: the distractors scored 0.08 and 0.01 (the median and the lowest head) while the real
-    # runners-up scored 0.31 to 0.34: the options should be near misses by the same measure.
+    # Reviews s23 and s24: "which of these three heads…" was a lottery (distractors at 0.08 and 0.01), then, with
+    # the three heatmaps beside it, a perfect stripe answered it. It now asks for a count, which varies by sentence.
     lesson = lesson_rm.real_model_lesson(encoder, sentence)
     scores = {(layer, head): float(lesson.measures.previous[layer, head]) for layer in range(6) for head in range(12)}
-    ranked = sorted(scores, key=scores.__getitem__, reverse=True)  # every head, highest score first
+    over = sorted((h for h in scores if scores[h] > 0.5), key=scores.__getitem__, reverse=True)
     question = lesson_rm.previous_token_question(lesson)
-    named = [f"layer {layer}, head {head}" for layer, head in ranked[:3]]
-    assert sorted(question.options) == sorted(named)
-    assert question.options[question.answer] == named[0]
-    assert scores[ranked[2]] > 0.25  # near misses indeed, on every sentence here
-    best = ranked[0]
-    assert f"{named[0].capitalize()} puts {scores[best]:.2f} of each query's weight" in question.explanation
-    sinks = lesson.measures.cls + lesson.measures.sep
-    runners_up = " and ".join(f"{name} puts {scores[h]:.2f}" for name, h in zip(named[1:], ranked[1:3], strict=True))
-    parked = " and ".join(f"{float(sinks[h]):.2f}" for h in ranked[1:3])
-    assert f"{runners_up.capitalize()}, the next highest" in question.explanation
-    assert f"they put {parked} of their weight on [CLS] and [SEP]" in question.explanation
+    assert question.options == lesson_rm.COUNT_OPTIONS
+    assert question.answer == lesson_rm.count_option(len(over))
+    if answer is not None:
+        assert question.options[question.answer] == answer
+    for layer, head in over[:5]:
+        assert f"layer {layer}, head {head} ({scores[layer, head]:.2f})" in question.explanation
+    below = max((h for h in scores if h not in over), key=scores.__getitem__)
+    assert f"The highest under that line, layer {below[0]}, head {below[1]}, puts" in question.explanation
+    assert question.explanation.startswith(f"{len(over)} of the 72 heads" if over else "None of the 72 heads")
 
 
-def test_the_question_draws_its_three_heads_in_the_order_it_lists_them(lesson) -> None:
-    # The heatmaps the student reads the answer from: one per option, named as it, in the options' order on screen.
-    question = lesson_rm.previous_token_question(lesson)
+def test_the_count_options_cover_every_count() -> None:
+    assert [lesson_rm.count_option(n) for n in (0, 1, 2, 5, 6, 72)] == [0, 1, 2, 2, 3, 3]
+
+
+def test_the_verdict_draws_the_three_highest_heads_highest_first(lesson) -> None:
     frame = frames_rm.question_heads_frame(lesson)
-    shown = [question.options[i] for i in question.display_order()]
-    assert list(dict.fromkeys(frame["head"])) == shown
-    for name in shown:
-        layer, head = (int(part.split()[-1]) for part in name.split(", "))
+    ranked = lesson_rm.ranked_previous_heads(lesson)[:3]
+    names = list(dict.fromkeys(frame["head"]))
+    assert names == [f"layer {s.layer}, head {s.head}: {s.value:.2f}" for s in ranked]
+    assert ranked[0].value >= ranked[1].value >= ranked[2].value
+    for name, score in zip(names, ranked, strict=True):
         panel = frame[frame["head"] == name].sort_values(["row_index", "col_index"])
-        assert panel["value"].to_numpy() == pytest.approx(lesson.head(layer, head).double().flatten().numpy())
+        expected = lesson.head(score.layer, score.head).double().flatten().numpy()
+        assert panel["value"].to_numpy() == pytest.approx(expected)
     spec = validated_spec(charts_heads.head_panels(frame, "three heads"))
     assert spec["facet"]["field"] == "head"
-
-
-def test_the_previous_piece_answer_names_the_head_of_every_number(lesson: lesson_rm.RealModelLesson) -> None:
-    # The fourth review: "the other two put 0.0830 and 0.0132" said neither which head was which, and the
-    # shuffled options listed them the other way round.
-    question = lesson_rm.previous_token_question(lesson)
-    for option in question.options:
-        assert f"{option} puts" in question.explanation.replace("Layer", "layer"), (option, question.explanation)
