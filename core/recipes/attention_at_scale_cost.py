@@ -19,7 +19,7 @@ def causal_attention(q, k, v):
     return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1) @ v  # (1, T, 64)
 
 
-tokens, before = 64, None
+tokens, before, times = 64, None, {}
 while tokens <= longest:
     q, k, v = (torch.randn(1, tokens, 64, generator=draws) for _ in range(3))  # (1, T, 64): one head
     causal_attention(q, k, v)  # a warm-up: the first call pays for allocating memory
@@ -28,6 +28,7 @@ while tokens <= longest:
         started = time.perf_counter()
         causal_attention(q, k, v)
         best = min(best, time.perf_counter() - started)
+    times[tokens] = best
     growth = "" if before is None else f"  ({best / before:4.1f}x the time at half the length)"
     print(f"T = {tokens:6,}: scores {tokens * tokens * 4 / 2**20:9.2f} MiB, {1000 * best:8.2f} ms{growth}")
     tokens, before = tokens * 2, best
