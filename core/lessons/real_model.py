@@ -365,11 +365,11 @@ def pair_sentence(example: ExampleSentence, pair: PairFinding) -> str:
 def described(finding: Finding) -> str:
     """One line about a pattern's heads in this sentence (numbers only: no user text)."""
     best = finding.strongest
-    strongest = f"the strongest is layer {best.layer}, head {best.head} ({best.value:.2f})"
+    strongest = f"the strongest is {head_name(best)} ({best.value:.2f})"
     if not finding.heads:
         return f"In this sentence no head reaches {finding.threshold:.2f}; {strongest}."
     # "layer 0, head 2" as everywhere else on the page: a reviewer read "0-2" beside it as another notation.
-    named = "; ".join(f"layer {s.layer}, head {s.head} ({s.value:.2f})" for s in finding.heads[:6])
+    named = "; ".join(f"{head_name(s)} ({s.value:.2f})" for s in finding.heads[:6])
     more = f" and {len(finding.heads) - 6} more" if len(finding.heads) > 6 else ""
     heads = "1 head reaches" if len(finding.heads) == 1 else f"{len(finding.heads)} heads reach"
     return f"In this sentence {heads} {finding.threshold:.2f}: {named}{more}."
@@ -417,7 +417,7 @@ def distance_caption(lesson: RealModelLesson) -> str:
         f"Over all keys, {reading.parking_all_keys} of the {FARTHEST} farthest-looking heads park at least "
         f"{THRESHOLDS[Pattern.SINK]:.0%} of their weight on [CLS] and [SEP], which sit at the two ends of the "
         f"sentence; over the words only, {reading.parking_words_only} of {FARTHEST} do. Over the words only, "
-        f"layer {far.layer}, head {far.head} looks farthest: {far.value:.2f} pieces on average."
+        f"{head_name(far)} looks farthest: {far.value:.2f} pieces on average."
     )
 
 
