@@ -134,7 +134,9 @@ class HeadPattern:
         candidates = {
             "looks at the next piece": (float(m.next), one),
             "looks at the previous piece": (float(m.previous), one),
-            ("parks most of its weight on " if sinks >= MOST else "puts a large share on ") + shape.sink: (
+            # "Most" is read off the printed figure: 0.5047 prints as 0.50, which is not more than half (s24 review).
+            ("parks most of its weight on " if float(f"{sinks:.2f}") > MOST else "puts a large share on ")
+            + shape.sink: (
                 sinks,
                 one * sink_count,  # [CLS] and [SEP] are two keys
             ),
@@ -143,11 +145,17 @@ class HeadPattern:
         named = {k: value for k, (value, even) in candidates.items() if value >= max(SHARE, _above_chance(even))}
         entropy, broad = _entropy_and_share_of_maximum(weights, shape.causal)
         if named:
-            label, value = max(named.items(), key=lambda item: item[1])
+            (label, value), *others = sorted(named.items(), key=lambda item: item[1], reverse=True)
             # A decoder's measures leave out query 0 (above): say so, or 0.83 read as the mean of every row, whose
             # first is 1 (0.86 over all six of the book's sentence, an independent review).
             rows = "each row after the first" if shape.causal and weights.shape[0] > 1 else "each row"
             summary = f"{label} ({value:.2f} of {rows} on average)"
+            if others:
+                # A second clear pattern is named too: a head at 0.50 on [CLS] and [SEP] whose map is a next-piece
+                # diagonal (0.33) was described by its sink alone (the s24 review).
+                # Never "most" twice: the measures overlap (the last word's next piece is [SEP]).
+                second = others[0][0].replace("parks most of its weight on ", "puts a large share on ")
+                summary += f", and {second} ({others[0][1]:.2f})"
         else:
             summary = f"spreads out (entropy {broad:.2f} of its maximum)"
         return HeadPattern(layer, head, entropy, float(m.previous), float(m.next), sinks, self_weight, summary)

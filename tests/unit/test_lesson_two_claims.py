@@ -98,6 +98,26 @@ def test_parks_only_where_most_of_the_weight_lands() -> None:
     assert HeadPattern.of(0, 0, weights).summary.startswith("parks most of its weight on [CLS] and [SEP] (0.60")
 
 
+def test_most_is_read_off_the_printed_share_and_a_second_pattern_is_named() -> None:
+    # The s24 review: "parks most of its weight on [CLS] and [SEP] (0.50 ...)" for a head at 0.5047 whose map is a
+    # next-piece diagonal (0.33): 0.50 is not more than half, and the diagonal went unnamed.
+    tokens = 6
+    weights = torch.zeros(tokens, tokens)
+    weights[:, 0] = 0.5047  # [CLS]
+    for query in range(tokens - 1):
+        weights[query, query + 1] += 0.33
+    weights[tokens - 2, 0] -= 0.33  # this query's next piece is [SEP]: the sink share stays 0.5047
+    rest = torch.nn.functional.one_hot(torch.tensor([2, 3, 3, 2, 2, 2]), tokens)  # (T, T): one word per row...
+    weights += (1 - weights.sum(dim=-1, keepdim=True)) * rest  # ...takes the rest: rows sum to 1
+    assert f"{HeadPattern.of(0, 0, weights).sinks:.4f}" == "0.5047"
+    summary = HeadPattern.of(0, 0, weights).summary
+    assert "parks" not in summary and summary.startswith("puts a large share on [CLS] and [SEP] (0.5")
+    assert ", and looks at the next piece (0.3" in summary
+    weights = torch.full((tokens, tokens), 0.05)
+    weights[:, 0], weights[:, 1] = 0.6, 0.2  # one clear pattern only: no second label
+    assert ", and" not in HeadPattern.of(0, 0, weights).summary
+
+
 def test_a_decoder_heads_share_says_it_leaves_the_first_row_out() -> None:
     # The s19 review: "looks at itself (0.83 of each row on average)" was the mean of rows 2-6 (query 0 can only
     # look at itself, its row is 1); over all six rows it was 0.86.
