@@ -220,10 +220,12 @@ def score_similarity(model: AnyModel, layer: int) -> float:
     return float(cosines[off_diagonal].max())
 
 
-def _heads_question(patterns: tuple[HeadPattern, ...], weights: torch.Tensor, similarity: float) -> Prediction:
+def _heads_question(
+    patterns: tuple[HeadPattern, ...], weights: torch.Tensor, similarity: float, causal: bool
+) -> Prediction:
     """Do the heads of this layer look alike? weights: (h, T, T). Answered cell by cell, not by the coarse labels:
     heads that all "park on [CLS] and [SEP]" still do it in different rows and amounts."""
-    heads = weights.shape[0]
+    heads, num_tokens = weights.shape[0], weights.shape[-1]
     pairs = [float((weights[i] - weights[j]).abs().mean()) for i in range(heads) for j in range(i + 1, heads)]
     typical = float(torch.tensor(pairs).median())
     kinds = sorted({p.summary.split(" (")[0] for p in patterns})
@@ -234,7 +236,11 @@ def _heads_question(patterns: tuple[HeadPattern, ...], weights: torch.Tensor, si
         + ("but " if differ and len(kinds) == 1 else "and ")
     )
     measured = (
-        f"measured weight by weight a typical pair of heads differs by {typical:.3f} per weight (we call at least "
+        # A decoder's masked cells are zeros in every head: they count in the mean, as in random mode, and say so
+        # (the s24 review: the decoder's "per weight" silently averaged 15 zeros of 36 cells).
+        f"measured weight by weight over all {num_tokens} × {num_tokens} cells"
+        + (", the masked zeros included," if causal else "")
+        + f" a typical pair of heads differs by {typical:.3f} per weight (we call at least "
         f"{multi_head.HEADS_DIFFER} clear; the closest pair {min(pairs):.3f}, the farthest {max(pairs):.3f}). "
     )
     weights_part = (
@@ -278,7 +284,7 @@ def pretrained_multihead_lesson(model: AnyModel, sentence: str, layer: int) -> M
         forms.split,
         head_dim=shape.head_dim,
         causal=shape.causal,
-        prediction=_heads_question(patterns, weights, score_similarity(model, layer)),
+        prediction=_heads_question(patterns, weights, score_similarity(model, layer), shape.causal),
         code=_multihead_code(model, sentence, layer),
         trained=trained,
     )

@@ -13,7 +13,7 @@ from core.app.settings import PresetKey, settings_for_preset
 from core.charts import heads as charts_heads
 from core.lessons import multi_head as mh
 from core.lessons import pretrained as pt
-from core.models import minilm
+from core.models import minilm, smollm2
 from tests.support import answered_page, markdown_text, open_page, validated_spec
 
 SENTENCE = "The cat sat on the mat because it was tired"
@@ -137,3 +137,13 @@ def test_on_a_projector_a_decoders_heads_stand_in_one_row() -> None:
     projector = _heads_spec(answered_page("multi_head", weights="decoder", present="1"))
     assert projector["columns"] == 9
     assert "heads 0–2, 3–5, 6–8 each share a key/value head" in projector["title"]["text"]
+
+
+def test_the_decoders_heads_difference_says_it_counts_the_masked_zeros(
+    decoder: smollm2.SmolLM2, encoder: minilm.RealModel
+) -> None:
+    # The s24 review: the decoder's "per weight" mean silently averaged the 15 masked zeros of 36 cells.
+    causal = pt.pretrained_multihead_lesson(decoder, pt.BOOK_SENTENCE, 11).prediction.explanation
+    tokens = len(smollm2.encode(decoder, pt.BOOK_SENTENCE))
+    assert f"over all {tokens} × {tokens} cells, the masked zeros included," in causal
+    assert "masked" not in pt.pretrained_multihead_lesson(encoder, SENTENCE, 1).prediction.explanation
