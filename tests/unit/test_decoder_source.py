@@ -56,7 +56,7 @@ def test_lesson_two_shows_the_models_own_causal_weights(decoder: sm.SmolLM2, tex
         # The lesson's head runs in float32 on the 4-bit numbers; the forward pass multiplies in bfloat16.
         assert float((weights - attentions[layer, head]).abs().max()) < 0.05, (layer, head)
         assert float(weights.triu(1).abs().max()) == 0.0  # the causal mask: nothing above the diagonal
-        assert lesson.provenance is not None and lesson.provenance.model == "SmolLM2-135M"
+        assert lesson.provenance is not None and lesson.provenance.model == "SmolLM2-135M-Instruct"
 
 
 def test_lesson_twos_default_head_looks_at_itself_not_the_overviews_previous_token(decoder: sm.SmolLM2) -> None:
@@ -190,10 +190,10 @@ def test_the_registry_offers_the_decoder_on_lessons_two_four_and_five() -> None:
     offered = [spec.number for spec in registry.PAGES if WeightSource.DECODER in spec.weight_sources]
     assert offered == [2, 4, 5]
     cross = registry.page("cross_attention")
-    assert cross.ignores_with("decoder")[Control.WEIGHTS] == "SmolLM2-135M's heads are offered on lessons 2, 4 and 5"
+    assert cross.ignores_with("decoder")[Control.WEIGHTS] == "SmolLM2-135M-Instruct's heads are offered on lessons 2, 4 and 5"
     multi = registry.page("multi_head").ignores_with("decoder")
     # The GPT by its name and its pieces: "the pretrained model ... per word piece" was the encoder's (s20 review).
-    assert multi[Control.NUM_HEADS] == "fixed by SmolLM2-135M: 9 heads per layer"
+    assert multi[Control.NUM_HEADS] == "fixed by SmolLM2-135M-Instruct: 9 heads per layer"
     assert registry.page("trainable_weights").ignores_with("decoder")[Control.D_IN].endswith("576 numbers per token")
     assert multi[Control.SCALE] == "the model was trained with its own scale, 1/√64"
     assert Control.SEED not in registry.page("causal_dropout").ignores_with("decoder")  # it draws the dropout
