@@ -65,8 +65,15 @@ class ModelShape:
 MODELS: dict[WeightSource, ModelShape] = {
     WeightSource.ENCODER: ModelShape("all-MiniLM-L6-v2", num_layers=6, num_heads=12, head_dim=32, hidden_size=384),
     WeightSource.DECODER: ModelShape(
-        "SmolLM2-135M-Instruct", num_layers=30, num_heads=9, head_dim=64, hidden_size=576, causal=True, sink="the first token",
-        biases=False, piece="token",
+        "SmolLM2-135M-Instruct",
+        num_layers=30,
+        num_heads=9,
+        head_dim=64,
+        hidden_size=576,
+        causal=True,
+        sink="the first token",
+        biases=False,
+        piece="token",
     ),
 }
 

@@ -298,7 +298,7 @@ def previous_token_question(lesson: RealModelLesson) -> Prediction:
     """
     ranked = ranked_previous_heads(lesson)
     over = [s for s in ranked if s.value > PREVIOUS_SHARE]
-    below = ranked[len(over)]  # the highest head under the line (72 heads: never all of them over it)
+    below = ranked[len(over)] if len(over) < len(ranked) else None  # the highest head under the line, if any
     total = lesson.num_layers * lesson.num_heads
     named = "; ".join(f"{head_name(s)} ({s.value:.2f})" for s in over[:5])
     if len(over) > 5:
@@ -306,8 +306,11 @@ def previous_token_question(lesson: RealModelLesson) -> Prediction:
     counted = f"{len(over)} of the {total} heads " + ("puts" if len(over) == 1 else "put")
     if not over:
         counted = f"None of the {total} heads puts"
-    # Next to the line, two decimals can read 0.50 for a head under it: one more decimal there.
-    under = f"{below.value:.3f}" if f"{below.value:.2f}" == f"{PREVIOUS_SHARE:.2f}" else f"{below.value:.2f}"
+    highest_under = ""
+    if below is not None:
+        # Next to the line, two decimals can read 0.50 for a head under it: one more decimal there.
+        under = f"{below.value:.3f}" if f"{below.value:.2f}" == f"{PREVIOUS_SHARE:.2f}" else f"{below.value:.2f}"
+        highest_under = f" The highest under that line, {head_name(below)}, puts {under};"
     return Prediction(
         question=f"Of this model's {total} heads, how many put more than half of each query's weight on the word "
         "piece just before it, in this sentence?",
@@ -317,7 +320,8 @@ def previous_token_question(lesson: RealModelLesson) -> Prediction:
         explanation=(
             f"{counted} more than {PREVIOUS_SHARE:.1f} of each query's weight on the piece just before it"
             + (f": {named}." if over else ".")
-            + f" The highest under that line, {head_name(below)}, puts {under}; the median head "
+            + (highest_under or " Every head is over that line;")
+            + " the median head "
             f"{float(lesson.measures.previous.flatten().median()):.2f}. The three highest are drawn below: their "
             "weight just below the diagonal is what the score counts."
         ),

@@ -110,7 +110,9 @@ def test_lesson_seven_does_not_take_the_decoder_and_says_where_it_does() -> None
     at = app(registry.page("cross_attention"), weights="decoder")
     assert_clean(at)
     assert at.sidebar.radio(key="weights").disabled
-    assert "SmolLM2-135M-Instruct's heads are offered on lessons 2, 4 and 5" in " ".join(c.value for c in at.sidebar.caption)
+    assert "SmolLM2-135M-Instruct's heads are offered on lessons 2, 4 and 5" in " ".join(
+        c.value for c in at.sidebar.caption
+    )
 
 
 def test_lesson_four_sets_a_decoder_head_beside_an_encoder_head_after_the_answer(

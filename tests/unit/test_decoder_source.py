@@ -190,7 +190,10 @@ def test_the_registry_offers_the_decoder_on_lessons_two_four_and_five() -> None:
     offered = [spec.number for spec in registry.PAGES if WeightSource.DECODER in spec.weight_sources]
     assert offered == [2, 4, 5]
     cross = registry.page("cross_attention")
-    assert cross.ignores_with("decoder")[Control.WEIGHTS] == "SmolLM2-135M-Instruct's heads are offered on lessons 2, 4 and 5"
+    assert (
+        cross.ignores_with("decoder")[Control.WEIGHTS]
+        == "SmolLM2-135M-Instruct's heads are offered on lessons 2, 4 and 5"
+    )
     multi = registry.page("multi_head").ignores_with("decoder")
     # The GPT by its name and its pieces: "the pretrained model ... per word piece" was the encoder's (s20 review).
     assert multi[Control.NUM_HEADS] == "fixed by SmolLM2-135M-Instruct: 9 heads per layer"

@@ -102,7 +102,12 @@ def test_a_model_head_in_the_links_model_is_kept(weights: str | None, layer: str
 @pytest.mark.parametrize(
     ("weights", "layer", "head", "named"),
     [
-        ("decoder", "30", "9", ["a layer of SmolLM2-135M-Instruct: 0 to 29", "a head of SmolLM2-135M-Instruct: 0 to 8"]),
+        (
+            "decoder",
+            "30",
+            "9",
+            ["a layer of SmolLM2-135M-Instruct: 0 to 29", "a head of SmolLM2-135M-Instruct: 0 to 8"],
+        ),
         ("pretrained", "16", "12", ["a layer of all-MiniLM-L6-v2: 0 to 5", "a head of all-MiniLM-L6-v2: 0 to 11"]),
         (None, "6", "12", ["a layer of all-MiniLM-L6-v2: 0 to 5", "a head of all-MiniLM-L6-v2: 0 to 11"]),
         ("random", "16", "0", ["a layer of all-MiniLM-L6-v2: 0 to 5"]),  # lesson 6 reads them: the encoder's

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -636,6 +637,21 @@ def test_the_previous_piece_question_counts_the_heads_over_half_and_its_verdict_
     below = max((h for h in scores if h not in over), key=scores.__getitem__)
     assert f"The highest under that line, layer {below[0]}, head {below[1]}, puts" in question.explanation
     assert question.explanation.startswith(f"{len(over)} of the 72 heads" if over else "None of the 72 heads")
+
+
+def test_the_previous_piece_verdict_holds_when_every_head_is_over_the_line() -> None:
+    # It read ranked[len(over)], an IndexError had all 72 heads been over half (the s24 note).
+    lesson = types.SimpleNamespace(
+        num_layers=6,
+        num_heads=12,
+        measures=types.SimpleNamespace(
+            previous=torch.linspace(0.6, 0.95, 72).reshape(6, 12)  # (L, h): every head over 0.5
+        ),
+    )
+    question = lesson_rm.previous_token_question(lesson)  # type: ignore[arg-type]
+    assert question.options[question.answer] == "six or more"
+    assert "72 of the 72 heads put" in question.explanation and "Every head is over that line;" in question.explanation
+    assert "highest under" not in question.explanation
 
 
 def test_the_count_options_cover_every_count() -> None:
