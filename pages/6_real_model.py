@@ -96,7 +96,7 @@ def word_pieces(lesson: lesson_rm.RealModelLesson, example: lesson_rm.ExampleSen
     if example and pair:
         best = pair.head
         ask, answer = st.columns([3, 1], vertical_alignment="center")
-        ask.caption(lesson_rm.pair_sentence(example, pair))
+        ask.markdown(lesson_rm.pair_sentence(example, pair))  # the lesson's headline: body text, not a footnote
         answer.button(f"Open layer {best.layer}, head {best.head}", on_click=open_head, args=(best.layer, best.head))
         if example.contrast is not None:  # the same head on a sentence where the query means the other noun
             reading = lesson_rm.contrast_reading(lesson, lesson_for(example.contrast.sentence), example)

@@ -429,9 +429,9 @@ def test_page_renders_the_default_example_with_core_numbers(navigation_not_pages
     # First visit opens the head in which 'it' stands out most by its weight on 'dog'.
     pair = lesson_rm.pair_finding(lesson, "it", "dog")
     assert pair is not None
-    assert f"sends {pair.head.value:.0%} of 'it' to 'dog' while its other queries send 'dog' {pair.others:.0%}" in (
-        captions(at)
-    )
+    # The lesson's headline finding, in body text: in grey caption type it read as a footnote (the s24 review).
+    headline = f"sends {pair.head.value:.0%} of 'it' to 'dog' while its other queries send 'dog' {pair.others:.0%}"
+    assert headline in "\n".join(m.value for m in at.markdown) and headline not in captions(at)
     opened = (at.selectbox(key="real_layer").value, at.selectbox(key="real_head").value)
     assert opened == (pair.head.layer, pair.head.head)
     at.selectbox(key="real_layer").set_value(0).run()
