@@ -147,6 +147,9 @@ def article_design(
             "It prints no numbers for its heads (its draws continue from earlier cells), so the weights below "
             "are drawn from the sidebar's seed."
         )
+    # On a projector the heads' heatmaps open a screen of their own: under the prose and the shapes table they
+    # started at 868 px of 720 (the s24 review).
+    step_break()
     if not answered:  # full-width random heads that differ would point at an answer for the book's heads
         widgets.answer_first("These heads' weights and context vectors appear")
     else:

@@ -182,3 +182,29 @@ def test_the_gpts_cache_numbers_stand_above_a_projectors_fold(server: str, brows
     box = caption.bounding_box()
     assert box is not None and box["y"] + box["height"] <= FOLD, box
     context.close()
+
+
+UNLOCKED = """(label) => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+  .filter(chart => chart.checkVisibility() && (chart.getAttribute('aria-label') || '').startsWith(label))
+  .map(chart => [chart.getBoundingClientRect().top, chart.getBoundingClientRect().bottom])"""
+
+
+def test_lesson_fives_article_heads_stand_on_a_projector_screen_of_their_own(server: str, browser) -> None:
+    # The s24 review: answered, the article's heatmaps (unlocked by step 2's question) sat under the article's
+    # prose and shapes table, at 868-1200 px of 720.
+    context = browser.new_context(**PROJECTOR)
+    page = presented(context, f"{server}/multi_head?present=1&step=2")
+    page.locator(f"{QUESTION} [data-testid='stRadioOption']:visible").first.click()
+    settle_answer(page)
+    total = int(re.search(r"of (\d+) steps", page.locator(".st-key-al-bar").inner_text()).group(1))
+    found = []
+    for step in range(3, total + 1):
+        page.get_by_role("button", name="Next →").click()
+        page.wait_for_url(f"**step={step}**", timeout=30_000)
+        settle(page)
+        found = page.evaluate(UNLOCKED, "Heatmap: one row per full-width head")
+        if found:
+            break
+    assert found, "the article's heads never appeared"
+    assert all(bottom <= FOLD for _, bottom in found), found  # the whole heatmap, not only its top
+    context.close()
