@@ -15,18 +15,23 @@ from ui.presentation import step, step_break
 def cost_charts(view: lesson.CostView, device: str) -> None:
     """Time and memory against T, their slopes, the exact values and the bill at 128k tokens."""
     cost = view.cost
-    left, right = st.columns(2)
-    with left:
-        draw.draw(
-            view.time_chart,
-            "Log-log chart of the measured time of plain and fused attention against the number of tokens, "
-            "with a T squared line.",
-        )
-    with right:
-        draw.draw(
-            view.memory_chart,
-            "Log-log chart of the measured peak memory of plain and fused attention and the size of one T by T matrix.",
-        )
+    # On a projector the two charts ran from 355 to 882 px of 720 (the s24 review): there they shrink, keeping
+    # their shape, and the numbers under them open the next screen.
+    with draw.shrinks_to_column("cost-charts", projector_vh=draw.PROJECTOR_CHARTS_VH):
+        left, right = st.columns(2)
+        with left:
+            draw.draw(
+                view.time_chart,
+                "Log-log chart of the measured time of plain and fused attention against the number of tokens, "
+                "with a T squared line.",
+            )
+        with right:
+            draw.draw(
+                view.memory_chart,
+                "Log-log chart of the measured peak memory of plain and fused attention and the size of one T by T "
+                "matrix.",
+            )
+    step_break()
     m1, m2, m3 = st.columns(3)
     m1.metric(
         "slope of log(time), plain",

@@ -189,11 +189,21 @@ UNLOCKED = """(label) => [...document.querySelectorAll('[data-testid="stVegaLite
   .map(chart => [chart.getBoundingClientRect().top, chart.getBoundingClientRect().bottom])"""
 
 
-def test_lesson_fives_article_heads_stand_on_a_projector_screen_of_their_own(server: str, browser) -> None:
-    # The s24 review: answered, the article's heatmaps (unlocked by step 2's question) sat under the article's
-    # prose and shapes table, at 868-1200 px of 720.
+@pytest.mark.parametrize(
+    ("slug", "chart"),
+    [
+        # The s24 review: answered, the article's heatmaps (unlocked by step 2's question) sat under the article's
+        # prose and shapes table, at 868-1200 px of 720 ...
+        ("multi_head", "Heatmap: one row per full-width head"),
+        # ... and lesson 9's time and memory charts ran from 355 to 882 px.
+        ("attention_at_scale", "Log-log chart of the measured"),
+    ],
+)
+def test_the_charts_an_answer_unlocks_stand_whole_on_a_projector_screen(
+    server: str, browser, slug: str, chart: str
+) -> None:
     context = browser.new_context(**PROJECTOR)
-    page = presented(context, f"{server}/multi_head?present=1&step=2")
+    page = presented(context, f"{server}/{slug}?present=1&step=2")
     page.locator(f"{QUESTION} [data-testid='stRadioOption']:visible").first.click()
     settle_answer(page)
     total = int(re.search(r"of (\d+) steps", page.locator(".st-key-al-bar").inner_text()).group(1))
@@ -202,9 +212,9 @@ def test_lesson_fives_article_heads_stand_on_a_projector_screen_of_their_own(ser
         page.get_by_role("button", name="Next →").click()
         page.wait_for_url(f"**step={step}**", timeout=30_000)
         settle(page)
-        found = page.evaluate(UNLOCKED, "Heatmap: one row per full-width head")
+        found = page.evaluate(UNLOCKED, chart)
         if found:
             break
-    assert found, "the article's heads never appeared"
+    assert found, f"no chart '{chart}…' on any step"
     assert all(bottom <= FOLD for _, bottom in found), found  # the whole heatmap, not only its top
     context.close()
