@@ -171,6 +171,9 @@ class AblationLesson:
     expected_before: float  # its probability at the last position, the head on
     expected_after: float  # ... and switched off
     induction_after: np.ndarray  # (L, H) every head's induction score with this head switched off
+    # The later head that falls the most, with only its queries or only its keys reading the stream without this
+    # head: which input needs what it writes (None: no later layer)
+    composition: measures.CompositionSplit | None = None
 
     @property
     def loss_change(self) -> float:
@@ -205,6 +208,7 @@ def ablation_lesson(
         float(before.logits[-1].softmax(-1)[expected]),
         float(after.logits[-1].softmax(-1)[expected]),
         measures.induction_scores_with(_model, repeated, length, ablation).numpy(),
+        measures.composition_split(_model, repeated, length, ablation),
     )
 
 
@@ -214,9 +218,9 @@ COMPOSITION_DROP = 0.5  # a top induction head whose score falls below this shar
 def composition_sentence(lesson: InductionLesson, result: AblationLesson) -> str:
     """The top induction heads' scores with the chosen head on and off (3 decimals: at 2, a fall from 0.22 to
     0.11 looked like exactly half, an independent review). With layer 16 head 0, the clearest previous-token
-    head, off, layer 17's induction heads fall from about 0.74 to under 0.05: they need what it writes (the
-    literature's K-composition; this experiment does not tell their queries, keys and values apart). The
-    switched-off head's own score does not move."""
+    head, off, layer 17's induction heads fall from about 0.74 to under 0.05: they need what it writes. Which input
+    needs it is measured too (`composition_split_sentence`): their keys (K-composition). The switched-off head's
+    own score does not move."""
     pairs = [
         f"layer {layer} head {head} {score:.3f} → {result.induction_after[layer, head]:.3f}"
         + (" (the head switched off)" if (layer, head) == (result.layer, result.head) else "")
@@ -237,7 +241,36 @@ def composition_sentence(lesson: InductionLesson, result: AblationLesson) -> str
     count = f"All {len(fallen)}" if len(fallen) == len(others) else f"{len(fallen)} of the {len(others)} others"
     one = len(fallen) == 1
     verb = "loses more than half its score: it needs" if one else "lose more than half their score: they need"
-    return f"{opening} {count} {verb} what {named} writes. {own}"
+    split = composition_split_sentence(result)
+    return f"{opening} {count} {verb} what {named} writes. {own}" + (f" {split}" if split else "")
+
+
+SPLIT_VERDICT = {
+    measures.Reads.KEYS: "Its keys need what {named} writes, its queries hardly: the literature's K-composition, "
+    "measured.",
+    measures.Reads.QUERIES: "Its queries need what {named} writes, its keys hardly: Q-composition.",
+    measures.Reads.BOTH: "Each input alone takes more than half of the fall: both need what {named} writes.",
+    measures.Reads.NEITHER: "Neither input alone takes half of the fall: it takes the two together.",
+}
+
+
+def composition_split_sentence(result: AblationLesson) -> str:
+    """Which input of the later head that falls the most needs the switched-off head: its queries or its keys
+    (an induction head's keys must say which token came before each key). Only for a fall of more than half:
+    the split of a small fall says little. Empty otherwise."""
+    split = result.composition
+    if split is None:
+        return ""
+    scores = split.scores
+    if scores[measures.Reads.BOTH] >= COMPOSITION_DROP * scores[measures.Reads.NEITHER]:
+        return ""
+    named, later = f"layer {result.layer} head {result.head}", f"layer {split.layer} head {split.head}"
+    before = f"{scores[measures.Reads.NEITHER]:.3f}"
+    return (
+        f"Which of {later}'s inputs needs it? With only its keys reading the stream without {named}, its score "
+        f"goes {before} → {scores[measures.Reads.KEYS]:.3f}; with only its queries, {before} → "
+        f"{scores[measures.Reads.QUERIES]:.3f}. " + SPLIT_VERDICT[split.needs].format(named=named)
+    )
 
 
 def _top(model: smollm2.SmolLM2, logits: torch.Tensor, count: int = 5) -> tuple[tuple[str, float], ...]:

@@ -11,6 +11,8 @@ Shape legend as in core.models.smollm2: L layers, H query heads, T tokens.
 
 from __future__ import annotations
 
+import enum
+import math
 from dataclasses import dataclass
 
 import torch
@@ -19,11 +21,15 @@ import torch.nn.functional as F
 from core.models import attribution
 from core.models.smollm2 import (
     Ablation,
+    AblationMode,
     AttentionPath,
     DecoderConfig,
     SmolLM2,
     forward,
     head_results,
+    layer_pass,
+    linear_rows,
+    rms_norm,
     rope_angles,
     rotate_pairs,
 )
@@ -173,8 +179,14 @@ def induction_report(model: SmolLM2, length: int, generator: torch.Generator) ->
     traced = attribution.trace(model, ids, by_heads=True)
     with torch.inference_mode():
         copying = copying_effects(model, traced, attentions, length).mean(dim=-1).cpu()  # (L, H)
-    return InductionReport(ids, induction_score(attentions, length), sink_share(attentions),
-                           copy_loss(out.logits.cpu(), ids, length), copying, previous_token_score(attentions))
+    return InductionReport(
+        ids,
+        induction_score(attentions, length),
+        sink_share(attentions),
+        copy_loss(out.logits.cpu(), ids, length),
+        copying,
+        previous_token_score(attentions),
+    )
 
 
 @dataclass(frozen=True)
@@ -206,6 +218,120 @@ def ablation_effect(model: SmolLM2, token_ids: torch.Tensor, length: int, ablati
         loss_after=copy_loss(after.logits.cpu(), token_ids, length).second_loss,
         probability_shift=float(0.5 * (p - q).abs().sum()),
     )
+
+
+class Reads(enum.StrEnum):
+    """Which inputs of a later layer's heads read the residual stream without the switched-off heads' output."""
+
+    NEITHER = "neither"  # the clean stream: the layer's own pattern
+    QUERIES = "queries only"
+    KEYS = "keys only"
+    BOTH = "queries and keys"  # the whole ablation, as far as the pattern goes (values do not shape it)
+
+
+@dataclass(frozen=True)
+class CompositionSplit:
+    """The later head whose induction score falls the most when heads are switched off, and its score for each
+    `Reads`: which of its inputs needs what the switched-off heads wrote. A previous-token head feeds an induction
+    head's keys (K-composition): with only the keys reading the stream without it the score falls, with only the
+    queries it stays."""
+
+    layer: int
+    head: int
+    scores: dict[Reads, float]
+
+    @property
+    def needs(self) -> Reads:
+        """The input whose change alone takes away most of the fall (NEITHER: neither does on its own)."""
+        full = self.scores[Reads.NEITHER] - self.scores[Reads.BOTH]
+        alone = {reads: self.scores[Reads.NEITHER] - self.scores[reads] for reads in (Reads.QUERIES, Reads.KEYS)}
+        most = [reads for reads, fall in alone.items() if fall > COMPOSITION_SHARE * full]
+        return most[0] if len(most) == 1 else (Reads.BOTH if most else Reads.NEITHER)
+
+
+COMPOSITION_SHARE = 0.5  # an input "needs" the switched-off heads when changing it alone takes this share of the fall
+
+
+def _streams_into(
+    model: SmolLM2, token_ids: torch.Tensor, layers: int, ablation: Ablation | None
+) -> list[torch.Tensor]:
+    """The residual stream (1, T, D) that each of layers 0 .. `layers` - 1 reads, with `ablation`'s heads (ZERO or
+    MEAN) changed on the way."""
+    x = model.weights.embeddings[token_ids.to(model.device)].float()[None]  # (1, T, D)
+    read = []
+    for index in range(layers):
+        read.append(x)
+        heads = [] if ablation is None else ablation.in_layer(index)
+        mode = AblationMode.ZERO if ablation is None else ablation.mode
+
+        def edit(heads_out: torch.Tensor, heads: list[int] = heads, mode: AblationMode = mode) -> torch.Tensor:
+            heads_out = heads_out.clone()  # (1, H, T, d)
+            for head in heads:
+                zero = mode is AblationMode.ZERO
+                heads_out[:, head] = 0.0 if zero else heads_out[:, head].mean(dim=1, keepdim=True)  # (1, 1, d) spread
+            return heads_out
+
+        x = layer_pass(model, index, x, heads_edit=edit if heads else None).residual
+    return read
+
+
+def _layer_weights(model: SmolLM2, layer: int, for_queries: torch.Tensor, for_keys: torch.Tensor) -> torch.Tensor:
+    """`layer`'s attention weights (H, T, T) with its queries read from one stream (1, T, D) and its keys from
+    another: the layer's own norm, projections and RoPE, the causal softmax in float64 (as `attention`)."""
+    config, weights = model.config, model.weights.layers[layer]
+    tokens = for_queries.shape[1]
+    angles = rope_angles(torch.arange(tokens, device=for_queries.device), config.head_dim, config.rope_base)
+
+    def projected(stream: torch.Tensor, matrix, heads: int) -> torch.Tensor:  # noqa: ANN001 - a weight matrix
+        normed = rms_norm(stream, weights.attention_norm, config.rms_norm_eps)  # (1, T, D)
+        split = linear_rows(normed, matrix).view(tokens, heads, config.head_dim).transpose(0, 1)  # (heads, T, d)
+        return rotate_pairs(split, angles).double()
+
+    queries = projected(for_queries, weights.query, config.num_heads)  # (H, T, d)
+    keys = projected(for_keys, weights.key, config.num_kv_heads).repeat_interleave(config.group_size, dim=0)
+    scores = queries @ keys.transpose(-2, -1) / math.sqrt(config.head_dim)  # (H, T, d) @ (H, d, T) -> (H, T, T)
+    future = torch.ones(tokens, tokens, dtype=torch.bool, device=scores.device).triu(1)  # (T, T)
+    return scores.masked_fill(future, float("-inf")).softmax(dim=-1).float()  # (H, T, T)
+
+
+def composition_split(
+    model: SmolLM2, token_ids: torch.Tensor, length: int, ablation: Ablation
+) -> CompositionSplit | None:
+    """On the repeated sequence token_ids (2 * length,): the head after every switched-off one whose induction
+    score falls the most without `ablation`'s heads (ZERO or MEAN), and its score with its queries, its keys, both
+    or neither reading the stream without them. None when no layer comes after them.
+
+    The whole-model ablation (`induction_scores_with`) changes queries and keys at once; this tells them apart.
+    """
+    if ablation.mode is AblationMode.UNIFORM:
+        raise ValueError("Zero the heads or replace them by their mean: a uniform pattern is not an output edit.")
+    first_later = max(layer for layer, _ in ablation.heads) + 1
+    layers = model.config.num_layers
+    if first_later >= layers:
+        return None
+
+    def scores(layer: int, for_queries: torch.Tensor, for_keys: torch.Tensor) -> torch.Tensor:  # (H,)
+        return induction_score(_layer_weights(model, layer, for_queries, for_keys).cpu(), length)
+
+    with torch.inference_mode():
+        clean = _streams_into(model, token_ids, layers, None)
+        without = _streams_into(model, token_ids, layers, ablation)
+        falls = torch.stack(
+            [
+                scores(lay, clean[lay], clean[lay]) - scores(lay, without[lay], without[lay])
+                for lay in range(first_later, layers)
+            ]
+        )  # (later layers, H)
+        index = int(falls.argmax())
+        layer, head = first_later + index // falls.shape[1], index % falls.shape[1]
+        streams = {
+            Reads.NEITHER: (clean[layer], clean[layer]),
+            Reads.QUERIES: (without[layer], clean[layer]),
+            Reads.KEYS: (clean[layer], without[layer]),
+            Reads.BOTH: (without[layer], without[layer]),
+        }
+        split = {reads: float(scores(layer, *pair)[head]) for reads, pair in streams.items()}
+    return CompositionSplit(layer, head, split)
 
 
 def rotated_pair(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import types
 
 import numpy as np
 import pytest
@@ -179,6 +180,43 @@ def test_switching_off_the_previous_token_head_blinds_the_induction_heads_after_
     assert "(the head switched off)" in gpt_induction.composition_sentence(lesson, own)
     assert "None of the others loses half its score" in gpt_induction.composition_sentence(lesson, own)
     assert "on and then replaced by its mean" in gpt_induction.composition_sentence(lesson, own)  # the mode's own words
+
+
+def test_the_previous_token_head_feeds_the_induction_heads_keys_not_their_queries(decoder) -> None:
+    # Issue 42, item 5: switching layer 16 head 0 off changed queries and keys at once, so the page could not say
+    # which input of layer 17's induction heads needs it. The split reads each from the stream without it.
+    result = gpt_induction.ablation_lesson(decoder, 20, 0, 16, 0, choices.AblationChoice.ZERO)
+    split = result.composition
+    assert split is not None and split.layer == 17 and split.head in (3, 4, 5)
+    reads = measures.Reads
+    repeated = measures.random_repeated_tokens(20, torch.Generator().manual_seed(0), decoder.config.vocab_size)
+    clean = measures.induction_score(smollm2.forward(decoder, repeated, return_attentions=True).attentions, 20)
+    # Neither input changed: the layer's own score; both: the whole-model ablation's (another code path each).
+    assert split.scores[reads.NEITHER] == pytest.approx(float(clean[17, split.head]), abs=1e-4)
+    assert split.scores[reads.BOTH] == pytest.approx(float(result.induction_after[17, split.head]), abs=1e-4)
+    assert split.scores[reads.KEYS] < 0.1 < 0.6 < split.scores[reads.QUERIES] and split.needs is reads.KEYS
+    sentence = gpt_induction.composition_sentence(gpt_induction.induction_lesson(decoder, 20, 0), result)
+    assert (
+        f"With only its keys reading the stream without layer 16 head 0, its score goes "
+        f"{split.scores[reads.NEITHER]:.3f} → {split.scores[reads.KEYS]:.3f}; with only its queries, "
+        f"{split.scores[reads.NEITHER]:.3f} → {split.scores[reads.QUERIES]:.3f}. Its keys need what layer 16 head 0 "
+        "writes, its queries hardly: the literature's K-composition, measured." in sentence
+    )
+    last = gpt_induction.ablation_lesson(decoder, 20, 0, 29, 0, choices.AblationChoice.ZERO)
+    assert last.composition is None and gpt_induction.composition_split_sentence(last) == ""
+
+
+@pytest.mark.parametrize(
+    ("queries", "keys", "needs"),
+    [(0.7, 0.05, "KEYS"), (0.05, 0.7, "QUERIES"), (0.2, 0.2, "BOTH"), (0.6, 0.6, "NEITHER")],
+)
+def test_the_split_names_the_input_whose_change_alone_takes_most_of_the_fall(queries, keys, needs) -> None:
+    scores = {measures.Reads.NEITHER: 0.8, measures.Reads.QUERIES: queries, measures.Reads.KEYS: keys}
+    split = measures.CompositionSplit(17, 4, {**scores, measures.Reads.BOTH: 0.02})
+    assert split.needs is measures.Reads[needs]
+    small = measures.CompositionSplit(17, 4, {**scores, measures.Reads.BOTH: 0.5})  # lost less than half
+    result = types.SimpleNamespace(layer=16, head=0, composition=small)
+    assert gpt_induction.composition_split_sentence(result) == ""  # type: ignore[arg-type]
 
 
 def test_switching_off_the_top_induction_head_raises_the_loss_more_than_a_sink_head(decoder) -> None:
