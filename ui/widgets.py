@@ -119,7 +119,7 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
         verdict.info(f"The teacher revealed: {right}. {literal(prediction.explanation)}", icon=":material/school:")
     elif choice is None:
         st.caption("Choose an answer to see what the numbers say.")
-    elif choice == prediction.answer:
+    elif prediction.is_right(choice):
         verdict.success(f"Right. {literal(prediction.explanation)}", icon=":material/check_circle:")
     else:
         right = _quoted(prediction.options[prediction.answer])

@@ -25,6 +25,10 @@ class Prediction:
     answer: int  # index into options
     explanation: str  # shown after a choice
     shuffle: bool = True  # show the options in display_order; False where their order means something (tokens)
+    tied: tuple[int, ...] = ()  # other options exactly as right as `answer` (a repeated word's equal weight)
+
+    def is_right(self, choice: int) -> bool:
+        return choice == self.answer or choice in self.tied
 
     def display_order(self) -> tuple[int, ...]:
         """The options' order on screen, as indices into `options`.
@@ -56,6 +60,10 @@ def token_name(position: int) -> str:
 def strongest_key_question(tokens: tuple[str, ...], query_index: int, weights_row: torch.Tensor) -> Prediction:
     """'Which token will <query> attend to most?', answered by the row of weights (lesson 1's x·x scores)."""
     answer = int(weights_row.argmax())
+    # A repeated word has the same embedding, so the same score: every key at the top weight is as right (the s25
+    # review chose the second "the" and was told "Not quite").
+    top = weights_row[answer]
+    tied = tuple(int(i) for i in torch.nonzero(torch.isclose(weights_row, top, rtol=1e-6, atol=0.0)) if i != answer)
     own = "its own embedding" if answer == query_index else f"“{tokens[answer]}”"
     why = (
         "the key with the largest score against this query wins the softmax. A dot product grows with both "
@@ -66,15 +74,21 @@ def strongest_key_question(tokens: tuple[str, ...], query_index: int, weights_ro
             else "of direction, so a longer vector can outscore the token itself, as it does here."
         )
     )
+    grows = "A larger multiplier keeps the same winner and only makes its share larger."
+    if tied:
+        also = " and ".join(f"“{tokens[i]}” ({token_name(i + 1)})" for i in tied)
+        own += f", and as much to {also}: the same word, the same embedding, the same score"
+        grows = "A larger multiplier keeps the same tied winners and shares the weight out between them equally."
     return Prediction(
         question=f"Which token will “{tokens[query_index]}” attend to most?",
         options=tokens,
         answer=answer,
         # The weight quoted is the softmax of the plain scores (the multiplier at ×1): the lesson's multiplier
         # never changes which key wins, only how large its share is, and the lecture path sets it to ×200.
-        explanation=f"With the plain scores (multiplier ×1), the largest weight, {float(weights_row[answer]):.4f}, "
-        f"goes to {own}: {why} A larger multiplier keeps the same winner and only makes its share larger.",
+        explanation=f"With the plain scores (multiplier ×1), the largest weight, {float(top):.4f}, "
+        f"goes to {own}: {why} {grows}",
         shuffle=False,  # the tokens in sentence order; where the answer sits says nothing
+        tied=tied,
     )
 
 

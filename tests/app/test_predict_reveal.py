@@ -46,6 +46,28 @@ def test_token_questions_keep_the_sentence_order_and_do_not_contradict_themselve
     assert "outscore the token itself, as it does here" in other.explanation
 
 
+def test_a_repeated_word_tied_with_the_top_key_is_right_too() -> None:
+    # The s25 review: in "The cat sat on the mat because it was tired", "The" and "the" share an embedding, so the
+    # same weight; choosing "the" was "Not quite", and "a larger multiplier only makes its share larger" was false.
+    tokens = ("The", "cat", "the")
+    tie = strongest_key_question(tokens, 0, torch.tensor([0.4, 0.2, 0.4]))
+    assert tie.answer == 0 and tie.tied == (2,) and tie.is_right(2) and not tie.is_right(1)
+    assert "and as much to “the” (x⁽³⁾): the same word, the same embedding, the same score" in tie.explanation
+    assert "only makes its share larger" not in tie.explanation
+    assert strongest_key_question(tokens, 0, torch.tensor([0.5, 0.2, 0.3])).tied == ()
+    at = open_page(
+        "without_weights",
+        preset="custom",
+        text="The cat sat on the mat because it was tired",
+        d_in="8",
+        seed="7",
+        logit_scale="200",
+    )
+    radio = next(r for r in at.radio if r.key and r.key.startswith("predict_"))
+    radio.set_value(radio.options.index("the")).run()
+    assert not at.warning and any(s.value.startswith("Right.") for s in at.success), [w.value for w in at.warning]
+
+
 def test_a_revealed_answer_is_hidden_again_when_the_settings_change() -> None:
     at = app(registry.page("trainable_weights"))
     radio = next(r for r in at.radio if r.key and r.key.startswith("predict_"))
