@@ -128,9 +128,7 @@ def attribution(lesson: lesson11.AnswerLesson) -> bool:
         widgets.answer_first("The map of every head's direct effect appears")
     widgets.code_box(  # the recipe prints the top heads when run, nothing on screen gives the answer away
         lesson11.code(lesson),
-        "Plain PyTorch in float32 from the model's file. The page dequantizes the file's 4-bit weights (rounded "
-        "to bfloat16), so its effects differ from these by a few hundredths (on the opening prompt 6.08 here "
-        "against 6.12 there); the top heads are the same.",
+        lesson11.code_note(lesson),
         title="every head's direct effect on this logit, from the model's file",
     )
     return answered

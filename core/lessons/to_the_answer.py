@@ -443,6 +443,24 @@ def patching_lesson(
     )
 
 
+# The opening prompt's logit difference (' Mary' - ' John'), measured both ways: the Code box in float32 and the
+# page on the file's 4-bit blocks in bfloat16 (tests/unit/test_to_the_answer.py re-measures both).
+OPENING_BOX_LOGIT = 6.12
+OPENING_PAGE_LOGIT = 6.10
+
+
+def code_note(lesson: AnswerLesson) -> str:
+    """The Code box's caption: why its numbers differ from the page's, by how much on the opening prompt. The s25
+    review found "6.08 here against 6.12 there" hard-coded while the page showed 6.1032."""
+    return (
+        "Plain PyTorch in float32 from the model's file. The page dequantizes the file's 4-bit weights (rounded to "
+        "bfloat16), so its effects differ from the box's by a few hundredths: on the opening prompt the box prints "
+        f"a logit difference of {OPENING_BOX_LOGIT:.2f} where the page reads {OPENING_PAGE_LOGIT:.2f}"
+        + (f" (this prompt: {lesson.logit:.2f} on the page)" if lesson.text != DEFAULT_TEXT else "")
+        + ", and the same two top heads."
+    )
+
+
 def code(lesson: AnswerLesson) -> str:
     """The filled recipe core/recipes/to_the_answer.py: this prompt's ids, this logit (difference)."""
     return recipes.fill("to_the_answer", {"ids": list(lesson.token_ids), "target": list(lesson.target_ids)})
