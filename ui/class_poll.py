@@ -51,7 +51,7 @@ from services.class_poll import (
 )
 from services.poll_memory import MemoryPollStore
 from services.poll_redis import RedisPollStore
-from ui import draw, hardening
+from ui import draw, hardening, presentation
 
 PARAM = "room"  # ?room=<code>: the one link parameter of the poll, read here only
 REFRESH_S = 2.0  # the teacher's counts and the students' "where is the teacher" check
@@ -177,9 +177,11 @@ def teacher_panel(page: str, step: int) -> None:
         st.info(str(error), icon=POLL_ICON)
         return
     link = students_link(room.code)
-    # Open on the lesson's first step, when the class joins; folded after it, so that it does not push the
-    # step's content below a projector's fold (the teacher can open it again).
-    with st.expander(f"Class poll {class_poll.spoken(room.code)}: the students' link and QR code", expanded=step <= 1):
+    # Open on the lesson's first step, when the class joins; folded after it, and on a first step that holds a
+    # question, so that it does not push the step's content (the question and its live count) below a
+    # projector's fold (the s25 review, lesson 3's step 1). The teacher can open it again.
+    joining = step <= 1 and not presentation.has_question(page, step)
+    with st.expander(f"Class poll {class_poll.spoken(room.code)}: the students' link and QR code", expanded=joining):
         text, code = st.columns([1, 1], vertical_alignment="center")  # half the width: 300+ px on a projector
         with text:
             st.markdown(f"Code **{class_poll.spoken(room.code)}**. Students open this link or scan the code:")
@@ -220,7 +222,10 @@ def _live_tally(room: Room, question: str, prediction: Prediction) -> None:
     # In the order the radio shows them, on this screen and the students': "option 2" means one thing.
     order = prediction.display_order()
     tally = Tally(tuple(counts[i] for i in order), tuple(prediction.options[i] for i in order))
-    st.markdown(f"**Class poll: {tally.headline()}** from {state.joined} joined")
+    # The count and its Reveal button on one line: under the question's options on a projector, a button below
+    # the count ended past the fold (the s25 review).
+    headline, button = st.columns([3, 1], vertical_alignment="center")
+    headline.markdown(f"**Class poll: {tally.headline()}** from {state.joined} joined")
     if getattr(counts, "damaged", False) or state.damaged:
         st.caption("Some of the poll's stored values could not be read; they count as 0 (the server logged them).")
     if tally.total > 0:  # at 0 answers an empty axis says nothing: the headline already reads "0 answers"
@@ -232,7 +237,7 @@ def _live_tally(room: Room, question: str, prediction: Prediction) -> None:
     if revealed:
         right = literal(prediction.options[prediction.answer])
         st.success(f"Revealed to the class: “{right}”. {literal(prediction.explanation)}", icon=POLL_ICON)
-    elif st.button("Reveal", icon=":material/visibility:", key=f"class_poll_reveal_{question}", type="primary"):
+    elif button.button("Reveal", icon=":material/visibility:", key=f"class_poll_reveal_{question}", type="primary"):
         try:
             store().reveal(room.code, room.secret, question)
         except PollError as error:

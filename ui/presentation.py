@@ -10,6 +10,7 @@ from ui.link_notes import link_warning
 _STEPS_KEY = "steps_drawn"  # how many steps this run's page has drawn so far
 _STEP_PAGE = "step_page"  # the page the session's current step belongs to
 _QUESTIONS_KEY = "question_steps"  # this run: the step each predict question was drawn on, by its key
+_QUESTION_STEPS_KEY = "steps_with_questions"  # page slug -> the steps that held a question, for the poll's panel
 _LINK_PAGE = "link_page"  # the page this session's link opened in presentation mode
 
 
@@ -54,11 +55,18 @@ def steps_drawn() -> int:
     return int(st.session_state.get(_STEPS_KEY, 1))
 
 
-def question_drawn(key: str) -> None:
-    """Note the step a predict question is drawn on (ui.widgets.predict), for the lock lines under it."""
+def question_drawn(key: str, page: str) -> None:
+    """Note the step a predict question is drawn on (ui.widgets.predict), for the lock lines under it, and the
+    page's steps that hold a question (`has_question`)."""
     steps = st.session_state.setdefault(_QUESTIONS_KEY, {})
     steps.pop(key, None)  # the latest question last
     steps[key] = steps_drawn()
+    st.session_state.setdefault(_QUESTION_STEPS_KEY, {}).setdefault(page, set()).add(steps_drawn())
+
+
+def has_question(page: str, step: int) -> bool:
+    """Whether `page`'s step `step` held a question when this session last drew it."""
+    return step in st.session_state.get(_QUESTION_STEPS_KEY, {}).get(page, set())
 
 
 def the_question(key: str | None = None) -> str:

@@ -38,7 +38,7 @@ def predict(prediction: Prediction, key: str) -> bool:
     its numbers, the radio starts unanswered again instead of revealing the new answer at once.
     """
     page = frame().page.slug  # read here: a fragment's own reruns happen outside the frame's hand-over
-    presentation.question_drawn(key)
+    presentation.question_drawn(key, page)
     with st.container(border=True):
         _predict_box(prediction, key, page)
         class_poll.teacher_tally(page, key, prediction)

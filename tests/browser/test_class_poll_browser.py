@@ -31,20 +31,29 @@ def settle(page) -> None:
 
 
 def test_the_teachers_screen_counts_live_and_the_reveal_reaches_a_phone(server: str, browser) -> None:
-    teacher = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    teacher = browser.new_context(viewport={"width": 1280, "height": 720}, device_scale_factor=1.5).new_page()
     teacher.goto(f"{server}/why_scale?present=1")
     settle(teacher)
     teacher.locator('[data-testid="stExpandSidebarButton"]').click()
     teacher.get_by_role("button", name=re.compile("Start a class poll")).click()
     settle(teacher)
-    link = teacher.locator('[data-testid="stCode"]').filter(has_text="room=").first.inner_text().strip()
+    link = teacher.locator('[data-testid="stCode"]').filter(has_text="room=").first.text_content().strip()
     assert re.search(r"room=[0-9A-Z]{8}", link), link
     teacher.locator('[data-testid="stSidebarCollapseButton"] button').click()
+    # Step 1 holds the question: the link's panel stays folded, so that the question and its live count stay
+    # on a projector's screen (the s25 review: the open panel pushed them below the fold).
+    count = teacher.get_by_text(re.compile(r"Class poll: 0 answers$")).first
+    count.wait_for(timeout=30_000)
+    teacher.wait_for_timeout(1000)  # the sidebar's closing slide
+    reveal = teacher.get_by_role("button", name=re.compile("Reveal")).first
+    for element in (count, reveal):
+        box = element.bounding_box()
+        assert box and box["y"] + box["height"] <= 720, box
+    teacher.get_by_text("the students' link and QR code").first.click()  # the teacher opens it for the class
     qr = teacher.locator('[data-testid="stImage"] img').first
     qr.wait_for(state="visible", timeout=30_000)
     box = qr.bounding_box()
     assert box and box["width"] >= 300 and box["height"] >= 300, box  # a third of a 1280-px projector
-    teacher.get_by_text(re.compile(r"Class poll: 0 answers$")).first.wait_for(timeout=30_000)
 
     student = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True).new_page()
     student.goto(link)
@@ -57,7 +66,7 @@ def test_the_teachers_screen_counts_live_and_the_reveal_reaches_a_phone(server: 
     # No click on the teacher's screen: the live refresh brings the count.
     teacher.get_by_text(re.compile(r"Class poll: 1 answer$")).first.wait_for(timeout=LIVE_S * 1000)
     if SHOTS:
-        teacher.set_viewport_size({"width": 1280, "height": 1640})  # the QR code and the counts in one picture
+        teacher.set_viewport_size({"width": 1280, "height": 1440})  # the QR code and the counts in one picture
         teacher.wait_for_timeout(2500)
         teacher.screenshot(path=str(Path(SHOTS) / "class_poll_teacher.jpg"), type="jpeg", quality=50)
         student.screenshot(path=str(Path(SHOTS) / "class_poll_student.jpg"), type="jpeg", quality=55)

@@ -61,7 +61,7 @@ def start_poll(teacher, server: str, slug: str) -> str:
     teacher.locator('[data-testid="stExpandSidebarButton"]').click()
     teacher.get_by_role("button", name=re.compile("Start a class poll")).click()
     settle(teacher)
-    link = teacher.locator('[data-testid="stCode"]').filter(has_text="room=").first.inner_text().strip()
+    link = teacher.locator('[data-testid="stCode"]').filter(has_text="room=").first.text_content().strip()
     assert re.search(r"room=[0-9A-Z]{8}", link), link
     teacher.locator('[data-testid="stSidebarCollapseButton"] button').click()
     return link
