@@ -53,7 +53,7 @@ def live_attention(settings: Settings) -> None:
     pattern = overview.live_pattern(analysis)
     draw.heatmap(
         pattern.weights,
-        f"SmolLM2-135M, layer {pattern.layer}, head {pattern.head}",
+        f"SmolLM2-135M-Instruct, layer {pattern.layer}, head {pattern.head}",
         f"Heatmap of a real GPT head's attention weights on the sentence: {pattern.caption()}",
         value_title="weight",
         causal=True,

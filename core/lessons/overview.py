@@ -139,8 +139,8 @@ class LivePattern:
 
     def caption(self) -> str:
         return (
-            f"Layer {self.layer}, head {self.head} of SmolLM2-135M, a real GPT, reading this sentence: the head "
-            "with the highest previous-token score here. From the third token on, each token puts "
+            f"Layer {self.layer}, head {self.head} of SmolLM2-135M-Instruct, a real GPT, reading this sentence: the "
+            "head with the highest previous-token score here. From the third token on, each token puts "
             f"{self.raw_share:.0%} of its weight on the token just before it and {self.sink_share:.0%} on the "
             "first token (where many heads park what they do not need); leaving the first token out, "
             f"{self.score:.0%} of the rest goes to the token before. The grey triangle is the future, which a GPT "
