@@ -18,7 +18,7 @@ from core.lessons.common import token_name
 from ui import cache, draw, widgets
 from ui import weights as source
 from ui.frame import page_start
-from ui.presentation import step
+from ui.presentation import step, step_break
 
 PREDICT_KEY = "predict_causal_dropout"
 SLUG = "causal_dropout"
@@ -434,6 +434,9 @@ def lesson_4(settings: Settings) -> None:
     else:
         two_ways_to_mask(lesson, answered)
     if lesson.book is not None:
+        # On a projector the chapter's replay (six heatmaps and their code) opens a screen of its own: inside the
+        # masking step it made that step 5,432 px tall (the s25 review).
+        step_break()
         book_example(lesson.book, answered)
     if lesson.blog is not None:
         inputs_and_targets(lesson.blog, answered)
