@@ -194,6 +194,7 @@ def saturation_chart(frame: pd.DataFrame) -> VegaChart:
                 alt.Tooltip("value:Q", format=".4f"),
             ],
         )
+        .properties(height=PLOT_HEIGHT, autosize=GROWS_FOR_TEXT)  # a fit to 300 px left its marks ~40 px (s25)
     )
 
 

@@ -141,6 +141,10 @@ def test_line_and_bar_charts_keep_their_plot_height_and_grow_for_their_text() ->
         "leakage": causal_charts.leakage(FRAME, 2),
         "timing": inside_gpt.timing(pd.DataFrame({"length": [1, 2], "run": ["a", "a"], "ms": [1.0, 2.0]})),
         "share curve": cross_trained.share_curve(pd.DataFrame({"step": [0, 10], "share": [0.1, 0.9]}), 0.8),
+        # lesson 3's gradient lines: its two-line title and one-a-line legend left the marks ~40 px (the s25 review)
+        "saturation": scale_charts.saturation_chart(
+            pd.DataFrame({"multiplier": [1.0, 2.0], "jacobian_norm": [0.4, 0.2], "max_weight": [0.6, 0.8]})
+        ),
         # lesson 10's RoPE lines: its two legends, one entry a line, squeezed the plot flat on every screen
         "rope": inside_gpt.rope_curves(
             pd.DataFrame({"distance": [0, 1], "score": [0.1, 0.2], "positions": ["a", "a"], "start": ["x", "x"]})
