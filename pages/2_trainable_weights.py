@@ -16,7 +16,7 @@ from core.lessons.trainable_weights import TrainableLesson
 from ui import cache, draw, widgets
 from ui import weights as source
 from ui.frame import page_start
-from ui.presentation import step, step_break
+from ui.presentation import presenting, step, step_break
 
 QUERY_KEY = "query_trainable_weights"  # one picker for every source; a new source brings its own default
 SLUG = "trainable_weights"
@@ -131,8 +131,15 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool, row: str) 
     step("All queries at once")
     # Two per row: four heatmaps side by side leave no room for their numbers. A model's weights and context
     # at full width: its weights are the lesson's point, and their numbers must be readable.
-    raw_col, scaled_col = st.columns(2)
-    weights_col, context_col = (st.container(), st.container()) if model else st.columns(2)
+    # On a projector the weights (the question's answer) come first: under the two score maps they ended at
+    # 1,324 px of 720 (the s25 review).
+    if presenting():
+        with draw.shrinks_to_column("tw-weights", projector_vh=draw.PROJECTOR_GRID_VH):  # and whole on the screen
+            weights_col, context_col = (st.container(), st.container()) if model else st.columns(2)
+        raw_col, scaled_col = st.columns(2)
+    else:
+        raw_col, scaled_col = st.columns(2)
+        weights_col, context_col = (st.container(), st.container()) if model else st.columns(2)
     if answered:
         # A decoder head's future keys are masked (grey "–"): the model never uses their scores, so they set
         # neither colour scale.

@@ -34,7 +34,7 @@ def test_the_step_count_stands_beside_the_step_box_not_under_it() -> None:
     at = open_page("causal_dropout", present="1")
     (box_column,) = [column for column in at.columns if any(box.key == "step" for box in column.number_input)]
     assert not box_column.caption
-    assert [c.value for column in at.columns for c in column.caption if "steps" in c.value] == ["of 5 steps"]
+    assert [c.value for column in at.columns for c in column.caption if "steps" in c.value] == ["of 6 steps"]
     # One step is "of 1 step" (the fourth review read "of 1 steps" on the overview).
     overview = open_page("overview", present="1")
     assert [c.value for column in overview.columns for c in column.caption if c.value.startswith("of ")] == [

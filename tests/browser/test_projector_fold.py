@@ -195,8 +195,10 @@ UNLOCKED = """(label) => [...document.querySelectorAll('[data-testid="stVegaLite
         # The s24 review: answered, the article's heatmaps (unlocked by step 2's question) sat under the article's
         # prose and shapes table, at 868-1200 px of 720 ...
         ("multi_head", "Heatmap: one row per full-width head"),
-        # ... and lesson 9's time and memory charts ran from 355 to 882 px.
+        # ... and lesson 9's time and memory charts ran from 355 to 882 px; lesson 2's weights, which answer its
+        # question, ended at 1,324 px under the two score maps (the s25 review).
         ("attention_at_scale", "Log-log chart of the measured"),
+        ("trainable_weights", "Heatmap of the attention weights after the softmax"),
     ],
 )
 def test_the_charts_an_answer_unlocks_stand_whole_on_a_projector_screen(
