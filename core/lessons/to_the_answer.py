@@ -322,7 +322,8 @@ RANK_BANDS = ((1, 10), (11, 100), (101, 1_000), (1_001, None))
 def _rank_band(low: int, high: int | None) -> str:
     if low == 1:
         return f"in the top {high}"
-    return f"below {low - 1:,}" if high is None else f"{low:,} to {high:,}"
+    # "below 1,000" read as a rank under 1,000, the opposite (the s25 review): say where it stands in words.
+    return f"lower than {low - 1:,}th" if high is None else f"{low:,} to {high:,}"
 
 
 def lens_question_point(lesson: AnswerLesson) -> int:

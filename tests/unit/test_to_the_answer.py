@@ -55,6 +55,7 @@ def test_the_opening_prompt_flips_and_its_numbers_are_said(decoder) -> None:
     low, high = lesson11.RANK_BANDS[question.answer]
     assert low <= rank and (high is None or rank <= high) and f"ranks {rank:,} of 49,152" in question.explanation
     assert question.options[question.answer] == "101 to 1,000"
+    assert question.options[-1] == "lower than 1,000th"  # "below 1,000" read as the opposite (the s25 review)
     assert f"{lesson.summed:.4f}" in lesson.sum_sentence()
     layer, head, value = lesson.top_heads(1)[0]
     assert value == pytest.approx(float(lesson.heads.max()))
