@@ -103,10 +103,12 @@ token = lesson.tokens[query]
 step(f"Scores of the query “{literal(token)}”")
 widgets.prose("without_weights", "dots")
 if answered:
-    draw.draw(
-        without_weights.dots_chart(lesson, query),
-        f"Bar chart: the dot product and the cosine similarity of the query {token} with every token.",
-    )
+    # On a projector the chart shrinks to fit under the step's prose: its legend ended at 830 px of 720 (s25).
+    with draw.shrinks_to_column("l1-dots", projector_vh=draw.PROJECTOR_CHARTS_VH):
+        draw.draw(
+            without_weights.dots_chart(lesson, query),
+            f"Bar chart: the dot product and the cosine similarity of the query {token} with every token.",
+        )
 else:
     widgets.answer_first("The dot products and cosine similarities of this query appear")
 

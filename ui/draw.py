@@ -214,7 +214,7 @@ def layer_head_panels(
 # On a projector a grid of every head is at most this share of the screen's height, keeping its shape: review s23
 # measured lesson 6's 72 heads at 382-957 px on a 720 px screen (its labels stay legible at the ~0.7 scale).
 PROJECTOR_GRID_VH = 56
-PROJECTOR_CHARTS_VH = 48  # a row of charts under a step's heading and a paragraph (lesson 9's time and memory)
+PROJECTOR_CHARTS_VH = 44  # a row of charts under a step's heading and a paragraph (lessons 1 and 9)
 
 
 @contextmanager

@@ -199,6 +199,7 @@ UNLOCKED = """(label) => [...document.querySelectorAll('[data-testid="stVegaLite
         # question, ended at 1,324 px under the two score maps (the s25 review).
         ("attention_at_scale", "Log-log chart of the measured"),
         ("trainable_weights", "Heatmap of the attention weights after the softmax"),
+        ("without_weights", "Bar chart: the dot product"),  # its legend ended at 830 px (s25)
     ],
 )
 def test_the_charts_an_answer_unlocks_stand_whole_on_a_projector_screen(
