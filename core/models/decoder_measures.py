@@ -252,22 +252,19 @@ class CompositionSplit:
 COMPOSITION_SHARE = 0.5  # an input "needs" the switched-off heads when changing it alone takes this share of the fall
 
 
-def _streams_into(
-    model: SmolLM2, token_ids: torch.Tensor, layers: int, ablation: Ablation | None
-) -> list[torch.Tensor]:
-    """The residual stream (1, T, D) that each of layers 0 .. `layers` - 1 reads, with `ablation`'s heads (ZERO or
-    MEAN) changed on the way."""
+def _streams_into(model: SmolLM2, token_ids: torch.Tensor, ablation: Ablation) -> list[torch.Tensor]:
+    """The residual stream (1, T, D) that each layer reads with `ablation`'s heads (ZERO or MEAN) changed on the
+    way (the clean streams are `attribution.trace`'s `before_layer`)."""
     x = model.weights.embeddings[token_ids.to(model.device)].float()[None]  # (1, T, D)
     read = []
-    for index in range(layers):
+    for index in range(model.config.num_layers):
         read.append(x)
-        heads = [] if ablation is None else ablation.in_layer(index)
-        mode = AblationMode.ZERO if ablation is None else ablation.mode
+        heads = ablation.in_layer(index)
 
-        def edit(heads_out: torch.Tensor, heads: list[int] = heads, mode: AblationMode = mode) -> torch.Tensor:
+        def edit(heads_out: torch.Tensor, heads: list[int] = heads) -> torch.Tensor:
             heads_out = heads_out.clone()  # (1, H, T, d)
             for head in heads:
-                zero = mode is AblationMode.ZERO
+                zero = ablation.mode is AblationMode.ZERO
                 heads_out[:, head] = 0.0 if zero else heads_out[:, head].mean(dim=1, keepdim=True)  # (1, 1, d) spread
             return heads_out
 
@@ -314,8 +311,9 @@ def composition_split(
         return induction_score(_layer_weights(model, layer, for_queries, for_keys).cpu(), length)
 
     with torch.inference_mode():
-        clean = _streams_into(model, token_ids, layers, None)
-        without = _streams_into(model, token_ids, layers, ablation)
+        traced = attribution.trace(model, token_ids)
+        clean = [traced.before_layer(layer)[None] for layer in range(layers)]  # (1, T, D) each
+        without = _streams_into(model, token_ids, ablation)
         falls = torch.stack(
             [
                 scores(lay, clean[lay], clean[lay]) - scores(lay, without[lay], without[lay])
