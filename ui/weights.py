@@ -14,7 +14,7 @@ import streamlit as st
 
 from core.app.registry import PageControl
 from core.app.settings import Settings
-from core.inputs.weights import MODELS, WeightSource
+from core.inputs.weights import BFLOAT16_WEIGHT_GAP, MODELS, WeightSource
 from ui import cache, widgets
 from ui.link_notes import link_warning
 from ui.presentation import step_break
@@ -30,6 +30,16 @@ CODE_CAPTION = "Plain PyTorch from the model's own files: the numbers on this pa
 DECODER_CODE_CAPTION = (
     "Plain PyTorch plus gguf from the model's own file, in float32; the page multiplies by the 4-bit weights in "
     "bfloat16, so its weights agree with these to about two decimals."
+)
+
+
+# Said on the page, not only in a collapsed Code box's caption (issue 41): the overview and lesson 10 show the model's
+# own bfloat16 pass, these lessons the same head redone in float32, and a teacher comparing them saw 0.9800 against
+# 0.9795 with nothing to say why.
+DECODER_ARITHMETIC = (
+    "This page redoes the head in float32 from the file's 4-bit weights; the model's own pass (the overview, "
+    "lessons 10 and 11) multiplies them in bfloat16, so a weight there can differ from the same one here by up to "
+    f"about {BFLOAT16_WEIGHT_GAP}."
 )
 
 
@@ -201,6 +211,8 @@ def pick(
     prose), the model (None, with a note, if its files are missing or broken), the sidebar's sentence as the model
     reads it, and the layer/head boxes. `break_before_picker`: in presentation mode the boxes start a step."""
     widgets.prose(text(settings.weights), intro)
+    if settings.weights is WeightSource.DECODER:
+        st.caption(DECODER_ARITHMETIC)
     if break_before_picker:
         step_break()
     if not model_ready(settings.weights):

@@ -12,6 +12,7 @@ from core.app import registry
 from core.app.registry import LessonSpec
 from core.app.settings import PresetKey, Settings, load_example
 from core.inputs.examples import life_vocabulary
+from core.inputs.weights import BFLOAT16_WEIGHT_GAP
 from core.lessons.common import dims, inputs_source, matrix_frame, tokens_comment, unique_labels
 from core.lessons.inside_gpt import PromptAnalysis, best_previous_head
 
@@ -144,7 +145,9 @@ class LivePattern:
             f"{self.raw_share:.0%} of its weight on the token just before it and {self.sink_share:.0%} on the "
             "first token (where many heads park what they do not need); leaving the first token out, "
             f"{self.score:.0%} of the rest goes to the token before. The grey triangle is the future, which a GPT "
-            "may not see. Lesson 10 opens all 270 heads."
+            "may not see. These are the model's own numbers (its 4-bit weights multiplied in bfloat16); lessons 2, 4 "
+            "and 5 redo one head in float32, so their weights can differ from these by up to about "
+            f"{BFLOAT16_WEIGHT_GAP}. Lesson 10 opens all 270 heads."
         )
 
 

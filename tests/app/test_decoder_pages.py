@@ -12,6 +12,7 @@ from core.lessons import pretrained as pt
 from core.models import smollm2 as sm
 from core.models.minilm import RealModel
 from tests import support
+from ui import weights as weights_ui
 from tests.support import app, prediction_radio, text_of
 
 DECODER_PAGES = [spec for spec in registry.PAGES if WeightSource.DECODER in spec.weight_sources]
@@ -46,6 +47,9 @@ def test_a_decoder_lesson_renders_with_its_own_picker_and_text(decoder: sm.SmolL
     assert len(layer_box.options) == 30 and layer_box.value == pt.DEFAULT_HEADS[WeightSource.DECODER][spec.slug][0]
     assert "A GPT's weights." in text_of(at)  # pages/text/decoder.md, not the encoder's prose
     assert "[CLS]" not in text_of(at)
+    # The arithmetic is said on the page, not only in a Code box's collapsed caption (issue 41): a teacher compared
+    # the overview's 0.9800 with this page's 0.9795 and found nothing saying why.
+    assert weights_ui.DECODER_ARITHMETIC in [caption.value for caption in at.main.caption]
     answer(at, spec.slug)
     assert at.expander, "no Code box"
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from core.inputs import decoder_heads as dh
-from core.inputs.weights import head_trace
+from core.inputs.weights import BFLOAT16_WEIGHT_GAP, head_trace
 from core.models import smollm2 as sm
 
 TEXTS = ("The cat sat on the mat because it was tired", "1 2 3 4 5 6 7 8", "Attention, über alles?")
@@ -58,3 +58,27 @@ def test_the_4_bit_model_gives_the_same_head_within_its_rounding(decoder: sm.Smo
 def test_a_head_outside_the_model_is_refused_in_words(decoder32: sm.SmolLM2) -> None:
     with pytest.raises(ValueError, match="layers 0-29 and heads 0-8"):
         dh.decoder_head(decoder32, TEXTS[0], 30, 0)
+
+
+def test_the_pages_bound_on_the_bfloat16_gap_holds_for_every_head(decoder: sm.SmolLM2) -> None:
+    # The overview and the decoder lessons print the same head's weights from two arithmetics; the pages say how
+    # far apart they can be (BFLOAT16_WEIGHT_GAP). Every head on a sentence, and the gap is real (not zero), so the
+    # sentence is needed.
+    attentions = sm.forward(decoder, sm.encode(decoder, TEXTS[0]), return_attentions=True).attentions
+    assert attentions is not None
+    gaps = torch.tensor(
+        [
+            float(
+                (
+                    head_trace(dh.decoder_head(decoder, TEXTS[0], layer, head), causal=True).weights
+                    - attentions[layer, head]
+                )
+                .abs()
+                .max()
+            )
+            for layer in range(decoder.config.num_layers)
+            for head in range(decoder.config.num_heads)
+        ]
+    )  # (270,)
+    assert float(gaps.max()) < BFLOAT16_WEIGHT_GAP
+    assert float(gaps.max()) > BFLOAT16_WEIGHT_GAP / 3
