@@ -8,6 +8,7 @@ from core.charts import block_diagram
 from core.lessons import overview
 from ui import cache, draw, widgets
 from ui.frame import page_start
+from ui.presentation import presenting, step_break
 
 
 def block_map() -> None:
@@ -19,8 +20,12 @@ def block_map() -> None:
         st.caption(":material/swipe: The diagram is wider than a phone: swipe it sideways to see all of it.")
     # A phone scrolls a readable diagram: at 640 px its 12-point text came out 9 px tall (the fifth review); at
     # 880 px it is about 12 px, and a swipe shows the right of the block and the side boxes.
+    # On a projector the diagram opens a screen and keeps its own size (856 × 1,469 px, its text 16 px): stretched
+    # to the screen's width it was 1,900 px tall under the prose, and shrunk to one screen its text was 6 px.
+    step_break()
     with draw.scrolls_on_narrow_screens("block", min_width_px=880):
-        st.graphviz_chart(block_diagram.decoder_block_dot(dark=dark), width="stretch")
+        st.graphviz_chart(block_diagram.decoder_block_dot(dark=dark), width="content" if presenting() else "stretch")
+    step_break()  # the links to each part's lessons: a screen of their own on a projector
     by_lesson = block_diagram.parts_by_lesson()
     lessons = registry.lessons()
     for first in range(0, len(lessons), 3):  # a row of three at a time: a phone stacks them in lesson order
@@ -81,9 +86,7 @@ with live:
     live_attention(frame.settings)
 with why:
     widgets.prose("overview", "why")
-    widgets.prose("overview", "model")
-    st.markdown(registry.lesson_list())  # every lesson's number, title and summary, from its registry row
-    st.markdown("Where the steps lead: the scaled dot-product attention of every transformer layer.")
+    st.markdown("Where the lessons lead: the scaled dot-product attention of every transformer layer.")
     # Two short lines: on one, the formula's right end was cut on a 390 px phone.
     st.latex(r"A = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right)")
     st.latex(r"\text{Attention}(Q, K, V) = A\,V")
@@ -91,6 +94,12 @@ with why:
         "A holds the attention weights. M is the mask: 0 where a query may look, −∞ where it may not (the future, "
         "in a causal model)."
     )
+# The lessons on a screen of their own on a projector (the first screen ran to 2,194 px with them).
+step_break()
+widgets.prose("overview", "model")
+st.markdown(registry.lesson_list())  # every lesson's number, title and summary, from its registry row
+# A projector shows one screen at a time: the overview was one 6,884 px step (the s25 review).
+step_break()
 st.subheader("How to use it")
 usage, current = st.columns([3, 2])
 with usage:
@@ -114,5 +123,7 @@ with current:
             "into one row of the heatmap."
         )
     widgets.code_box(lesson.code)
+step_break()
 block_map()
+step_break()
 lecture()

@@ -176,6 +176,9 @@ def all_heads(analysis: gpt.PromptAnalysis) -> None:
         head_key=HEAD,
         width="content",  # its heads square, whatever the column's width (stretched, they were wide and flat)
     )
+    # Three screens on a projector: this step ran to 4,048 px (the s25 review). The grid, then the chosen layer
+    # and head, then the two measures.
+    step_break()
     c1, c2 = st.columns(2)
     linked = {**widgets.LINKED, "help": "Counted from 0, as in the code."}
     layer = int(c1.selectbox("Layer", list(range(analysis.num_layers)), key=LAYER, **linked))
@@ -197,6 +200,7 @@ def all_heads(analysis: gpt.PromptAnalysis) -> None:
         show_values=False,
     )
     one_token_everywhere(analysis)
+    step_break()
     widgets.prose("inside_gpt", "measures")
     left, right = st.columns(2)
     for where, values, title in (
@@ -421,7 +425,10 @@ def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -
         f"moved together by up to {max(result.shifts)} positions: the scores differ by at most "
         f"{result.spread:.1e} (float rounding). Unrotated, the same two vectors score {result.unrotated:.3f}."
     )
+    # Three screens on a projector (this step ran to 3,178 px): the table, one pair up close, the two curves.
+    step_break()
     one_pair(result)
+    step_break()
     widgets.prose("inside_gpt", "rope_contrast")
     draw.draw(
         charts_gpt.rope_curves(frames.rope_frame(result)),

@@ -29,7 +29,7 @@ def test_every_lesson_asks_a_question_and_hides_the_answer_until_a_choice(spec: 
 
 def test_presentation_mode_steps_and_writes_the_step_into_the_link() -> None:
     # (Opening a link at a given step is checked in the browser test below: AppTest's page switch
-    # starts on the overview, which has a single step.)
+    # starts on the overview.)
     at = app(registry.page("causal_dropout").file, present="1")
     assert_clean(at)
     at.number_input(key="step").set_value(3).run()
