@@ -121,18 +121,22 @@ if answered:
     )
 else:
     widgets.answer_first("The three normalisations' weights for this query appear")
+# The row's largest score only with the answer: 1.50 before it, a student who worked out journey · journey = 1.495
+# could read the winner off it (the s26 review).
+largest = f"the largest score is {lesson.max_scaled_score:.1f}, " if answered else "a score is "
 if lesson.naive_overflows:
     st.error(
-        f"The naive softmax overflowed: the largest score is {lesson.max_scaled_score:.1f}, "
-        f"above {lesson.overflow_at:.2f}, so exp() gave inf and inf/inf = nan. "
-        "The stable softmax is unaffected.",
+        f"The naive softmax overflowed: {largest}above {lesson.overflow_at:.2f}, so exp() gave inf and "
+        "inf/inf = nan. The stable softmax is unaffected.",
         icon=":material/warning:",
     )
-else:
+elif answered:
     st.info(
         f"Largest score {lesson.max_scaled_score:.2f}: exp() overflows float32 above "
         f"{lesson.overflow_at:.2f}. Raise the multiplier to see it happen."
     )
+else:
+    st.info(f"exp() overflows float32 above {lesson.overflow_at:.2f}. Raise the multiplier to see it happen.")
 
 widgets.prose("without_weights", "sums")
 if answered:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
@@ -142,6 +143,17 @@ def test_lesson_1_keeps_the_querys_scores_and_weights_until_a_choice() -> None:
     answered(at)
     assert "Divide by sum:" in on_screen(at) and locks(at) == 0
     assert charts_drawn(at) >= before + 5  # the two bar charts and the three weight heatmaps
+
+
+@pytest.mark.parametrize("logit_scale", ["1", "200"])
+def test_lesson_1_keeps_the_rows_largest_score_until_a_choice(logit_scale: str) -> None:
+    # "Largest score 1.50" stood above the lock: a student who worked out journey · journey = 1.495 read the winner
+    # off it (the s26 review). At ×200 the overflow box named the score too.
+    at = open_lesson("without_weights", logit_scale=logit_scale)
+    boxes = lambda: " ".join(box.value for box in [*at.info, *at.error])  # noqa: E731
+    assert "overflow" in boxes() and "largest score" not in boxes().lower()
+    answered(at)
+    assert "largest score" in boxes().lower()
 
 
 def test_lesson_8_says_exactly_sqrt_dk_only_after_a_choice() -> None:
