@@ -202,15 +202,16 @@ def _heartbeat(room: Room, page: str, step: int) -> None:
         pass  # Redis away: the next beat tries again; the panel's note says it on the next run
 
 
-def teacher_tally(page: str, key: str, prediction: Prediction) -> None:
-    """Under the question, on the teacher's screen only: the class's answers, live."""
+def teacher_tally(page: str, key: str, prediction: Prediction, *, beside: bool = False) -> None:
+    """Under the question (`beside`: in a column beside its options), on the teacher's screen only: the class's
+    answers, live."""
     room = role().teacher
     if room is not None:
-        _live_tally(room, question_id(page, key), prediction)
+        _live_tally(room, question_id(page, key), prediction, beside)
 
 
 @st.fragment(run_every=REFRESH_S)
-def _live_tally(room: Room, question: str, prediction: Prediction) -> None:
+def _live_tally(room: Room, question: str, prediction: Prediction, beside: bool) -> None:
     """The teacher's live counts for one question: redrawn every REFRESH_S seconds, this part only."""
     try:
         counts = store().counts(room.code, question, len(prediction.options))
@@ -222,9 +223,10 @@ def _live_tally(room: Room, question: str, prediction: Prediction) -> None:
     # In the order the radio shows them, on this screen and the students': "option 2" means one thing.
     order = prediction.display_order()
     tally = Tally(tuple(counts[i] for i in order), tuple(prediction.options[i] for i in order))
-    # The count and its Reveal button on one line: under the question's options on a projector, a button below
-    # the count ended past the fold (the s25 review).
-    headline, button = st.columns([3, 1], vertical_alignment="center")
+    # Under the options, the count and its Reveal button on one line: a button below the count ended past a
+    # projector's fold (the s25 review). Beside them, in a column two fifths wide, the button keeps its label on
+    # a line of its own (on one line it shrank to its icon).
+    headline, button = (st.container(), st.container()) if beside else st.columns([3, 1], vertical_alignment="center")
     headline.markdown(f"**Class poll: {tally.headline()}** from {state.joined} joined")
     if getattr(counts, "damaged", False) or state.damaged:
         st.caption("Some of the poll's stored values could not be read; they count as 0 (the server logged them).")

@@ -40,8 +40,18 @@ def predict(prediction: Prediction, key: str) -> bool:
     page = frame().page.slug  # read here: a fragment's own reruns happen outside the frame's hand-over
     presentation.question_drawn(key, page)
     with st.container(border=True):
-        _predict_box(prediction, key, page)
-        class_poll.teacher_tally(page, key, prediction)
+        if class_poll.role().teacher is not None and presentation.presenting():
+            # The class's live count beside the options on the projected screen: under them it ended below the
+            # fold whenever the sidebar stayed open after "Start a class poll" (the s26 review, lesson 1's six
+            # options). Stacked, in this order, on a narrow screen.
+            question, tally = st.columns([3, 2], gap="medium")
+            with question:
+                _predict_box(prediction, key, page)
+            with tally:
+                class_poll.teacher_tally(page, key, prediction, beside=True)
+        else:
+            _predict_box(prediction, key, page)
+            class_poll.teacher_tally(page, key, prediction)
     return bool(st.session_state.get(_answer_out_key(prediction, key), False))
 
 

@@ -76,3 +76,25 @@ def test_the_teachers_screen_counts_live_and_the_reveal_reaches_a_phone(server: 
     verdict = student.locator('[data-testid="stAlertContentSuccess"], [data-testid="stAlertContentWarning"]')
     verdict.first.wait_for(timeout=LIVE_S * 1000)  # no click on the phone: its watcher saw the reveal
     assert "Your answer is in" not in student.locator('[data-testid="stMain"]').inner_text()
+
+
+def test_with_the_sidebar_left_open_the_count_and_reveal_stand_beside_the_options(server: str, browser) -> None:
+    # A teacher opens the sidebar to start the poll and leaves it open: under the options, lesson 1's count and
+    # Reveal ended below a projector's fold (the s26 review). Beside them, both stay on the screen, the button
+    # with its label.
+    teacher = browser.new_context(viewport={"width": 1280, "height": 720}, device_scale_factor=1.5).new_page()
+    teacher.goto(f"{server}/without_weights?present=1&step=2")
+    settle(teacher)
+    teacher.locator('[data-testid="stExpandSidebarButton"]').click()
+    teacher.get_by_role("button", name=re.compile("Start a class poll")).click()
+    settle(teacher)
+    count = teacher.get_by_text(re.compile(r"Class poll: 0 answers$")).first
+    count.wait_for(timeout=30_000)
+    reveal = teacher.get_by_role("button", name=re.compile("Reveal")).first
+    options = teacher.locator('[role="radiogroup"][aria-label="Your prediction"]').first
+    for element in (count, reveal):
+        box = element.bounding_box()
+        assert box and box["y"] + box["height"] <= 720, box
+    assert reveal.inner_text().strip().endswith("Reveal")
+    beside, under = count.bounding_box(), options.bounding_box()
+    assert beside and under and beside["x"] > under["x"] + under["width"] / 2, (beside, under)
