@@ -104,6 +104,8 @@ def book_layer(lesson: MultiHeadLesson, book: BookLayer, settings: Settings) -> 
     a.metric("wrapper output width", book.wrapper_width, help="d_out per head × heads")
     b.metric("max |wrapper − MultiHeadAttention|", f"{lesson.wrapper_vs_split:.1e}")
     c.metric("parameters (this layer)", f"{book.params:,}")
+    # Three screens on a projector, not one of 1,808 px (the s26 review): the two forms, the shapes, the output.
+    step_break()
     st.markdown("**Shapes step by step** (batch of one sentence)")
     st.dataframe(
         # The shape before the words: on a phone the table scrolls sideways and hid the column it is about.
@@ -112,6 +114,7 @@ def book_layer(lesson: MultiHeadLesson, book: BookLayer, settings: Settings) -> 
         width="stretch",
         height="content",  # every row: a shape table is short
     )
+    step_break()
     draw.heatmap(
         book.output,
         "Output after out_proj",
@@ -206,6 +209,7 @@ def model_layer(lesson: MultiHeadLesson, trained: TrainedLayer, settings: Settin
     bias = r" + b_o" if MODELS[settings.weights].biases else ""  # SmolLM2's output projection has none
     whole.latex(r"\text{MultiHead}(X) = [\,h_0 \cdots h_{" + str(lesson.num_heads - 1) + r"}\,]\, W_o" + bias)
     st.caption(f"h_i is head i's output, {lesson.head_dim} numbers per piece; the table follows the shapes.")
+    step_break()  # the shapes and the checks on a projector screen of their own (1,329-1,537 px with the formulas)
     st.dataframe(
         [{"step": name, "shape": str(shape)} for name, shape in trained.shapes], hide_index=True, height="content"
     )
