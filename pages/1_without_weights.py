@@ -115,10 +115,11 @@ else:
 step("Three ways to normalise")
 widgets.prose("without_weights", "norms")
 if answered:
-    draw.draw(
-        without_weights.norms_chart(lesson, query, scale),
-        "Bar chart comparing divide-by-sum, naive softmax and stable softmax weights for the chosen query.",
-    )
+    with draw.shrinks_to_column("l1-norms", projector_vh=draw.PROJECTOR_CHARTS_VH):  # whole under the prose (s26)
+        draw.draw(
+            without_weights.norms_chart(lesson, query, scale),
+            "Bar chart comparing divide-by-sum, naive softmax and stable softmax weights for the chosen query.",
+        )
 else:
     widgets.answer_first("The three normalisations' weights for this query appear")
 # The row's largest score only with the answer: 1.50 before it, a student who worked out journey · journey = 1.495
@@ -138,6 +139,7 @@ elif answered:
 else:
     st.info(f"exp() overflows float32 above {lesson.overflow_at:.2f}. Raise the multiplier to see it happen.")
 
+step_break()  # reading the weights on a screen of its own: with the chart above, 2,235 px on a projector (s26)
 widgets.prose("without_weights", "sums")
 if answered:
     widgets.number_table(lesson.norms_table)

@@ -64,6 +64,8 @@ def ingredients(lesson: TrainableLesson, model: bool, biases: bool, row: str) ->
             else:
                 title, alt = name, f"Heatmap of the weight matrix {name}."
             draw.heatmap(matrix, title, alt, signed=True, x_title="output", y_title="input")
+    # The matrices, then what they make, each a projector screen (together 1,661 px with a model's; s26 review).
+    step_break()
     st.latex(
         r"Q = X W_q + b_q,\quad K = X W_k + b_k,\quad V = X W_v + b_v"
         if biases
@@ -92,6 +94,7 @@ def one_query(lesson: TrainableLesson, settings: Settings, answered: bool, model
         st.latex(rf"Z = \text{{softmax}}\left(Q K^\top \cdot {scale_text}\right) V")
         st.latex(rf"d_k = {lesson.d_k},\quad \text{{scale}} = {lesson.scale:.4f}")
     if model:  # a model's 64 numbers as a strip, each in its tooltip: as a line of text they were a wall of digits
+        step_break()  # the formulas, then the query's numbers: together 1,866 px on a projector (s26 review)
         vector_strip(lesson.query_row(), f"q for “{literal(token)}”", f"the query vector q, {lesson.d_k} numbers")
     else:
         st.markdown("q = **[" + ", ".join(f"{v:.4f}" for v in lesson.query_vector) + "]**")
@@ -136,6 +139,7 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool, row: str) 
     if presenting():
         with draw.shrinks_to_column("tw-weights", projector_vh=draw.PROJECTOR_GRID_VH):  # and whole on the screen
             weights_col, context_col = (st.container(), st.container()) if model else st.columns(2)
+        step_break()  # the scores on a screen of their own: under a model's weights and context, 2,076 px (s26)
         raw_col, scaled_col = st.columns(2)
     else:
         raw_col, scaled_col = st.columns(2)
@@ -187,8 +191,8 @@ def all_queries(lesson: TrainableLesson, answered: bool, model: bool, row: str) 
                 x_title="dimension",
                 y_title=row,
             )
-    else:
-        with raw_col:
+    else:  # the weights' place: on a projector the first screen of this step (the scores open the next)
+        with weights_col:
             widgets.answer_first("The scores, weights and context vectors of every query appear")
 
 
