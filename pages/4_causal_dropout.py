@@ -302,14 +302,18 @@ def mask_on_a_head(lesson: CausalLesson, effect: MaskEffect, answered: bool) -> 
         st.markdown(f"The two ways of masking differ by at most **{lesson.max_method_difference:.1e}** here.")
 
 
-def beside_the_other_kind(settings: Settings, lesson: CausalLesson) -> None:
+def beside_the_other_kind(settings: Settings, lesson: CausalLesson, answered: bool) -> None:
     """The other model's default head for this lesson on the same sentence: a decoder head trained behind the
-    mask beside an encoder head given it afterwards. Skipped where the other model is not installed."""
+    mask beside an encoder head given it afterwards, once answered. Skipped where the other model is not
+    installed."""
     from core.inputs.weights import MODELS
     from core.lessons import pretrained as pt
 
     other = pt.OTHER_MODEL[settings.weights]
     if not source.model_ready(other, quiet=True):
+        return
+    if not answered:
+        widgets.answer_first(f"The same sentence through a head of {MODELS[other].name} appears")
         return
     sentence, _, _ = source.usable_sentence(other, pt.lesson_sentence(settings))
     layer, head = pt.DEFAULT_HEADS[other][SLUG]
@@ -429,8 +433,10 @@ def lesson_4(settings: Settings) -> None:
         source.head_caption(lesson.pattern, answered)
     if lesson.effect is not None:  # a model's head
         mask_on_a_head(lesson, lesson.effect, answered)
-        if answered:  # the other kind of head, after the answer: its numbers sit beside this head's
-            beside_the_other_kind(settings, lesson)
+        # The other kind of head on a projector screen of its own: below this head's maps, latex and table it made
+        # the step 2,481 px tall (the s25 review). After the answer: its numbers sit beside this head's.
+        step_break()
+        beside_the_other_kind(settings, lesson, answered)
     else:
         two_ways_to_mask(lesson, answered)
     if lesson.book is not None:
