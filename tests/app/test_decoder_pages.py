@@ -12,8 +12,8 @@ from core.lessons import pretrained as pt
 from core.models import smollm2 as sm
 from core.models.minilm import RealModel
 from tests import support
-from ui import weights as weights_ui
 from tests.support import app, prediction_radio, text_of
+from ui import weights as weights_ui
 
 DECODER_PAGES = [spec for spec in registry.PAGES if WeightSource.DECODER in spec.weight_sources]
 QUESTIONS = {
