@@ -83,10 +83,10 @@ def test_a_bad_step_in_presentation_mode_names_the_pages_own_steps(step: str, le
 
 def test_a_step_past_the_last_of_the_page_the_link_opened_gets_a_note() -> None:
     # A whole number the rule accepts but the page lacks: the step box dropped it to step 1 without a word.
-    # (AppTest opens the overview first: one step in presentation mode.)
-    at = app(None, present="1", step="3")
+    # (AppTest opens the overview first: seven steps in presentation mode.)
+    at = app(None, present="1", step="9")
     assert at.number_input(key="step").value == 1
-    assert any("`step=3` is not a step of this page, which has only step 1" in note for note in page_notes(at))
+    assert any("`step=9` is not a step of this page, which has steps 1 to 7" in note for note in page_notes(at))
 
 
 def test_page_notes_stay_on_their_page() -> None:
