@@ -30,13 +30,20 @@ def settle(page) -> None:
     page.wait_for_timeout(500)
 
 
-def test_the_teachers_screen_counts_live_and_the_reveal_reaches_a_phone(server: str, browser) -> None:
+def teacher_starting_a_poll(browser, url: str):
+    """A projector's page at `url` (presentation mode) whose sidebar's button has started a class poll; the
+    sidebar is left open."""
     teacher = browser.new_context(viewport={"width": 1280, "height": 720}, device_scale_factor=1.5).new_page()
-    teacher.goto(f"{server}/why_scale?present=1")
+    teacher.goto(url)
     settle(teacher)
     teacher.locator('[data-testid="stExpandSidebarButton"]').click()
     teacher.get_by_role("button", name=re.compile("Start a class poll")).click()
     settle(teacher)
+    return teacher
+
+
+def test_the_teachers_screen_counts_live_and_the_reveal_reaches_a_phone(server: str, browser) -> None:
+    teacher = teacher_starting_a_poll(browser, f"{server}/why_scale?present=1")
     link = teacher.locator('[data-testid="stCode"]').filter(has_text="room=").first.text_content().strip()
     assert re.search(r"room=[0-9A-Z]{8}", link), link
     teacher.locator('[data-testid="stSidebarCollapseButton"] button').click()
@@ -82,12 +89,7 @@ def test_with_the_sidebar_left_open_the_count_and_reveal_stand_beside_the_option
     # A teacher opens the sidebar to start the poll and leaves it open: under the options, lesson 1's count and
     # Reveal ended below a projector's fold (the s26 review). Beside them, both stay on the screen, the button
     # with its label.
-    teacher = browser.new_context(viewport={"width": 1280, "height": 720}, device_scale_factor=1.5).new_page()
-    teacher.goto(f"{server}/without_weights?present=1&step=2")
-    settle(teacher)
-    teacher.locator('[data-testid="stExpandSidebarButton"]').click()
-    teacher.get_by_role("button", name=re.compile("Start a class poll")).click()
-    settle(teacher)
+    teacher = teacher_starting_a_poll(browser, f"{server}/without_weights?present=1&step=2")
     count = teacher.get_by_text(re.compile(r"Class poll: 0 answers$")).first
     count.wait_for(timeout=30_000)
     reveal = teacher.get_by_role("button", name=re.compile("Reveal")).first
