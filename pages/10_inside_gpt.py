@@ -104,6 +104,7 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
     view = gpt.sampling_view(analysis, vocabulary, settings, seed)
     if not answered:
         widgets.answer_first("The probabilities and the draw appear")
+        step_break()  # generation's place (as below): the step count stays when the answer comes
         widgets.prose("inside_gpt", "generate")
         widgets.answer_first("The generated tokens appear")
         return False
@@ -126,6 +127,8 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
 
 
 def generation(model, analysis: gpt.PromptAnalysis, settings, seed: int, text: str, kind) -> None:
+    # A projector screen of its own: under the probabilities and their Code box the step ran to 2,391 px (s26).
+    step_break()
     widgets.prose("inside_gpt", "generate")  # (its place before the answer: next_token)
     new_tokens = st.slider(
         "New tokens", 1, gpt.MAX_NEW_TOKENS, gpt.DEFAULT_NEW_TOKENS, key=PageControl.GPT_NEW_TOKENS, **widgets.LINKED
@@ -207,7 +210,7 @@ def all_heads(analysis: gpt.PromptAnalysis) -> None:
         (left, analysis.sink, "sink share (first token)"),
         (right, analysis.previous, "previous-token score"),
     ):
-        with where:
+        with where, draw.shrinks_to_column(f"gpt-{title.split()[0]}-map", projector_vh=draw.PROJECTOR_GRID_VH):
             draw.draw(
                 charts_rm.measure(frames.measure_frame(values, layer, head), title, title),
                 f"A 30 by 9 map of each head's {title} on this prompt.",
@@ -278,16 +281,21 @@ def induction(model) -> tuple[gpt_induction.InductionLesson, bool]:
     step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
     if not answered:
         widgets.answer_first("The scores and the losses appear")
+        step_break()  # the copying scores' place (as below): the step count stays when the answer comes
+        widgets.answer_first("Each top head's copying score appears")
         return lesson, False
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("loss, first copy (nats)", f"{lesson.first_loss:.2f}")
     m2.metric("loss, second copy (nats)", f"{lesson.second_loss:.2f}")
     m3.metric("accuracy, first copy", f"{lesson.first_accuracy:.0%}")
     m4.metric("accuracy, second copy", f"{lesson.second_accuracy:.0%}")
-    draw.draw(
-        charts_rm.measure(frames.measure_frame(lesson.scores, -1, -1), "induction score", "induction score"),
-        "A 30 by 9 map of each head's induction score on the repeated sequence.",
-    )
+    # On a projector the 30 by 9 map shrinks to fit under the losses (stretched, it ran 1,300 px; s26): its
+    # colours show where the induction heads are, and the table under it names them.
+    with draw.shrinks_to_column("gpt-induction-map", projector_vh=draw.PROJECTOR_GRID_VH):
+        draw.draw(
+            charts_rm.measure(frames.measure_frame(lesson.scores, -1, -1), "induction score", "induction score"),
+            "A 30 by 9 map of each head's induction score on the repeated sequence.",
+        )
     widgets.number_table(frames.top_heads_frame(lesson), decimals=2, hide_index=True)
     groups = "; ".join(
         f"layer {lay}, KV head {kv}: query head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
@@ -296,6 +304,7 @@ def induction(model) -> tuple[gpt_induction.InductionLesson, bool]:
     st.caption(
         f"An even spread would score about {lesson.chance:.2f}. The top heads by shared key/value head: {groups}."
     )
+    step_break()  # copying on a projector screen of its own: with the scores above, the step ran to 2,441 px (s26)
     widgets.prose("inside_gpt", "copying")
     st.markdown(gpt_induction.copying_sentence(lesson))
     widgets.code_box(

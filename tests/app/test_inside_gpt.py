@@ -51,7 +51,7 @@ def test_in_presentation_mode_each_lock_names_the_step_of_its_own_question() -> 
     text = captions(open_page("inside_gpt", present="1")).replace("\\", "")
     # What a question unlocks opens the step after it (on a projector it started below the fold).
     assert "The probabilities and the draw appear once you have answered the question on step 3." in text
-    assert "the losses it changes, appear once you have answered the question on step 9." in text
+    assert "the losses it changes, appear once you have answered the question on step 10." in text
     assert "the answer to the first question, appears once you have answered the question on step 3." in text
     assert "sampling seed of “The next token”" in text  # not "the sampling seed above": it is on step 3
 
