@@ -134,8 +134,9 @@ def _future_question(tokens: tuple[str, ...], changed: int, future_mass: float, 
             "get a different strongest key?"
         )
         reason = (
-            f"Unmasked, the head put {future_mass:.2f} of an average row's weight on later pieces; the mask takes "
-            "that away and the softmax hands it to the pieces that remain."
+            f"Unmasked, the head put {future_mass:.2f} of an average row's weight on later pieces (a mean over all "
+            f"{total} rows, the last included, which has no later piece); the mask takes that away and the softmax "
+            "hands it to the pieces that remain."
         )
     return Prediction(
         question=question,

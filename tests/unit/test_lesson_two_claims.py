@@ -129,6 +129,21 @@ def test_a_decoder_heads_share_says_it_leaves_the_first_row_out() -> None:
     assert HeadPattern.of(0, 0, weights).summary == "looks at itself (0.87 of each row on average)"  # the encoder's
 
 
+def test_a_next_piece_share_names_the_rows_it_is_measured_on() -> None:
+    # The s26b review: lesson 4 printed "looks at the next piece (0.54 of each row on average)" beside "0.49 of an
+    # average row's weight on later pieces": the first a mean over the rows that have a next piece, the second over
+    # all of them. Each says which rows.
+    tokens = 4
+    following = torch.eye(tokens).roll(1, dims=1) * 0.88 + 0.03  # (T, T): 0.91 on the next piece, cyclically
+    following[-1] = 1 / tokens  # the last row has no next piece: an even row
+    summary = HeadPattern.of(0, 0, following).summary
+    assert summary.startswith("looks at the next piece (0.91 of each row but the last on average)"), summary
+    before = torch.eye(tokens).roll(-1, dims=1) * 0.88 + 0.03  # 0.91 on the previous piece
+    before[0] = 1 / tokens  # the first row has no previous piece
+    summary = HeadPattern.of(0, 0, before).summary
+    assert summary.startswith("looks at the previous piece (0.91 of each row after the first on average)"), summary
+
+
 def test_a_decoder_heads_spread_is_measured_against_what_each_query_can_reach() -> None:
     # The s23 review: a peaked decoder head read "spreads out 0.41" and layer 0's heads 0.40-0.58, because each
     # row's entropy was divided by log T; query i sees i + 1 keys, so its most is log(i + 1).

@@ -261,6 +261,10 @@ def test_default_heads_show_the_patterns_their_lessons_are_about(encoder: rm.Rea
     assert four.effect is not None
     effect = four.effect
     assert effect.future_mass > 0.4 and effect.rows_changed >= len(four.tokens) // 2  # the mask takes what it reads
+    # Its next-piece share is over the rows that have one, the future mass over all of them: both say so (s26b).
+    assert four.pattern is not None and "next piece" in four.pattern.summary
+    assert "each row but the last" in four.pattern.summary
+    assert f"over all {len(four.tokens)} rows, the last included" in four.prediction.explanation
     layer, _ = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["multi_head"]
     five = pt.pretrained_multihead_lesson(encoder, sentence, layer)
     assert five.trained is not None
