@@ -252,13 +252,15 @@ class CompositionSplit:
 COMPOSITION_SHARE = 0.5  # an input "needs" the switched-off heads when changing it alone takes this share of the fall
 
 
-def _streams_into(model: SmolLM2, token_ids: torch.Tensor, ablation: Ablation) -> list[torch.Tensor]:
+def _streams_into(model: SmolLM2, clean: list[torch.Tensor], ablation: Ablation) -> list[torch.Tensor]:
     """The residual stream (1, T, D) that each layer reads with `ablation`'s heads (ZERO or MEAN) changed on the
-    way (the clean streams are `attribution.trace`'s `before_layer`)."""
-    x = model.weights.embeddings[token_ids.to(model.device)].float()[None]  # (1, T, D)
-    read = []
-    for index in range(model.config.num_layers):
-        read.append(x)
+    way. `clean` holds each layer's stream without the change (`attribution.trace`'s `before_layer`): up to the
+    first switched-off layer nothing differs, so the passes start there, and the last layer's output is read by
+    no layer."""
+    first = min(layer for layer, _ in ablation.heads)
+    read = clean[: first + 1]
+    x = clean[first]
+    for index in range(first, model.config.num_layers - 1):
         heads = ablation.in_layer(index)
 
         def edit(heads_out: torch.Tensor, heads: list[int] = heads) -> torch.Tensor:
@@ -269,6 +271,7 @@ def _streams_into(model: SmolLM2, token_ids: torch.Tensor, ablation: Ablation) -
             return heads_out
 
         x = layer_pass(model, index, x, heads_edit=edit if heads else None).residual
+        read.append(x)
     return read
 
 
@@ -313,7 +316,7 @@ def composition_split(
     with torch.inference_mode():
         traced = attribution.trace(model, token_ids)
         clean = [traced.before_layer(layer)[None] for layer in range(layers)]  # (1, T, D) each
-        without = _streams_into(model, token_ids, ablation)
+        without = _streams_into(model, clean, ablation)
         falls = torch.stack(
             [
                 scores(lay, clean[lay], clean[lay]) - scores(lay, without[lay], without[lay])
