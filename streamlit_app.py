@@ -201,16 +201,21 @@ def run_page(page: st.Page, settings: Settings, step_bar: DeltaGenerator, link: 
     (Streamlit's control flow derives from BaseException), so they pass through.
     """
     failed = False
+    bar = None
+    if st.session_state.get("present"):
+        try:
+            with step_bar:  # the step box before the page: the link holds the new step before any chart is sent
+                bar = presentation.step_box(spec.slug, following=class_poll.role().following is not None)
+        except Exception:
+            failed = lesson_failed(page, settings, with_button=True)
     try:
         page.run()  # the same script for every weight source (core/inputs/weights.py)
     except Exception:
-        failed = lesson_failed(page, settings, with_button=True)
-    if st.session_state.get("present"):
+        failed = lesson_failed(page, settings, with_button=not failed) or failed
+    if bar is not None:
         try:
             with step_bar:
-                following = class_poll.role().following is not None
-                total = presentation.steps_drawn()
-                presentation.presentation_bar(total, spec.slug, following=following, link=link)
+                presentation.step_bar(bar, presentation.steps_drawn(), spec.slug, link=link)
         except Exception:
             lesson_failed(page, settings, with_button=not failed)
 

@@ -23,7 +23,7 @@ from core.charts import heads as charts_heads
 from core.charts import heatmap as heatmaps
 from core.charts import real_model as charts_rm
 from core.charts.heatmap import QUERY_SELECTION
-from core.charts.spec import VegaChart, chart_title, download_name
+from core.charts.spec import VegaChart, chart_title, download_name, has_colour_ramp
 from ui.frame import current_slug
 from ui.presentation import presenting
 
@@ -33,6 +33,12 @@ _NOT_SETTINGS = frozenset({"room", "step", "present"})  # in the link, but not w
 def _link_settings() -> dict[str, str]:
     """The settings in the address bar (what the chart shows), for a saved chart's file name."""
     return {key: st.query_params[key] for key in st.query_params if key not in _NOT_SETTINGS}
+
+
+def _address() -> str:
+    """The link's parameters as the browser's address bar holds them (the presentation step is written before the
+    page draws: ui.presentation.step_box), as one string."""
+    return "&".join(f"{key}={value}" for key in sorted(st.query_params) for value in st.query_params.get_all(key))
 
 
 def draw(
@@ -49,6 +55,11 @@ def draw(
     """
     spec = chart.spec()  # a fresh dict: the cached template and data are never changed
     name = download_name(current_slug(), chart_title(spec), _link_settings())
+    if has_colour_ramp(spec):
+        # The ramp's SVG fill names the address it was drawn at (spec.has_colour_ramp); a chart that is the same
+        # after a step or a setting moved the address kept an unpainted legend (lesson 5's heads on a projector,
+        # an independent review). Carrying the address makes such a chart new, so the browser draws it again.
+        spec["usermeta"] = {**spec.get("usermeta", {}), "address": _address()}
     if on_select is None:
         drawn: object = st.vega_lite_chart(spec=spec, theme="streamlit", width=width, alt=description)
     else:

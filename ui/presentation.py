@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from core.app.links import LinkReading
 from ui.link_notes import link_warning
@@ -160,35 +163,72 @@ def step_link_note(link: LinkReading | None, total: int, page: str) -> None:
         link_warning("step", asked, f"is not a step of this page, which has {steps}")
 
 
-def presentation_bar(total: int, page: str, *, following: bool = False, link: LinkReading | None = None) -> None:
-    """Back / step k of n / Next, with the step bound to the link so students follow the teacher.
+MOST_STEPS = 30  # the link rule's bound (core.app.links): no page has more
+_TOTALS_KEY = "steps_total"  # page slug -> how many steps it drew when this session last showed it
+_CLAMP_KEY = "step_clamp"  # a step past the page's last, to set back before the box is drawn again
+
+
+@dataclass(frozen=True)
+class StepBar:
+    """The step box, drawn before the page, and the places the rest of the bar fills once the page has counted."""
+
+    chosen: int  # the step the box holds (maybe past the page's last, on a page's first run)
+    following: bool
+    back: DeltaGenerator | None = None  # None for a student following a class poll: no buttons
+    count: DeltaGenerator | None = None
+    forward: DeltaGenerator | None = None
+
+
+def step_box(page: str, *, following: bool = False) -> StepBar:
+    """The step box, bound to the link, drawn before the page so that the link holds the new step before any chart
+    of the page reaches the browser.
+
+    Why before: Vega's SVG renderer paints a colour legend's ramp with a fill that names the address it was drawn
+    at; drawn after the page, the box moved the link to the new step after the charts, and every ramp a step showed
+    after Next was blank (lesson 5's heads on a projector, an independent review). The page's step count is not
+    known yet, so the box's bound is the count this session last saw on this page (MOST_STEPS the first time);
+    `step_bar` sends a step past the page's last back to step 1, as the box itself did when its bound was exact.
 
     The box starts at "min" (step 1), not at a default value: the step is also set through session
     state (a new lesson, the teacher's step), which Streamlit warns about beside a default.
-
-    A student `following` a class poll gets no buttons and no box (they did nothing: the teacher moves the
-    class), only "Step k of n"; the step box is still drawn, hidden, so that their link keeps the step.
-    A step the `link` asked for that this page lacks gets its note here, above the title (`step_link_note`).
+    A student `following` a class poll gets no box they can see (the teacher moves the class); it is still drawn,
+    hidden, so that their link keeps the step.
     """
     start_step_on(page, following=following)
-    step_link_note(link, total, page)
+    if st.session_state.pop(_CLAMP_KEY, None) == page:
+        st.session_state["step"] = 1
+    bound = max(st.session_state.get(_TOTALS_KEY, {}).get(page, MOST_STEPS), 1)
     if following:
         with st.container(key="al-follow-step"):
-            chosen = st.number_input(f"Step (of {total})", 1, max(total, 1), "min", key="step", bind="query-params")
+            chosen = st.number_input("Step", 1, bound, "min", key="step", bind="query-params")
         st.html("<style>.st-key-al-follow-step {display: none;}</style>")
-        current = min(int(chosen or 1), total)
-        st.caption(f"Step {current} of {total}, as the teacher shows it.")
-        st.html(presentation_style(current))
-        return
+        return StepBar(int(chosen or 1), following=True)
     # "of n steps" beside the box, not under it: under it, the centred row put the box about 28 px above
     # Back and Next, and the bar a line taller.
     back, where, count, forward = st.columns([1, 2.2, 0.8, 1], vertical_alignment="center")
     with where:
-        chosen = st.number_input(
-            f"Step (of {total})", 1, max(total, 1), "min", key="step", bind="query-params", label_visibility="collapsed"
-        )
-    count.caption(f"of {total} step{'s' if total != 1 else ''}")
-    current = min(int(chosen or 1), total)
-    back.button("← Back", on_click=_move_step, args=(-1, total), disabled=current <= 1, width="stretch")
-    forward.button("Next →", on_click=_move_step, args=(1, total), disabled=current >= total, width="stretch")
+        chosen = st.number_input("Step", 1, bound, "min", key="step", bind="query-params", label_visibility="collapsed")
+    return StepBar(int(chosen or 1), following=False, back=back, count=count, forward=forward)
+
+
+def step_bar(bar: StepBar, total: int, page: str, *, link: LinkReading | None = None) -> None:
+    """The rest of the bar once the page has counted its `total` steps: Back / of n steps / Next (or, following a
+    poll, "Step k of n"), the one step shown, and a note for a step the `link` asked for that this page lacks
+    (`step_link_note`)."""
+    known = st.session_state.setdefault(_TOTALS_KEY, {})
+    first_time, known[page] = page not in known, total
+    step_link_note(link, total, page)
+    if bar.chosen > total:  # the box's bound was a guess: step 1, as a box bound to this page would have done
+        st.session_state[_CLAMP_KEY] = page
+        if first_time:
+            st.rerun()
+    current = min(bar.chosen, total)
+    if bar.following:
+        st.caption(f"Step {current} of {total}, as the teacher shows it.")
+        st.html(presentation_style(current))
+        return
+    assert bar.back is not None and bar.count is not None and bar.forward is not None  # drawn by step_box
+    bar.count.caption(f"of {total} step{'s' if total != 1 else ''}")
+    bar.back.button("← Back", on_click=_move_step, args=(-1, total), disabled=current <= 1, width="stretch")
+    bar.forward.button("Next →", on_click=_move_step, args=(1, total), disabled=current >= total, width="stretch")
     st.html(presentation_style(current))

@@ -104,6 +104,30 @@ def from_altair(chart: alt.TopLevelMixin) -> VegaChart:
     return VegaChart(json.dumps(spec), data)
 
 
+def has_colour_ramp(node: object) -> bool:
+    """Whether a spec (or any part of it) draws a colour ramp: a quantitative colour channel whose legend is shown.
+
+    Vega's SVG renderer paints the ramp with `url(<address at draw time>#gradient_N)`; once the address bar
+    changes (a presentation step, a setting bound to the link), Chromium reads that as another document's
+    gradient and paints nothing. `ui.draw.draw` redraws such charts when the address changes.
+    """
+    if isinstance(node, list):
+        return any(has_colour_ramp(item) for item in node)
+    if not isinstance(node, dict):
+        return False
+    colour = node.get("color")
+    if isinstance(colour, dict) and _quantitative(colour) and colour.get("legend", {}) is not None:
+        return True
+    return any(has_colour_ramp(value) for key, value in node.items() if key not in ("datasets", "data"))
+
+
+def _quantitative(channel: dict) -> bool:
+    """A colour channel on a quantitative field, itself or inside its condition (alt.condition puts it either way)."""
+    condition = channel.get("condition")
+    inner = condition if isinstance(condition, dict) else {}
+    return channel.get("type") == "quantitative" or inner.get("type") == "quantitative"
+
+
 # A saved chart's file name (ui/draw.py's Save for slides; the files are made by core/charts/export.py).
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_NAME = 150  # characters: well within every file system's limit

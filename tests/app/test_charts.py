@@ -568,3 +568,26 @@ def test_a_one_row_strip_is_tall_enough_for_its_marks() -> None:
     assert spec["height"] == {"step": 48}
     two = lessons.matrix_frame(torch.zeros(2, 3), ["a", "b"], ["x", "y", "z"])
     assert heatmaps.heatmap(two, "two").spec()["height"] == {"step": 38}  # every other heatmap as before
+
+
+def test_a_colour_ramp_is_found_in_heatmaps_and_head_panels_and_nowhere_else() -> None:
+    # ui.draw redraws a chart with a ramp when the address changes (Vega's SVG ramp names the address it was
+    # drawn at): the check must find a heatmap's and a faceted, causal (conditional) panel's ramp, and no other.
+    from core.charts import heads
+
+    frame = pd.DataFrame(
+        [
+            {"head": h, "row": r, "col": c, "value": 0.5, "row_index": i, "col_index": j}
+            for h in (0, 1)
+            for i, r in enumerate("ab")
+            for j, c in enumerate("ab")
+        ]
+    )
+    assert chart_spec.has_colour_ramp(heads.head_panels(frame, "heads", causal=True).spec())
+    assert chart_spec.has_colour_ramp(heads.head_panels(frame, "heads").spec())
+    weights = lessons.matrix_frame(torch.tensor([[0.4, 0.6], [0.7, 0.3]]), ["a", "b"], ["a", "b"])
+    assert chart_spec.has_colour_ramp(heatmaps.heatmap(weights, "weights").spec())
+    bars = pd.DataFrame({"token": ["a", "b"], "weight": [0.4, 0.6], "kind": ["x", "y"]})
+    assert not chart_spec.has_colour_ramp(charts.grouped_bars(bars, "token", "weight", "kind", "bars").spec())
+    hidden_legend = {"field": "v", "type": "quantitative", "legend": None}
+    assert not chart_spec.has_colour_ramp({"encoding": {"color": hidden_legend}})

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from PIL import Image
 
 from core.app import registry
 from tests import support
@@ -162,4 +165,31 @@ def test_on_a_projector_the_step_box_starts_below_the_fixed_header(server: str) 
                 }"""
             )
             assert edges["box"] >= edges["header"], (path, edges)
+        browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not support.Path(support.CHROMIUM).exists(), reason="Debian's chromium is not installed")
+def test_a_colour_legend_shown_after_next_has_its_ramp_painted(server: str) -> None:
+    # An independent review saw lesson 5's heads on a projector with a legend of numbers and no ramp. Vega's SVG
+    # ramp fills with url(<address when drawn>#gradient_N); the step box wrote the new step into the address after
+    # the page's charts were sent, so every ramp shown after Next named the old address and Chromium painted none.
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=support.CHROMIUM, args=support.CHROMIUM_ARGS)
+        page = browser.new_context(viewport={"width": 1280, "height": 720}, device_scale_factor=1.5).new_page()
+        page.goto(f"{server}/multi_head?present=1&step=2")
+        page.wait_for_selector(support.IDLE, timeout=90_000)
+        support.answer_every_question(page)
+        page.get_by_role("button", name="Next →").click()
+        page.wait_for_url("**step=3**", timeout=30_000)
+        page.wait_for_selector(support.IDLE, timeout=60_000)
+        ramp = page.locator('[data-testid="stVegaLiteChart"] .role-legend-gradient path').locator("visible=true").first
+        ramp.wait_for(timeout=30_000)
+        page.wait_for_timeout(1_000)  # Vega draws after the chart's element mounts
+        fill = ramp.get_attribute("fill") or ""
+        assert fill.startswith("url(") and fill.split("#")[0][4:] == page.evaluate("location.href.split('#')[0]"), fill
+        # And painted: the ramp runs from dark purple to yellow, so its pixels are far from one colour.
+        ramp.scroll_into_view_if_needed()
+        low, high = Image.open(io.BytesIO(ramp.screenshot())).convert("L").getextrema()  # Pillow: Streamlit's own
+        assert high - low > 100, f"the ramp is one colour ({low}..{high}): not painted"
         browser.close()
