@@ -25,7 +25,7 @@ from core.charts import real_model as charts_rm
 from core.charts.heatmap import QUERY_SELECTION
 from core.charts.spec import VegaChart, chart_title, download_name, has_colour_ramp
 from ui.frame import current_slug
-from ui.presentation import presenting
+from ui.presentation import on_screen, presenting
 
 _NOT_SETTINGS = frozenset({"room", "step", "present"})  # in the link, but not what a chart shows
 
@@ -55,10 +55,12 @@ def draw(
     """
     spec = chart.spec()  # a fresh dict: the cached template and data are never changed
     name = download_name(current_slug(), chart_title(spec), _link_settings())
-    if has_colour_ramp(spec):
+    if has_colour_ramp(spec) and on_screen():
         # The ramp's SVG fill names the address it was drawn at (spec.has_colour_ramp); a chart that is the same
         # after a step or a setting moved the address kept an unpainted legend (lesson 5's heads on a projector,
         # an independent review). Carrying the address makes such a chart new, so the browser draws it again.
+        # Only on the step shown: a hidden step's charts are drawn again when their step comes (lesson 10 holds
+        # some 40,000 SVG cells; redrawing them all on every Next cost the projector's browser for nothing).
         spec["usermeta"] = {**spec.get("usermeta", {}), "address": _address()}
     if on_select is None:
         drawn: object = st.vega_lite_chart(spec=spec, theme="streamlit", width=width, alt=description)

@@ -58,6 +58,11 @@ def steps_drawn() -> int:
     return int(st.session_state.get(_STEPS_KEY, 1))
 
 
+def on_screen() -> bool:
+    """Whether what the page draws now is on the screen: always, except on a step presentation mode hides."""
+    return not presenting() or steps_drawn() == int(st.session_state.get("step") or 1)
+
+
 def question_drawn(key: str, page: str) -> None:
     """Note the step a predict question is drawn on (ui.widgets.predict), for the lock lines under it, and the
     page's steps that hold a question (`has_question`)."""
