@@ -66,7 +66,7 @@ def computed(settings: Settings) -> MultiHeadLesson | None:
 
 
 def the_heads(lesson: MultiHeadLesson, answered: bool) -> None:
-    """Every head's weights once answered (whether they look alike is the question); a model's with its patterns."""
+    """Every head's weights once answered (the question is about them); a model's with its patterns."""
     trained = lesson.trained
     if trained is None:
         step(f"{lesson.num_heads} heads of width {lesson.head_dim}")

@@ -27,8 +27,8 @@ from core.app.settings import PresetKey, Settings, load_example
 from core.inputs import model_heads
 from core.inputs.examples import LIFE_SENTENCE
 from core.inputs.model_heads import AnyModel
-from core.inputs.pretrained_heads import HeadPattern
-from core.inputs.weights import WeightSource, head_trace
+from core.inputs.pretrained_heads import MOST, HeadPattern
+from core.inputs.weights import ModelShape, WeightSource, head_trace
 from core.lessons import multi_head
 from core.lessons.causal_dropout import (
     CausalLesson,
@@ -221,40 +221,70 @@ def score_similarity(model: AnyModel, layer: int) -> float:
     return float(cosines[off_diagonal].max())
 
 
+def sink_count_options(heads: int) -> tuple[tuple[str, range], ...]:
+    """Lesson 5's trained-heads question: four ranges of how many of `heads` heads (none, a few, about half, most),
+    each with its label; 12 heads: none, 1 to 3, 4 to 8, 9 to 12."""
+    few = max(heads // 4, 1)
+    return (
+        ("None of them", range(0, 1)),
+        (f"A few: 1 to {few}", range(1, few + 1)),
+        (f"About half: {few + 1} to {heads - few - 1}", range(few + 1, heads - few)),
+        (f"Most: {heads - few} or more", range(heads - few, heads + 1)),
+    )
+
+
 def _heads_question(
-    patterns: tuple[HeadPattern, ...], weights: torch.Tensor, similarity: float, causal: bool
+    patterns: tuple[HeadPattern, ...], weights: torch.Tensor, similarity: float, shape: ModelShape
 ) -> Prediction:
-    """Do the heads of this layer look alike? weights: (h, T, T). Answered cell by cell, not by the coarse labels:
-    heads that all "park on [CLS] and [SEP]" still do it in different rows and amounts."""
+    """How many heads of this layer park most of their weight on the model's sink? weights: (h, T, T).
+
+    A two-option "will they look alike?" had one answer nobody picks (the s26b review). This count is a real
+    question: a student expects heads to read words, and most trained heads put their spare weight on a token
+    that carries little. The count reads the printed shares, as the heads' labels do ("most" is over 0.50 as
+    printed). The explanation then shows that even the heads that park there differ, cell by cell.
+    """
     heads, num_tokens = weights.shape[0], weights.shape[-1]
+    parked = [p for p in patterns if float(f"{p.sinks:.2f}") > MOST]
+    ranges = sink_count_options(heads)
+    answer = next(i for i, (_, counts) in enumerate(ranges) if len(parked) in counts)
+    # A decoder's first row can read only the first token: it is left out, as the heads' labels leave it out.
+    rows = (
+        "averaged over the rows after the first, whose only key is the first token"
+        if shape.causal
+        else "averaged over the rows"
+    )
     pairs = [float((weights[i] - weights[j]).abs().mean()) for i in range(heads) for j in range(i + 1, heads)]
     typical = float(torch.tensor(pairs).median())
-    kinds = sorted({p.summary.split(" (")[0] for p in patterns})
-    options = ("Yes: trained heads all learn the same pattern", "No: the heads show different patterns")
-    differ = typical >= multi_head.HEADS_DIFFER
-    labels = (
-        f"The coarse labels put them in {len(kinds)} kind{'s' if len(kinds) > 1 else ''} ({'; '.join(kinds)}), "
-        + ("but " if differ and len(kinds) == 1 else "and ")
+    named = ", ".join(f"head {p.head} ({p.sinks:.2f})" for p in parked)
+    counted = (
+        f"{len(parked)} of the {heads} heads put more than half of their weight on {shape.sink} ({rows})"
+        + (f": {named}. " if parked else ". ")
+        + (
+            "The usual reading (Clark et al. 2019 on BERT's [SEP]; Xiao et al. 2023's attention sinks): a head with "
+            "nothing to read in this sentence still has to place its weight, which adds up to 1, and parks it there. "
+            if parked
+            else ""
+        )
     )
     measured = (
         # A decoder's masked cells are zeros in every head: they count in the mean, as in random mode, and say so
         # (the s24 review: the decoder's "per weight" silently averaged 15 zeros of 36 cells).
-        f"measured weight by weight over all {num_tokens} × {num_tokens} cells"
-        + (", the masked zeros included," if causal else "")
-        + f" a typical pair of heads differs by {typical:.3f} per weight (we call at least "
-        f"{multi_head.HEADS_DIFFER} clear; the closest pair {min(pairs):.3f}, the farthest {max(pairs):.3f}). "
+        f"The heads still differ: measured weight by weight over all {num_tokens} × {num_tokens} cells"
+        + (", the masked zeros included," if shape.causal else ",")
+        + f" a typical pair differs by {typical:.3f} per weight (we call at least {multi_head.HEADS_DIFFER} clear; "
+        f"the closest pair {min(pairs):.3f}, the farthest {max(pairs):.3f}). "
     )
     weights_part = (
-        ("Their weights say the same" if differ else "Their weights")
-        + f": the two most similar heads' W_q W_kᵀ have a cosine similarity of "
+        f"Their weights say so too: the two most similar heads' W_q W_kᵀ have a cosine similarity of "
         f"{similarity:.2f} (1 would score every pair of pieces alike)"
         + (", so each head computes its own scores." if similarity < 0.9 else ".")
     )
     return Prediction(
-        question=f"These are the {heads} heads of one trained layer. Will they look alike?",
-        options=options,
-        answer=1 if differ else 0,
-        explanation=labels + measured + weights_part,
+        question=f"These are the {heads} heads of one trained layer. How many of them put more than half of "
+        f"their weight on {shape.sink} ({rows})?",
+        options=tuple(label for label, _ in ranges),
+        answer=answer,
+        explanation=counted + measured + weights_part,
     )
 
 
@@ -285,7 +315,7 @@ def pretrained_multihead_lesson(model: AnyModel, sentence: str, layer: int) -> M
         forms.split,
         head_dim=shape.head_dim,
         causal=shape.causal,
-        prediction=_heads_question(patterns, weights, score_similarity(model, layer), shape.causal),
+        prediction=_heads_question(patterns, weights, score_similarity(model, layer), shape),
         code=_multihead_code(model, sentence, layer),
         trained=trained,
     )

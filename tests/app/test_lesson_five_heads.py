@@ -60,17 +60,32 @@ def test_random_heads_prose_claims_only_what_the_measurement_shows() -> None:
 
 
 @pytest.mark.parametrize("layer", range(6))
-def test_a_trained_layers_heads_answer_follows_the_measured_difference(encoder: minilm.RealModel, layer: int) -> None:
-    # At layers 2-4 every head got the coarse label "parks its weight on [CLS] and [SEP]", so the page marked
-    # "Yes: they all learn the same pattern" right while its explanation said training pushed them apart.
+def test_a_trained_layers_question_counts_the_heads_parked_on_the_sink(encoder: minilm.RealModel, layer: int) -> None:
+    # The s26b review: "Will they look alike? Yes: trained heads all learn the same pattern / No" had one answer
+    # nobody picks. The question now asks how many heads put more than half of their weight on [CLS] and [SEP]:
+    # the answer is the count of printed shares over 0.50, and the explanation names exactly those heads.
     lesson = pt.pretrained_multihead_lesson(encoder, SENTENCE, layer)
-    prediction = lesson.prediction
-    assert prediction.options[prediction.answer].startswith("No")
-    assert "typical pair of heads differs by" in prediction.explanation
-    assert pt.score_similarity(encoder, layer) < 0.9
-    assert lesson.trained is not None
-    if lesson.trained.distinct_patterns == 1:
-        assert "1 kind (" in prediction.explanation and "but measured" in prediction.explanation
+    prediction, trained = lesson.prediction, lesson.trained
+    assert trained is not None and len(prediction.options) == 4
+    parked = [p for p in trained.patterns if float(f"{p.sinks:.2f}") > 0.5]
+    _, counts = pt.sink_count_options(len(trained.patterns))[prediction.answer]
+    assert len(parked) in counts
+    assert prediction.explanation.startswith(f"{len(parked)} of the 12 heads put more than half")
+    assert all(f"head {p.head} ({p.sinks:.2f})" in prediction.explanation for p in parked)
+    assert "typical pair differs by" in prediction.explanation and pt.score_similarity(encoder, layer) < 0.9
+    assert "[CLS] and [SEP]" in prediction.question and "look alike" not in prediction.question
+
+
+def test_the_sink_count_ranges_cover_every_count_once() -> None:
+    for heads in (9, 12):
+        ranges = [counts for _, counts in pt.sink_count_options(heads)]
+        assert sorted(n for counts in ranges for n in counts) == list(range(heads + 1))
+    assert [label for label, _ in pt.sink_count_options(12)] == [
+        "None of them",
+        "A few: 1 to 3",
+        "About half: 4 to 8",
+        "Most: 9 or more",
+    ]
 
 
 def test_the_model_mode_draws_its_heads_as_panels() -> None:
