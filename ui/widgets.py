@@ -117,6 +117,10 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
         format_func=lambda i: literal(prediction.options[order[i]]),  # radio labels are markdown
         key=radio_key,
         label_visibility="collapsed",
+        # Kept while the session lasts: a run that does not draw the radio (another lesson, another setting)
+        # dropped the answer, and coming back found the question unanswered and its charts locked (s27 review).
+        # The key holds the question's fingerprint, so only the same question at the same numbers finds it again.
+        persist_state="session",
     )
     choice = None if shown_option is None else order[shown_option]  # an index into prediction.options
     shown = class_poll.predict_in_poll(page, key, prediction, choice)

@@ -266,3 +266,22 @@ def test_controls_that_change_nothing_are_greyed_out_with_a_reason() -> None:
 def test_a_link_parameter_no_widget_reads_is_reported() -> None:
     at = app(None, qeury="3")  # a typo of a page control's name
     assert any("unknown link parameter" in w.value and "qeury" in w.value for w in at.sidebar.warning)
+
+
+def test_an_answer_survives_a_lesson_switch_and_a_setting_changed_and_back() -> None:
+    # The s27 review: answer lesson 2's question, open lesson 3, come back: the question was unanswered again and
+    # everything it had unlocked was locked. The answer lived only in the radio's widget state, which Streamlit
+    # drops when a run does not draw the widget. Seed 123 -> 124 -> 123 lost it the same way.
+    at = app(registry.page("trainable_weights").file)
+    radio = next(r for r in at.radio if r.key and r.key.startswith("predict_"))
+    key, locked = radio.key, sum("Choose an answer" in c.value for c in at.caption)
+    radio.set_value(radio.options[0]).run()
+    assert sum("Choose an answer" in c.value for c in at.caption) == locked - 1
+    at.switch_page(registry.page("why_scale").file).run()
+    at.switch_page(registry.page("trainable_weights").file).run()
+    assert_clean(at)
+    assert at.radio(key=key).value is not None
+    assert sum("Choose an answer" in c.value for c in at.caption) == locked - 1
+    at.sidebar.number_input(key="seed").set_value(124).run()
+    at.sidebar.number_input(key="seed").set_value(123).run()
+    assert at.radio(key=key).value is not None
