@@ -125,7 +125,8 @@ def two_ways_to_mask(lesson: CausalLesson, answered: bool) -> None:
 
 def book_example(book: BookCausal, answered: bool) -> None:
     """The book chapter's printed causal example, replayed on its printed numbers; its masked matrices (the
-    same sentence's triangle) only once the question is answered."""
+    same sentence's triangle) only once the question is answered. Two screens in presentation mode: the weights
+    masked after the softmax, then the scores masked before it (one step of 3,863 px, the s27 review)."""
     with st.expander("The book chapter's printed causal example", expanded=True):
         st.caption(
             "The chapter prints these matrices from a v2 module that no seed reproduces today, so the lab "
@@ -137,23 +138,28 @@ def book_example(book: BookCausal, answered: bool) -> None:
             draw.heatmap(book.printed_weights, "printed weights", "The book's printed weights.", value_title="weight")
         if not answered:
             widgets.answer_first("The printed weights masked both ways, the masked scores and their code appear")
+        else:
+            with b2:
+                draw.heatmap(
+                    book.masked_simple,
+                    "future zeroed (masked_simple)",
+                    "The printed weights with every entry above the diagonal set to zero.",
+                    value_title="weight",
+                    causal=True,
+                )
+            with b3:
+                draw.heatmap(
+                    book.renormalised,
+                    "rows renormalised",
+                    "The masked weights with each row divided by its sum.",
+                    value_title="weight",
+                    causal=True,
+                )
+    step_break()  # drawn answered or not: the step count stays the same
+    with st.expander("The book chapter's example, masked before the softmax", expanded=True):
+        if not answered:
+            widgets.answer_first("The printed scores masked with −∞, their softmax and the chapter's code appear")
             return
-        with b2:
-            draw.heatmap(
-                book.masked_simple,
-                "future zeroed (masked_simple)",
-                "The printed weights with every entry above the diagonal set to zero.",
-                value_title="weight",
-                causal=True,
-            )
-        with b3:
-            draw.heatmap(
-                book.renormalised,
-                "rows renormalised",
-                "The masked weights with each row divided by its sum.",
-                value_title="weight",
-                causal=True,
-            )
         st.markdown("**The printed scores with −∞ above the diagonal**, and the softmax of them divided by √2:")
         # The table gets the full width: in half a column its six columns of 20 px numbers were cut
         # on a 1280 px projector in presentation mode.

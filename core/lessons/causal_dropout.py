@@ -68,8 +68,11 @@ class PrintedDifference:
                 "weights; we have them to 4 decimals)."
             )
         for row, column, printed, ours in self.misprints:
+            # Named as the renormalised table's cell: "Row 6 column 3 ... reads 0.1555" above the printed weights,
+            # whose row 6 column 3 is 0.1565, read as that heatmap's cell (the s27 review).
             parts.append(
-                f"Row {row} column {column} is a misprint: it reads {printed:.4f} where the steps give {ours:.4f}."
+                f"In the renormalised table the chapter prints (“rows renormalised” below is ours), row {row} column "
+                f"{column} is a misprint: it reads {printed:.4f} where the steps give {ours:.4f}."
             )
         return " ".join(parts) or "The recomputed table matches the book's digit for digit."
 

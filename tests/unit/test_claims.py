@@ -154,6 +154,9 @@ def test_the_book_table_note_counts_the_differences_from_the_numbers() -> None:
     assert [(row, column) for row, column, *_ in difference.misprints] == [(6, 3)]
     note = difference.note()
     assert "6 cells" in note and "1.0e-04" in note and "0.1555" in note and "0.1565" in note
+    # The misprint names its table: "Row 6 column 3 ... reads 0.1555" sat above the printed weights, whose row 6
+    # column 3 is 0.1565, and read as that heatmap's cell (the s27 review).
+    assert "In the renormalised table the chapter prints" in note and "is ours" in note
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
