@@ -268,7 +268,9 @@ def test_default_heads_show_the_patterns_their_lessons_are_about(encoder: rm.Rea
     layer, _ = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["multi_head"]
     five = pt.pretrained_multihead_lesson(encoder, sentence, layer)
     assert five.trained is not None
-    assert five.trained.distinct_patterns >= 3 and five.prediction.answer == 1
+    assert five.trained.distinct_patterns >= 3
+    # Its question counts the heads parked on [CLS] and [SEP]: most of them here, which is the surprise it teaches.
+    assert five.prediction.options[five.prediction.answer].startswith("Most")
     assert all(p.previous < 0.5 for p in five.trained.patterns)  # no previous-piece head: lesson 6's answer
     layer, head = pt.DEFAULT_HEADS[pt.WeightSource.ENCODER]["cross_attention"]
     pair = ptc.PAIRS[0]
