@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from core.app.markup import literal
 from core.app.settings import PresetKey, Settings, effective_d_in
 from core.charts import cross_trained as charts
 from core.lessons import cross_attention
@@ -32,6 +33,13 @@ def _train(config: Seq2SeqConfig, on_progress: ProgressCallback) -> AlignmentRun
     return tiny_seq2seq.train(config, on_progress=on_progress)
 
 
+WARM_UP = "warm-up"  # the queue's session for the run asked for before any student opens the lesson (`warm_up`)
+
+
+def _alive(session: str) -> bool:
+    return session == WARM_UP or sessions.session_alive(session)
+
+
 @st.cache_resource(show_spinner=False)
 def training_queue() -> TrainingQueue[Seq2SeqConfig, AlignmentRun]:
     """The process's queue for this model: one run at a time, one result kept."""
@@ -39,10 +47,18 @@ def training_queue() -> TrainingQueue[Seq2SeqConfig, AlignmentRun]:
         _train,
         tiny_seq2seq.estimated_seconds,
         slots=1,
-        is_alive=sessions.session_alive,
+        is_alive=_alive,
         max_results=1,
         result_ttl_s=KEPT_S,
     )
+
+
+@st.cache_resource(show_spinner=False)
+def warm_up() -> bool:
+    """Once per process, from the overview: the translator is trained in the background while the teacher talks,
+    so the first student to open lesson 7 does not wait for it (51 s on a loaded server, the s25 review)."""
+    training_queue().request(WARM_UP, (ct.DEFAULT_CONFIG,))
+    return True
 
 
 def trained_run(config: Seq2SeqConfig = ct.DEFAULT_CONFIG) -> AlignmentRun | None:
@@ -136,9 +152,10 @@ def _measures(lesson: ct.TrainedCrossLesson) -> None:
     )
     m2.metric("this sentence, trained", f"{lesson.clause_share:.1%}")
     m3.metric("this sentence, random weights", f"{lesson.random_share:.1%}")
+    misses = f" ({literal(lesson.misses)})" if lesson.misses else ""
     st.markdown(
         f"On this sentence **{lesson.correct} of {len(lesson.english)}** English words read their German partner "
-        f"most. A second measure, of what the model writes rather than where it reads: given the right English "
+        f"most{misses}. A second measure, of what the model writes rather than where it reads: given the right English "
         f"words before it, it writes the next one right **{lesson.held_out_accuracy:.1%}** of the time on the "
         f"held-out sentences (trained on {lesson.train_clauses:,} others, in {lesson.seconds:.1f} s)."
     )

@@ -46,6 +46,7 @@ class TrainedCrossLesson:
     held_out_clauses: int
     train_clauses: int
     correct: int  # English words of this clause that read their partner most
+    misses: str  # the words that read another German word most, named with both weights ("" when none)
     curve: pd.DataFrame  # step, loss, share (held-out alignment share)
     seconds: float  # how long the run took to train
     prediction: Prediction
@@ -131,6 +132,18 @@ def recipe_values(config: Seq2SeqConfig) -> dict[str, object]:
     }
 
 
+def _misses(english: tuple[str, ...], german: tuple[str, ...], weights: np.ndarray, partners: list[int]) -> str:
+    """The English words that read another German word more than their partner, named: "6 of 7" left a student
+    asking which one (the s27 review). weights: (T, S), the trained model's."""
+    named = [
+        f"“{english[i]}” reads “{german[int(row.argmax())]}” ({row.max():.2f}), not its partner "
+        f"“{german[partners[i]]}” ({row[partners[i]]:.2f})"
+        for i, row in enumerate(weights)
+        if int(row.argmax()) != partners[i]
+    ]
+    return "; ".join(named)
+
+
 def trained_cross_lesson(run: AlignmentRun, example: int, random: CrossLesson) -> TrainedCrossLesson:
     """Held-out clause `example` of `run`, with `random`: lesson 7's random-weight lesson on the same pair.
 
@@ -171,6 +184,7 @@ def trained_cross_lesson(run: AlignmentRun, example: int, random: CrossLesson) -
         held_out_clauses=run.held_out_clauses,
         train_clauses=run.train_clauses,
         correct=sum(pair.correct),
+        misses=_misses(clause.english, clause.german, pair.weights, partners),
         curve=curve_frame(run),
         seconds=run.seconds,
         prediction=_question(pair, random_weights),

@@ -126,6 +126,12 @@ def test_the_lesson_asks_where_translate_reads_and_answers_from_the_weights(run:
     assert lesson.random_share < 0.5 < lesson.clause_share  # the random weights do not align the words
     assert len(lesson.trained) == len(lesson.random) == 7 * 8
     assert lesson.words["partner read most"].tolist() == list(run.examples[0].correct)
+    # Each word that misses is named with what it reads instead ("6 of 7" left a student asking which: s27 review).
+    missed = lesson.words[~lesson.words["partner read most"]]
+    assert lesson.misses.count(" reads ") == len(missed) == len(lesson.english) - lesson.correct
+    for _, word in missed.iterrows():
+        assert f"“{word['English word']}” reads “{word['trained model reads most']}”" in lesson.misses
+        assert f"not its partner “{word['its German partner']}” ({word['trained weight on it']:.2f})" in lesson.misses
 
 
 def test_a_sentence_the_run_does_not_keep_is_refused(short_run: s2s.AlignmentRun) -> None:
