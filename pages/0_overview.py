@@ -6,7 +6,7 @@ from core.app import registry
 from core.app.settings import Settings
 from core.charts import block_diagram
 from core.lessons import overview
-from ui import cache, draw, widgets
+from ui import cache, cross_trained, draw, gpt_queue, widgets
 from ui.frame import page_start
 from ui.presentation import presenting, step_break
 
@@ -55,6 +55,12 @@ def live_attention(settings: Settings) -> None:
     except TextError as error:
         st.info(f"The GPT cannot read this sentence: {error}", icon=":material/info:")
         return
+    # What a class opens next, computed in the background while the teacher talks (once per process): lesson 10's
+    # and 11's default views and lesson 7's translator; a cold server made the first student wait for each
+    # (lesson 10: 94 s on a loaded server, lesson 7: 51 s; issue 40).
+    if cache.warm_up_from_overview():
+        gpt_queue.warm_up(model)
+        cross_trained.warm_up()
     pattern = overview.live_pattern(analysis)
     draw.heatmap(
         pattern.weights,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +15,10 @@ from tests import support
 # One torch thread, as the app runs (streamlit_app.py): the first AppTest used to set it for the rest of the run, so
 # a test's float rounding depended on what ran before it in its process (under pytest-xdist, on which worker).
 torch.set_num_threads(1)
+
+# No background warm-up from the overview (ui.cache.warm_up_from_overview), here nor in the servers the browser tests
+# start (they inherit this): each worker would train lesson 7's translator beside tests that time their own runs.
+os.environ["ATTENTION_LAB_WARM_UP"] = "0"
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

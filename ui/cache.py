@@ -13,6 +13,7 @@ hands every caller its own copy, so sessions never share a mutable object.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # the real model's modules are imported only by its page (mem
     from core.models.smollm2 import SmolLM2
 
 CACHE_BUDGET_MIB = 150
+WARM_UP_VARIABLE = "ATTENTION_LAB_WARM_UP"  # "0": the overview starts no background work (the tests set it)
 R = TypeVar("R")
 
 
@@ -63,3 +65,10 @@ def gpt_model() -> SmolLM2:
     from core.models import smollm2
 
     return smollm2.load_model()
+
+
+def warm_up_from_overview() -> bool:
+    """Whether the overview starts the work a class opens next in the background (pages/0_overview.py). Off in the
+    tests (tests/conftest.py), where every worker process would train the translator and run the GPT's default
+    views beside the tests that time their own runs."""
+    return os.environ.get(WARM_UP_VARIABLE, "1") != "0"

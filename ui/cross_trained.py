@@ -136,9 +136,12 @@ def section(settings: Settings, d_v: int, shape_answered: bool) -> None:
         if answered:  # the trained weights, and every number measured on them, answer the question
             draw.draw(heatmaps.trained, "Heatmap of the trained cross-attention weights on the picked sentence pair.")
         else:
-            widgets.answer_first("The trained weights, and how well they align the words, appear")
+            widgets.answer_first("The trained weights appear")
+    step_break()  # the alignment measured, on a screen of its own: under the two maps the step was 2,336 px (s27)
     if answered:
         _measures(lesson)
+    else:
+        widgets.answer_first("How well the trained weights align the words, measured, appears")
     widgets.code_box(lesson.code, title="train it and measure the alignment")
 
 

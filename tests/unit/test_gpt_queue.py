@@ -191,3 +191,33 @@ def test_the_warm_up_computes_the_first_example_s_default_view_for_everyone(queu
         (answer.ANSWER, (answer.DEFAULT_TEXT, answer.Explain.CONTRAST, "")),
     ):
         assert queue.kept(gpt_queue.GptRun(lesson.name, args)) is not None, lesson.name
+
+
+@pytest.mark.parametrize("variable", ["1", "0"])
+def test_the_overview_starts_what_a_class_opens_next_unless_told_not_to(monkeypatch, variable: str) -> None:
+    # Issue 40: on a cold server the first student waited for lesson 10's default view (94 s under load) and for
+    # lesson 7's translator (51 s). The teacher's overview now starts both in the background, once per process.
+    from tests.support import app
+    from ui import cache, cross_trained
+
+    started: list[str] = []
+    monkeypatch.setenv(cache.WARM_UP_VARIABLE, variable)
+    monkeypatch.setattr(gpt_queue, "warm_up", lambda model: started.append("gpt"))
+    monkeypatch.setattr(cross_trained, "warm_up", lambda: started.append("translator"))
+    at = app(None)
+    assert not at.exception
+    assert started == (["gpt", "translator"] if variable == "1" else [])
+
+
+def test_the_translators_warm_up_asks_the_queue_for_the_lessons_run_as_a_session_that_stays(monkeypatch) -> None:
+    from core.lessons import cross_attention_trained as ct
+    from ui import cross_trained
+
+    asked: list[tuple[str, tuple]] = []
+    queue = SimpleNamespace(request=lambda session, keys: asked.append((session, tuple(keys))))
+    monkeypatch.setattr(cross_trained, "training_queue", lambda: queue)
+    cross_trained.warm_up.clear()
+    assert cross_trained.warm_up() and cross_trained.warm_up()  # the second call is the cached first
+    assert asked == [(cross_trained.WARM_UP, (ct.DEFAULT_CONFIG,))]
+    assert cross_trained._alive(cross_trained.WARM_UP)  # the queue never drops it as a closed tab
+    cross_trained.warm_up.clear()
