@@ -31,7 +31,16 @@ import pandas as pd
 import torch
 
 from bench import attention_at_scale, core_speed, latency, monte_carlo, pretrained, real_model, smollm2, training
-from loadtest import capacity, class_poll, hostile_probe, inside_gpt_queue, memory, replicas, training_queue
+from loadtest import (
+    capacity,
+    class_poll,
+    cold_open,
+    hostile_probe,
+    inside_gpt_queue,
+    memory,
+    replicas,
+    training_queue,
+)
 
 HERE = Path(__file__).resolve().parent
 README = HERE / "README.md"  # the tables live beside the benchmarks, not in the main README
@@ -46,8 +55,8 @@ def machine() -> str:
 
 # latency last: it runs the app in this process. capacity pins this process to core 1 while it runs.
 PARTS = (
-    "core", "monte_carlo", "real_model", "memory", "hostile", "training", "training_queue", "gpt_queue", "scale",
-    "capacity", "replicas", "class_poll", "pretrained", "gpt", "latency",
+    "core", "monte_carlo", "real_model", "memory", "hostile", "training", "training_queue", "gpt_queue", "cold_open",
+    "scale", "capacity", "replicas", "class_poll", "pretrained", "gpt", "latency",
 )  # fmt: skip
 
 
@@ -78,6 +87,8 @@ def run_all(
         results["training_queue"] = training_queue.run(quick)
     if "gpt_queue" in only:
         results["gpt_queue"] = inside_gpt_queue.run(inside_gpt_queue.LOAD_S / 2 if quick else inside_gpt_queue.LOAD_S)
+    if "cold_open" in only:
+        results["cold_open"] = cold_open.run()
     if "scale" in only:
         results["scale"] = attention_at_scale.run(quick)
     if "capacity" in only:
@@ -169,6 +180,8 @@ def table(results: dict) -> str:
         rows += training_queue_rows(results["training_queue"], ok)
     if "gpt_queue" in results:
         rows += gpt_queue_rows(results["gpt_queue"], ok)
+    if "cold_open" in results:
+        rows += cold_open_rows(results["cold_open"], ok)
     if "scale" in results:
         rows += attention_at_scale.rows(results["scale"], ok)
     lines = [
@@ -322,6 +335,25 @@ def gpt_queue_rows(gq: dict, ok) -> list[tuple[str, str, str, str]]:
          f"{gq['prompt_runs_analysed']} analysed and {gq['prompt_runs_finished'].get('n', 0)} finished in the window",
          "(reported)", ""),
     ]  # fmt: skip
+
+
+def cold_open_rows(co: dict, ok) -> list[tuple[str, str, str, str]]:
+    """A class on a cold server (loadtest/cold_open.py): the first student to open lessons 10, 7 and 11."""
+    names = {"inside_gpt": "lesson 10's default example", "cross_attention": "lesson 7", "to_the_answer": "lesson 11"}
+    setting = (
+        f"fresh server, {co['busy_loops']} busy loop(s) on {co['cores']} cores, the teacher {co['talk_s']:.0f} s "
+        "on the overview first"
+    )
+    return [
+        (
+            f"Cold open: {setting}: the first student to open {names.get(page, page)}, with the overview's warm-up / "
+            "without it / a second student (warm)",
+            f"{row['first_open_s']:.2f} s / {row['first_open_without_warm_up_s']:.2f} s / {row['warm_open_s']:.2f} s",
+            "<= 3 s",
+            ok(row["first_open_s"] <= 3),
+        )
+        for page, row in co["lessons"].items()
+    ]
 
 
 def capacity_rows(cap: dict, ok) -> list[tuple[str, str, str, str]]:
