@@ -53,6 +53,10 @@ def saturation(sweep: why_scale.SweepResult, saturation_chart: VegaChart) -> Non
     )
     with st.expander("Exact values of this chart"):
         widgets.number_table(sweep.saturation, hide_index=True)
+
+
+def dk64_example(sweep: why_scale.SweepResult) -> None:
+    """Section (c)'s worked example: a typical d_k = 64 score, unscaled and scaled, with its gradients."""
     widgets.prose("why_scale", "dk64")
     dk64 = sweep.dk64
     k1, k2 = st.columns(2)
@@ -112,11 +116,14 @@ if answered:  # the text's 80%, the bars and the largest weight answer the quest
     m1, m2 = st.columns(2)
     m1.metric(f"largest weight at ×{multiplier:g}", f"{sweep.max_weight:.4f}")
     m2.metric("effective number of tokens", f"{sweep.effective_tokens:.2f}")
+else:
+    widgets.answer_first("The bars for ×1 to ×16, their weights, and what they show, appear")
+# The same measured against d_k on a projector screen of its own: under the bars it made the step 2,359 px (s27).
+step_break()
+if answered:
     peakiness(settings)
 else:
-    widgets.answer_first(
-        "The bars for ×1 to ×16, their weights, the same measured against d_k, and what they show, appear"
-    )
+    widgets.answer_first("The largest weight measured against d_k, scaled and unscaled, appears")
 
 step("(b) The variance of q·k grows like d_k")
 widgets.prose("why_scale", "variance")
@@ -140,7 +147,12 @@ step("(c) Saturated softmax, vanishing gradients" if answered else "(c) What the
 if answered:
     saturation(sweep, saturation_chart)
 else:
-    widgets.answer_first("The softmax's gradient as the scores grow, and the d_k = 64 example, appear")
+    widgets.answer_first("The softmax's gradient as the scores grow appears")
+step_break()  # the d_k = 64 example on a screen of its own: with the gradient chart the step was 1,903 px (s27)
+if answered:
+    dk64_example(sweep)
+else:
+    widgets.answer_first("The d_k = 64 example, unscaled and scaled, with its gradients, appears")
 widgets.code_box(
     variance.code,
     "Plain PyTorch that draws the vectors themselves, as the sources' loop does. The page uses a faster sampler "

@@ -89,37 +89,40 @@ def two_ways_to_mask(lesson: CausalLesson, answered: bool) -> None:
     step("Two ways to mask")
     widgets.prose(SLUG, "methods")
     if not answered:
-        widgets.answer_first("The masking formula and both masked weight matrices, with their difference, appear")
-        st.success(f"Largest difference between the two methods: {lesson.max_method_difference:.1e}")
-        return
-    st.latex(r"\text{masked}_{ij} = \begin{cases}\omega_{ij}/\sqrt{d_k} & j \le i\\ -\infty & j > i\end{cases}")
-    # Two per row: three 6-token heatmaps side by side leave no room for their numbers.
-    c1, c2 = st.columns(2)
-    c3, _ = st.columns(2)
-    with c1:
-        draw.heatmap(
-            lesson.renormalised,
-            "softmax → zero the future → renormalise",
-            "Heatmap of causal weights made by masking after the softmax and renormalising.",
-            value_title="weight",
-            causal=True,
-        )
-    with c2:
-        draw.heatmap(
-            lesson.masked,
-            "−∞ above the diagonal → softmax",
-            "Heatmap of causal weights made by masking with minus infinity before the softmax.",
-            value_title="weight",
-            causal=True,
-        )
-    with c3:
-        draw.heatmap(
-            lesson.difference,
-            "difference",
-            "Heatmap of the difference between the two methods: all zeros.",
-            signed=True,
-            min_magnitude=1e-3,
-        )
+        widgets.answer_first("The masking formula and both masked weight matrices appear")
+    else:
+        st.latex(r"\text{masked}_{ij} = \begin{cases}\omega_{ij}/\sqrt{d_k} & j \le i\\ -\infty & j > i\end{cases}")
+        # Two side by side: three 6-token heatmaps in a row leave no room for their numbers.
+        c1, c2 = st.columns(2)
+        with c1:
+            draw.heatmap(
+                lesson.renormalised,
+                "softmax → zero the future → renormalise",
+                "Heatmap of causal weights made by masking after the softmax and renormalising.",
+                value_title="weight",
+                causal=True,
+            )
+        with c2:
+            draw.heatmap(
+                lesson.masked,
+                "−∞ above the diagonal → softmax",
+                "Heatmap of causal weights made by masking with minus infinity before the softmax.",
+                value_title="weight",
+                causal=True,
+            )
+    step_break()  # their difference on a screen of its own: under both maps the step was 1,956 px (s27)
+    if answered:
+        c3, _ = st.columns(2)
+        with c3:
+            draw.heatmap(
+                lesson.difference,
+                "difference",
+                "Heatmap of the difference between the two methods: all zeros.",
+                signed=True,
+                min_magnitude=1e-3,
+            )
+    else:
+        widgets.answer_first("The difference between the two masked matrices appears")
     st.success(f"Largest difference between the two methods: {lesson.max_method_difference:.1e}")
 
 
@@ -173,8 +176,10 @@ def book_example(book: BookCausal, answered: bool) -> None:
                 value_title="weight",
                 causal=True,
             )
-        st.markdown("**Code**: the chapter's steps on its printed numbers, in plain PyTorch.")
-        st.code(book.code, language="python", wrap_lines=True)  # no scrolling box a keyboard cannot reach
+    # In a closed box, as every lesson's code: shown open, its 40 lines made this screen 2,611 px on a projector.
+    widgets.code_box(
+        book.code, "The chapter's steps on its printed numbers, in plain PyTorch.", title="the book's steps"
+    )
 
 
 def inputs_and_targets(blog: DecoderBlog, answered: bool) -> None:

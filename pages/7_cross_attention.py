@@ -227,6 +227,7 @@ def lesson_7(settings: Settings) -> None:
     step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
     the_weights(lesson, answered)
     if trained is not None:
+        step_break()  # where the weight goes, on a screen of its own: under the map the step was 1,927 px (s27)
         where_the_weight_goes(lesson, trained, answered)
         step("Shapes")
         st.dataframe(

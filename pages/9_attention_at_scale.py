@@ -136,17 +136,22 @@ block_q = t1.selectbox("Query block (rows)", blocks, index=blocks.index(8), key=
 block_k = t2.selectbox("Key block (columns)", blocks, index=blocks.index(8), key="scale_block_k", **widgets.LINKED)
 causal = t3.toggle("Causal mask", value=True, key="scale_causal", **widgets.LINKED)
 tiling = cache.computed(lesson.TILING, settings.seed, int(block_q), int(block_k), bool(causal))
-if widgets.predict(tiling.prediction, key="predict_scale_tiles"):  # the grid counts the skipped tiles
+tiles_answered = widgets.predict(tiling.prediction, key="predict_scale_tiles")
+if tiles_answered:  # the grid counts the skipped tiles
     draw.draw(
         tiling.chart,
         f"Grid of {len(tiling.tiles)} tiles: {tiling.computed} computed and {tiling.skipped} skipped.",
     )
     st.caption(lesson.tiling_caption(tiling))
+else:
+    widgets.answer_first("The grid of computed and skipped tiles appears")
+step_break()  # the fused kernel, timed, on a screen of its own: under the grid the step was 1,973 px (s27)
+if tiles_answered:
     widgets.prose("attention_at_scale", "fused")
     # After the choice: the measured verdict names the share of tiles skipped at its own length.
     st.info(view.verdict, icon=":material/speed:")
 else:
-    widgets.answer_first("The grid of computed and skipped tiles, and the tiled loop timed, appear")
+    widgets.answer_first("The tiled loop timed against the fused kernel appears")
 widgets.code_box(
     tiling.code,
     "Tiled attention in plain PyTorch, checked against PyTorch's own kernel.",
@@ -188,6 +193,7 @@ if widgets.predict(kv.prediction, key="predict_scale_cache"):  # the growth tabl
     widgets.number_table(kv.growth, hide_index=True)
 else:
     widgets.answer_first("The table of the cache growing token by token appears")
+step_break()  # the timing on a screen of its own: under the growth table the step was 2,401 px (s27)
 widgets.prose("attention_at_scale", "cache_timing")
 draw.draw(
     kv.chart,

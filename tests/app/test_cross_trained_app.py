@@ -21,7 +21,7 @@ def test_page_7_trains_the_model_and_reveals_its_alignment_only_after_a_choice()
     assert picker.value == 0 and len(picker.options) == 12
     assert picker.options[0].startswith("Kannst du mir helfen diesen Satz zu übersetzen →")
     assert not [m for m in at.metric if m.label.startswith("held-out share")]  # not before the answer
-    assert any("how well they align the words" in c.value for c in at.caption)
+    assert any("align the words" in c.value and "once you have answered" in c.value for c in at.caption)
     assert not any("word for word" in c.value for c in at.caption)  # the toy's design waits for the answer too
     radio = next(r for r in at.radio if r.key and r.key.startswith("predict_cross_trained"))
     radio.set_value(radio.options.index("übersetzen")).run()

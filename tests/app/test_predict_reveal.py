@@ -171,7 +171,7 @@ def test_lesson_9_shows_each_measurement_only_after_its_question() -> None:
     labels = " ".join(m.label for m in at.metric)
     assert "memory ×" not in labels and "online result" not in labels and "Exact, not approximate" not in on_screen(at)
     assert "skipped" not in " ".join(c.value for c in at.caption if "once you have answered" not in c.value)
-    assert locks(at) == 5
+    assert locks(at) == 6  # the tiles' grid and, a screen later, the fused kernel timed (s27: one 1,973 px step)
     # The doubling question's answer in words: the tiling section said "plain attention's scores grow like
     # T²" one scroll below the question (the third review).
     assert "T²" not in on_screen(at).replace("T² line", "")
@@ -264,8 +264,8 @@ def test_lesson_4_keeps_the_masked_triangle_until_a_choice_in_normal_and_present
         assert not [f for f in at.latex if r"-\infty" in f.value], link  # the masking formula
         lines = [c.value for c in at.caption if "once you have answered" in c.value]
         where = "the question on step 1." if link else "the question above."  # the question opens step 1
-        # Seven: the book's replay holds two, one a screen (the scores masked before the softmax, the s27 review).
-        assert len(lines) == 7 and all(line.endswith(where) for line in lines), (link, lines)
+        # Eight: the two methods' difference and the book's replay's second screen have their own (the s27 review).
+        assert len(lines) == 8 and all(line.endswith(where) for line in lines), (link, lines)
         # The s22 re-review: the leakage check's Code box says in a comment which rows a push leaves alone.
         assert LEAK_CODE not in [e.label for e in at.expander], link
         at.radio(key=question.key).set_value(0).run()

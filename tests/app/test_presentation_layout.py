@@ -34,7 +34,7 @@ def test_the_step_count_stands_beside_the_step_box_not_under_it() -> None:
     at = open_page("causal_dropout", present="1")
     (box_column,) = [column for column in at.columns if any(box.key == "step" for box in column.number_input)]
     assert not box_column.caption
-    assert [c.value for column in at.columns for c in column.caption if "steps" in c.value] == ["of 7 steps"]
+    assert [c.value for column in at.columns for c in column.caption if "steps" in c.value] == ["of 8 steps"]
     # The overview is seven screens on a projector, not one of 6,884 px (the s25 review): its live head, the
     # lessons, how to use the lab, the block's text, the block, its lessons' links, the lecture path.
     overview = open_page("overview", present="1")
@@ -68,14 +68,15 @@ def test_on_the_whole_page_a_lock_line_points_above() -> None:
 
 
 def test_a_lock_on_its_questions_own_step_says_above_in_presentation_mode() -> None:
-    # Lesson 9 asks five questions. Three locks stand under their question on the same step; the doubling's and
-    # the real caches' open the step after theirs (what they unlock started below a projector's fold).
+    # Lesson 9 asks five questions. Three locks stand under their question on the same step; the doubling's, the
+    # fused kernel's (after the tiles' grid) and the real caches' open the step after theirs (what they unlock
+    # started below a projector's fold, or made the step two screens tall).
     at = open_page("attention_at_scale", present="1")
     lines = locks(at)
     above = [line for line in lines if line.endswith(f"{LOCK} the question above.")]
-    assert len(lines) == 5 and len(above) == 3, lines
+    assert len(lines) == 6 and len(above) == 3, lines
     assert lines[0].endswith(f"{LOCK} the question on step 2.") and lines[-1].endswith(
-        f"{LOCK} the question on step 10."
+        f"{LOCK} the question on step 12."
     )
 
 

@@ -80,22 +80,24 @@ def test_presentation_shows_one_step_steps_forward_and_back_and_a_question_revea
         page.get_by_role("button", name="Next →").click()
         page.wait_for_url("**step=3**", timeout=30_000)
         settle()
-        # The chapter's replay on a screen of its own: inside step 2 it made that step 5,432 px (the s25 review).
-        assert shown("The book chapter's printed causal example") and not shown("Two ways to mask")
-        assert not shown("Inputs and targets")
+        # The two methods' difference on a screen of its own (under both maps the step was 1,956 px, the s27 review).
+        assert shown("Largest difference between the two methods") and not shown("Two ways to mask")
         page.get_by_role("button", name="Next →").click()
         page.wait_for_url("**step=4**", timeout=30_000)
         settle()
-        # The replay's second half, the scores masked before the softmax, on a screen of its own (the s27 review:
-        # both halves made one step of 3,863 px).
-        assert shown("masked before the softmax") and not shown("Two ways to mask")
-        assert not shown("Inputs and targets") and not shown("The book chapter's printed causal example")
-        page.get_by_role("button", name="← Back").click()
-        page.wait_for_url("**step=3**", timeout=30_000)
+        # The chapter's replay on screens of its own: inside the masking step it made that step 5,432 px (the s25
+        # review); its second half, the scores masked before the softmax, opens the next (3,863 px, the s27 review).
+        assert shown("The book chapter's printed causal example") and not shown("Two ways to mask")
+        assert not shown("masked before the softmax") and not shown("Inputs and targets")
+        page.get_by_role("button", name="Next →").click()
+        page.wait_for_url("**step=5**", timeout=30_000)
         settle()
-        page.get_by_role("button", name="← Back").click()
-        page.wait_for_url("**step=2**", timeout=30_000)
-        settle()
+        assert shown("masked before the softmax") and not shown("The book chapter's printed causal example")
+        assert not shown("Inputs and targets")
+        for back in ("4", "3", "2"):
+            page.get_by_role("button", name="← Back").click()
+            page.wait_for_url(f"**step={back}**", timeout=30_000)
+            settle()
         assert shown("Two ways to mask")
 
         # A student opening the teacher's link sees the same step.
