@@ -15,7 +15,8 @@ def context_charts(
     lesson: without_weights.WithoutWeightsLesson, query: int, colours: without_weights.WeightColours
 ) -> None:
     """Every query's weights (click a row to pick the query) beside the context vectors."""
-    c1, c2 = st.columns(2)
+    with draw.shrinks_to_column("l1-context", projector_vh=draw.PROJECTOR_GRID_VH):
+        c1, c2 = st.columns(2)
     with c1:
         draw.query_weights_heatmap(
             lesson.weights,
@@ -44,7 +45,8 @@ def context_charts(
 
 def shuffled_charts(shuffled: without_weights.ShuffledTokens, colours: without_weights.WeightColours) -> None:
     """The weights computed on the shuffled tokens beside the original ones put in that order."""
-    s1, s2 = st.columns(2)
+    with draw.shrinks_to_column("l1-shuffled", projector_vh=draw.PROJECTOR_GRID_VH):
+        s1, s2 = st.columns(2)
     with s1:
         draw.heatmap(
             shuffled.weights,
@@ -168,6 +170,7 @@ else:
 
 step("Context vectors for every token")
 widgets.prose("without_weights", "context")
+step_break()  # the two maps under the toggle, whole on a projector: under the paragraph they ran to 916 px (s26b)
 stretch = st.toggle(
     "Stretch the colours to these weights",
     False,
@@ -193,6 +196,7 @@ step("Word order: shuffle the tokens")
 widgets.prose("without_weights", "position")
 shuffled = lesson.shuffled
 st.markdown("Shuffled sentence: " + " · ".join(f"“{literal(t)}”" for t in shuffled.tokens))
+step_break()  # the two maps on a screen of their own: under the paragraph they ran to 1,014 px (s26b)
 if answered:
     shuffled_charts(shuffled, colours)
 else:
