@@ -89,7 +89,11 @@ if doubling_answered:
         title="time and memory of plain attention",
     )
 else:
-    widgets.answer_first("The measured time and memory, their slopes, the 128k-token bill and their code appear")
+    widgets.answer_first("The measured time and memory appear")
+    # The numbers under the charts open a screen of their own once answered (cost_charts): a break here too, so
+    # the step count stays (13 became 14 with the first answer, the s27b review).
+    step_break()
+    widgets.answer_first("Their slopes, the 128k-token bill and their code appear")
 
 step("(b) The online softmax, step by step")
 widgets.prose("attention_at_scale", "online")

@@ -171,7 +171,9 @@ def test_lesson_9_shows_each_measurement_only_after_its_question() -> None:
     labels = " ".join(m.label for m in at.metric)
     assert "memory ×" not in labels and "online result" not in labels and "Exact, not approximate" not in on_screen(at)
     assert "skipped" not in " ".join(c.value for c in at.caption if "once you have answered" not in c.value)
-    assert locks(at) == 6  # the tiles' grid and, a screen later, the fused kernel timed (s27: one 1,973 px step)
+    # Seven: the doubling's charts and, a screen later, their numbers; the tiles' grid and, a screen later, the fused
+    # kernel timed (s27: one 1,973 px step); the online result, the cache's growth, the real caches.
+    assert locks(at) == 7
     # The doubling question's answer in words: the tiling section said "plain attention's scores grow like
     # T²" one scroll below the question (the third review).
     assert "T²" not in on_screen(at).replace("T² line", "")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
-from tests.support import answered_page, markdown_text, open_page
+import pytest
+
+from core.app import registry
+from tests.support import answered, answered_page, markdown_text, open_page
 from ui import presentation
 
 
@@ -68,16 +71,15 @@ def test_on_the_whole_page_a_lock_line_points_above() -> None:
 
 
 def test_a_lock_on_its_questions_own_step_says_above_in_presentation_mode() -> None:
-    # Lesson 9 asks five questions. Three locks stand under their question on the same step; the doubling's, the
-    # fused kernel's (after the tiles' grid) and the real caches' open the step after theirs (what they unlock
-    # started below a projector's fold, or made the step two screens tall).
+    # Lesson 9 asks five questions. Three locks stand under their question on the same step; the doubling's (two
+    # screens: its charts, then their numbers), the fused kernel's (after the tiles' grid) and the real caches' open
+    # the steps after theirs (what they unlock started below a projector's fold, or made the step two screens tall).
     at = open_page("attention_at_scale", present="1")
     lines = locks(at)
     above = [line for line in lines if line.endswith(f"{LOCK} the question above.")]
-    assert len(lines) == 6 and len(above) == 3, lines
-    assert lines[0].endswith(f"{LOCK} the question on step 2.") and lines[-1].endswith(
-        f"{LOCK} the question on step 12."
-    )
+    assert len(lines) == 7 and len(above) == 3, lines
+    assert lines[0].endswith(f"{LOCK} the question on step 2.") and lines[1].endswith(f"{LOCK} the question on step 2.")
+    assert lines[-1].endswith(f"{LOCK} the question on step 13.")
 
 
 def test_lesson_one_says_where_the_multiplier_slider_is() -> None:
@@ -144,3 +146,19 @@ def test_on_a_projector_the_72_head_grid_fits_the_screen_s_height() -> None:
     assert "max-height" not in laptop
     (projector,) = _grid_styles(answered_page("real_model", present="1"))
     assert f"max-height: {PROJECTOR_GRID_VH}vh" in projector and PROJECTOR_GRID_VH <= 60
+
+
+def step_total(at) -> int:
+    (count,) = [c.value for column in at.columns for c in column.caption if c.value.startswith("of ")]
+    return int(count.split()[1])
+
+
+@pytest.mark.parametrize("spec", [pytest.param(s, id=s.slug) for s in registry.lessons()])
+def test_answering_every_question_leaves_the_step_count_as_it_was(spec) -> None:
+    # The s27b review: lesson 9 said "of 13 steps" and, after the first answer, "of 14 steps" (its numbers opened a
+    # screen of their own only once answered). A teacher's "step 9" must mean the same screen before and after.
+    at = open_page(spec.slug, present="1", timeout_s=300)
+    before = step_total(at)
+    answered(at)
+    assert not at.exception
+    assert step_total(at) == before, spec.slug
