@@ -266,16 +266,27 @@ def _heads_question(
             else ""
         )
     )
+    # A head printed at 0.50 is not over half: said, as a student counting the table would count it (s27b review).
+    at_half = [p for p in patterns if f"{p.sinks:.2f}" == "0.50"]
+    boundary = ""
+    if len(at_half) == 1:
+        boundary = f"Head {at_half[0].head} prints 0.50: not more than half, so not counted. "
+    elif at_half:
+        boundary = f"Heads {', '.join(str(p.head) for p in at_half)} print 0.50: not more than half, so not counted. "
+    differ = typical >= multi_head.HEADS_DIFFER
     measured = (
         # A decoder's masked cells are zeros in every head: they count in the mean, as in random mode, and say so
-        # (the s24 review: the decoder's "per weight" silently averaged 15 zeros of 36 cells).
-        f"The heads still differ: measured weight by weight over all {num_tokens} × {num_tokens} cells"
+        # (the s24 review: the decoder's "per weight" silently averaged 15 zeros of 36 cells). Whether they "still
+        # differ" is read off the same threshold it quotes (decoder layer 20: 0.018, the s27b review).
+        ("The heads still differ" if differ else "Here the heads differ less than we call clear")
+        + f": measured weight by weight over all {num_tokens} × {num_tokens} cells"
         + (", the masked zeros included," if shape.causal else ",")
         + f" a typical pair differs by {typical:.3f} per weight (we call at least {multi_head.HEADS_DIFFER} clear; "
         f"the closest pair {min(pairs):.3f}, the farthest {max(pairs):.3f}). "
     )
     weights_part = (
-        f"Their weights say so too: the two most similar heads' W_q W_kᵀ have a cosine similarity of "
+        ("Their weights say so too" if differ and similarity < 0.9 else "Their weights")
+        + f": the two most similar heads' W_q W_kᵀ have a cosine similarity of "
         f"{similarity:.2f} (1 would score every pair of pieces alike)"
         + (", so each head computes its own scores." if similarity < 0.9 else ".")
     )
@@ -284,7 +295,7 @@ def _heads_question(
         f"their weight on {shape.sink} ({rows})?",
         options=tuple(label for label, _ in ranges),
         answer=answer,
-        explanation=counted + measured + weights_part,
+        explanation=counted + boundary + measured + weights_part,
     )
 
 

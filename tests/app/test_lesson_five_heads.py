@@ -73,6 +73,16 @@ def test_a_trained_layers_question_counts_the_heads_parked_on_the_sink(encoder: 
     assert prediction.explanation.startswith(f"{len(parked)} of the 12 heads put more than half")
     assert all(f"head {p.head} ({p.sinks:.2f})" in prediction.explanation for p in parked)
     assert "typical pair differs by" in prediction.explanation and pt.score_similarity(encoder, layer) < 0.9
+    # A head printed at 0.50 is named as not counted; "still differ" only past the threshold it quotes (s27b).
+    at_half = [p.head for p in trained.patterns if f"{p.sinks:.2f}" == "0.50"]
+    assert all(f"{h} print" in prediction.explanation for h in at_half) and (
+        "0.50: not" in prediction.explanation
+    ) == bool(at_half)
+    frame = lesson.head_weights
+    heads = [frame[frame["head"] == h].pivot(index="row_index", columns="col_index", values="value") for h in range(12)]
+    pairs = sorted(float((heads[i] - heads[j]).abs().to_numpy().mean()) for i in range(12) for j in range(i + 1, 12))
+    typical = pairs[(len(pairs) - 1) // 2]  # torch's median of 66 pairs: the lower middle one
+    assert ("The heads still differ" in prediction.explanation) == (typical >= mh.HEADS_DIFFER)
     assert "[CLS] and [SEP]" in prediction.question and "look alike" not in prediction.question
 
 
