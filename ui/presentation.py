@@ -146,7 +146,8 @@ def start_step_on(page: str, *, following: bool) -> None:
 
 
 def _move_step(delta: int, total: int) -> None:
-    st.session_state["step"] = min(max(1, int(st.session_state.get("step", 1) or 1) + delta), total)
+    shown = min(int(st.session_state.get("step", 1) or 1), total)  # a step past the last shows the last
+    st.session_state["step"] = min(max(1, shown + delta), total)
 
 
 def step_link_note(link: LinkReading | None, total: int, page: str) -> None:
@@ -200,9 +201,11 @@ def step_box(page: str, *, following: bool = False) -> StepBar:
     hidden, so that their link keeps the step.
     """
     start_step_on(page, following=following)
-    if st.session_state.pop(_CLAMP_KEY, None) == page:
+    known = st.session_state.get(_TOTALS_KEY, {}).get(page)
+    # Only while the step is still past the page's last: a Back pressed meanwhile has already brought it in.
+    if st.session_state.pop(_CLAMP_KEY, None) == page and known and int(st.session_state.get("step") or 1) > known:
         st.session_state["step"] = 1
-    bound = max(st.session_state.get(_TOTALS_KEY, {}).get(page, MOST_STEPS), 1)
+    bound = max(known or MOST_STEPS, 1)
     if following:
         with st.container(key="al-follow-step"):
             chosen = st.number_input("Step", 1, bound, "min", key="step", bind="query-params")
