@@ -41,11 +41,12 @@ def test_a_present_1_link_stays_a_presentation_link_after_next(server: str, brow
     teacher_context = browser.new_context(**PROJECTOR)
     teacher = visit(teacher_context, f"{server}/causal_dropout?present=1", answer=False)  # steps, not answers
     assert "present=true" in teacher.url, teacher.url  # the toggle's own spelling: it keeps it in the link
-    for step in (2, 3, 4):  # step 3 is the chapter's printed example, on a screen of its own since session 25
+    # Steps 3 to 5: the two methods' difference, then the chapter's printed example on two screens (session 27).
+    for step in (2, 3, 4, 5, 6):
         teacher.get_by_role("button", name="Next →").click()
         teacher.wait_for_url(f"**step={step}**", timeout=30_000)
         wait_for_rerun(teacher)
-    assert "present=true" in teacher.url and "step=4" in teacher.url, teacher.url
+    assert "present=true" in teacher.url and "step=6" in teacher.url, teacher.url
     teacher.get_by_text("Two ways to mask").first.wait_for(state="hidden", timeout=30_000)
     assert shown(teacher, "Inputs and targets")
 
@@ -54,7 +55,7 @@ def test_a_present_1_link_stays_a_presentation_link_after_next(server: str, brow
     student.get_by_text("Inputs and targets").first.wait_for(state="visible", timeout=30_000)
     # One step, not the whole lesson (the step's style lands just after the page's first paint).
     student.get_by_text("Two ways to mask").first.wait_for(state="hidden", timeout=30_000)
-    assert "present=true" in student.url and "step=4" in student.url, student.url
+    assert "present=true" in student.url and "step=6" in student.url, student.url
     assert student.locator('[data-testid="stException"]').count() == 0
     teacher_context.close()
     student_context.close()
@@ -248,8 +249,8 @@ def test_on_a_dark_projector_the_printed_scores_table_is_whole(server: str, brow
     """Item 10: at 1280x720, dark, lesson 4's printed scores with −∞ were cut on the right."""
     context = browser.new_context(color_scheme="dark", **PROJECTOR)
     page = visit(context, f"{server}/{link}")  # answered: the masked scores wait for the question on step 1
-    if "present=1" in link:  # then on to step 3, the chapter's printed example, where they are
-        for step in (2, 3):
+    if "present=1" in link:  # then on to step 5, the chapter's example masked before the softmax, where they are
+        for step in (2, 3, 4, 5):
             page.get_by_role("button", name="Next →").click()
             page.wait_for_url(f"**step={step}**", timeout=30_000)
             wait_for_rerun(page)
