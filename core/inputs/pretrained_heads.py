@@ -82,6 +82,11 @@ CHANCE = 1.5  # ... and this many times what a head spreading evenly would put t
 MOST = 0.5  # ...and said to "park" on [CLS] and [SEP] only when more than half of each row lands there
 
 
+def parks_most(share: float) -> bool:
+    """More than half, read off the printed figure: 0.5047 prints as 0.50, which is not more than half (s24)."""
+    return float(f"{share:.2f}") > MOST
+
+
 def _even_share(num_tokens: int, causal: bool) -> float:
     """The mean weight an evenly spreading head puts on one key of each row: 1/T, or in a decoder (query i sees
     i + 1 keys) the mean of 1/(i + 1) over the rows after the first, as the decoder's measures are taken."""
@@ -135,8 +140,7 @@ class HeadPattern:
             "looks at the next piece": (float(m.next), one),
             "looks at the previous piece": (float(m.previous), one),
             # "Most" is read off the printed figure: 0.5047 prints as 0.50, which is not more than half (s24 review).
-            ("parks most of its weight on " if float(f"{sinks:.2f}") > MOST else "puts a large share on ")
-            + shape.sink: (
+            ("parks most of its weight on " if parks_most(sinks) else "puts a large share on ") + shape.sink: (
                 sinks,
                 one * sink_count,  # [CLS] and [SEP] are two keys
             ),

@@ -27,7 +27,7 @@ from core.app.settings import PresetKey, Settings, load_example
 from core.inputs import model_heads
 from core.inputs.examples import LIFE_SENTENCE
 from core.inputs.model_heads import AnyModel
-from core.inputs.pretrained_heads import MOST, HeadPattern
+from core.inputs.pretrained_heads import HeadPattern, parks_most
 from core.inputs.weights import ModelShape, WeightSource, head_trace
 from core.lessons import multi_head
 from core.lessons.causal_dropout import (
@@ -244,7 +244,7 @@ def _heads_question(
     printed). The explanation then shows that even the heads that park there differ, cell by cell.
     """
     heads, num_tokens = weights.shape[0], weights.shape[-1]
-    parked = [p for p in patterns if float(f"{p.sinks:.2f}") > MOST]
+    parked = [p for p in patterns if parks_most(p.sinks)]
     ranges = sink_count_options(heads)
     answer = next(i for i, (_, counts) in enumerate(ranges) if len(parked) in counts)
     # A decoder's first row can read only the first token: it is left out, as the heads' labels leave it out.
