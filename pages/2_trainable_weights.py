@@ -48,8 +48,11 @@ def computed(settings: Settings) -> TrainableLesson | None:
     return lesson
 
 
-def ingredients(lesson: TrainableLesson, model: bool, biases: bool, row: str) -> None:
-    """W_q, W_k, W_v and the queries, keys and values they make (a model's: its first rows, no numbers)."""
+def ingredients(lesson: TrainableLesson, model: bool, biases: bool, row: str, answered: bool) -> None:
+    """W_q, W_k, W_v and the queries, keys and values they make (a model's: its first rows, no numbers).
+
+    The random draws' Q, K and V wait for the question: their numbers answer it (the s27 and s27b reviews read
+    the favourite off K, the darkest row in every column, before choosing). A model's maps print no numbers."""
     cols = st.columns(3)
     matrices = (("W_query", lesson.w_query), ("W_key", lesson.w_key), ("W_value", lesson.w_value))
     for col, (name, matrix) in zip(cols, matrices, strict=True):
@@ -71,6 +74,9 @@ def ingredients(lesson: TrainableLesson, model: bool, biases: bool, row: str) ->
         if biases
         else r"Q = X W_q,\quad K = X W_k,\quad V = X W_v"
     )
+    if not (answered or model):
+        widgets.answer_first("The queries, keys and values, with their numbers, appear")
+        return
     cols = st.columns(3)
     projections = (("queries", "Q", lesson.queries), ("keys", "K", lesson.keys), ("values", "V", lesson.values))
     for col, (name, label, matrix) in zip(cols, projections, strict=True):
@@ -235,7 +241,7 @@ def lesson_2(settings: Settings) -> None:
         source.head_caption(lesson.pattern, answered)
     step_break()  # the matrices, on a screen of their own: on a projector a long verdict pushed them below the fold
     row = MODELS[settings.weights].piece if model else "token"  # what a row of Q, K, V and Z stands for
-    ingredients(lesson, model, model and MODELS[settings.weights].biases, row)  # random draws: no biases
+    ingredients(lesson, model, model and MODELS[settings.weights].biases, row, answered)  # random draws: no biases
     one_query(lesson, settings, answered, model)
     all_queries(lesson, answered, model, row)
     versions(lesson, answered)

@@ -21,6 +21,8 @@ GIVEAWAYS = [
     ("trainable_weights", WeightSource.RANDOM, "Heatmap of the attention weights after the softmax."),
     ("trainable_weights", WeightSource.ENCODER, "measured on this sentence: looks at the next piece"),
     ("trainable_weights", WeightSource.RANDOM, "Heatmap of the context vectors."),  # alike rows: alike weights
+    # The keys' numbers: one key at least as large as the others in every column wins every row (s27 reviews).
+    ("trainable_weights", WeightSource.RANDOM, "Heatmap of the keys, one row per token."),
     ("trainable_weights", WeightSource.ENCODER, "Heatmap of the attention weights after the softmax."),
     ("causal_dropout", WeightSource.RANDOM, "Bars of how much each output row changed"),
     ("causal_dropout", WeightSource.RANDOM, "no leakage"),
