@@ -195,12 +195,21 @@ def query_weights_heatmap(
 
 
 def head_panels(
-    frame, title: str, description: str, *, key: str, causal: bool = False, columns: int | None = None
+    frame,
+    title: str,
+    description: str,
+    *,
+    key: str,
+    causal: bool = False,
+    columns: int | None = None,
+    projector_group: int = 0,
 ) -> None:
     """One layer's heads as small multiples on one colour scale (core.charts.heads); on a screen narrower
-    than the panels, the chart shrinks to its column instead of clipping its labels."""
+    than the panels, the chart shrinks to its column instead of clipping its labels. `projector_group`: see
+    `layer_head_panels`."""
     with shrinks_to_column(f"panels-{key}"):
-        draw(charts_heads.head_panels(frame, title, causal=causal, columns=columns), description)
+        chart = charts_heads.head_panels(frame, title, causal=causal, columns=columns, projector_group=projector_group)
+        draw(chart, description)
 
 
 def layer_head_panels(
@@ -208,20 +217,19 @@ def layer_head_panels(
 ) -> None:
     """A real model's layer of heads, `group` query heads sharing each key/value head (1: none shared).
 
-    On a laptop, one row per key/value head. On a projector (presentation mode), every head in one row: the screen
-    is wide and short, and review s23 measured a decoder's three rows at 266-1180 px on a 720 px screen, the rows
-    its verdict had just unlocked below the fold. The title then names the groups instead of the rows.
+    On a laptop, one row per key/value head (rows of four when none is shared). On a projector (presentation
+    mode), a layout sized for its short screen, the legend on the right: two rows of heads, or a decoder's
+    key/value groups side by side in one row with a gap between groups. Review s23 measured a decoder's three
+    rows at 266-1180 px on a 720 px screen, below the fold; every head in one row instead made twelve maps
+    266 px tall with 7 px labels and hid the decoder's groups (review s27b).
     """
+    if group > 1:
+        title += f": {num_heads // group} key/value heads, each shared by {group} query heads side by side"
     if presenting():
-        columns: int | None = num_heads
-        if group > 1:
-            shared = ", ".join(f"{first}–{first + group - 1}" for first in range(0, num_heads, group))
-            title += f": heads {shared} each share a key/value head"
+        columns = num_heads if group > 1 else -(-num_heads // 2)  # a row of groups, or two rows (12 heads: 6 + 6)
+        head_panels(frame, title, description, key=key, causal=causal, columns=columns, projector_group=group)
     else:
-        columns = group if group > 1 else None
-        if group > 1:
-            title += f": one row per key/value head, its {group} query heads side by side"
-    head_panels(frame, title, description, key=key, causal=causal, columns=columns)
+        head_panels(frame, title, description, key=key, causal=causal, columns=group if group > 1 else None)
 
 
 # On a projector a grid of every head is at most this share of the screen's height, keeping its shape: review s23

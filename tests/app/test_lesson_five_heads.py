@@ -152,20 +152,36 @@ def test_the_shapes_tables_put_the_shape_before_the_words() -> None:
     assert all(list(table.columns) == ["code", "shape", "what happens"] for table in tables)
 
 
-def _heads_spec(at) -> dict:
-    (chart,) = [c for c in at.get("vega_lite_chart") if c.proto.alt.startswith("Small heatmaps of the 9 heads")]
+def _heads_spec(at, num_heads: int = 9) -> dict:
+    (chart,) = [
+        c for c in at.get("vega_lite_chart") if c.proto.alt.startswith(f"Small heatmaps of the {num_heads} heads")
+    ]
     return json.loads(chart.proto.spec)
 
 
-def test_on_a_projector_a_decoders_heads_stand_in_one_row() -> None:
+def test_on_a_projector_a_decoders_key_value_groups_stand_apart_in_one_row() -> None:
     # Review s23 (D5): on a 1280×720 projector the three rows of a decoder's heads (one per key/value head) ran
-    # from 266 to 1180 px, the rows the verdict had just unlocked below the fold. Presentation mode lays the nine
-    # heads in one row (266-616 px measured in Chromium) and names the groups in the title instead.
+    # from 266 to 1180 px, below the fold. Review s27b: the one row of nine that replaced them hid the groups,
+    # the view's point. Now each group is a facet of its own, the groups side by side with a gap between them.
     laptop = _heads_spec(answered_page("multi_head", weights="decoder"))
-    assert laptop["columns"] == 3 and "one row per key/value head" in laptop["title"]["text"]
+    assert laptop["columns"] == 3 and "each shared by 3 query heads" in laptop["title"]["text"]
     projector = _heads_spec(answered_page("multi_head", weights="decoder", present="1"))
-    assert projector["columns"] == 9
-    assert "heads 0–2, 3–5, 6–8 each share a key/value head" in projector["title"]["text"]
+    groups = projector["hconcat"]
+    assert [g["columns"] for g in groups] == [3, 3, 3] and projector["spacing"] > charts_heads.PANEL_GAP_PX
+    assert [g["facet"]["sort"] for g in groups] == [[f"head {h}" for h in range(i, i + 3)] for i in (0, 3, 6)]
+    assert [g["spec"]["encoding"]["y"].get("axis", {}) is None for g in groups] == [False, True, True]
+    assert groups[0]["spec"]["encoding"]["color"]["condition"]["value"]  # the masked future stays grey
+
+
+def test_on_a_projector_twelve_heads_stand_in_two_rows_of_larger_panels() -> None:
+    # Review s27b: the encoder's twelve maps in one row were 266 px tall with 7 px labels. Two rows of six, sized
+    # for the projector's screen, the legend beside them.
+    projector = _heads_spec(answered_page("multi_head", weights="pretrained", present="1"), 12)
+    assert projector["columns"] == 6
+    panel = projector["spec"]["width"]
+    assert panel == charts_heads.projector_panel_size(8, 2, 6) > charts_heads.panel_size(8, 12)
+    assert 2 * panel <= charts_heads.PROJECTOR_ROWS_PX
+    assert projector["spec"]["encoding"]["color"]["legend"]["orient"] == "right"
 
 
 def test_the_decoders_heads_difference_says_it_counts_the_masked_zeros(
