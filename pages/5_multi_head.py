@@ -8,7 +8,7 @@ shows its trained heads, what each was measured to do, and the split form beside
 
 import streamlit as st
 
-from core.app.markup import literal
+from core.app.markup import counted, literal
 from core.app.settings import PresetKey, Settings
 from core.inputs.weights import MODELS
 from core.lessons import multi_head
@@ -69,7 +69,7 @@ def the_heads(lesson: MultiHeadLesson, answered: bool) -> None:
     """Every head's weights once answered (the question is about them); a model's with its patterns."""
     trained = lesson.trained
     if trained is None:
-        step(f"{lesson.num_heads} heads of width {lesson.head_dim}")
+        step(f"{counted(lesson.num_heads, 'head')} of width {lesson.head_dim}")
     else:
         step(f"The {lesson.num_heads} heads of layer {trained.layer}")
     if not answered:
@@ -78,12 +78,14 @@ def the_heads(lesson: MultiHeadLesson, answered: bool) -> None:
     elif trained is None:
         draw.head_panels(
             lesson.head_weights,
-            f"{lesson.num_heads} causal heads of width {lesson.head_dim}",
-            f"Small heatmaps of the causal attention weights of the {lesson.num_heads} heads, on one colour scale.",
+            f"{counted(lesson.num_heads, 'causal head')} of width {lesson.head_dim}",
+            f"Small heatmaps of the causal attention weights of {counted(lesson.num_heads, 'head')}, on one colour "
+            "scale.",
             key="random_heads",
             causal=True,
         )
-        widgets.prose(SLUG, "random")
+        if lesson.num_heads > 1:  # whether random heads differ: one head has no other to differ from
+            widgets.prose(SLUG, "random")
     else:
         head_grid(lesson, trained)
         widgets.number_table(trained.patterns_table, hide_index=True, decimals=2)
@@ -130,7 +132,7 @@ def article_design(
     lesson: MultiHeadLesson, article: ArticleHeads, book_params: int, settings: Settings, answered: bool
 ) -> None:
     """Random draws: the self-attention article's full-width heads on the same input."""
-    step(f"The self-attention article's design: {article.num_heads} full-width heads")
+    step(f"The self-attention article's design: {counted(article.num_heads, 'full-width head')}")
     widgets.prose("multi_head", "article")
     st.markdown(
         f"Here h = **{article.num_heads}**, d_q = d_k = **{article.d_k}** and d_v = **{article.d_v}** for every head "
@@ -202,7 +204,7 @@ def parameter_count(settings: Settings) -> None:
 
 def model_layer(lesson: MultiHeadLesson, trained: TrainedLayer, settings: Settings) -> None:
     """A model's layer: its heads as one split matrix, beside the wrapper and the model's own pass."""
-    step(f"{lesson.num_heads} heads, or one matrix split in {lesson.num_heads}")
+    step(f"{counted(lesson.num_heads, 'head')}, or one matrix split in {lesson.num_heads}")
     widgets.prose(source.text(settings.weights), "multi_split")
     width, whole = st.columns([1, 2])
     width.latex(rf"{trained.d_model} = {lesson.num_heads} \times {lesson.head_dim}")
@@ -253,7 +255,14 @@ def lesson_5(settings: Settings) -> None:
     lesson = computed(settings)
     if lesson is None:
         return
-    answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
+    if lesson.prediction is None:  # one head: "will the heads look different?" has no pair to compare
+        st.info(
+            "This layer has one head, so there is no pair of heads to compare and no question to answer. Choose 2 "
+            "or more heads in the sidebar (a number that divides d_out) to ask whether random heads already differ."
+        )
+        answered = True
+    else:
+        answered = widgets.predict(lesson.prediction, key=PREDICT_KEY)
     the_heads(lesson, answered)
     if lesson.trained is not None:
         model_layer(lesson, lesson.trained, settings)

@@ -17,6 +17,11 @@ _PUNCTUATION = re.compile("([" + re.escape(string.punctuation) + "])")
 _BACKTICKS = re.compile("`+")
 
 
+def counted(number: int, noun: str) -> str:
+    """'1 head', '12 heads': a count with its noun in the number it needs (a regular plural)."""
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
 def visible(text: str) -> str:
     """Control and format characters (newlines, right-to-left overrides, NUL) as \\n, \\u202e, \\x00.
 

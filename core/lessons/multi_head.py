@@ -87,7 +87,7 @@ class MultiHeadLesson:
     head_weights: pd.DataFrame  # head, row, col, value, row_index, col_index: (h, T, T) in one long table
     wrapper_vs_split: float  # max |wrapper - one split matrix| of the layer's output, with the same weights
     causal: bool  # the heads run behind the causal mask (the book's layer; a decoder's)
-    prediction: Prediction  # whether the heads look different
+    prediction: Prediction | None  # whether the heads look different (None: one head, no pair to compare)
     code: str  # the filled recipe: core/recipes/multi_head.py (pretrained_multi_head.py, decoder_multi_head.py)
     heads_note: str | None = None  # random draws: why the heads shown differ from the sidebar's count
     book: BookLayer | None = None  # random draws
@@ -114,7 +114,7 @@ def lesson_from_heads(
     *,
     head_dim: int,
     causal: bool,
-    prediction: Prediction,
+    prediction: Prediction | None,
     code: str,
     heads_note: str | None = None,
     book: BookLayer | None = None,
@@ -157,6 +157,7 @@ class ArticleHeads:
     code: str  # the filled recipe core/recipes/multi_head_article.py
     apart: float  # the most different pair of these heads: mean |difference| per weight of the query's row
     book_apart: float  # the same for the book's split heads (lesson.head_weights) on the same query's row
+    book_heads: int  # how many heads the book's split has (d_out's divisor nearest the sidebar's heads)
 
 
 @dataclass(frozen=True)
@@ -199,8 +200,12 @@ def heads_apart(weights: torch.Tensor) -> float:
     return max((float((weights[i] - weights[j]).abs().mean()) for i, j in pairs), default=0.0)
 
 
-def _heads_question(weights: torch.Tensor) -> Prediction:
-    """weights: (h, T, T) of untrained heads; the answer is read off these heads, not assumed."""
+def _heads_question(weights: torch.Tensor) -> Prediction | None:
+    """weights: (h, T, T) of untrained heads; the answer is read off these heads, not assumed. None for one head:
+    "will the heads look different?" had no pair to compare, and was graded on "the most different pair ... 0.0000"
+    (the s28 review, at ?num_heads=1)."""
+    if weights.shape[0] < 2:
+        return None
     num_tokens = weights.shape[-1]
     apart = heads_apart(weights)
     peak = float(weights[:, -1].max(dim=-1).values.mean())  # the last row sees every token
@@ -313,6 +318,7 @@ def article_heads(
         code=code,
         apart=heads_apart(weights.unsqueeze(1)),  # (h, T) -> (h, 1, T): the query's row of every head
         book_apart=heads_apart(book_weights[:, query_index : query_index + 1]),  # (h, 1, T)
+        book_heads=int(book_weights.shape[0]),
     )
 
 
@@ -323,6 +329,14 @@ def article_comparison(article: ArticleHeads, book_head_dim: int) -> str:
     either as the cause (at ?scale=false&d_out=8 the article's heads differed less, 0.0084 against 0.0293, and a
     fixed "because" sentence read as the reason they differed more).
     """
+    if article.num_heads < 2 or article.book_heads < 2:  # 0.0000 against 0.0000 read as "more than" (s28 review)
+        if article.num_heads < 2 and article.book_heads < 2:
+            which = "Both designs have one head here"
+        elif article.num_heads < 2:
+            which = "The article's design has one head here"
+        else:
+            which = "The book's split above has one head here"
+        return f"{which}, so there is no pair of heads to compare. Choose 2 or more heads in the sidebar."
     ratio = article.apart / article.book_apart if article.book_apart > 0 else float("inf")
     direction = "more than" if ratio > 1.1 else "less than" if ratio < 1 / 1.1 else "about as much as"
     keys = int(article.weights["col_index"].nunique())  # the article's heads see every key of the row

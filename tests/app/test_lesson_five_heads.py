@@ -17,6 +17,7 @@ from core.models import minilm, smollm2
 from tests.support import answered_page, markdown_text, open_page, validated_spec
 
 SENTENCE = "The cat sat on the mat because it was tired"
+LOCK_LINE = "once you have answered the question above"
 
 
 def test_eight_heads_are_small_multiples_with_one_legend() -> None:
@@ -192,3 +193,30 @@ def test_the_decoders_heads_difference_says_it_counts_the_masked_zeros(
     tokens = len(smollm2.encode(decoder, pt.BOOK_SENTENCE))
     assert f"over all {tokens} × {tokens} cells, the masked zeros included," in causal
     assert "masked" not in pt.pretrained_multihead_lesson(encoder, SENTENCE, 1).prediction.explanation
+
+
+@pytest.mark.parametrize(
+    ("link", "compared"),
+    [
+        ({"seed": "7", "num_heads": "1", "d_out": "6"}, "Both designs have one head here"),
+        ({"num_heads": "2", "d_out": "3"}, "The book's split above has one head here"),  # 3 does not split in 2
+    ],
+)
+def test_one_head_asks_no_question_about_pairs_and_compares_no_pair(link: dict[str, str], compared: str) -> None:
+    # The s28 review: with one head the page asked "will the heads look different?", graded on "the most
+    # different pair ... 0.0000", and printed "0.0000 ... by 0.0000: here the article's heads differ more than
+    # the book's" (an infinite ratio read as "more than").
+    at = open_page("multi_head", **link)
+    assert not at.exception
+    assert not [r for r in at.radio if r.key and r.key.startswith("predict_multi_head")]
+    assert any("no pair of heads to compare and no question to answer" in i.value for i in at.info)
+    text = markdown_text(at)
+    assert compared in text and "differ more than" not in text and "Do random heads differ?" not in text
+    assert "1 head of width" in [h.value for h in at.subheader][0]
+    assert LOCK_LINE not in " ".join(c.value for c in at.caption)  # nothing waits for a question never asked
+
+
+def test_two_heads_still_ask_and_compare() -> None:
+    at = open_page("multi_head", num_heads="2", d_out="4")
+    assert [r for r in at.radio if r.key and r.key.startswith("predict_multi_head")]
+    assert not any("no pair of heads" in i.value for i in at.info)
