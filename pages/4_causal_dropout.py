@@ -401,13 +401,16 @@ def dropout_step(lesson: CausalLesson, settings: Settings, answered: bool) -> No
         st.info(lesson.dropout_note, icon=":material/info:")
     if model:
         dropout_rate_line(lesson)
-        draw.heatmap(
-            lesson.dropped,
-            "Masked weights after dropout",
-            "Heatmap of the weights after dropout.",
-            value_title="weight",
-            causal=True,
-        )
+        if answered:
+            draw.heatmap(
+                lesson.dropped,
+                "Masked weights after dropout",
+                "Heatmap of the weights after dropout.",
+                value_title="weight",
+                causal=True,
+            )
+        else:  # the masked weights (dropout off: exactly them), which the question's lock promises after a choice
+            widgets.answer_first("The masked weights after dropout appear")
         widgets.code_box(lesson.code, source.code_caption(settings.weights), title=source.code_title(settings.weights))
         return
     d1, d2 = st.columns(2)
