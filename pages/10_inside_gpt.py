@@ -70,7 +70,8 @@ def prompt_picker(model) -> tuple[gpt.PromptAnalysis, str, gpt.PromptKind]:
 def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...], text: str, kind) -> bool:
     """The first section; whether its question is answered (the KV cache's Code box generates the answer)."""
     step("The next token")
-    widgets.prose("inside_gpt", "prompt")
+    # The chat template only where the prompt is a chat question: the counting prompt opens the page (s28 review).
+    widgets.prose("inside_gpt", "prompt_chat" if kind is gpt.PromptKind.CHAT else "prompt")
     st.text(analysis.text)  # what the model reads, template included; st.text: never markdown
     step_break()  # the tokens and the question: on a projector its options started below the fold
     st.caption(f"{len(analysis.tokens)} tokens, as the model reads them:")

@@ -10,7 +10,7 @@ import pytest
 from core.app import choices
 from core.lessons import inside_gpt as gpt
 from core.models import smollm2
-from tests.support import MESSAGE_BUDGET, PROMPT_64, message_bytes, open_page
+from tests.support import MESSAGE_BUDGET, PROMPT_64, markdown_text, message_bytes, open_page
 from ui import cache
 
 try:
@@ -201,3 +201,17 @@ def test_the_model_view_follows_the_token_picked(decoder) -> None:
     assert not at.exception
     assert f"give {tokens[3]!r}'s largest weight" in captions(at)
     assert any("Where 3 " in chart.proto.spec for chart in at.get("vega_lite_chart"))
+
+
+def test_the_prompt_text_describes_the_prompt_on_screen() -> None:
+    # The s28 review: the page opened on the counting prompt and explained the chat template beside it; the
+    # overview's lecture path still said lesson 10 opens on "a chat question".
+    from core.lessons import overview
+
+    counting = open_page("inside_gpt", timeout_s=300)
+    assert not counting.exception
+    text = " ".join(markdown_text(counting).split())
+    assert "This prompt is plain text, read as typed" in text and "<|im_start|>" not in text
+    chat = open_page("inside_gpt", timeout_s=300, gpt_prompt="capital")
+    assert "A chat question is first written into the model's own template" in " ".join(markdown_text(chat).split())
+    assert overview.LECTURE_PLAN["inside_gpt"].show.startswith("A counting prompt")

@@ -24,7 +24,8 @@ def test_the_named_head_and_its_numbers_are_measured(decoder: smollm2.SmolLM2, s
     assert pattern.raw_share + pattern.sink_share <= 1.0 + 1e-6  # the same queries: shares of one row
     assert torch.triu(weights, diagonal=1).abs().max() == 0  # a GPT head: nothing on the future
     assert pattern.score > 0.5  # a clear previous-token head, as the caption says
-    assert f"puts {pattern.raw_share:.0%} of its weight on the token just before it" in pattern.caption()
+    # A mean, said as one (the s28 review: "each token puts 80%" where the rows ranged from 71% to 88%).
+    assert f"puts on average {pattern.raw_share:.0%} of its weight on the token just before it" in pattern.caption()
 
 
 def test_the_overview_draws_it_on_the_first_screen(decoder: smollm2.SmolLM2) -> None:
