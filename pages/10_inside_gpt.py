@@ -25,7 +25,7 @@ from core.models.smollm2 import GenerationCancelled
 from ui import draw, gpt_queue, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
-from ui.presentation import step, step_break
+from ui.presentation import presenting, step, step_break
 
 LAYER, HEAD = PageControl.GPT_LAYER, PageControl.GPT_HEAD  # the chosen head (clicks on the grid set them too)
 TIMED_PROMPTS = "al_timed_prompts"  # the (text, kind) pairs this session asked the KV cache timed on
@@ -79,6 +79,9 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
     answered = widgets.predict(gpt.top_token_question(analysis, vocabulary), key="predict_gpt_top")
     step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
     widgets.prose("inside_gpt", "sampling")
+    # The controls and the bars they change on a projector screen of their own: under this text the bars ran
+    # from 492 to 1,235 px of 720, three of ten showing (the s28 review).
+    step_break()
     c1, c2, c3, c4 = st.columns(4)
     temperature = c1.selectbox(
         "Temperature",
@@ -110,7 +113,7 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
         widgets.answer_first("The generated tokens appear")
         return False
     draw.draw(
-        charts_gpt.probabilities(frames.probability_frame(view)),
+        charts_gpt.probabilities(frames.probability_frame(view), projector=presenting()),
         "Bars of the model's ten most probable next tokens: its own probability, and what temperature, top-k "
         "and top-p leave to draw from.",
     )

@@ -37,24 +37,39 @@ MODEL_VIEW_ROW_PX = 6  # a layer's row in each head's panel: 30 layers in 180 px
 
 
 @functools.cache
-def _probability_template() -> str:
+def _probability_template(token_px: int | None) -> str:
     chart = (
         alt.Chart(alt.NamedData(name=PROBABILITY_DATA))
         .mark_bar()
         .encode(
             y=alt.Y("token:N", sort=alt.SortField("rank"), title=None),
             x=alt.X("probability:Q", title="probability", axis=alt.Axis(format="%")),
-            color=alt.Color("stage:N", title=None, sort=[MODEL_STAGE, DRAWN_STAGE], legend=alt.Legend(orient="bottom")),
+            # On a projector the legend stands beside the bars: under them it fell below a 720 px screen.
+            color=alt.Color(
+                "stage:N",
+                title=None,
+                sort=[MODEL_STAGE, DRAWN_STAGE],
+                legend=alt.Legend(orient="bottom" if token_px is None else "top-right"),
+            ),
             yOffset=alt.YOffset("stage:N", sort=[MODEL_STAGE, DRAWN_STAGE]),
             tooltip=["token:N", "stage:N", alt.Tooltip("probability:Q", format=".3f")],
         )
         .properties(title=phone_title(SAMPLING_TITLE), width="container")
     )
-    return template(chart)
+    if token_px is None:
+        return template(chart)
+    # A step for each token's pair of bars ("for": "position"): a plain height squeezed the pairs to one band.
+    return template(chart.properties(height=alt.Step(token_px, **{"for": "position"})))
 
 
-def probabilities(frame: pd.DataFrame) -> VegaChart:
-    return VegaChart(_probability_template(), {PROBABILITY_DATA: frame})
+PROJECTOR_TOKEN_PX = 22  # each token's pair of bars on a projector: ten tokens under the sampling controls
+
+
+def probabilities(frame: pd.DataFrame, *, projector: bool = False) -> VegaChart:
+    """The ten most probable next tokens, the model's probability and what is left to draw from, a pair of bars
+    each. `projector`: PROJECTOR_TOKEN_PX a token, under the controls that change them (the s28 review: at their
+    own height they ran from 492 to 1,235 px of 720, three of ten bars showing)."""
+    return VegaChart(_probability_template(PROJECTOR_TOKEN_PX if projector else None), {PROBABILITY_DATA: frame})
 
 
 @functools.lru_cache(maxsize=16)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 
+import pandas as pd
 import pytest
 
 from core.app import choices
@@ -51,7 +52,7 @@ def test_in_presentation_mode_each_lock_names_the_step_of_its_own_question() -> 
     text = captions(open_page("inside_gpt", present="1")).replace("\\", "")
     # What a question unlocks opens the step after it (on a projector it started below the fold).
     assert "The probabilities and the draw appear once you have answered the question on step 3." in text
-    assert "the losses it changes, appear once you have answered the question on step 10." in text
+    assert "the losses it changes, appear once you have answered the question on step 11." in text
     assert "the answer to the first question, appears once you have answered the question on step 3." in text
     assert "sampling seed of “The next token”" in text  # not "the sampling seed above": it is on step 3
 
@@ -215,3 +216,22 @@ def test_the_prompt_text_describes_the_prompt_on_screen() -> None:
     chat = open_page("inside_gpt", timeout_s=300, gpt_prompt="capital")
     assert "A chat question is first written into the model's own template" in " ".join(markdown_text(chat).split())
     assert overview.LECTURE_PLAN["inside_gpt"].show.startswith("A counting prompt")
+
+
+def test_on_a_projector_the_next_token_bars_stand_under_their_controls_in_one_screen() -> None:
+    # The s28 review: on a 1280×720 projector the bars ran from 492 to 1,235 px, three of ten showing. Now the
+    # controls and the bars share a screen (the text before them has its own), at 22 px a token, the legend beside.
+    import json
+
+    from core.charts import inside_gpt as charts_gpt
+
+    at = open_page("inside_gpt", timeout_s=300, present="1", step="4")
+    radio = next(r for r in at.radio if r.key and r.key.startswith("predict_gpt_top"))
+    radio.set_value(radio.options[0]).run()
+    (chart,) = [c for c in at.get("vega_lite_chart") if c.proto.alt.startswith("Bars of the model's ten")]
+    spec = json.loads(chart.proto.spec)
+    assert spec["height"] == {"step": charts_gpt.PROJECTOR_TOKEN_PX, "for": "position"}
+    assert spec["encoding"]["color"]["legend"]["orient"] == "top-right"
+    assert "Temperature" in [s.label for s in at.selectbox]  # the control that changes them, on the same step
+    laptop = json.loads(charts_gpt.probabilities(pd.DataFrame()).template)
+    assert "height" not in laptop and laptop["encoding"]["color"]["legend"]["orient"] == "bottom"
