@@ -57,12 +57,18 @@ def predict(prediction: Prediction, key: str) -> bool:
 
 def answer_first(what_appears: str, question: str | None = None) -> None:
     """Stands where a predict question's give-away will appear: `what_appears` is a clause such as
-    "The bars and their weights appear" (it is followed by "once you have answered ...").
+    "The bars and their weights appear" (it is followed by "once you have answered ...", or for a class poll's
+    student "once the teacher reveals the answer to ...").
 
     `question` is the key of the question it waits for, when that is not the latest one drawn; in
     presentation mode the line names that question's step when it is on another one.
     """
-    st.caption(f":material/lock: {literal(what_appears)} once you have answered {presentation.the_question(question)}.")
+    if class_poll.role().following is not None:  # a poll's student: their answer unlocks nothing, the Reveal does
+        # The s28 review: a student who had answered still read "once you have answered the question above".
+        when = f"once the teacher reveals the answer to {presentation.the_question(question)}"
+    else:
+        when = f"once you have answered {presentation.the_question(question)}"
+    st.caption(f":material/lock: {literal(what_appears)} {when}.")
 
 
 def _answer_out_key(prediction: Prediction, key: str) -> str:

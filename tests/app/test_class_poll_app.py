@@ -396,3 +396,17 @@ def test_an_answer_sent_from_the_box_s_own_run_is_told_again_by_a_full_run(monke
         poll_ui.predict_in_poll("why_scale", "predict", prediction, 1)  # ... which tells the answer (not sent again)
     monkeypatch.setattr(poll_ui, "_fragment_run", lambda: True)
     watch(room.code, seen, "lesson 3")  # and once only
+
+
+def test_a_students_lock_lines_wait_for_the_reveal_not_for_their_own_answer() -> None:
+    # The s28 review: a student who had answered still read "appears once you have answered the question above",
+    # while in a poll only the teacher's Reveal unlocks it.
+    teacher, room = start_poll()
+    student = app(None, room=room.code, present="true")
+    question(student).set_value(0).run()
+    assert_clean(student)
+    locks = [c.value for c in student.caption if ":material/lock:" in c.value]
+    assert locks and all("once the teacher reveals the answer to the question" in line for line in locks), locks
+    assert not [line for line in locks if "once you have answered" in line]
+    alone = app(PAGE.file)  # outside a poll, the student's own choice unlocks it
+    assert any("once you have answered the question above" in c.value for c in alone.caption)
