@@ -122,7 +122,8 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
     widgets.code_box(
         gpt.next_token_code(analysis, view),
         "Plain PyTorch in float32 from the model's file. The page multiplies the file's 4-bit weights in bfloat16 "
-        "(less memory, faster), so its probabilities can differ from these by up to about 0.04 and the same seed "
+        f"(less memory, faster), so its probabilities can differ from these by up to about "
+        f"{gpt.FLOAT32_PROBABILITY_GAP} and the same seed "
         "can draw a neighbouring token; the most probable token stays the same, while lower places can swap.",
         title="the next token from the model's file",
     )
