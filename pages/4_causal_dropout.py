@@ -305,7 +305,8 @@ def mask_on_a_head(lesson: CausalLesson, effect: MaskEffect, answered: bool) -> 
     if answered:
         st.markdown(
             f"The two ways of masking differ by at most **{lesson.max_method_difference:.1e}** here. Unmasked, an "
-            f"average row put **{effect.future_mass:.2f}** of its weight on later pieces; the mask gave another "
+            f"average row put **{effect.future_mass:.2f}** of its weight on later "
+            f"{'tokens' if lesson.trained_causal else 'pieces'}; the mask gave another "
             f"strongest key to **{effect.rows_changed}** of {len(lesson.tokens)} rows."
         )
         widgets.number_table(effect.rows, hide_index=True)
@@ -351,9 +352,13 @@ def dropout_rate_line(lesson: CausalLesson) -> None:
         why = "training mode is off" if not lesson.training else "the dropout rate is 0"
         st.markdown(f"Nothing is dropped: {why}.")
     else:
+        # The expected share beside the drawn one: "20 of the 21 survived (95%)" at rate 0.30 read as a wrong rate
+        # (the s28 review); with so few weights the draw strays far from it.
         st.markdown(
             f"Rate {lesson.dropout:.2f}: **{lesson.kept_weights} of the {lesson.allowed_weights}** weights the mask "
-            f"lets through survived ({lesson.kept_fraction:.0%}), each multiplied by {lesson.rescale:.4f}."
+            f"lets through survived ({lesson.kept_fraction:.0%}; each survives with probability "
+            f"{1 - lesson.dropout:.0%}, so with {lesson.allowed_weights} weights the share strays from that from "
+            f"seed to seed), each multiplied by {lesson.rescale:.4f}."
         )
 
 

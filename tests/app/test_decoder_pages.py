@@ -177,3 +177,12 @@ def test_lesson_two_on_the_decoder_draws_the_future_masked_and_scaled_to_what_th
             domain = colour_range(spec)
             assert max(abs(end) for end in domain) == pytest.approx(visible, rel=1e-3)
     assert "token" in text_of(at) and not any("word piece" in str(c.proto.spec) for c in at.get("vega_lite_chart"))
+
+
+def test_lesson_4_on_the_decoder_says_tokens_not_word_pieces() -> None:
+    # The s28 review: the decoder's lesson 4 said "of its weight on later pieces", the encoder's word.
+    at = support.open_page("causal_dropout", weights="decoder")
+    radio = next(r for r in at.radio if r.key and r.key.startswith("predict_causal_dropout"))
+    radio.set_value(radio.options[0]).run()
+    text = " ".join(m.value for m in at.markdown)
+    assert "of its weight on later tokens" in text and "later pieces" not in text

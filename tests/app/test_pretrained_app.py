@@ -104,6 +104,7 @@ def test_lesson_4_dropout_and_switching_back_to_random() -> None:
     at.toggle(key="training").set_value(True).run()
     assert_no_error(at)
     assert "weights the mask lets through survived" in text_of(at)
+    assert "each survives with probability 50%" in text_of(at)  # the expected share beside the drawn one (s28)
     at.sidebar.radio(key="weights").set_value("random").run()
     assert_no_error(at)
     assert "Pretrained weights." not in text_of(at)
