@@ -144,10 +144,10 @@ class LivePattern:
             "head with the highest previous-token score here. From the third token on, a token puts on average "
             f"{self.raw_share:.0%} of its weight on the token just before it and {self.sink_share:.0%} on the "
             "first token (where many heads park what they do not need); leaving the first token out, "
-            f"{self.score:.0%} of the rest goes to the token before, on average. The grey triangle is the future, which a GPT "
-            "may not see. These are the model's own numbers (its 4-bit weights multiplied in bfloat16); lessons 2, 4 "
-            "and 5 redo one head in float32, so their weights can differ from these by up to about "
-            f"{BFLOAT16_WEIGHT_GAP}. Lesson 10 opens all 270 heads."
+            f"{self.score:.0%} of the rest goes to the token before, on average. The grey triangle is the future, "
+            "which a GPT may not see. These are the model's own numbers (its 4-bit weights multiplied in "
+            "bfloat16); lessons 2, 4 and 5 redo one head in float32, so their weights can differ from these by up "
+            f"to about {BFLOAT16_WEIGHT_GAP}. Lesson 10 opens all 270 heads."
         )
 
 
