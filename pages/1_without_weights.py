@@ -116,8 +116,11 @@ else:
 
 step("Three ways to normalise")
 widgets.prose("without_weights", "norms")
+# On a projector the bars on a screen of their own: under the prose, shrunk to fit, they were 60 px tall (issue 41)
+# and their legend fell below the fold (the s28 review).
+step_break()
 if answered:
-    with draw.shrinks_to_column("l1-norms", projector_vh=draw.PROJECTOR_CHARTS_VH):  # whole under the prose (s26)
+    with draw.shrinks_to_column("l1-norms", projector_vh=draw.PROJECTOR_GRID_VH):
         draw.draw(
             without_weights.norms_chart(lesson, query, scale),
             "Bar chart comparing divide-by-sum, naive softmax and stable softmax weights for the chosen query.",

@@ -148,6 +148,18 @@ def test_on_a_projector_the_72_head_grid_fits_the_screen_s_height() -> None:
     assert f"max-height: {PROJECTOR_GRID_VH}vh" in projector and PROJECTOR_GRID_VH <= 60
 
 
+def test_on_a_projector_lesson_one_s_three_normalisations_get_a_screen_of_their_own() -> None:
+    # The s28 review: under the prose the bars shrank to fit and their legend fell below the fold (issue 41: about
+    # 60 px tall). Now one more step, the bars alone on it, up to PROJECTOR_GRID_VH of the screen.
+    from ui.draw import PROJECTOR_CHARTS_VH, PROJECTOR_GRID_VH
+
+    steps = step_total(open_page("without_weights", present="1"))
+    styles = [h.proto.body for h in answered_page("without_weights", present="1").get("html")]
+    (style,) = [body for body in styles if "l1-norms" in body]
+    assert f"max-height: {PROJECTOR_GRID_VH}vh" in style and PROJECTOR_GRID_VH > PROJECTOR_CHARTS_VH
+    assert steps == 10  # nine before: the prose and its bars were one step
+
+
 def step_total(at) -> int:
     (count,) = [c.value for column in at.columns for c in column.caption if c.value.startswith("of ")]
     return int(count.split()[1])
