@@ -39,11 +39,20 @@ def test_every_prose_file_has_non_empty_sections(spec: registry.PageSpec) -> Non
 
 @pytest.mark.parametrize("spec", PAGES)
 def test_every_section_is_rendered_on_its_page(spec: registry.PageSpec) -> None:
-    # Some sections explain a question's answer and appear only once it is chosen (widgets.predict).
+    # Some sections explain a question's answer and appear only once it is chosen (widgets.predict); some belong to
+    # another setting of the page (ELSEWHERE), and are looked for there.
     at = answered_page(spec.slug)
     shown = [m.value.strip() for m in at.markdown]
     for name, body in prose.read_sections(spec.slug).items():
-        assert body.strip() in shown, f"{spec.prose_path}: section {name!r} is not on the page"
+        link = ELSEWHERE.get((spec.slug, name))
+        where = shown if link is None else [m.value.strip() for m in answered_page(spec.slug, **link).markdown]
+        assert body.strip() in where, f"{spec.prose_path}: section {name!r} is not on the page ({link or 'default'})"
+        if link is not None:
+            assert body.strip() not in shown, f"{spec.prose_path}: section {name!r} is on the default page too"
+
+
+# Sections for another setting of their page: (page, section) -> the link that shows them.
+ELSEWHERE = {("inside_gpt", "prompt_chat"): {"gpt_prompt": "capital"}}  # the chat template, for a chat question
 
 
 def test_the_overview_lists_every_lesson_from_its_registry_row() -> None:
