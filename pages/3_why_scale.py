@@ -45,9 +45,11 @@ def peakiness(settings: Settings) -> None:
 
 
 def saturation(sweep: why_scale.SweepResult, saturation_chart: VegaChart) -> None:
-    """Section (c): the softmax's gradient as the scores grow, and the d_k = 64 example: after the answer."""
+    """Section (c): the softmax's gradient as the scores grow, after the answer; on a projector the chart opens a
+    screen of its own (under the prose and the formula it started at 615 px of 720, the s27b review)."""
     widgets.prose("why_scale", "saturation")
     st.latex(r"\frac{\partial s_j}{\partial x_k} = s_j(\delta_{jk} - s_k)")
+    step_break()
     draw.draw(
         saturation_chart, "Line chart: the norm of the softmax Jacobian falls towards zero as the multiplier grows."
     )
@@ -147,7 +149,9 @@ step("(c) Saturated softmax, vanishing gradients" if answered else "(c) What the
 if answered:
     saturation(sweep, saturation_chart)
 else:
-    widgets.answer_first("The softmax's gradient as the scores grow appears")
+    widgets.answer_first("Why the softmax's gradient shrinks as the scores grow appears")
+    step_break()  # the chart's place once answered: the step count stays
+    widgets.answer_first("The chart of the softmax's gradient against the multiplier appears")
 step_break()  # the d_k = 64 example on a screen of its own: with the gradient chart the step was 1,903 px (s27)
 if answered:
     dk64_example(sweep)
