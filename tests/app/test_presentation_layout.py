@@ -37,7 +37,7 @@ def test_the_step_count_stands_beside_the_step_box_not_under_it() -> None:
     at = open_page("causal_dropout", present="1")
     (box_column,) = [column for column in at.columns if any(box.key == "step" for box in column.number_input)]
     assert not box_column.caption
-    assert [c.value for column in at.columns for c in column.caption if "steps" in c.value] == ["of 8 steps"]
+    assert [c.value for column in at.columns for c in column.caption if "steps" in c.value] == ["of 9 steps"]
     # The overview is seven screens on a projector, not one of 6,884 px (the s25 review): its live head, the
     # lessons, how to use the lab, the block's text, the block, its lessons' links, the lecture path.
     overview = open_page("overview", present="1")
