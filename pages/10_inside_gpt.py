@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from core.app import choices
+from core.app.markup import token_shown
 from core.app.registry import PageControl
 from core.charts import inside_gpt as charts_gpt
 from core.charts import real_model as charts_rm
@@ -28,6 +29,7 @@ from ui.frame import page_start
 from ui.presentation import presenting, step, step_break
 
 LAYER, HEAD = PageControl.GPT_LAYER, PageControl.GPT_HEAD  # the chosen head (clicks on the grid set them too)
+QUERY_AT, KEY_AT = "gpt_rope_query", "gpt_rope_key"  # the RoPE section's pair (positions in this prompt)
 TIMED_PROMPTS = "al_timed_prompts"  # the (text, kind) pairs this session asked the KV cache timed on
 
 
@@ -418,11 +420,32 @@ def one_pair(result: gpt_rope.RopeLesson) -> None:
     st.caption(gpt_rope.pair_sentence(result))
 
 
+def pair_pickers(analysis: gpt.PromptAnalysis) -> tuple[int | None, int | None]:
+    """The query and the key the RoPE section follows, picked among the prompt's tokens (a key at or before its
+    query); None while a picker stands at its default, so that every student's default view is one shared run."""
+    positions = list(range(len(analysis.tokens)))
+    default_i, default_j = gpt_rope.pair_positions(len(positions), None, None)
+    label = lambda at: f"{at}: {token_shown(analysis.tokens[at])}"  # noqa: E731 - the boxes' one format
+    if st.session_state.get(QUERY_AT) not in positions:  # a new, shorter prompt: back to the default pair
+        st.session_state[QUERY_AT] = default_i
+    c1, c2 = st.columns(2)
+    i = int(c1.selectbox("Query token", positions, key=QUERY_AT, format_func=label))
+    keys = positions[: i + 1]
+    if st.session_state.get(KEY_AT) not in keys:
+        st.session_state[KEY_AT] = min(default_j, i)
+    j = int(c2.selectbox("Key token (at or before the query)", keys, key=KEY_AT, format_func=label))
+    return (None if i == default_i else i), (None if j == default_j else j)
+
+
 def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -> None:
     step("Position by rotation (RoPE)")
     widgets.prose("inside_gpt", "rope")
     head = st.session_state[HEAD]
-    result = gpt_queue.computed(gpt_rope.ROPE, model, text, kind, head)
+    query_at, key_at = pair_pickers(analysis)
+    if query_at is None and key_at is None:
+        result = gpt_queue.computed(gpt_rope.ROPE, model, text, kind, head)  # the default pair: shared
+    else:
+        result = gpt_queue.computed(gpt_rope.ROPE, model, text, kind, head, query_at, key_at)
     widgets.number_table(
         pd.DataFrame(
             {

@@ -88,8 +88,28 @@ def _start_gap(curves: tuple[tuple[float, ...], ...]) -> float:
     return max(max(column) - min(column) for column in zip(*curves, strict=True))
 
 
-def rope_lesson(_model: smollm2.SmolLM2, text: str, kind: PromptKind, head: int) -> RopeLesson:
-    """Layer 0's query of the prompt's last token and key of its first ordinary token, rotated at shifted positions.
+DEFAULT_KEY_AT = 1  # the first ordinary token's key (position 0 is the sink, <|im_start|> in a chat)
+
+
+def pair_positions(num_tokens: int, query_at: int | None, key_at: int | None) -> tuple[int, int]:
+    """(i, j): the query's and the key's positions in a prompt of `num_tokens`, by default its last token's query
+    and DEFAULT_KEY_AT's key. A key comes at or before its query, as in the causal model; a position past the
+    prompt's end (a shorter prompt than the one it was picked on) stands at its last token."""
+    i = num_tokens - 1 if query_at is None else max(0, min(query_at, num_tokens - 1))
+    j = min(DEFAULT_KEY_AT if key_at is None else max(0, key_at), i)
+    return i, j
+
+
+def rope_lesson(
+    _model: smollm2.SmolLM2,
+    text: str,
+    kind: PromptKind,
+    head: int,
+    query_at: int | None = None,
+    key_at: int | None = None,
+) -> RopeLesson:
+    """Layer 0's query of one token and key of another (`pair_positions`: the student's pair, by default the
+    prompt's last token and its first ordinary token), rotated at shifted positions.
 
     Layer 0's queries and keys before rotation depend on the token alone (its embedding, normalised),
     so they can be moved to any position; the score then depends only on i - j.
@@ -102,7 +122,7 @@ def rope_lesson(_model: smollm2.SmolLM2, text: str, kind: PromptKind, head: int)
         normed = smollm2.rms_norm(x, layer.attention_norm, config.rms_norm_eps)
         q_all = smollm2.linear(normed, layer.query)  # (T, H * d)
         k_all = smollm2.linear(normed, layer.key)  # (T, G * d)
-    i, j = len(ids) - 1, 1
+    i, j = pair_positions(len(ids), query_at, key_at)
     kv = config.kv_head_of(head)
     query = q_all[i, head * d : (head + 1) * d]  # (d,)
     key = k_all[j, kv * d : (kv + 1) * d]  # (d,)
@@ -140,8 +160,10 @@ def rope_lesson(_model: smollm2.SmolLM2, text: str, kind: PromptKind, head: int)
 
 def rope_code(analysis: PromptAnalysis, result: RopeLesson) -> str:
     """The filled recipe core/recipes/inside_gpt_rope.py: this prompt's ids (`rope_lesson` reads the same
-    prompt), this head."""
-    return recipes.fill("inside_gpt_rope", {"ids": list(analysis.token_ids), "head": result.head})
+    prompt), this head, this pair."""
+    return recipes.fill(
+        "inside_gpt_rope", {"ids": list(analysis.token_ids), "head": result.head, "i": result.i, "j": result.j}
+    )
 
 
 ROPE = LessonSpec(rope_lesson, uses=None, max_entries=64)

@@ -16,6 +16,8 @@ import torch
 # --- settings (the page fills in its current values) ---
 ids = [1, 9690, 198]
 head = 4  # the query head; its key is that of key/value head head // 3
+i = 2  # the query's position (the page's default: the last token)
+j = 1  # the key's position (the page's default: the second token; the first is the sink, <|im_start|> in a chat)
 # --- end of settings ---
 
 shifts = [0, 1, 10, 100, 1000]  # the query and the key moved together by these
@@ -36,7 +38,6 @@ n_heads, n_kv = meta["llama.attention.head_count"], meta["llama.attention.head_c
 d = meta["llama.embedding_length"] // n_heads  # 64
 eps, base = meta["llama.attention.layer_norm_rms_epsilon"], meta["llama.rope.freq_base"]  # base 100,000
 
-i, j = len(ids) - 1, 1  # the last token's query, the second token's key (the first is the sink, <|im_start|> in a chat)
 x = w["token_embd.weight"][torch.tensor([ids[i], ids[j]])]  # (2, 576)
 h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w["blk.0.attn_norm.weight"]  # RMS norm
 kv = head // (n_heads // n_kv)

@@ -235,3 +235,21 @@ def test_on_a_projector_the_next_token_bars_stand_under_their_controls_in_one_sc
     assert "Temperature" in [s.label for s in at.selectbox]  # the control that changes them, on the same step
     laptop = json.loads(charts_gpt.probabilities(pd.DataFrame()).template)
     assert "height" not in laptop and laptop["encoding"]["color"]["legend"]["orient"] == "bottom"
+
+
+def test_a_student_picks_the_rope_pair_and_the_section_and_its_code_box_follow() -> None:
+    # Issue 42, item 6 (BertViz's neuron view for a chosen pair): the pair up close was fixed to the prompt's last
+    # token's query and its second token's key.
+    at = open_page("inside_gpt", timeout_s=300)
+    query, key = at.selectbox(key="gpt_rope_query"), at.selectbox(key="gpt_rope_key")
+    assert (query.value, key.value) == (len(query.options) - 1, 1)  # the default pair, as before
+    query.set_value(5).run()
+    key = at.selectbox(key="gpt_rope_key")
+    assert len(key.options) == 6  # keys at or before the query: positions 0 to 5
+    key.set_value(3).run()
+    assert not at.exception
+    shown = " ".join(c.value for c in at.caption)
+    assert "at positions 5 and 3, the table's first row" in shown
+    (box,) = [c.value for c in at.code if "\ni = 5\n" in c.value]
+    assert "\nj = 3\n" in box
+    assert [row for row in at.dataframe if "query position" in row.value.columns][0].value["query position"][0] == 5

@@ -582,13 +582,15 @@ def test_the_ablation_code_box_reproduces_the_loss_change(decoder, length, seed,
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("example", "head"),
-    [(gpt.EXAMPLES_BY_KEY["capital"], 4), (gpt.EXAMPLES_BY_KEY["code"], 8)],
-    ids=["capital", "code"],
+    ("example", "head", "pair"),
+    [(gpt.EXAMPLES_BY_KEY["capital"], 4, (None, None)), (gpt.EXAMPLES_BY_KEY["code"], 8, (6, 3))],
+    ids=["capital", "code-picked-pair"],
 )
-def test_the_rope_code_box_reproduces_the_scores_and_curves(decoder, example, head) -> None:
+def test_the_rope_code_box_reproduces_the_scores_and_curves(decoder, example, head, pair) -> None:
     analysis = gpt.analyse_prompt(decoder, example.text, example.kind)
-    page = gpt_rope.rope_lesson(decoder, example.text, example.kind, head)
+    page = gpt_rope.rope_lesson(decoder, example.text, example.kind, head, *pair)
+    if pair != (None, None):  # a student's pair: the box follows it
+        assert (page.i, page.j) == pair
     namespace = recipes.run(gpt_rope.rope_code(analysis, page))
     assert (namespace["i"], namespace["j"]) == (page.i, page.j)
     assert tuple(namespace["shifts"]) == page.shifts and tuple(namespace["starts"]) == gpt_rope.STARTS
@@ -752,3 +754,12 @@ def test_the_model_view_counts_the_first_token_once_where_it_is_also_the_previou
         gpt.LookedAt.ELSEWHERE: 0,
     }
     assert gpt.model_view_sentence(gpt.token_across_model(analysis, 1)).endswith("0 to another token.")
+
+
+def test_the_rope_pair_stands_inside_the_prompt_with_the_key_at_or_before_the_query() -> None:
+    # Issue 42, item 6: the pair up close was fixed to the last token's query and the second token's key.
+    assert gpt_rope.pair_positions(10, None, None) == (9, gpt_rope.DEFAULT_KEY_AT)
+    assert gpt_rope.pair_positions(10, 5, 3) == (5, 3)
+    assert gpt_rope.pair_positions(10, 4, 7) == (4, 4)  # a key after its query stands at the query
+    assert gpt_rope.pair_positions(6, 40, 30) == (5, 5)  # picked on a longer prompt: inside this one
+    assert gpt_rope.pair_positions(1, None, None) == (0, 0)  # a one-token prompt: the token with itself
