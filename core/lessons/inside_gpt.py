@@ -191,15 +191,19 @@ FLOAT32_PROBABILITY_GAP = 0.04
 def top_token_question(analysis: PromptAnalysis, tokens: Sequence[str]) -> Prediction:
     """Which of four candidates does the model rank first? Answered from the stored logits.
 
-    A token whose logit equals the first one's is not offered (it would be right too): the
-    explanation names it instead.
+    A token whose logit equals the first one's is not offered (it would be right too), nor one within
+    FLOAT32_PROBABILITY_GAP of its probability (the chat question's 'L' at 14.2% against 'The' at 14.5%: a
+    student marked wrong for it was marked on a difference the page's own numbers cannot settle, the s28b
+    review); the explanation names both instead.
     """
     logits = torch.from_numpy(analysis.last_logits)
-    order = ranked(logits, 4 + TOP_CANDIDATES)
-    tied = [i for i in order[1:] if logits[i] == logits[order[0]]]
-    offered = [order[0], *[i for i in order[1:] if i not in tied][:3]]
-    options = tuple(repr(tokens[i]) for i in offered)
     probabilities = logits.softmax(-1)
+    order = ranked(logits, 4 + TOP_CANDIDATES)
+    top = float(probabilities[order[0]])
+    tied = [i for i in order[1:] if logits[i] == logits[order[0]]]
+    near = [i for i in order[1:] if i not in tied and top - float(probabilities[i]) < FLOAT32_PROBABILITY_GAP]
+    offered = [order[0], *[i for i in order[1:] if i not in tied and i not in near][:3]]
+    options = tuple(repr(tokens[i]) for i in offered)
     verb = "has" if len(tied) == 1 else "have"
     tie = (
         f" {', '.join(repr(tokens[i]) for i in tied)}, not offered, {verb} the same logit "
@@ -207,19 +211,19 @@ def top_token_question(analysis: PromptAnalysis, tokens: Sequence[str]) -> Predi
         if tied
         else ""
     )
-    first, second = float(probabilities[offered[0]]), float(probabilities[offered[1]])
-    # The chat question's 'The' (14.5%) against 'L' (14.2%): a winner by less than the box can differ (s28 review).
     close = (
-        f" A near tie: the two are {first - second:.1%} apart, closer than the page's numbers and the float32 "
-        f"Code box below can differ (up to about {FLOAT32_PROBABILITY_GAP})."
-        if first - second < FLOAT32_PROBABILITY_GAP
+        " Not offered, as too close to call: "
+        + ", ".join(f"{tokens[i]!r} at {float(probabilities[i]):.1%}" for i in near)
+        + f": within {FLOAT32_PROBABILITY_GAP * 100:.0f} percentage points ({FLOAT32_PROBABILITY_GAP}) of the top "
+        "one, closer than the page's numbers and the float32 Code box below can differ."
+        if near
         else ""
     )
     return Prediction(
         "Which of these tokens does the model think most likely to come next?",
         options,
         0,
-        f"{options[0]} at {first:.1%}, ahead of {options[1]} at {second:.1%}.{tie}{close}",
+        f"{options[0]} at {top:.1%}, ahead of {options[1]} at {float(probabilities[offered[1]]):.1%}.{tie}{close}",
     )
 
 
