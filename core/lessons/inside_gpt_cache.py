@@ -170,10 +170,15 @@ def time_per_token_sentence(timing: CacheTiming) -> str:
     # took" read as every step's time, while the uncached steps on the chart ranged from 135 to 252 ms (s20 review).
     new = len(timing.lengths) - 1
     took = "the next token then took" if new == 1 else f"the next {new} tokens then took on average"
+    # "the ratio is what holds" stood beside a 9.8x gap between the first step's two equal passes on a loaded
+    # server (the s28b review): the sentence now names that gap, the measure of the load, beside the ratio.
+    first_gap = max(timing.prompt_ms) / max(min(timing.prompt_ms), 1.0)
     return (
         f"{prompt}; {took} {with_ms} ms with the cache and "
         f"{without_ms} ms without ({without_ms / max(with_ms, 1):.1f}× the time). {runs} a shared server the "
-        "times change from one page load to the next, and the ratio is what holds."
+        f"times change from one page load to the next (here the first step's two equal passes differ "
+        f"{first_gap:.1f}×): compare the two ratios, and trust the new tokens' only when it is well beyond the "
+        "first step's."
     )
 
 
