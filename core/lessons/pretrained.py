@@ -116,7 +116,8 @@ def _head_code(model: AnyModel, sentence: str, layer: int, head: int) -> str:
 def _future_question(tokens: tuple[str, ...], changed: int, future_mass: float, trained_causal: bool) -> Prediction:
     """How many rows the causal mask sends to another strongest key (`changed` of them)."""
     total = len(tokens)
-    buckets = ("None of them", "Fewer than half", "Half or more")
+    # Ranges that do not overlap: "Fewer than half" was true of none as well (the s28b review).
+    buckets = ("None of them", "Some, but fewer than half", "Half or more")
     answer = 0 if changed == 0 else (1 if changed < total / 2 else 2)
     if trained_causal:
         question = (

@@ -277,3 +277,10 @@ def test_lesson_fives_decoder_explanation_says_they_differ_only_past_its_own_thr
     explanation = lesson.prediction.explanation
     assert "Here the heads differ less than we call clear" in explanation and "still differ" not in explanation
     assert lesson.prediction.options[lesson.prediction.answer].startswith("Most")
+
+
+def test_lesson_fours_model_question_offers_ranges_that_do_not_overlap(decoder: sm.SmolLM2) -> None:
+    # The s28b review: "None of them" and "Fewer than half" were both true when no row changed.
+    lesson = pt.pretrained_causal_lesson(decoder, BOOK, 16, 0, training=False, dropout=0.0, seed=123)
+    options = lesson.prediction.options
+    assert options == ("None of them", "Some, but fewer than half", "Half or more")
