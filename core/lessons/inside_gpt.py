@@ -202,7 +202,13 @@ def top_token_question(analysis: PromptAnalysis, tokens: Sequence[str]) -> Predi
     top = float(probabilities[order[0]])
     tied = [i for i in order[1:] if logits[i] == logits[order[0]]]
     near = [i for i in order[1:] if i not in tied and top - float(probabilities[i]) < FLOAT32_PROBABILITY_GAP]
-    offered = [order[0], *[i for i in order[1:] if i not in tied and i not in near][:3]]
+    far = [i for i in order[1:] if i not in tied and i not in near]
+    # Four options always: on a flat distribution (every candidate within the gap: a 20-token prompt of the load
+    # test, whose top token had 3%) the nearest fill the places the far ones leave, and are said to be near.
+    rest = sorted([*far[:3], *near[: max(0, 3 - len(far))]], key=order.index)
+    offered = [order[0], *rest]
+    near_offered = [i for i in near if i in offered]
+    near = [i for i in near if i not in offered]
     options = tuple(repr(tokens[i]) for i in offered)
     verb = "has" if len(tied) == 1 else "have"
     tie = (
@@ -219,6 +225,13 @@ def top_token_question(analysis: PromptAnalysis, tokens: Sequence[str]) -> Predi
         if near
         else ""
     )
+    if near_offered:
+        close += (
+            " A near tie: "
+            + ", ".join(f"{tokens[i]!r} at {float(probabilities[i]):.1%}" for i in near_offered)
+            + f", offered, {'is' if len(near_offered) == 1 else 'are'} also within "
+            f"{FLOAT32_PROBABILITY_GAP * 100:.0f} percentage points of the top one."
+        )
     return Prediction(
         "Which of these tokens does the model think most likely to come next?",
         options,

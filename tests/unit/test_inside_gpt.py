@@ -768,3 +768,28 @@ def test_the_rope_pair_stands_inside_the_prompt_with_the_key_at_or_before_the_qu
     assert gpt_rope.pair_positions(10, 4, 7) == (4, 4)  # a key after its query stands at the query
     assert gpt_rope.pair_positions(6, 40, 30) == (5, 5)  # picked on a longer prompt: inside this one
     assert gpt_rope.pair_positions(1, None, None) == (0, 0)  # a one-token prompt: the token with itself
+
+
+def test_a_flat_next_token_distribution_still_offers_four_tokens(decoder, vocabulary) -> None:
+    # The load test's own prompts: 933ec77 left out every token within 0.04 of the top one, and where the top
+    # token had 3% none was left beside it: options[1] raised IndexError, an error box on 28 pages.
+    import dataclasses
+
+    analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES_BY_KEY["fox"].text, gpt.EXAMPLES_BY_KEY["fox"].kind)
+    flat = np.random.default_rng(0).normal(0.0, 0.01, analysis.last_logits.shape).astype(np.float32)
+    question = gpt.top_token_question(dataclasses.replace(analysis, last_logits=flat), vocabulary)
+    assert len(set(question.options)) == 4
+    assert "A near tie:" in question.explanation and "are also within 4 percentage points" in question.explanation
+
+
+@pytest.mark.parametrize("spread", [0.001, 0.3, 1.0, 3.0, 30.0])
+def test_the_next_token_question_has_four_options_and_the_top_token_first_at_any_spread(
+    decoder, vocabulary, spread: float
+) -> None:
+    import dataclasses
+
+    analysis = gpt.analyse_prompt(decoder, gpt.EXAMPLES_BY_KEY["count"].text, gpt.EXAMPLES_BY_KEY["count"].kind)
+    logits = np.random.default_rng(1).normal(0.0, spread, analysis.last_logits.shape).astype(np.float32)
+    question = gpt.top_token_question(dataclasses.replace(analysis, last_logits=logits), vocabulary)
+    assert len(set(question.options)) == 4 and question.answer == 0
+    assert question.options[0] == repr(vocabulary[int(np.argmax(logits))])
