@@ -223,13 +223,14 @@ def score_similarity(model: AnyModel, layer: int) -> float:
 
 
 def sink_count_options(heads: int) -> tuple[tuple[str, range], ...]:
-    """Lesson 5's trained-heads question: four ranges of how many of `heads` heads (none, a few, about half, most),
-    each with its label; 12 heads: none, 1 to 3, 4 to 8, 9 to 12."""
+    """Lesson 5's trained-heads question: four ranges of how many of `heads` heads (none, a few, a third to two
+    thirds, most), each with its label; 12 heads: none, 1 to 3, 4 to 8, 9 to 12 (9 heads: 3 to 6 in the third).
+    Not "about half": 8 of 12 is two thirds (the s28b review)."""
     few = max(heads // 4, 1)
     return (
         ("None of them", range(0, 1)),
         (f"A few: 1 to {few}", range(1, few + 1)),
-        (f"About half: {few + 1} to {heads - few - 1}", range(few + 1, heads - few)),
+        (f"A third to two thirds: {few + 1} to {heads - few - 1}", range(few + 1, heads - few)),
         (f"Most: {heads - few} or more", range(heads - few, heads + 1)),
     )
 

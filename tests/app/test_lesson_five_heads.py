@@ -98,9 +98,12 @@ def test_the_sink_count_ranges_cover_every_count_once() -> None:
     assert [label for label, _ in pt.sink_count_options(12)] == [
         "None of them",
         "A few: 1 to 3",
-        "About half: 4 to 8",
+        "A third to two thirds: 4 to 8",
         "Most: 9 or more",
     ]
+    for heads in (9, 12):  # the label says what its range is: from a third to two thirds of the heads
+        (_, middle) = pt.sink_count_options(heads)[2]
+        assert (middle.start, middle.stop - 1) == (heads // 3, 2 * heads // 3)
 
 
 def test_the_model_mode_draws_its_heads_as_panels() -> None:
