@@ -159,7 +159,9 @@ else:
     widgets.answer_first("The d_k = 64 example, unscaled and scaled, with its gradients, appears")
 widgets.code_box(
     variance.code,
-    "Plain PyTorch that draws the vectors themselves, as the sources' loop does. The page uses a faster sampler "
-    "of the same distribution, so the digits differ within Monte Carlo error while the law (≈ d_k and ≈ 1) holds.",
-    title="the variance of q·k, drawn vector by vector",
+    # The box draws as the page does (its recipe's docstring): it said "the digits differ", and a reviewer's paste
+    # printed the table's digits exactly (the s28b review).
+    "Plain PyTorch drawing as the page draws, from the same seed: it prints the table's digits. Instead of d_k "
+    "products per pair it draws |q| (a chi-squared draw) and one normal number, the same random q·k.",
+    title="the variance of q·k, drawn as the page draws it",
 )

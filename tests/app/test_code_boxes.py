@@ -38,3 +38,17 @@ def test_the_decoders_code_box_does_not_promise_the_pages_exact_digits() -> None
         ("decoder", decoder), ("encoder", encoder))}  # fmt: skip
     assert titles["decoder"] == ["Code: these numbers in float32, to about two decimals"], titles
     assert titles["encoder"] == ["Code: reproduce exactly these numbers"], titles
+
+
+def test_lesson_three_s_variance_box_prints_the_table_s_digits_as_its_caption_says() -> None:
+    # The s28b review: the caption said the box's digits differ from the page's; pasted, they were the same.
+    from core import recipes
+    from core.lessons import why_scale
+
+    result = why_scale.variance(123, 20_000)
+    namespace = recipes.run(result.code)
+    table = result.table.set_index("d_k")
+    for d_k, unscaled in zip(namespace["dims"], namespace["unscaled_vars"], strict=True):
+        assert f"{unscaled:.4f}" == f"{table.loc[d_k, 'unscaled_var']:.4f}", d_k
+    at = open_page("why_scale")
+    assert not [c.value for c in at.caption if "digits differ within Monte Carlo error" in c.value]
