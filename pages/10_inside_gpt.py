@@ -442,10 +442,8 @@ def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -
     widgets.prose("inside_gpt", "rope")
     head = st.session_state[HEAD]
     query_at, key_at = pair_pickers(analysis)
-    if query_at is None and key_at is None:
-        result = gpt_queue.computed(gpt_rope.ROPE, model, text, kind, head)  # the default pair: shared
-    else:
-        result = gpt_queue.computed(gpt_rope.ROPE, model, text, kind, head, query_at, key_at)
+    picked = () if query_at is None and key_at is None else (query_at, key_at)  # the default pair: the shared run
+    result = gpt_queue.computed(gpt_rope.ROPE, model, text, kind, head, *picked)
     widgets.number_table(
         pd.DataFrame(
             {

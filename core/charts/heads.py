@@ -118,6 +118,17 @@ def _facet(cells: alt.Chart, heads: tuple[str, ...], columns: int, **data) -> al
     )
 
 
+def _group_facet(
+    cells: alt.Chart, group: tuple[str, ...], tokens: tuple[str, ...], *, labelled: bool, data: alt.NamedData
+) -> alt.FacetChart:
+    """One key/value group's query heads in a row; only the first group (`labelled`) names the query tokens, which
+    stand for every group's (the rows are the same tokens). Each group reads the one named dataset."""
+    heads = cells.transform_filter(alt.FieldOneOfPredicate(field="head", oneOf=list(group)))
+    if not labelled:
+        heads = heads.encode(y=alt.Y("row:N", sort=list(tokens), axis=None))
+    return _facet(heads, group, len(group), data=data)
+
+
 def _panels(
     tokens: tuple[str, ...], heads: tuple[str, ...], title: str, causal: bool, columns: int, projector_group: int
 ) -> alt.FacetChart | alt.HConcatChart:
@@ -127,7 +138,6 @@ def _panels(
     key/value groups (`projector_group` query heads each, > 1) stand side by side in one row, a gap between groups.
     """
     named = alt.NamedData(name=HEAD_PANELS_DATA)
-    title_ = alt.Title(title, subtitle="rows: queries, columns: keys")
     if projector_group == 0:
         cells = _cells(tokens, causal, panel_size(len(tokens), columns), "bottom")
         chart: alt.FacetChart | alt.HConcatChart = _facet(cells, heads, columns, data=named)
@@ -139,24 +149,11 @@ def _panels(
         cells = _cells(tokens, causal, projector_panel_size(len(tokens), 1, len(heads)), "right")
         groups = [heads[i : i + projector_group] for i in range(0, len(heads), projector_group)]
         chart = alt.hconcat(
-            *[
-                # The first group's query labels stand for every group's: the rows are the same tokens.
-                _facet(
-                    cells.transform_filter(alt.FieldOneOfPredicate(field="head", oneOf=list(group)))
-                    if i == 0
-                    else cells.transform_filter(alt.FieldOneOfPredicate(field="head", oneOf=list(group))).encode(
-                        y=alt.Y("row:N", sort=list(tokens), axis=None)
-                    ),
-                    group,
-                    projector_group,
-                    data=named,  # each group reads the one named dataset Streamlit sends once
-                )
-                for i, group in enumerate(groups)
-            ],
+            *[_group_facet(cells, group, tokens, labelled=i == 0, data=named) for i, group in enumerate(groups)],
             spacing=GROUP_GAP_PX,
         )
     return chart.resolve_scale(x="shared", y="shared", color="shared").properties(
-        title=title_,
+        title=alt.Title(title, subtitle="rows: queries, columns: keys"),
         # SVG however many cells (Streamlit draws over 2,000 marks on a canvas): as every other chart of the
         # lab, whose labels and colours the browser tests read; lesson 10's layer reaches 9 x 64 x 64.
         usermeta={"embedOptions": {"renderer": "svg"}},

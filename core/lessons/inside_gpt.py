@@ -207,9 +207,10 @@ def top_token_question(analysis: PromptAnalysis, tokens: Sequence[str]) -> Predi
     # test, whose top token had 3%) the nearest fill the places the far ones leave, and are said to be near.
     rest = sorted([*far[:3], *near[: max(0, 3 - len(far))]], key=order.index)
     offered = [order[0], *rest]
-    near_offered = [i for i in near if i in offered]
-    near = [i for i in near if i not in offered]
+    near_offered, near_left_out = [i for i in near if i in offered], [i for i in near if i not in offered]
     options = tuple(repr(tokens[i]) for i in offered)
+    points = f"{FLOAT32_PROBABILITY_GAP * 100:.0f} percentage points"
+    shares = lambda ids: ", ".join(f"{tokens[i]!r} at {float(probabilities[i]):.1%}" for i in ids)  # noqa: E731
     verb = "has" if len(tied) == 1 else "have"
     tie = (
         f" {', '.join(repr(tokens[i]) for i in tied)}, not offered, {verb} the same logit "
@@ -218,20 +219,14 @@ def top_token_question(analysis: PromptAnalysis, tokens: Sequence[str]) -> Predi
         else ""
     )
     close = (
-        " Not offered, as too close to call: "
-        + ", ".join(f"{tokens[i]!r} at {float(probabilities[i]):.1%}" for i in near)
-        + f": within {FLOAT32_PROBABILITY_GAP * 100:.0f} percentage points ({FLOAT32_PROBABILITY_GAP}) of the top "
-        "one, closer than the page's numbers and the float32 Code box below can differ."
-        if near
+        f" Not offered, as too close to call: {shares(near_left_out)}: within {points} ({FLOAT32_PROBABILITY_GAP}) "
+        "of the top one, closer than the page's numbers and the float32 Code box below can differ."
+        if near_left_out
         else ""
     )
     if near_offered:
-        close += (
-            " A near tie: "
-            + ", ".join(f"{tokens[i]!r} at {float(probabilities[i]):.1%}" for i in near_offered)
-            + f", offered, {'is' if len(near_offered) == 1 else 'are'} also within "
-            f"{FLOAT32_PROBABILITY_GAP * 100:.0f} percentage points of the top one."
-        )
+        be = "is" if len(near_offered) == 1 else "are"
+        close += f" A near tie: {shares(near_offered)}, offered, {be} also within {points} of the top one."
     return Prediction(
         "Which of these tokens does the model think most likely to come next?",
         options,
