@@ -388,11 +388,11 @@ def grouped_query(model, lesson: gpt_induction.InductionLesson, answered: bool) 
     step("Grouped-query attention")
     widgets.prose("inside_gpt", "gqa")
     groups = gpt_cache.kv_groups(lesson.num_heads, lesson.num_kv_heads)
-    scores = lesson.scores if answered else None  # the induction scores fade the map once they are out
+    scores = lesson.scores if answered else None  # the induction scores mark the map once they are out
     draw.draw(
         charts_gpt.groups(frames.group_frame(lesson.scores.shape[0], lesson.num_heads, groups, scores), answered),
         "A 30 by 9 map of query heads coloured by the key/value head they read"
-        + (", faded by induction score." if answered else "."),
+        + (", with a dot on each head sized by its induction score." if answered else "."),
     )
     sizes = gpt_queue.computed(gpt_cache.CACHE_SIZES, model)
     m1, m2 = st.columns(2)

@@ -22,6 +22,7 @@ BLUE_ORANGE = (
 )  # fmt: skip
 WEIGHT_DOMAIN = (0.0, 1.0)  # attention weights always on 0..1: 0.099 must not look like a masked 0
 MASKED_COLOUR = "#c8c8c8"  # a causal mask's future cells: no weight colour, so a 0 never passes for a small weight
+INDUCTION_DOT = "#1b1b1b"  # a mark drawn on set2's pastel cells: at least 6:1 on each of them, on either theme
 LEGEND_SYMBOL = "#8c8c8c"  # a legend's symbols where no colour is encoded: 3.4:1 on white, 5.6:1 on the dark theme
 HIGHLIGHT = "#e4007c"  # outline of the query's row; stands out on viridis, blue-orange, light and dark
 

@@ -13,7 +13,7 @@ import functools
 import altair as alt
 import pandas as pd
 
-from core.charts.colours import LEGEND_SYMBOL, MASKED_COLOUR
+from core.charts.colours import INDUCTION_DOT, LEGEND_SYMBOL, MASKED_COLOUR
 from core.charts.common import GROWS_FOR_TEXT, PLOT_HEIGHT
 from core.charts.heads import panel_width, weights_colour
 from core.charts.real_model import CHOSEN_COLOUR, HEAD_SELECTION
@@ -206,30 +206,33 @@ def attention_row(frame: pd.DataFrame, title: str) -> VegaChart:
 
 
 @functools.cache
-def _group_template(faded: bool) -> str:
-    """`faded`: each head's opacity shows its induction score (only once the induction question is answered:
-    before that an "induction score" legend would stand for a measure not yet out)."""
+def _group_template(marked: bool) -> str:
+    """`marked`: a dot on each head sized by its induction score (only once the induction question is answered:
+    before that an "induction score" legend would stand for a measure not yet out). The cells keep their full
+    colour: fading them by a score that is near 0 for most heads left the map nearly blank (a reviewer's find)."""
     base = alt.Chart(alt.NamedData(name=GROUP_DATA)).encode(
         x=alt.X("head:O", title="query head", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("layer:O", title="layer"),
     )
-    colour = alt.Color("group:N", title="reads", scale=alt.Scale(scheme="set2"))
-    if faded:
-        rect = base.mark_rect().encode(
-            color=colour,
-            opacity=alt.Opacity(
+    rect = base.mark_rect(stroke="white", strokeWidth=0.5).encode(
+        color=alt.Color("group:N", title="reads", scale=alt.Scale(scheme="set2")),
+        tooltip=["layer:O", "head:O", "group:N"],
+    )
+    layers: alt.Chart | alt.LayerChart = rect
+    if marked:
+        dots = base.mark_circle(color=INDUCTION_DOT, opacity=1).encode(
+            size=alt.Size(
                 "value:Q",
                 title="induction score",
-                scale=alt.Scale(domain=[0, 1], range=[0.25, 1]),
+                scale=alt.Scale(domain=[0, 1], range=[0, 180]),
                 # Vega's default symbols are black: unseen on the dark theme (a reviewer's find).
-                legend=alt.Legend(symbolType="square", symbolFillColor=LEGEND_SYMBOL, symbolStrokeColor=LEGEND_SYMBOL),
+                legend=alt.Legend(symbolFillColor=LEGEND_SYMBOL, symbolStrokeColor=LEGEND_SYMBOL),
             ),
             tooltip=["layer:O", "head:O", "group:N", alt.Tooltip("value:Q", format=".2f", title="induction score")],
         )
-    else:
-        rect = base.mark_rect().encode(color=colour, tooltip=["layer:O", "head:O", "group:N"])
+        layers = alt.layer(rect, dots)
     return template(
-        rect.properties(
+        layers.properties(
             title=phone_title("Query heads coloured by the key/value head they read"),
             width="container",
             height=alt.Step(16),
@@ -237,8 +240,8 @@ def _group_template(faded: bool) -> str:
     )
 
 
-def groups(frame: pd.DataFrame, faded: bool) -> VegaChart:
-    return VegaChart(_group_template(faded), {GROUP_DATA: frame})
+def groups(frame: pd.DataFrame, marked: bool) -> VegaChart:
+    return VegaChart(_group_template(marked), {GROUP_DATA: frame})
 
 
 @functools.cache

@@ -149,7 +149,7 @@ def measure_frame(values: np.ndarray, layer: int, head: int) -> pd.DataFrame:
 
 def group_frame(num_layers: int, num_heads: int, groups: tuple[int, ...], scores: np.ndarray | None) -> pd.DataFrame:
     """layer, head, group, value: each query head's key/value head, beside a measure (the induction score;
-    None, before the induction question is answered: 1 for every head, so nothing fades)."""
+    None, before the induction question is answered: 1 for every head, and the chart draws no dots)."""
     shown = np.ones((num_layers, num_heads)) if scores is None else scores  # (L, H)
     frame = measure_frame(shown, -1, -1)
     frame["group"] = [f"KV head {groups[h]}" for h in frame["head"]]

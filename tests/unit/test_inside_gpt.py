@@ -487,10 +487,18 @@ def test_every_chart_of_the_lesson_is_valid_vega_lite(decoder, vocabulary) -> No
         spec = validated_spec(chart)
         assert all(len(table) > 0 for table in spec["datasets"].values())
     # The grouped-query map names no induction score before the question is out (second teacher review).
-    assert "induction score" in json.dumps(validated_spec(charts[2])["encoding"])
-    assert "induction score" not in json.dumps(validated_spec(charts[3])["encoding"])
-    # Its opacity legend draws grey squares, seen on both themes (Vega's default black vanished on the dark one).
-    legend = validated_spec(charts[2])["encoding"]["opacity"]["legend"]
+    marked, unmarked = validated_spec(charts[2]), validated_spec(charts[3])
+    assert "induction score" in json.dumps(marked["layer"]) and "induction score" not in json.dumps(unmarked["encoding"])
+    # Its cells keep their group's full colour once the scores are out: fading them by the score (near 0 for most
+    # heads) left the map nearly blank (review s28b). The scores are dots on top, dark on every set2 colour.
+    cells, dots = marked["layer"]
+    assert "opacity" not in cells["encoding"] and cells["encoding"]["color"]["field"] == "group"
+    assert dots["mark"]["type"] == "circle" and dots["encoding"]["size"]["field"] == "value"
+    dot = colours.relative_luminance(colours.hex_to_rgb((dots["mark"]["color"],)))
+    for cell in ("#66c2a5", "#fc8d62", "#8da0cb"):  # set2's first three: the three key/value heads
+        assert colours.contrast_ratio(dot, colours.relative_luminance(colours.hex_to_rgb((cell,)))) >= 6
+    # Its size legend draws grey symbols, seen on both themes (Vega's default black vanished on the dark one).
+    legend = dots["encoding"]["size"]["legend"]
     symbol = colours.relative_luminance(colours.hex_to_rgb((legend["symbolFillColor"],)))
     for background in ("#ffffff", "#0e1117"):  # Streamlit's light and dark backgrounds
         assert colours.contrast_ratio(symbol, colours.relative_luminance(colours.hex_to_rgb((background,)))) >= 3
