@@ -336,25 +336,41 @@ def beside_the_other_kind(settings: Settings, lesson: CausalLesson, answered: bo
     seed = int(settings.seed)  # evaluation mode: the seed draws nothing here
     theirs = cache.computed(pt.CAUSAL, other, source.model(other), sentence, layer, head, False, 0.0, seed)
     st.markdown("**Beside a head of the other kind.** " + pt.mask_contrast(lesson, theirs, MODELS[other].name))
+    effect, head = theirs.effect, theirs.provenance  # a model's lesson has both
+    if effect is None or head is None:
+        return
+    # Only the other head's two matrices: this head's stand above, and drawing its unmasked map again here showed
+    # one matrix twice on one screen (the s28b review).
+    named = f"{MODELS[other].name}, layer {head.layer}, head {head.head}"
     left, right = st.columns(2)
-    for where, shown, name in ((left, lesson, "this head"), (right, theirs, f"{MODELS[other].name}")):
-        head, effect = shown.provenance, shown.effect  # a model's lesson has both
-        if effect is None:
-            continue
-        with where:
-            draw.heatmap(
-                effect.unmasked,
-                f"Without the mask: {name}" + (f", layer {head.layer}, head {head.head}" if head else ""),
-                f"Heatmap of {name}'s weights without the causal mask.",
-                value_title="weight",
-            )
+    with left:
+        draw.heatmap(
+            effect.unmasked,
+            f"Without the mask: {named}",
+            f"Heatmap of {MODELS[other].name}'s weights without the causal mask.",
+            value_title="weight",
+        )
+    with right:
+        draw.heatmap(
+            theirs.masked,
+            f"With it: {named}",
+            f"Heatmap of {MODELS[other].name}'s weights with the future masked.",
+            value_title="weight",
+            causal=True,
+        )
 
 
 def dropout_rate_line(lesson: CausalLesson) -> None:
     """A model's head: how much dropout kept, in words."""
     if lesson.kept_fraction is None:
-        why = "training mode is off" if not lesson.training else "the dropout rate is 0"
-        st.markdown(f"Nothing is dropped: {why}.")
+        if not lesson.training:
+            st.markdown(
+                "Nothing is dropped: training mode is off, so these are the masked weights above, unchanged. Switch "
+                "on **Training mode (dropout on)** under the head picker to see dropout zero some of them and scale "
+                "up the rest."
+            )
+        else:
+            st.markdown("Nothing is dropped: the dropout rate is 0, so these are the masked weights above, unchanged.")
     else:
         # The expected share beside the drawn one: "20 of the 21 survived (95%)" at rate 0.30 read as a wrong rate
         # (the s28 review); with so few weights the draw strays far from it.
@@ -410,7 +426,9 @@ def dropout_step(lesson: CausalLesson, settings: Settings, answered: bool) -> No
         st.info(lesson.dropout_note, icon=":material/info:")
     if model:
         dropout_rate_line(lesson)
-        if answered:
+        if lesson.kept_fraction is None:
+            pass  # nothing dropped: the weights are the masked map above, and drawing them again repeats it
+        elif answered:
             draw.heatmap(
                 lesson.dropped,
                 "Masked weights after dropout",
@@ -418,7 +436,7 @@ def dropout_step(lesson: CausalLesson, settings: Settings, answered: bool) -> No
                 value_title="weight",
                 causal=True,
             )
-        else:  # the masked weights (dropout off: exactly them), which the question's lock promises after a choice
+        else:
             widgets.answer_first("The masked weights after dropout appear")
         widgets.code_box(lesson.code, source.code_caption(settings.weights), title=source.code_title(settings.weights))
         return

@@ -135,6 +135,24 @@ def test_lesson_four_sets_a_decoder_head_beside_an_encoder_head_after_the_answer
     assert ours.effect.rows_changed == 0 < theirs.effect.rows_changed
 
 
+def test_lesson_four_on_the_decoder_draws_each_matrix_once(decoder: sm.SmolLM2) -> None:
+    """Review s28b: this head's unmasked map came again beside the encoder's, and with training off the "after
+    dropout" map repeated the masked one. Each matrix is drawn once: this head's two, the other model's two."""
+    import pyarrow as pa
+
+    at = answer(app(registry.page("causal_dropout"), weights="decoder"), "causal_dropout")
+    charts = at.get("vega_lite_chart")
+    drawn = [pa.ipc.open_stream(d.data.data).read_all().to_pylist() for c in charts for d in c.proto.datasets]
+    assert len(charts) == 4 and all(drawn), [c.proto.alt for c in charts]
+    assert len({repr(cells) for cells in drawn}) == len(drawn)  # no two charts hold the same cells
+    text = text_of(at)
+    assert "Nothing is dropped: training mode is off, so these are the masked weights above, unchanged." in text
+    # Training on: dropout's map comes, and differs from the masked one.
+    at.toggle(key="training").set_value(True).run()
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 5 and any(c.proto.alt.startswith("Heatmap of the weights after dropout") for c in charts)
+
+
 def drawn_cells(at: AppTest, description: str) -> tuple[dict, list[dict]]:
     """One heatmap of the page, by its description: its spec and its cells, as Streamlit received them."""
     import json

@@ -28,9 +28,9 @@ GIVEAWAYS = [
     ("causal_dropout", WeightSource.RANDOM, "no leakage"),
     ("causal_dropout", WeightSource.ENCODER, "the mask gave another strongest key"),
     ("causal_dropout", WeightSource.ENCODER, "with the future masked"),
-    # With training off, the weights after dropout are the masked weights themselves (the s28 review).
-    ("causal_dropout", WeightSource.ENCODER, "Heatmap of the weights after dropout."),
-    ("causal_dropout", WeightSource.DECODER, "Heatmap of the weights after dropout."),
+    # The other model's head on the same sentence, masked: it answers the question by contrast.
+    ("causal_dropout", WeightSource.ENCODER, "weights with the future masked."),
+    ("causal_dropout", WeightSource.DECODER, "Heatmap of all-MiniLM-L6-v2's weights with the future masked."),
     ("multi_head", WeightSource.RANDOM, "heatmaps of the causal attention weights of"),
     ("multi_head", WeightSource.RANDOM, "the heatmaps look alike"),
     ("multi_head", WeightSource.RANDOM, "Heatmap: one row per full-width head, one column per token."),
