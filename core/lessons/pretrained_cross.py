@@ -82,6 +82,32 @@ def shared_word_pairs(tokens: tuple[str, ...], second: tuple[str, ...]) -> list[
 
 NEAR_TIE = 0.05  # shares of the words' weight closer than this: the question has no clear answer at that head
 SPECIAL_MOST = 0.9  # [CLS] and [SEP] taking at least this much: the head reads almost nothing but them
+# The sink question's buckets, (low, high, label): at 7 of 72 heads on each shipped pair the special tokens take
+# 0.90 to 0.99, both sides of 0.95, so the two top buckets are both answers somewhere (measured at this release).
+SINK_BUCKETS = (
+    (0.0, 0.5, "Less than half"),
+    (0.5, SPECIAL_MOST, f"Half to {SPECIAL_MOST:.2f}"),
+    (SPECIAL_MOST, 0.95, f"{SPECIAL_MOST:.2f} to 0.95"),
+    (0.95, 1.0 + 1e-9, "More than 0.95"),
+)
+
+
+def _sink_question(word: str, special: float, best: str, best_weight: float) -> Prediction:
+    """At a head where [CLS] and [SEP] take most of the row, which word wins is decided on a hundredth of the
+    weight (0.0101 at layer 3, head 5; the s28b review): ask how much the two take instead."""
+    answer = next(i for i, (low, high, _) in enumerate(SINK_BUCKETS) if low <= special < high)
+    return Prediction(
+        question=f"How much of “{word}”'s weight will [CLS] and [SEP] take together at this head?",
+        options=tuple(label for _, _, label in SINK_BUCKETS),
+        answer=answer,
+        explanation=(
+            f"[CLS] and [SEP] take {special:.4f} of “{word}”'s weight: this head reads almost nothing but them. "
+            f"Every word of the second sentence shares the remaining {1 - special:.4f}; the most, “{best}”, gets "
+            f"{best_weight:.4f}, too little to say what the head looks for. A common reading of such heads: they park their "
+            "weight on the special tokens when they have nothing to add. Pick another layer or head to see one that "
+            "reads words."
+        ),
+    )
 
 
 def _cross_question(
@@ -91,8 +117,8 @@ def _cross_question(
 
     The word asked about is the first content piece that also occurs in the second sentence (else the
     first word); the options are the second sentence's word pieces, the answer the largest of its weights.
-    The explanation weighs that answer among the words alone: at some heads [CLS] and [SEP] take 0.96 of the
-    row and the winner 0.0101 (layer 3, head 5; the s27b review), or two words nearly tie.
+    The explanation weighs that answer among the words alone, where two words may nearly tie. Where [CLS] and
+    [SEP] take at least SPECIAL_MOST of the row, the question asks how much they take instead.
     """
     query = pairs[0][0] if pairs else 1
     words = tuple(range(1, len(second) - 1))  # the second sentence's pieces without [CLS] and [SEP]
@@ -107,9 +133,9 @@ def _cross_question(
         f"Among the words alone (their weights rescaled to add up to 1), “{second[best]}” takes {best_share:.2f} "
         f"and the next, “{second[runner_up]}”, {runner_up_share:.2f}."
     )
-    caveats = [among]
     if special >= SPECIAL_MOST:
-        caveats.insert(0, f"This head reads almost nothing but [CLS] and [SEP] from “{tokens[query]}”.")
+        return _sink_question(tokens[query], special, second[best], float(row[best]))
+    caveats = [among]
     if best_share - runner_up_share < NEAR_TIE - 1e-9:  # 0.23 against 0.18 is 0.05 apart, not less
         caveats.append(
             f"The two are less than {NEAR_TIE:.2f} apart, what we call a near tie: at this head the question has "
