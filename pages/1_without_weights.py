@@ -87,6 +87,30 @@ query = widgets.query_picker(
     key="query_without_weights",
     example=settings.preset,
 )
+# The question and the dot products do not depend on the multiplier: they come from the scores as they are, and
+# the multiplier's slider sits with the bars it changes (on a projector it was two steps before them, the s28 review).
+unscaled = cache.computed(without_weights.LESSON, settings, query, 1.0)
+# Every score and weight of the query's row names the token it attends to most: they wait for a choice.
+answered = widgets.predict(unscaled.prediction, key="predict_without_weights")
+token = unscaled.tokens[query]
+
+step(f"Scores of the query “{literal(token)}”")
+widgets.prose("without_weights", "dots")
+if answered:
+    # On a projector the chart shrinks to fit under the step's prose: its legend ended at 830 px of 720 (s25).
+    with draw.shrinks_to_column("l1-dots", projector_vh=draw.PROJECTOR_CHARTS_VH):
+        draw.draw(
+            without_weights.dots_chart(unscaled, query),
+            f"Bar chart: the dot product and the cosine similarity of the query {token} with every token.",
+        )
+else:
+    widgets.answer_first("The dot products and cosine similarities of this query appear")
+
+step("Three ways to normalise")
+widgets.prose("without_weights", "norms")
+# On a projector the bars on a screen of their own: under the prose, shrunk to fit, they were 60 px tall (issue 41)
+# and their legend fell below the fold (the s28 review).
+step_break()
 scale = st.slider(
     "Multiply the scores by",
     1.0,
@@ -98,27 +122,6 @@ scale = st.slider(
     help="Large multipliers push exp() past the float32 limit (about 88.7).",
 )
 lesson = cache.computed(without_weights.LESSON, settings, query, scale)
-# Every score and weight of the query's row names the token it attends to most: they wait for a choice.
-answered = widgets.predict(lesson.prediction, key="predict_without_weights")
-token = lesson.tokens[query]
-
-step(f"Scores of the query “{literal(token)}”")
-widgets.prose("without_weights", "dots")
-if answered:
-    # On a projector the chart shrinks to fit under the step's prose: its legend ended at 830 px of 720 (s25).
-    with draw.shrinks_to_column("l1-dots", projector_vh=draw.PROJECTOR_CHARTS_VH):
-        draw.draw(
-            without_weights.dots_chart(lesson, query),
-            f"Bar chart: the dot product and the cosine similarity of the query {token} with every token.",
-        )
-else:
-    widgets.answer_first("The dot products and cosine similarities of this query appear")
-
-step("Three ways to normalise")
-widgets.prose("without_weights", "norms")
-# On a projector the bars on a screen of their own: under the prose, shrunk to fit, they were 60 px tall (issue 41)
-# and their legend fell below the fold (the s28 review).
-step_break()
 if answered:
     with draw.shrinks_to_column("l1-norms", projector_vh=draw.PROJECTOR_GRID_VH):
         draw.draw(

@@ -82,11 +82,30 @@ def test_a_lock_on_its_questions_own_step_says_above_in_presentation_mode() -> N
     assert lines[-1].endswith(f"{LOCK} the question on step 13.")
 
 
-def test_lesson_one_says_where_the_multiplier_slider_is() -> None:
-    # "Push the multiplier slider up" stood on a step of its own in presentation mode, the slider on step 2.
-    at = open_page("without_weights", present="1")
+def step_of_each(node, step: int = 1) -> list[tuple[int, object]]:
+    """(step, element) for every element under `node` in page order: a container keyed al-step-N starts step N."""
+    found = []
+    for child in getattr(node, "children", {}).values():
+        key = str(getattr(child, "key", None) or "")
+        if key.startswith("al-step-"):
+            step = int(key.removeprefix("al-step-"))
+        found.append((step, child))
+        inner = step_of_each(child, step)
+        found.extend(inner)
+        step = inner[-1][0] if inner else step
+    return found
+
+
+def test_lesson_one_s_multiplier_slider_stands_on_the_step_of_the_bars_it_changes() -> None:
+    # The s28 review: on a projector the slider stood with the question on step 2, the bars it changes on step 4,
+    # and the prose pointed back "to the start of the lesson". Now the slider opens the bars' screen.
+    at = answered_page("without_weights", present="1")
+    steps = step_of_each(at.main)
+    (slider_step,) = [n for n, e in steps if getattr(e, "key", None) == "logit_scale"]
+    bars = [n for n, e in steps if getattr(e, "key", None) == "al-l1-norms"]  # the bars' shrinking box
+    assert bars and set(bars) == {slider_step}, (slider_step, bars)
     label = at.slider(key="logit_scale").label
-    assert f'"{label}" slider at the start of the lesson' in markdown_text(at)
+    assert f'"{label}" slider with the bars' in markdown_text(at)
 
 
 # ---------------------------------------------------------------- the verdict above the fold
