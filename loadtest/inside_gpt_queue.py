@@ -86,7 +86,7 @@ class GptStudent(load_client.Student):
 
     def set_seed(self, seed: int) -> None:
         """Change lesson 10's top-k filter (a rerun that needs no new model run: the sampling seed would, as
-        the induction section reads it)."""
+        the generation reads it)."""
         self.seed = seed
         for widget_id, state in self.view.widgets.items():
             if widget_id.endswith("-gpt_top_k"):

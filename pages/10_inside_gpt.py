@@ -267,8 +267,9 @@ def induction(model) -> tuple[gpt_induction.InductionLesson, bool]:
     step("Induction heads, measured")
     widgets.prose("inside_gpt", "induction")
     step_break()  # the slider and the question: on a projector its options started below the fold
+    c1, c2 = st.columns([3, 1])
     length = int(
-        st.slider(
+        c1.slider(
             "Random tokens before the repeat",
             choices.MIN_REPEAT,
             choices.MAX_REPEAT,
@@ -277,10 +278,23 @@ def induction(model) -> tuple[gpt_induction.InductionLesson, bool]:
             **widgets.LINKED,
         )
     )
-    seed = int(st.session_state.get(PageControl.GPT_SEED, gpt.DEFAULT_SEED))
+    # Its own seed: it was the sampling seed of "The next token", so a student trying another draw there got a new
+    # random sequence here and a fresh, unanswered question (the s28b review).
+    seed = int(
+        c2.number_input(
+            "Seed of the random tokens",
+            0.0,
+            9999.0,
+            float(gpt.DEFAULT_SEED),
+            step=1.0,
+            format="%.0f",
+            key=PageControl.GPT_REPEAT_SEED,
+            **widgets.LINKED,
+        )
+    )
     lesson = gpt_queue.computed(gpt_induction.INDUCTION, model, length, seed)
     st.caption(
-        f"{length} random tokens, then the same {length} again (seed {seed}, the sampling seed of “The next token”): "
+        f"{length} random tokens, then the same {length} again (seed {seed}): "
         + " ".join(repr(t) for t in lesson.tokens[:8])
         + " …"
     )

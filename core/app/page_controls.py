@@ -177,6 +177,7 @@ LINKED: tuple[LinkedControl, ...] = (
     LinkedControl(P.GPT_LAYER, Whole(0, GPT_LAYERS - 1), "29"),
     LinkedControl(P.GPT_HEAD, Whole(0, GPT_HEADS - 1), "8"),
     LinkedControl(P.GPT_LENGTH, Whole(choices.MIN_REPEAT, choices.MAX_REPEAT, point_zero=True), "20"),
+    LinkedControl(P.GPT_REPEAT_SEED, Whole(0, 9999, point_zero=True), "3.0"),
     LinkedControl(P.GPT_ABLATION, Choice(_values(choices.AblationChoice)), "mean"),
     # lesson 11 (from attention to the answer)
     LinkedControl(P.ANSWER_TEXT, Text(), "Alice met Bob. Alice gave the book to"),

@@ -113,6 +113,7 @@ class PageControl(StrEnum):
     GPT_LAYER = "gpt_layer"
     GPT_HEAD = "gpt_head"
     GPT_LENGTH = "gpt_length"  # the random sequence's length, before it is repeated
+    GPT_REPEAT_SEED = "gpt_repeat_seed"  # draws the random sequence (not the sampling seed: a draw kept the answer)
     GPT_ABLATION = "gpt_ablation"
     ANSWER_TEXT = "answer_text"  # lesson 11 (to the answer): the prompt
     ANSWER_EXPLAIN = "answer_explain"  # which logit the attribution explains (core.app.choices.Explain)
@@ -458,6 +459,7 @@ PAGES: tuple[PageSpec, ...] = (
             PageControl.GPT_LAYER,
             PageControl.GPT_HEAD,
             PageControl.GPT_LENGTH,
+            PageControl.GPT_REPEAT_SEED,
             PageControl.GPT_ABLATION,
         ),
         summary=(

@@ -54,7 +54,7 @@ def test_in_presentation_mode_each_lock_names_the_step_of_its_own_question() -> 
     assert "The probabilities and the draw appear once you have answered the question on step 3." in text
     assert "the losses it changes, appear once you have answered the question on step 11." in text
     assert "the answer to the first question, appears once you have answered the question on step 3." in text
-    assert "sampling seed of “The next token”" in text  # not "the sampling seed above": it is on step 3
+    assert f"random tokens, then the same {gpt.DEFAULT_REPEAT} again (seed {gpt.DEFAULT_SEED})" in text
 
 
 @needs_model
@@ -118,7 +118,10 @@ def slow(*values: object) -> object:
         ("gpt_temperature", "0.0", lambda at: "1 token (the top one) can still be drawn" in captions(at)),
         ("gpt_top_k", "5", lambda at: "5 tokens can still be drawn" in captions(at)),
         ("gpt_top_p", "0.5", lambda at: "49,152 tokens can" not in captions(at)),
-        slow("gpt_seed", "7", lambda at: "seed 7 draws" in captions(at)),
+        # The sampling seed draws the next token, and leaves the induction section's random tokens as they were:
+        # they followed it, so another draw gave the student a new, unanswered induction question (review s28b).
+        slow("gpt_seed", "7", lambda at: "seed 7 draws" in captions(at) and "again (seed 0)" in captions(at)),
+        slow("gpt_repeat_seed", "3", lambda at: "again (seed 3)" in captions(at) and "seed 0 draws" in captions(at)),
         ("gpt_new_tokens", "3", lambda at: at.slider(key="gpt_new_tokens").value == 3),
         ("gpt_layer", "17", lambda at: "layer 17 head" in " ".join(m.label for m in at.metric)),
         ("gpt_head", "3", lambda at: "head 3 on" in " ".join(m.label for m in at.metric)),
