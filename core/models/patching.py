@@ -100,17 +100,27 @@ class Corruption:
         return Contrast(answer, other, *sm.token_texts(model, [answer, other]))
 
 
+# Capitalised only because they open a sentence: never a name to swap, nor a partner ("The capital of France is
+# Paris. The capital of Germany is" swapped its second "The" for "France", and lesson 11 explained ' France'
+# against ' The' where the model answers ' Berlin'; the s29 review).
+_NOT_NAMES = frozenset(
+    "A An The This That These Those It Its He She They We You I His Her Their Our My Your When Then Once After "
+    "Before While If As At In On Of To For From With By And But Or So Yet There Here What Who Which Why How "
+    "Where Now Today Yesterday Tomorrow Every Each Some All No Not One Two Three Mr Mrs Ms Dr".split()
+)
+
+
 def suggest_corruption(model: sm.SmolLM2, text: str) -> Corruption | None:
     """Swap the repeated name: the last occurrence of a capitalised word that appears more than once is
     replaced by the nearest other name ("Alice met Bob. Alice gave the book to" -> "Alice met Bob. Bob
     gave the book to"). None when no swap keeps the token length (patching compares the two prompts
     position by position).
 
-    A name, here: a capitalised word that does not start a sentence (that rules out "When", "On", ...)
-    or the repeated word itself; the nearest one to the repeated name's first mention is its partner in
+    A name, here: a capitalised word that is not one of the words capitalised only at a sentence's start
+    (_NOT_NAMES: "The", "When", ...); a partner also does not start a sentence, and is not the repeated word; the nearest one to the repeated name's first mention is its partner in
     "Alice and Bob" or "Alice met Bob".
     """
-    found = [(m.group(), m.start()) for m in re.finditer(r"\b[A-Z][a-z]+\b", text)]
+    found = [(m.group(), m.start()) for m in re.finditer(r"\b[A-Z][a-z]+\b", text) if m.group() not in _NOT_NAMES]
     counts = Counter(word for word, _ in found)
     length = sm.encode(model, text).numel()
     for name in (word for word in counts if counts[word] > 1):

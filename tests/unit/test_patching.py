@@ -35,6 +35,10 @@ def test_the_suggested_corruption_swaps_the_repeated_name(decoder32) -> None:
     contrast = corruption.contrast(decoder32)
     assert contrast is not None and (contrast.answer, contrast.other) == (" Bob", " Alice")
     assert pt.suggest_corruption(decoder32, "The cat sat on the mat.") is None  # no repeated name
+    # The s29 review: "The" opens both sentences; it is no name, and France no partner of it.
+    assert pt.suggest_corruption(decoder32, "The capital of France is Paris. The capital of Germany is") is None
+    when = pt.suggest_corruption(decoder32, "When Mary met John, she smiled. When Mary left, she waved to")
+    assert when is not None and (when.repeated, when.replacement) == ("Mary", "John")
 
 
 def test_prompts_of_different_lengths_or_the_same_prompt_are_refused(decoder32) -> None:
