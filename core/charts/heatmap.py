@@ -83,6 +83,15 @@ def visible_cells(frame: pd.DataFrame) -> np.ndarray:
     return frame["col_index"].to_numpy(dtype=np.int64) <= frame["row_index"].to_numpy(dtype=np.int64)
 
 
+def sent_values(values: np.ndarray, decimals: int) -> np.ndarray:
+    """The cells' values as sent: six decimals keep the message small, but rounding twice can move the digit a
+    cell prints (0.10354990 -> 0.103550 -> "0.1036", where a Code box prints 0.1035; the s29 review): such a cell
+    keeps its own value."""
+    rounded = np.round(values, 6)
+    moved = np.round(rounded, decimals) != np.round(values, decimals)
+    return np.where(moved, values, rounded)
+
+
 def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[HeatmapLook, HeatmapValues, dict]:
     """Split heatmap options into the look, the value-dependent part, and the per-cell data."""
     options = dict(options)
@@ -102,7 +111,7 @@ def _look_and_values(frame: pd.DataFrame, title: str, options: dict) -> tuple[He
     columns = {
         "row": rows,
         "col": cols,
-        "value": np.round(values, 6),
+        "value": sent_values(values, look.decimals),
         "row_index": row_index,
         "text_color": text_colours(values, lo_hi, look.stops),
         "is_query": row_index == (-1 if highlight_row is None else highlight_row),

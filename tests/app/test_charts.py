@@ -211,7 +211,18 @@ def test_filled_heatmap_template_equals_a_fresh_altair_build(
     look, values, _ = heatmaps._look_and_values(second, "t", options)
     assert values.rows == tuple(labels_r) and values.cols == tuple(labels_c)
     assert spec == heatmaps.heatmap_chart(look, values).to_dict()  # validated by Altair
-    assert table.column("value").to_pylist() == second["value"].round(6).tolist()
+    sent = heatmaps.sent_values(second["value"].to_numpy(dtype=np.float64), look.decimals)
+    assert table.column("value").to_pylist() == sent.tolist()
+
+
+def test_a_heatmap_cell_prints_the_digits_of_its_own_value_not_of_a_rounded_copy() -> None:
+    """The s29 review: lesson 7 printed 0.1036 for a weight of 0.10354990 (rounded to 0.103550 first, then to
+    4 decimals), where its Code box prints 0.1035. Every cell's 4 decimals are its own value's."""
+    weights = torch.tensor([[0.10354989767, 0.2, 0.69645010233]])
+    frame = lessons.matrix_frame(weights, ["q"], ["a", "b", "c"])
+    table = heatmaps.heatmap(frame, "t", value_title="weight").spec()["datasets"][heatmaps.HEATMAP_DATA]
+    printed = [f"{v:.4f}" for v in table.column("value").to_pylist()]
+    assert printed == [f"{float(w):.4f}" for w in weights[0]] and printed[0] == "0.1035"
 
 
 def test_sweep_chart_shows_the_times_eight_example() -> None:
