@@ -216,6 +216,7 @@ def run_page(page: st.Page, settings: Settings, step_bar: DeltaGenerator, link: 
         try:
             with step_bar:
                 presentation.step_bar(bar, presentation.steps_drawn(), spec.slug, link=link)
+                class_poll.bar_button(bar.poll)
         except Exception:
             lesson_failed(page, settings, with_button=not failed)
 

@@ -1,7 +1,8 @@
 """The class poll in presentation mode: the teacher's room, the students who follow it, live counts.
 
 The store (rooms, answers, counts) is `services.class_poll`; this module only draws. Three roles:
-- the teacher: in presentation mode, "Start a class poll" (sidebar) makes a room; the session keeps
+- the teacher: in presentation mode, "Start a class poll" (the sidebar, or "Poll" in the step bar) makes a
+  room; the session keeps
   its secret (session state only, never the link); the step bar shows the students' link as text and
   as a QR code; each predict question shows "N answers", a bar chart that refreshes itself
   (`st.fragment(run_every=...)`, on the teacher's page only) and a Reveal button;
@@ -31,6 +32,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import segno
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 
@@ -58,6 +60,7 @@ REFRESH_S = 2.0  # the teacher's counts and the students' "where is the teacher"
 HEARTBEAT_S = 30.0  # the teacher's page tells the store it is there (a room lives 10 minutes past the last)
 _TEACHER = "class_poll_room"  # Room(code, secret) of the poll this session started
 _STUDENT = "class_poll_student"  # this session's anonymous id (random, never shown)
+_PROBLEM = "class_poll_problem"  # (where, why): a room refused, said beside the button that asked for it
 _FOLLOWING = "class_poll_following"  # the code from the link, once read and found valid
 _LINK_NOTE = "class_poll_link_note"  # what reading ?room= found: "" or the note to show
 _SENT = "class_poll_sent"  # question id -> the option this session last sent
@@ -108,11 +111,19 @@ def _student_id() -> str:
 
 
 # ------------------------------------------------------------------ the teacher
-def _start() -> None:
+def _start(where: str) -> None:
     try:  # the owner is this session: a second room replaces its first (also after a "clear cache")
         st.session_state[_TEACHER] = store().create_room(owner=_student_id(), address=hardening.client_address())
     except PollError as error:
-        st.session_state["class_poll_problem"] = str(error)
+        st.session_state[_PROBLEM] = (where, str(error))
+
+
+def _problem_from(where: str) -> None:
+    """The note of a room the button at `where` asked for and did not get, beside that button."""
+    problem = st.session_state.get(_PROBLEM)
+    if problem and problem[0] == where:
+        del st.session_state[_PROBLEM]
+        st.info(problem[1], icon=POLL_ICON)
 
 
 def _end() -> None:
@@ -131,15 +142,37 @@ def sidebar_controls(present: bool) -> None:
             "Start a class poll",
             icon=POLL_ICON,
             on_click=_start,
+            args=("sidebar",),
             key="class_poll_start",
             help="The students open a link or scan a QR code, answer each step's question on their own "
             "device, and you see the class's answers live before you reveal the right one.",
         )
     else:
         st.button("End the class poll", icon=":material/stop_circle:", on_click=_end, key="class_poll_end")
-    problem = st.session_state.pop("class_poll_problem", None)
-    if problem:
-        st.info(problem, icon=POLL_ICON)
+    _problem_from("sidebar")
+
+
+def bar_button(where: DeltaGenerator | None) -> None:
+    """"Poll" in the step bar (presentation mode, not a student following a poll), before a poll runs.
+
+    On a projector the teacher need not open the sidebar to start one: a sidebar opened by hand stays open
+    (Streamlit keeps the reader's choice over the page's), and squeezed the options and pushed the live
+    tally and the reveal below the fold (the s28 review).
+    """
+    if where is None or role().teacher is not None:
+        return
+    with where:
+        st.button(
+            "Poll",
+            icon=POLL_ICON,
+            on_click=_start,
+            args=("bar",),
+            key="class_poll_start_bar",
+            width="stretch",
+            help="Start a class poll: the students open a link or scan a QR code and answer each step's question "
+            "on their own device; you see their answers live before you reveal the right one.",
+        )
+    _problem_from("bar")
 
 
 def students_link(code: str) -> str:

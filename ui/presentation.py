@@ -183,6 +183,7 @@ class StepBar:
     back: DeltaGenerator | None = None  # None for a student following a class poll: no buttons
     count: DeltaGenerator | None = None
     forward: DeltaGenerator | None = None
+    poll: DeltaGenerator | None = None  # where "Poll" starts a class poll (ui/class_poll.bar_button)
 
 
 def step_box(page: str, *, following: bool = False) -> StepBar:
@@ -213,10 +214,10 @@ def step_box(page: str, *, following: bool = False) -> StepBar:
         return StepBar(int(chosen or 1), following=True)
     # "of n steps" beside the box, not under it: under it, the centred row put the box about 28 px above
     # Back and Next, and the bar a line taller.
-    back, where, count, forward = st.columns([1, 2.2, 0.8, 1], vertical_alignment="center")
+    back, where, count, forward, poll = st.columns([1, 2.2, 0.8, 1, 0.8], vertical_alignment="center")
     with where:
         chosen = st.number_input("Step", 1, bound, "min", key="step", bind="query-params", label_visibility="collapsed")
-    return StepBar(int(chosen or 1), following=False, back=back, count=count, forward=forward)
+    return StepBar(int(chosen or 1), following=False, back=back, count=count, forward=forward, poll=poll)
 
 
 def step_bar(bar: StepBar, total: int, page: str, *, link: LinkReading | None = None) -> None:

@@ -46,6 +46,38 @@ def start_poll() -> tuple[AppTest, class_poll.Room]:
     return teacher, room
 
 
+def test_the_step_bar_starts_a_poll_without_the_sidebar_and_a_refusal_is_said_there() -> None:
+    """The s28 review: a sidebar opened to press "Start a class poll" stays open (Streamlit keeps the reader's
+    choice), squeezing the projected options and pushing the tally below the fold. "Poll" in the step bar starts
+    one with the sidebar closed; once the room is open it gives way to the room's panel."""
+    teacher = app(PAGE.file, present="1")
+    (poll,) = [b for b in teacher.main.button if b.key == "class_poll_start_bar"]
+    assert not [b for b in teacher.sidebar.button if b.key == "class_poll_start_bar"]
+    poll.click().run()
+    assert_clean(teacher)
+    room = teacher.session_state["class_poll_room"]
+    assert room.code.replace("-", "") in page_text(teacher).replace("-", "")  # the room's code, in the bar
+    assert not [b for b in teacher.main.button if b.key == "class_poll_start_bar"]
+    assert [b for b in teacher.sidebar.button if "End the class poll" in b.label]
+    # A student following the room has no step bar of their own, so no "Poll" either.
+    student = app(PAGE.file, room=room.code)
+    assert not [b for b in student.main.button if b.key == "class_poll_start_bar"]
+
+
+def test_a_room_refused_from_the_step_bar_is_said_in_the_step_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ui import class_poll as class_poll_ui
+
+    def refuse(**_: object) -> class_poll.Room:
+        raise class_poll.PollUnavailable()
+
+    teacher = app(PAGE.file, present="1")
+    monkeypatch.setattr(class_poll_ui.store(), "create_room", refuse)
+    next(b for b in teacher.main.button if b.key == "class_poll_start_bar").click().run()
+    assert_clean(teacher)
+    assert [i.value for i in teacher.main.info if "unavailable right now" in i.value]
+    assert not [i.value for i in teacher.sidebar.info if "unavailable right now" in i.value]
+
+
 def question(at: AppTest):
     """The page's predict radio: its widget key is QUESTION plus the question's fingerprint."""
     return next(r for r in at.radio if r.key and r.key.startswith(f"{QUESTION}_"))
