@@ -113,13 +113,22 @@ step("(a) Bigger scores, peakier softmax" if answered else "(a) Multiplying the 
 st.latex(r"\text{softmax}(m\,\omega)_j = \frac{e^{m \omega_j}}{\sum_k e^{m \omega_k}}")
 if answered:  # the text's 80%, the bars and the largest weight answer the question above
     widgets.prose("why_scale", "peaky")
-    draw.draw(sweep_chart, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16.")
-    widgets.number_table(sweep.sweep_table)
+else:
+    widgets.answer_first("What multiplying the scores does to the softmax appears")
+# The bars on a projector screen of their own: under the formula and the paragraph they ran from 490 to 922 px
+# of 720 (the s28b review); the two numbers under them, the table below the fold (it repeats the bars).
+step_break()
+if answered:
+    with draw.shrinks_to_column("l3-sweep", projector_vh=draw.PROJECTOR_GRID_VH):
+        draw.draw(
+            sweep_chart, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16."
+        )
     m1, m2 = st.columns(2)
     m1.metric(f"largest weight at ×{multiplier:g}", f"{sweep.max_weight:.4f}")
     m2.metric("effective number of tokens", f"{sweep.effective_tokens:.2f}")
+    widgets.number_table(sweep.sweep_table)
 else:
-    widgets.answer_first("The bars for ×1 to ×16, their weights, and what they show, appear")
+    widgets.answer_first("The bars for ×1 to ×16, their weights, and the largest weight appear")
 # The same measured against d_k on a projector screen of its own: under the bars it made the step 2,359 px (s27).
 step_break()
 if answered:
@@ -136,6 +145,8 @@ draw.draw(
     scale_charts.variance(variance.table),
     "Log-log chart: measured variance of q·k grows along the line d_k; the scaled variance stays at 1.",
 )
+# The tables on a projector screen of their own: under the chart they made the step 1,671 px (the s28b review).
+step_break()
 widgets.number_table(scale_charts.variance_table(variance.table), hide_index=True)
 st.markdown("**The trainable-weights notebook's experiment** (1,000 draws at d = 5 and d = 100, this seed):")
 widgets.number_table(variance.notebook.labelled, hide_index=True)

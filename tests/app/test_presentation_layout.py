@@ -214,3 +214,19 @@ def test_a_step_past_the_last_after_a_switch_of_weights_goes_back_without_an_err
     at.sidebar.radio(key="weights").set_value("random").run()  # back to more steps: nothing to send back
     at.run()
     assert not at.exception and at.number_input(key="step").value == fewer
+
+
+def test_on_a_projector_lesson_three_s_bars_and_variance_tables_get_screens_of_their_own() -> None:
+    # The s28b review: the bars ran from 490 to 922 px of 720 under the formula and the paragraph (step 2), and the
+    # variance chart's step ran to 1,671 px with its three tables.
+    steps = step_of_each(answered_page("why_scale", present="1").main)
+
+    def step_where(found) -> int:
+        (number,) = {n for n, e in steps if found(e)}
+        return number
+
+    prose = step_where(lambda e: getattr(e, "type", None) == "markdown" and "softmax gets peaky" in e.value)
+    bars = step_where(lambda e: getattr(e, "key", None) == "al-l3-sweep")
+    variance = step_where(lambda e: getattr(e, "type", None) == "vega_lite_chart" and "Log-log" in e.proto.alt)
+    notebook = step_where(lambda e: getattr(e, "type", None) == "markdown" and "notebook's experiment" in e.value)
+    assert bars == prose + 1 and notebook == variance + 1, (prose, bars, variance, notebook)
