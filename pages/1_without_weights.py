@@ -12,7 +12,7 @@ from ui.presentation import step, step_break
 
 
 def context_charts(
-    lesson: without_weights.WithoutWeightsLesson, query: int, colours: without_weights.WeightColours
+    lesson: without_weights.WithoutWeightsLesson, query: int, colours: common.WeightColours
 ) -> None:
     """Every query's weights (click a row to pick the query) beside the context vectors."""
     with draw.shrinks_to_column("l1-context", projector_vh=draw.PROJECTOR_GRID_VH):
@@ -43,7 +43,7 @@ def context_charts(
         widgets.number_table(lesson.context_table, where=e2)
 
 
-def shuffled_charts(shuffled: without_weights.ShuffledTokens, colours: without_weights.WeightColours) -> None:
+def shuffled_charts(shuffled: without_weights.ShuffledTokens, colours: common.WeightColours) -> None:
     """The weights computed on the shuffled tokens beside the original ones put in that order."""
     with draw.shrinks_to_column("l1-shuffled", projector_vh=draw.PROJECTOR_GRID_VH):
         s1, s2 = st.columns(2)
@@ -185,7 +185,7 @@ stretch = st.toggle(
     help="On the fixed 0–1 scale, weights a few hundredths apart look alike; stretched, the colours run "
     "from the smallest weight to the largest (the legend says so).",
 )
-colours = without_weights.weight_colours(lesson.weights, bool(stretch))
+colours = common.weight_colours(lesson.weights, bool(stretch))
 if answered:
     context_charts(lesson, query, colours)
 else:

@@ -13,7 +13,7 @@ from core.app.registry import PageControl
 from core.app.settings import PresetKey, Settings, effective_d_in
 from core.inputs.examples import MAX_D_IN, MAX_TEXT_CHARS
 from core.inputs.weights import WeightSource
-from core.lessons import cross_attention
+from core.lessons import common, cross_attention
 from core.lessons.cross_attention import DEFAULT_FIRST_TEXT, DEFAULT_SECOND_TEXT, CrossLesson, TrainedHead
 from ui import cache, cross_trained, draw, widgets
 from ui import weights as source
@@ -141,6 +141,19 @@ def the_weights(lesson: CrossLesson, answered: bool) -> None:
     """The rectangle of weights once answered (random draws: its shape is the question; a model's head: which
     piece a word reads)."""
     trained = lesson.trained
+    colours = common.WeightColours(None, "weight")
+    if trained is None:
+        # Random draws spread each row near evenly (about 1/8 each): on the fixed 0-1 scale the map is one flat
+        # colour (the s29 review), so the toggle lesson 1 has stretches its colours to their own range.
+        stretch = st.toggle(
+            "Stretch the colours to these weights",
+            False,
+            key=PageControl.STRETCH,
+            bind="query-params",
+            help="On the fixed 0–1 scale, weights a few hundredths apart look alike; stretched, the colours run "
+            "from the smallest weight to the largest (the legend says so).",
+        )
+        colours = common.weight_colours(lesson.weights, bool(stretch))
     if not answered:
         widgets.answer_first(
             "The weights, and the shape they have, appear"
@@ -156,7 +169,8 @@ def the_weights(lesson: CrossLesson, answered: bool) -> None:
         else f"Layer {trained.layer}, head {trained.head}: queries × keys",
         f"Rectangular heatmap: one row per {'token' if trained is None else 'piece'} of the first {sequence}, one "
         f"column per {'token' if trained is None else 'piece'} of the second.",
-        value_title="weight",
+        value_title=colours.legend,
+        domain=colours.domain,
         x_title=f"key (second {sequence})",
         y_title=f"query (first {sequence})",
     )

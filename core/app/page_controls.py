@@ -119,7 +119,7 @@ LINKED: tuple[LinkedControl, ...] = (
     # lessons 1 and 2: the query token, counted from 1 (its box checks it against the page's sentence)
     LinkedControl(P.QUERY, CheckedByItsControl(), "2"),
     LinkedControl(P.LOGIT_SCALE, Whole(1, 200, point_zero=True), "5.0"),
-    LinkedControl(P.STRETCH, Flag(), "true"),  # lesson 1: colours stretched to the weights' own range
+    LinkedControl(P.STRETCH, Flag(), "true"),  # lessons 1 and 7: colours stretched to the weights' own range
     # lesson 3
     LinkedControl(P.MULTIPLIER, NumberChoice(choices.MULTIPLIERS), "4.0"),
     LinkedControl(P.TRIALS, NumberChoice(choices.TRIAL_CHOICES), "1000"),

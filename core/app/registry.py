@@ -67,7 +67,7 @@ class PageControl(StrEnum):
     """
 
     LOGIT_SCALE = "logit_scale"
-    STRETCH = "stretch"  # lesson 1: the weights' colours stretched to their own range
+    STRETCH = "stretch"  # lessons 1 and 7 (random draws): the weights' colours stretched to their own range
     QUERY = "query"
     MULTIPLIER = "multiplier"
     TRIALS = "trials"
@@ -365,6 +365,7 @@ PAGES: tuple[PageSpec, ...] = (
             PageControl.PAIR,
             PageControl.LAYER,
             PageControl.HEAD,
+            PageControl.STRETCH,
         ),
         pretrained=_ignores(
             preset="the two sentences come from the page's pair box",

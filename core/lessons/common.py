@@ -193,3 +193,21 @@ def tokens_comment(settings: Settings) -> str:
 
 # The cached computation the page calls (ui/cache.py `computed`); keyed on the settings it reads.
 TOKEN_LABELS = LessonSpec(token_labels, uses=frozenset(), max_entries=256)
+
+
+@dataclass(frozen=True)
+class WeightColours:
+    """How a weights heatmap maps weights to colours: the fixed 0–1 scale, or stretched to the weights' range."""
+
+    domain: tuple[float, float] | None  # None: the heatmap's own 0–1 scale
+    legend: str  # the legend's title, which says which
+
+
+def weight_colours(weights: pd.DataFrame, stretch: bool) -> WeightColours:
+    """On the fixed 0–1 scale every weight between 0.09 and 0.24 is one dark colour (lesson 1's weights; lesson
+    7's random draws all sit near 1/8); stretched, the colours run from the smallest weight to the largest, and
+    the legend says so (it then no longer reads as "0 is dark, 1 is bright")."""
+    low, high = float(weights["value"].min()), float(weights["value"].max())
+    if not stretch or high - low < 1e-6:  # a constant matrix has no range to stretch over
+        return WeightColours(None, "weight")
+    return WeightColours((low, high), f"weight, colours stretched to {low:.2f}–{high:.2f}")

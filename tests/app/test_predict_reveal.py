@@ -218,6 +218,14 @@ def test_lesson_1_stretches_its_weight_colours_from_the_link_and_says_so_on_the_
     assert alts and all("colours stretched to" in spec for spec in alts)
 
 
+def test_lesson_7_stretches_its_random_weights_colours_from_the_link() -> None:
+    """The s29 review: random cross-attention weights sit near 1/8, one flat colour on the fixed 0-1 scale."""
+    for stretch, expected in (("true", True), (None, False)):
+        at = answered(open_lesson("cross_attention", **({"stretch": stretch} if stretch else {})))
+        (spec,) = [c.proto.spec for c in at.get("vega_lite_chart") if c.proto.alt.startswith("Rectangular heatmap")]
+        assert ("colours stretched to" in spec) is expected
+
+
 def cross_attention_giveaways(at: AppTest) -> list[str]:
     """What on lesson 7's random page tells the weights' shape: the table of each query's strongest key (one row
     per query), the context vectors (one per query) with their "7 tokens × d_v" title, and the prose that says so."""

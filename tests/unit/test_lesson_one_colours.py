@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from core.app.settings import Settings
-from core.lessons import without_weights
+from core.lessons import common, without_weights
 
 
 def test_the_naive_softmax_keeps_its_colour_and_legend_entry_when_it_overflows() -> None:
@@ -23,9 +23,9 @@ def test_the_naive_softmax_keeps_its_colour_and_legend_entry_when_it_overflows()
 
 def test_stretched_colours_run_over_the_weights_range_and_the_legend_says_so() -> None:
     lesson = without_weights.without_weights_lesson(Settings(), 1, 1.0)
-    fixed = without_weights.weight_colours(lesson.weights, stretch=False)
+    fixed = common.weight_colours(lesson.weights, stretch=False)
     assert fixed.domain is None and fixed.legend == "weight"
-    stretched = without_weights.weight_colours(lesson.weights, stretch=True)
+    stretched = common.weight_colours(lesson.weights, stretch=True)
     low, high = lesson.weights["value"].min(), lesson.weights["value"].max()
     assert stretched.domain == (low, high) and 0 < low < high < 1
     assert f"stretched to {low:.2f}–{high:.2f}" in stretched.legend
