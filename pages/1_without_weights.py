@@ -11,9 +11,7 @@ from ui.frame import page_start
 from ui.presentation import step, step_break
 
 
-def context_charts(
-    lesson: without_weights.WithoutWeightsLesson, query: int, colours: common.WeightColours
-) -> None:
+def context_charts(lesson: without_weights.WithoutWeightsLesson, query: int, colours: common.WeightColours) -> None:
     """Every query's weights (click a row to pick the query) beside the context vectors."""
     with draw.shrinks_to_column("l1-context", projector_vh=draw.PROJECTOR_GRID_VH):
         c1, c2 = st.columns(2)

@@ -153,7 +153,7 @@ def sidebar_controls(present: bool) -> None:
 
 
 def bar_button(where: DeltaGenerator | None) -> None:
-    """"Poll" in the step bar (presentation mode, not a student following a poll), before a poll runs.
+    """ "Poll" in the step bar (presentation mode, not a student following a poll), before a poll runs.
 
     On a projector the teacher need not open the sidebar to start one: a sidebar opened by hand stays open
     (Streamlit keeps the reader's choice over the page's), and squeezed the options and pushed the live

@@ -218,7 +218,7 @@ def _group_template(marked: bool) -> str:
         color=alt.Color("group:N", title="reads", scale=alt.Scale(scheme="set2")),
         tooltip=["layer:O", "head:O", "group:N"],
     )
-    layers: alt.Chart | alt.LayerChart = rect
+    layers: alt.Chart | alt.LayerChart | alt.FacetChart = rect
     if marked:
         dots = base.mark_circle(color=INDUCTION_DOT, opacity=1).encode(
             size=alt.Size(

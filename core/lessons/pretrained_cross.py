@@ -103,9 +103,9 @@ def _sink_question(word: str, special: float, best: str, best_weight: float) -> 
         explanation=(
             f"[CLS] and [SEP] take {special:.4f} of “{word}”'s weight: this head reads almost nothing but them. "
             f"Every word of the second sentence shares the remaining {1 - special:.4f}; the most, “{best}”, gets "
-            f"{best_weight:.4f}, too little to say what the head looks for. A common reading of such heads: they park their "
-            "weight on the special tokens when they have nothing to add. Pick another layer or head to see one that "
-            "reads words."
+            f"{best_weight:.4f}, too little to say what the head looks for. A common reading of such heads: they "
+            "park their weight on the special tokens when they have nothing to add. Pick another layer or head to "
+            "see one that reads words."
         ),
     )
 

@@ -104,9 +104,13 @@ class Corruption:
 # Paris. The capital of Germany is" swapped its second "The" for "France", and lesson 11 explained ' France'
 # against ' The' where the model answers ' Berlin'; the s29 review).
 _NOT_NAMES = frozenset(
-    "A An The This That These Those It Its He She They We You I His Her Their Our My Your When Then Once After "
-    "Before While If As At In On Of To For From With By And But Or So Yet There Here What Who Which Why How "
-    "Where Now Today Yesterday Tomorrow Every Each Some All No Not One Two Three Mr Mrs Ms Dr".split()
+    " ".join(
+        (
+            "A An The This That These Those It Its He She They We You I His Her Their Our My Your When Then Once",
+            "After Before While If As At In On Of To For From With By And But Or So Yet There Here What Who Which",
+            "Why How Where Now Today Yesterday Tomorrow Every Each Some All No Not One Two Three Mr Mrs Ms Dr",
+        )
+    ).split()
 )
 
 
@@ -117,8 +121,8 @@ def suggest_corruption(model: sm.SmolLM2, text: str) -> Corruption | None:
     position by position).
 
     A name, here: a capitalised word that is not one of the words capitalised only at a sentence's start
-    (_NOT_NAMES: "The", "When", ...); a partner also does not start a sentence, and is not the repeated word; the nearest one to the repeated name's first mention is its partner in
-    "Alice and Bob" or "Alice met Bob".
+    (_NOT_NAMES: "The", "When", ...); a partner also does not start a sentence, and is not the repeated word;
+    the nearest one to the repeated name's first mention is its partner in "Alice and Bob" or "Alice met Bob".
     """
     found = [(m.group(), m.start()) for m in re.finditer(r"\b[A-Z][a-z]+\b", text) if m.group() not in _NOT_NAMES]
     counts = Counter(word for word, _ in found)
