@@ -7,66 +7,22 @@ session); no torch here.
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from core.app import choices
-from core.app.markup import token_shown
 from core.app.registry import PageControl
 from core.charts import inside_gpt as charts_gpt
 from core.charts import real_model as charts_rm
-from core.inputs.examples import MAX_TEXT_CHARS
 from core.lessons import inside_gpt as gpt
-from core.lessons import inside_gpt_cache as gpt_cache
 from core.lessons import inside_gpt_frames as frames
 from core.lessons import inside_gpt_induction as gpt_induction
-from core.lessons import inside_gpt_rope as gpt_rope
-from core.lessons import inside_gpt_runs as gpt_runs
 from core.models.smollm2 import GenerationCancelled
-from ui import draw, gpt_queue, widgets
+from ui import draw, gpt_prompt, gpt_queue, widgets
 from ui.frame import frame as page_frame
 from ui.frame import page_start
 from ui.presentation import presenting, step, step_break
 
 LAYER, HEAD = PageControl.GPT_LAYER, PageControl.GPT_HEAD  # the chosen head (clicks on the grid set them too)
-QUERY_AT, KEY_AT = "gpt_rope_query", "gpt_rope_key"  # the RoPE section's pair (positions in this prompt)
-TIMED_PROMPTS = "al_timed_prompts"  # the (text, kind) pairs this session asked the KV cache timed on
-
-
-def prompt_picker(model) -> tuple[gpt.PromptAnalysis, str, gpt.PromptKind]:
-    """A checked prompt or the student's own -> its analysis (the first example if it cannot be used)."""
-    pick, own = st.columns([1, 2])
-    choice = widgets.linked_select(
-        "Prompt",
-        list(gpt.PROMPT_LABELS),
-        key=PageControl.GPT_PROMPT,
-        param=PageControl.GPT_PROMPT,
-        code=str,
-        name=gpt.PROMPT_LABELS.get,
-        default=gpt.EXAMPLES[0].key,
-        where=pick,
-    )
-    mine = choice == gpt.OWN_PROMPT
-    typed = own.text_area(
-        "Your text",
-        "Once upon a time, there was a little",
-        max_chars=MAX_TEXT_CHARS,
-        key=PageControl.GPT_TEXT,
-        disabled=not mine,
-        help=f"Up to {gpt.MAX_PROMPT_TOKENS} tokens, the chat template's included.",
-        **widgets.LINKED,
-    )
-    chat = own.toggle("Ask it as a chat question", False, key=PageControl.GPT_CHAT, disabled=not mine, **widgets.LINKED)
-    example = gpt.EXAMPLES_BY_KEY.get(choice)
-    text, kind = (typed, gpt.PromptKind.CHAT if chat else gpt.PromptKind.TEXT) if mine else (example.text, example.kind)
-    from core.models.smollm2 import TextError
-
-    try:
-        return gpt_queue.computed(gpt.PROMPT, model, text, kind), text, kind
-    except TextError as error:
-        st.error(f"{error} Showing the first example instead.", icon=":material/error:")
-        first = gpt.EXAMPLES[0]
-        return gpt_queue.computed(gpt.PROMPT, model, first.text, first.kind), first.text, first.kind
 
 
 def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...], text: str, kind) -> bool:
@@ -398,171 +354,19 @@ def ablation(model, lesson: gpt_induction.InductionLesson, answered: bool) -> No
     )
 
 
-def grouped_query(model, lesson: gpt_induction.InductionLesson, answered: bool) -> None:
-    step("Grouped-query attention")
-    widgets.prose("inside_gpt", "gqa")
-    groups = gpt_cache.kv_groups(lesson.num_heads, lesson.num_kv_heads)
-    scores = lesson.scores if answered else None  # the induction scores mark the map once they are out
-    draw.draw(
-        charts_gpt.groups(frames.group_frame(lesson.scores.shape[0], lesson.num_heads, groups, scores), answered),
-        "A 30 by 9 map of query heads coloured by the key/value head they read"
-        + (", with a dot on each head sized by its induction score." if answered else "."),
-    )
-    sizes = gpt_queue.computed(gpt_cache.CACHE_SIZES, model)
-    m1, m2 = st.columns(2)
-    m1.metric(
-        f"KV cache per token, {sizes.num_kv_heads} KV heads (float32)", f"{sizes.per_token_shared / 1024:.0f} KiB"
-    )
-    m2.metric(f"... with {sizes.num_heads} KV heads, one per query head", f"{sizes.per_token_full / 1024:.0f} KiB")
-
-
-def one_pair(result: gpt_rope.RopeLesson) -> None:
-    """The table's pair up close: the rotated query and key, dimension by dimension, and the products that sum
-    to its score (BertViz's neuron view, on a grouped-query model with RoPE)."""
-    widgets.prose("inside_gpt", "pair")
-    whats = ("The query, rotated", "The key, rotated", "Their products, whose sum is the score")
-    for (_, frame), what in zip(frames.pair_frames(result), whats, strict=True):  # the strip's row names the vector
-        draw.heatmap(
-            frame,
-            what,
-            f"A strip of {len(result.rotated_query)} coloured cells: {what.lower()}, one cell per dimension.",
-            signed=True,
-            show_values=False,
-            x_title="dimension",
-            y_title="",
-        )
-    st.caption(gpt_rope.pair_sentence(result))
-
-
-def pair_pickers(analysis: gpt.PromptAnalysis) -> tuple[int | None, int | None]:
-    """The query and the key the RoPE section follows, picked among the prompt's tokens (a key at or before its
-    query); None while a picker stands at its default, so that every student's default view is one shared run."""
-    positions = list(range(len(analysis.tokens)))
-    default_i, default_j = gpt_rope.pair_positions(len(positions), None, None)
-    label = lambda at: f"{at}: {token_shown(analysis.tokens[at])}"  # noqa: E731 - the boxes' one format
-    if st.session_state.get(QUERY_AT) not in positions:  # a new, shorter prompt: back to the default pair
-        st.session_state[QUERY_AT] = default_i
-    c1, c2 = st.columns(2)
-    i = int(c1.selectbox("Query token", positions, key=QUERY_AT, format_func=label))
-    keys = positions[: i + 1]
-    if st.session_state.get(KEY_AT) not in keys:
-        st.session_state[KEY_AT] = min(default_j, i)
-    j = int(c2.selectbox("Key token (at or before the query)", keys, key=KEY_AT, format_func=label))
-    return (None if i == default_i else i), (None if j == default_j else j)
-
-
-def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -> None:
-    step("Position by rotation (RoPE)")
-    widgets.prose("inside_gpt", "rope")
-    head = st.session_state[HEAD]
-    query_at, key_at = pair_pickers(analysis)
-    picked = () if query_at is None and key_at is None else (query_at, key_at)  # the default pair: the shared run
-    result = gpt_queue.computed(gpt_rope.ROPE, model, text, kind, head, *picked)
-    widgets.number_table(
-        pd.DataFrame(
-            {
-                "query position": [result.i + s for s in result.shifts],
-                "key position": [result.j + s for s in result.shifts],
-                "score q·k": result.scores,
-            }
-        ),
-        decimals=5,
-        hide_index=True,
-    )
-    st.caption(
-        f"Layer 0, head {head}: the query of {result.query_token!r} and the key of {result.key_token!r}, "
-        f"moved together by up to {max(result.shifts)} positions: the scores differ by at most "
-        f"{result.spread:.1e} (float rounding). Unrotated, the same two vectors score {result.unrotated:.3f}."
-    )
-    # Three screens on a projector (this step ran to 3,178 px): the table, one pair up close, the two curves.
-    step_break()
-    one_pair(result)
-    step_break()
-    widgets.prose("inside_gpt", "rope_contrast")
-    draw.draw(
-        charts_gpt.rope_curves(frames.rope_frame(result)),
-        "Lines of the score of one query and one key against their distance: rotated, the two starts give one "
-        "line; with sinusoidal positions added, two different lines.",
-    )
-    st.caption(
-        f"At the same distance, moving the pair from position {gpt_rope.STARTS[0]} to {gpt_rope.STARTS[1]} changes the "
-        f"rotated score by at most {result.rope_start_gap:.1e}, and the score with added positions by up to "
-        f"{result.additive_start_gap:.2f}."
-    )
-    widgets.code_box(
-        gpt_rope.rope_code(analysis, result),
-        "Plain PyTorch in float32 from layer 0's tensors in the model's file. The page multiplies the file's 4-bit "
-        "weights in bfloat16, so its query and key differ slightly, and its scores and curves differ from these by "
-        "up to about 0.5% (0.15 at most on the example prompts); in both, moving the pair changes the rotated score "
-        "by float rounding only (about 1e-5).",
-        title="RoPE on layer 0's query and key from the model's file",
-    )
-
-
-def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind, answered: bool) -> None:
-    step("The KV cache, measured")
-    widgets.prose("inside_gpt", "kvcache")
-    timing = cache_timing_when_asked(model, text, kind)
-    if timing is None:
-        kv_cache_code_box(analysis, answered)
-        return
-    # The measured numbers above their chart: under it they fell below a projector's fold (the seventh review).
-    st.caption(gpt_cache.cache_caption(timing))
-    draw.draw(
-        charts_gpt.timing(frames.timing_frame(timing)),
-        "Lines of the time per generated token with and without the KV cache.",
-    )
-    kv_cache_code_box(analysis, answered)
-
-
-def cache_timing_when_asked(model, text: str, kind: gpt.PromptKind) -> gpt_cache.CacheTiming | None:
-    """The example prompts' timing (shared, computed once); on the student's own prompt, once they ask."""
-    asked = st.session_state.setdefault(TIMED_PROMPTS, set())
-    if not gpt_runs.timed_without_asking(text, kind) and (text, kind) not in asked:
-        st.caption(
-            f"Timing the cache generates {gpt_cache.TIMED_TOKENS} tokens twice, with and without it: the model's "
-            "longest job on this page, and the class shares one model, so it waits for you to ask on a prompt of your "
-            "own."
-        )
-        if not st.button("Time the KV cache on my prompt", icon=":material/timer:", key="al_time_kv_cache"):
-            return None
-        st.session_state[TIMED_PROMPTS] = asked | {(text, kind)}
-    return gpt_queue.computed(gpt_cache.CACHE_TIMING, model, text, kind, gpt_cache.TIMED_TOKENS)
-
-
-def kv_cache_code_box(analysis: gpt.PromptAnalysis, answered: bool) -> None:
-    if not answered:  # the recipe generates the next tokens: the first question's answer
-        widgets.answer_first(
-            "The Code box, which generates the answer to the first question, appears", question="predict_gpt_top"
-        )
-        return
-    widgets.code_box(
-        gpt_cache.kv_cache_code(analysis, gpt_cache.TIMED_TOKENS),
-        "Plain PyTorch in float32 from the model's file, the cache a list of tensors. In float32 the logits with "
-        "and without the cache differ by at most about 4e-5 on the example prompts, float rounding from adding in "
-        "another order (the page sums attention in float64, so its two runs agree exactly). The bytes per token "
-        "follow from the file's sizes and equal the page's. On the four example prompts the eight greedy tokens "
-        "are the page's too.",
-        title="a KV cache written out, from the model's file",
-    )
-
-
 page_start()
 widgets.prose("inside_gpt", "intro")
 gpt_model = gpt_queue.model_or_stop()
 gpt_queue.warm_up(gpt_model)  # once per process: the first example's default view, computed for everyone
 gpt_queue.begin()  # the model runs this session waited for are stale until this run asks for them again
 vocabulary = gpt_queue.computed(gpt.VOCABULARY, gpt_model)
-analysis, prompt_text, prompt_kind = prompt_picker(gpt_model)
+analysis, prompt_text, prompt_kind = gpt_prompt.prompt_picker(gpt_model)
 if LAYER not in st.session_state:  # first visit: the link's head, or the clearest previous-token head
     linked_controls = page_frame().link.controls
     best = gpt.best_previous_head(analysis)
     open_head(int(linked_controls.get(LAYER, best[0])), int(linked_controls.get(HEAD, best[1])))
-top_token_answered = next_token(gpt_model, analysis, vocabulary, prompt_text, prompt_kind)
+next_token(gpt_model, analysis, vocabulary, prompt_text, prompt_kind)
 all_heads(analysis)
 induction_lesson, induction_answered = induction(gpt_model)
 ablation(gpt_model, induction_lesson, induction_answered)
-grouped_query(gpt_model, induction_lesson, induction_answered)
-rope(gpt_model, analysis, prompt_text, prompt_kind)
-kv_cache(gpt_model, analysis, prompt_text, prompt_kind, top_token_answered)
 gpt_queue.settle()  # the runs an earlier page run asked for and this one did not: no longer waited for

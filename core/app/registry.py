@@ -465,7 +465,7 @@ PAGES: tuple[PageSpec, ...] = (
         ),
         summary=(
             "a real decoder that writes text: next-token probabilities and sampling, its 270 causal heads, "
-            "induction heads found and switched off, shared keys, RoPE and its KV cache."
+            "induction heads found and switched off."
         ),
     ),
     PageSpec(
@@ -496,6 +496,30 @@ PAGES: tuple[PageSpec, ...] = (
         summary=(
             "what each head writes, and how it becomes the answer: the residual stream as a sum, the logit lens, "
             "every head's direct effect on a logit, and activation patching."
+        ),
+    ),
+    PageSpec(
+        12,
+        "gpt_keys",
+        "A GPT's keys: rotated, shared, cached",
+        ":material/key:",
+        Section.FURTHER,
+        _ignores(
+            preset="this page has its own prompt box",
+            text="type your prompt in the page's own box",
+            d_in="fixed by the model: 576 numbers per token",
+            d_out="fixed by the model: 9 heads of width 64",
+            seed="nothing is drawn at random here",
+            dropout="the model runs in evaluation mode, without dropout",
+            num_heads="fixed by the model: 9 query heads per layer sharing 3 key/value heads",
+            scale="the model was trained with scaling by 1/√64",
+            device="the model runs on the CPU",
+        ),
+        controls=(PageControl.GPT_PROMPT, PageControl.GPT_TEXT, PageControl.GPT_CHAT),
+        summary=(
+            "what modern GPTs do to their keys, on SmolLM2: rotated by position (RoPE, so a score depends only on "
+            "distance), shared between heads (grouped-query attention) and cached while it writes (the KV cache, "
+            "timed)."
         ),
     ),
 )

@@ -45,13 +45,13 @@ BLOCK_PARTS: tuple[BlockPart, ...] = (
     BlockPart("embed", "token embeddings: the residual stream starts", Region.INPUT, ("without_weights",)),
     BlockPart("norm1", "normalise a copy (RMSNorm)", Region.BLOCK),
     BlockPart("qkv", "queries, keys, values: x W_q, x W_k, x W_v", Region.BLOCK, ("trainable_weights",)),
-    # Lesson 10's GPT rotates q and k (RoPE); lesson 8's model, like GPT-2, adds position embeddings to the token
+    # Lesson 12's GPT rotates q and k (RoPE); lesson 8's model, like GPT-2, adds position embeddings to the token
     # embeddings instead: the label says both, as it names both lessons.
     BlockPart(
         "positions",
         "positions: q and k rotated (RoPE), or embeddings added at the input",
         Region.BLOCK,
-        ("training_lab", "inside_gpt"),
+        ("training_lab", "gpt_keys"),
     ),
     BlockPart("scores", "scores: dot products q·k", Region.BLOCK, ("without_weights", "trainable_weights")),
     BlockPart("divide", "scaled: divided by √d_k", Region.BLOCK, ("trainable_weights", "why_scale")),
@@ -59,20 +59,18 @@ BLOCK_PARTS: tuple[BlockPart, ...] = (
     BlockPart("mask", "causal mask: −∞ on future keys", Region.BLOCK, ("causal_dropout",)),
     BlockPart("weights", "softmax: the attention weights", Region.BLOCK, ("without_weights", "causal_dropout")),
     BlockPart("dropout", "dropout on the weights (training only)", Region.BLOCK, ("causal_dropout",)),
-    BlockPart(
-        "heads", "h heads side by side, joined by W_o", Region.BLOCK, ("multi_head", "real_model", "inside_gpt")
-    ),
+    BlockPart("heads", "h heads side by side, joined by W_o", Region.BLOCK, ("multi_head", "real_model", "inside_gpt")),
     BlockPart("residual1", "add the heads' output to the stream", Region.BLOCK, ("to_the_answer",)),
     BlockPart("norm2", "normalise a copy (RMSNorm)", Region.BLOCK),
     BlockPart("mlp", "MLP on each token", Region.BLOCK),
     BlockPart("residual2", "add the MLP's output to the stream", Region.BLOCK, ("to_the_answer",)),
     BlockPart("final_norm", "normalise the last block's stream", Region.OUTPUT, ("to_the_answer",)),
     BlockPart("unembed", "unembedding: one score per word of the vocabulary", Region.OUTPUT, ("to_the_answer",)),
-    BlockPart(
-        "softmax", "softmax: the next token's probabilities", Region.OUTPUT, ("training_lab", "inside_gpt")
-    ),
+    BlockPart("softmax", "softmax: the next token's probabilities", Region.OUTPUT, ("training_lab", "inside_gpt")),
     BlockPart("cross", "cross-attention: keys and values from an encoder", Region.BESIDE, ("cross_attention",)),
-    BlockPart("scale", "long contexts: FlashAttention tiles, KV cache", Region.BESIDE, ("attention_at_scale",)),
+    BlockPart(
+        "scale", "long contexts: FlashAttention tiles, KV cache", Region.BESIDE, ("attention_at_scale", "gpt_keys")
+    ),
 )
 _BESIDE_OF = "weights"  # the attention part the side boxes attach to
 

@@ -277,12 +277,12 @@ REAL_GPT_NEW_TOKENS = 8
 
 def real_gpt_caption(timing: CacheTiming) -> str:
     """What the lab's own GPT measured on this server: the time per token with and without the cache."""
-    # lesson 10's, where the GPT runs
+    # lesson 12's, where the GPT times its cache
     from core.lessons.inside_gpt_cache import logits_sentence, time_per_token_sentence
 
     same = "the same tokens" if timing.same_tokens else "different tokens"
     return (
-        f"On the lab's own GPT, SmolLM2-135M (lesson 10), measured on this server, generating "
+        f"On the lab's own GPT, SmolLM2-135M (lesson 12 times it too), measured on this server, generating "
         f"{len(timing.lengths)} tokens: {time_per_token_sentence(timing)} Both ways chose {same}, and "
         f"{logits_sentence(timing)}."
     )

@@ -1,5 +1,5 @@
-"""Lesson 10, sections 5 and 7: grouped-query attention (which key/value head each query head reads, the
-cache's bytes per token) and the KV cache, timed.
+"""Lesson 12 (a GPT's keys), sections 2 and 3: grouped-query attention (which key/value head each query head
+reads, the cache's bytes per token) and the KV cache, timed.
 
 `cache_sizes` and `cache_timing` (the `LessonSpec`s CACHE_SIZES and CACHE_TIMING below) are pure functions
 of the shared model (and the page's prompt); the sentences, the caption and the Code box read their

@@ -1,4 +1,4 @@
-"""Lesson 10, section 6: RoPE's offset check on layer 0's query and key of the page's prompt.
+"""Lesson 12 (a GPT's keys), section 1: RoPE's offset check on layer 0's query and key of the page's prompt.
 
 `rope_lesson` (the `LessonSpec` ROPE below) moves one query and one key together and compares the scores, and
 draws the score against distance rotated and with added sinusoidal positions instead; `pair_sentence` and

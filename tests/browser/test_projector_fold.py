@@ -177,12 +177,12 @@ def test_a_charts_title_stays_inside_the_chart_in_presentation_mode(server: str,
 
 
 def test_the_gpts_cache_numbers_stand_above_a_projectors_fold(server: str, browser) -> None:
-    # The seventh review: lesson 10's last step, "The KV cache, measured", had its measured numbers under the
-    # chart, below the fold.
+    # The seventh review: lesson 10's last step, "The KV cache, measured" (lesson 12's now), had its measured
+    # numbers under the chart, below the fold.
     context = browser.new_context(**PROJECTOR)
-    first = presented(context, f"{server}/inside_gpt?present=1")
+    first = presented(context, f"{server}/gpt_keys?present=1")
     total = int(re.search(r"of (\d+) steps", first.locator(".st-key-al-bar").inner_text()).group(1))
-    page = presented(context, f"{server}/inside_gpt?present=1&step={total}")  # the last step: the cache's
+    page = presented(context, f"{server}/gpt_keys?present=1&step={total}")  # the last step: the cache's
     caption = page.get_by_text("The first step reads the whole").first
     caption.wait_for(state="visible", timeout=120_000)
     box = caption.bounding_box()

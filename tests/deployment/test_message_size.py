@@ -56,6 +56,7 @@ LARGEST_INPUTS: list[tuple[str, dict[str, str]]] = [
     ("attention_at_scale", {}),
     ("inside_gpt", {"gpt_prompt": "own", "gpt_text": PROMPT_64}),
     ("to_the_answer", {"answer_text": PROMPT_64}),
+    ("gpt_keys", {"gpt_prompt": "own", "gpt_text": PROMPT_64}),
 ]
 
 

