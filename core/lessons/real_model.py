@@ -267,7 +267,7 @@ def contrast_caption(reading: ContrastReading, example: ExampleSentence) -> str:
 
 
 QUESTION_HEADS = 3  # the heads drawn under the verdict: the three highest previous-piece scores
-PREVIOUS_SHARE = 0.5  # the question's line: more than half of each query's weight on the piece just before it
+PREVIOUS_SHARE = 0.5  # the question's line: on average over its queries, more than half on the piece before each
 COUNT_OPTIONS = ("none of them", "exactly one", "two to five", "six or more")
 
 
@@ -312,13 +312,15 @@ def previous_token_question(lesson: RealModelLesson) -> Prediction:
         under = f"{below.value:.3f}" if f"{below.value:.2f}" == f"{PREVIOUS_SHARE:.2f}" else f"{below.value:.2f}"
         highest_under = f" The highest under that line, {head_name(below)}, puts {under};"
     return Prediction(
-        question=f"Of this model's {total} heads, how many put more than half of each query's weight on the word "
-        "piece just before it, in this sentence?",
+        # "On average": the previous-token score is the mean over the queries, and "each query's" claimed every
+        # query of the head passed the line (the s29 review).
+        question=f"Of this model's {total} heads, how many put more than half of a query's weight, on average over "
+        "the queries, on the word piece just before it, in this sentence?",
         options=COUNT_OPTIONS,
         answer=count_option(len(over)),
         shuffle=False,  # counts read in order; the answer varies with the sentence ("exactly one", "six or more")
         explanation=(
-            f"{counted} more than {PREVIOUS_SHARE:.1f} of each query's weight on the piece just before it"
+            f"{counted} more than {PREVIOUS_SHARE:.1f} of a query's weight, on average, on the piece just before it"
             + (f": {named}." if over else ".")
             + (highest_under or " Every head is over that line;")
             + " the median head "

@@ -637,6 +637,9 @@ def test_the_previous_piece_question_counts_the_heads_over_half_and_its_verdict_
     below = max((h for h in scores if h not in over), key=scores.__getitem__)
     assert f"The highest under that line, layer {below[0]}, head {below[1]}, puts" in question.explanation
     assert question.explanation.startswith(f"{len(over)} of the 72 heads" if over else "None of the 72 heads")
+    # The score is a mean over the queries: "each query's weight" said every query passed the line (s29 review).
+    assert "on average over the queries" in question.question and "each query's" not in question.question
+    assert "weight, on average, on the piece just before it" in question.explanation
 
 
 def test_the_previous_piece_verdict_holds_when_every_head_is_over_the_line() -> None:
