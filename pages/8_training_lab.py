@@ -207,15 +207,21 @@ if latest is not None:
 step("At the start: what scaling changes")
 widgets.prose("training_lab", "start")
 if not answered:
-    widgets.answer_first("The spread, the entropy and the gradient both ways (a table and a chart) appear")
+    widgets.answer_first("The spread, the entropy and the gradient both ways appear")
 else:
+    # The table under the paragraph that introduces it; what it shows on the next projector screen (under three
+    # paragraphs it started at 710 px of 720, the s29 review).
+    widgets.number_table(tt.start_table(start), decimals=tt.START_DECIMALS, hide_index=True)
+step_break()
+if answered:
     widgets.prose("training_lab", "start_effects")  # the two effects all but name the answer: after it
     widgets.prose("training_lab", "start_spread")
-    widgets.number_table(tt.start_table(start), decimals=tt.START_DECIMALS, hide_index=True)
     draw.draw(
         charts_training.start_chart(tt.start_frame(start)),
         "Bars: logit spread, softmax entropy and gradient norm at initialisation, scaled and unscaled.",
     )
+else:
+    widgets.answer_first("What the table shows, with a chart of it, appears")
 widgets.prose("training_lab", "cost")
 widgets.code_box(tt.code(config))
 training_queue.wait(waiting)  # last: the page is complete while the student waits

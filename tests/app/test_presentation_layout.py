@@ -230,3 +230,14 @@ def test_on_a_projector_lesson_three_s_bars_and_variance_tables_get_screens_of_t
     variance = step_where(lambda e: getattr(e, "type", None) == "vega_lite_chart" and "Log-log" in e.proto.alt)
     notebook = step_where(lambda e: getattr(e, "type", None) == "markdown" and "notebook's experiment" in e.value)
     assert bars == prose + 1 and notebook == variance + 1, (prose, bars, variance, notebook)
+
+
+def test_on_a_projector_lesson_eight_s_start_table_stands_under_its_own_paragraph() -> None:
+    # The s29 review: under three paragraphs the start table began at 710 px of 720. Now the paragraph that
+    # introduces it and the table share a screen; what it shows, and its chart, the next.
+    steps = step_of_each(answered_page("training_lab", present="1").main)
+    intro = {n for n, e in steps if getattr(e, "type", None) == "markdown" and "What the factor changes" in e.value}
+    effects = {n for n, e in steps if getattr(e, "type", None) == "markdown" and "Two effects, opposite" in e.value}
+    (intro_step,), (effects_step,) = intro, effects
+    assert effects_step == intro_step + 1
+    assert [e for n, e in steps if n == intro_step and getattr(e, "type", None) == "dataframe"]  # the table
