@@ -34,7 +34,9 @@ def test_the_map_runs_from_embeddings_through_the_block_to_the_next_token() -> N
     assert 'edge [color="#e6e6e6", fontcolor="#e6e6e6"' in dot
     assert "subgraph cluster_block" in dot and dot.count("{") == dot.count("}")
     # The residual stream passes each sublayer by: from the block's input to the first addition, then to the second.
-    assert "  embed -> residual1 [style=dashed" in dot and "  residual1 -> residual2 [style=dashed" in dot
+    # Solid and in its own colour: dashed, it read as one of the side parts' dashed links where they cross (s29).
+    stream = f'[color="{block_diagram.RESIDUAL_DARK}", fontcolor="{block_diagram.RESIDUAL_DARK}", penwidth=2'  # dark
+    assert f"  embed -> residual1 {stream}" in dot and f"  residual1 -> residual2 {stream}" in dot
     labels = {part.key: part.label for part in block_diagram.BLOCK_PARTS}
     assert "normalise" not in labels["residual1"] + labels["residual2"]  # adding, then the next sublayer normalises
     assert "http" not in dot  # nothing to fetch
