@@ -2,6 +2,7 @@
 
     python -m bench.attribution        # one run, one intra-op thread: ~2-4 minutes on 2 busy cores
     python -m bench.attribution --app  # the same on the app's 4-bit model, as lesson 11 runs it (`by_heads`)
+    python -m bench.attribution --agreement  # top heads by attribution and by patching on AGREEMENT_PROMPTS
 
 All in Precision.FLOAT32 (the lesson's numbers are float32 ones), on a 64-token story that ends in a name
 ("... Alice gave the heavy book to"), corrupted by swapping the repeated name (core.models.patching).
@@ -115,6 +116,62 @@ def run(repeats: int = 5, app: bool = False) -> dict:
     }
 
 
+AGREEMENT_PROMPTS = (
+    "Alice met Bob. Alice gave the book to",  # lesson 11's opening prompt
+    "When Mary and John went to the store, John gave a drink to",
+    "Tom and Sarah had lunch in the park. Tom handed the sandwich to",
+)
+
+
+def agreement(prompts: tuple[str, ...] = AGREEMENT_PROMPTS, top: int = 3) -> list[dict]:
+    """For each prompt (float32, one thread): the contrast the lesson suggests, both runs' logit differences, the
+    top heads by direct logit attribution, by exact patching and by attribution patching, how many of the top
+    heads the two patching maps share, and r between them (issue 42's "Done when")."""
+    from core.models import attribution as at
+    from core.models import patching as pt
+    from core.models import smollm2 as sm
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    found = []
+    try:
+        model = sm.load_model(precision=sm.Precision.FLOAT32)
+        for text in prompts:
+            corruption = pt.suggest_corruption(model, text)
+            assert corruption is not None, text
+            contrast = corruption.contrast(model)
+            assert contrast is not None, text
+            clean, corrupted = sm.encode(model, text), sm.encode(model, corruption.corrupted_text)
+            runs = pt.prepare_runs(model, clean, corrupted, contrast)
+            exact = pt.exact_head_patching(model, runs)
+            estimate = pt.attribution_patching(model, runs)
+            traced = at.trace(model, clean)
+            target = at.LogitTarget(contrast.answer_id, contrast.other_id)
+            direct = at.direct_attribution(model, at.decompose(model, traced), target)
+            pair = torch.stack((exact.restored.flatten(), estimate.restored.flatten()))  # (2, L * H)
+            tops = {
+                "direct_attribution": direct.contributions.top_heads(top),
+                "exact_patching": exact.top_heads(top),
+                "attribution_patching": estimate.top_heads(top),
+            }
+            heads = {name: {(layer, head) for layer, head, _ in found_heads} for name, found_heads in tops.items()}
+            found.append(
+                {
+                    "prompt": text,
+                    "corrupted": corruption.corrupted_text,
+                    "contrast": [contrast.answer, contrast.other],
+                    "differences": {"clean": runs.clean_difference, "corrupted": runs.corrupted_difference},
+                    "top_heads": tops,
+                    "shared_exact_attribution_patching": len(heads["exact_patching"] & heads["attribution_patching"]),
+                    "shared_exact_patching_direct": len(heads["exact_patching"] & heads["direct_attribution"]),
+                    "exact_vs_attribution_r": float(torch.corrcoef(pair)[0, 1]),
+                }
+            )
+    finally:
+        torch.set_num_threads(threads)
+    return found
+
+
 def rows(measured: dict | None, ok) -> list[tuple[str, str, str, str]]:
     """bench/README.md's rows, in bench.run's form (not yet one of its parts: `python -m bench.attribution`)."""
     if not measured:
@@ -146,6 +203,9 @@ def rows(measured: dict | None, ok) -> list[tuple[str, str, str, str]]:
 def main() -> None:
     import sys
 
+    if "--agreement" in sys.argv[1:]:
+        print(json.dumps(agreement(), indent=2))
+        return
     print(json.dumps(run(app="--app" in sys.argv[1:]), indent=2))
 
 
