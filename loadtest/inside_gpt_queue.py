@@ -12,7 +12,7 @@ in one run, so that every figure is a ratio of times measured side by side on th
    nobody prompting;
    NEWCOMERS_IDLE new students open lesson 10's default example, one after the other -> its idle open time;
 2. load: PROMPTERS students each open lesson 10 with their own prompt (a distinct text, 15-30 tokens: the
-   prompt's analysis and its RoPE check are new work; an own prompt's KV cache is timed only on request), wait
+   prompt's analysis is new work; the RoPE check and the KV cache are lesson 12's since it split off), wait
    for the page, then open the next distinct prompt (at most PROMPTS_EACH), for LOAD_S seconds; meanwhile the
    OTHERS go on rerunning and, every NEWCOMER_EVERY_S, a new student opens lesson 10's default example.
    Measured: (a) the OTHERS' reruns, median and p95, over their idle median (target: at most 2x); (b) the

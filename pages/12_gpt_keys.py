@@ -8,6 +8,8 @@ and shared by every session), the question from core/lessons/gpt_keys.py; no tor
 
 from __future__ import annotations
 
+import zlib
+
 import pandas as pd
 import streamlit as st
 
@@ -27,7 +29,7 @@ from ui.presentation import step, step_break
 SLUG = "gpt_keys"
 PREDICT_KEY = "predict_gpt_keys"
 HEAD = "gpt_keys_head"  # the layer-0 head whose query and key RoPE follows
-QUERY_AT, KEY_AT = "gpt_rope_query", "gpt_rope_key"  # the RoPE section's pair (positions in this prompt)
+QUERY_AT, KEY_AT = "gpt_rope_query", "gpt_rope_key"  # the RoPE pair's boxes, keyed per prompt (positions)
 TIMED_PROMPTS = "al_timed_prompts"  # the (text, kind) pairs this session asked the KV cache timed on
 
 
@@ -38,15 +40,18 @@ def rope_pickers(analysis: gpt.PromptAnalysis) -> tuple[int, int | None, int | N
     positions = list(range(len(analysis.tokens)))
     default_i, default_j = gpt_rope.pair_positions(len(positions), None, None)
     label = lambda at: f"{at}: {token_shown(analysis.tokens[at])}"  # noqa: E731 - the boxes' one format
-    if st.session_state.get(QUERY_AT) not in positions:  # a new, shorter prompt: back to the default pair
-        st.session_state[QUERY_AT] = default_i
+    # The boxes' labels name this prompt's tokens, and a browser sends a box's label back: after a new prompt the
+    # old label named no option, and the page said "A control sent a value the app cannot read (gpt_rope_key)"
+    # (the s29b review). Boxes of their own for each prompt start at its default pair instead.
+    prompt = f"{zlib.crc32(chr(31).join(analysis.tokens).encode()):08x}"
+    query_key, key_key = f"{QUERY_AT}_{prompt}", f"{KEY_AT}_{prompt}"
     c0, c1, c2 = st.columns([1, 2, 2])
     head = int(c0.selectbox("Head of layer 0", list(range(analysis.num_heads)), index=best, key=HEAD))
-    i = int(c1.selectbox("Query token", positions, key=QUERY_AT, format_func=label))
+    i = int(c1.selectbox("Query token", positions, index=default_i, key=query_key, format_func=label))
     keys = positions[: i + 1]
-    if st.session_state.get(KEY_AT) not in keys:
-        st.session_state[KEY_AT] = min(default_j, i)
-    j = int(c2.selectbox("Key token (at or before the query)", keys, key=KEY_AT, format_func=label))
+    if st.session_state.get(key_key) not in keys:  # a query moved before the key: the key follows it
+        st.session_state[key_key] = min(default_j, i)
+    j = int(c2.selectbox("Key token (at or before the query)", keys, key=key_key, format_func=label))
     return head, (None if i == default_i else i), (None if j == default_j else j)
 
 

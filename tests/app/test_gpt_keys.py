@@ -27,6 +27,12 @@ def code_boxes(at) -> list[str]:
     return [e.label.removeprefix("Code: ") for e in at.expander if e.label.startswith("Code")]
 
 
+def box(at, label: str):
+    """A RoPE pair box, by its label: its key carries the prompt's fingerprint (`rope_pickers`)."""
+    (found,) = [s for s in at.selectbox if s.label.startswith(label)]
+    return found
+
+
 def captions(at) -> str:
     return "\n".join(c.value for c in at.caption)
 
@@ -59,10 +65,10 @@ def test_a_student_picks_the_rope_pair_and_the_section_and_its_code_box_follow()
     at = open_page("gpt_keys", timeout_s=300)
     radio = next(r for r in at.radio if r.label == "Your prediction")
     radio.set_value(radio.options[0]).run(timeout=300)
-    query, key = at.selectbox(key="gpt_rope_query"), at.selectbox(key="gpt_rope_key")
+    query, key = box(at, "Query token"), box(at, "Key token")
     assert (query.value, key.value) == (len(query.options) - 1, 1)  # the default pair, as before
     query.set_value(5).run(timeout=300)
-    key = at.selectbox(key="gpt_rope_key")
+    key = box(at, "Key token")
     assert len(key.options) == 6  # keys at or before the query: positions 0 to 5
     key.set_value(3).run(timeout=300)
     assert not at.exception
@@ -70,8 +76,8 @@ def test_a_student_picks_the_rope_pair_and_the_section_and_its_code_box_follow()
     # A new pair is a new question: answered again, its table and Code box follow the pair.
     radio = next(r for r in at.radio if r.label == "Your prediction")
     radio.set_value(radio.options[0]).run(timeout=300)
-    (box,) = [c.value for c in at.code if "\ni = 5\n" in c.value]
-    assert "\nj = 3\n" in box
+    (code,) = [c.value for c in at.code if "\ni = 5\n" in c.value]
+    assert "\nj = 3\n" in code
     assert [row for row in at.dataframe if "query position" in row.value.columns][0].value["query position"][0] == 5
 
 
@@ -99,3 +105,18 @@ def test_the_kv_cache_is_timed_on_a_student_s_own_prompt_only_when_they_ask(monk
     at.run(timeout=300)  # asked once: the timing stays on this prompt's later runs, without another press
     assert any("Both runs chose" in c.value for c in at.caption)
     assert not any(b.key == "al_time_kv_cache" for b in at.button)
+
+
+@needs_model
+def test_each_prompt_has_rope_boxes_of_its_own() -> None:
+    """The s29b review: after a new prompt the browser sent the pair box's old label ("1: ','"), which named no
+    option any more, and the page said "A control sent a value the app cannot read (gpt_rope_key)". The boxes'
+    keys carry the prompt's fingerprint: a new prompt's boxes are new, at its default pair."""
+    at = open_page("gpt_keys", gpt_prompt="own", gpt_text="one, two, three, four", timeout_s=300)
+    before = {box(at, "Query token").key, box(at, "Key token").key}
+    at.text_area(key="gpt_text").set_value("The cat sat on the mat.").run(timeout=300)
+    after = {box(at, "Query token").key, box(at, "Key token").key}
+    assert not before & after and all(k.startswith(("gpt_rope_query_", "gpt_rope_key_")) for k in after)
+    query = box(at, "Query token")
+    assert query.value == len(query.options) - 1  # the new prompt's default pair
+    assert not [w.value for w in at.warning if "cannot read" in w.value]
