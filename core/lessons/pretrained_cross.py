@@ -136,15 +136,20 @@ def _cross_question(
     if special >= SPECIAL_MOST:
         return _sink_question(tokens[query], special, second[best], float(row[best]))
     caveats = [among]
-    if best_share - runner_up_share < NEAR_TIE - 1e-9:  # 0.23 against 0.18 is 0.05 apart, not less
+    # Words within NEAR_TIE of the answer's share are not offered: graded on 0.01 of the words' weight, half a
+    # class was told it was wrong where the page itself said the question had no clear answer (the s29b review).
+    near = [j for j in words if j != best and best_share - round(float(row[j]) / on_words, 2) < NEAR_TIE - 1e-9]
+    if near:  # 0.23 against 0.18 is 0.05 apart, not less
+        named = ", ".join(f"“{second[j]}”" for j in near)
         caveats.append(
-            f"The two are less than {NEAR_TIE:.2f} apart, what we call a near tie: at this head the question has "
-            "no clear answer."
+            f"Less than {NEAR_TIE:.2f} behind it, what we call a near tie: {named}, so "
+            f"{'it is' if len(near) == 1 else 'they are'} not offered as an option."
         )
+    offered = tuple(j for j in words if j not in near)
     return Prediction(
         question=(f"Apart from [CLS] and [SEP], which piece of the second sentence will “{tokens[query]}” read most?"),
-        options=tuple(second[j] for j in words),
-        answer=words.index(best),
+        options=tuple(second[j] for j in offered),
+        answer=offered.index(best),
         explanation=" ".join(
             [
                 f"“{second[best]}” gets {float(row[best]):.4f} of the weight, the most of any word; [CLS] and [SEP] "

@@ -365,5 +365,11 @@ def test_lesson_7_explanation_weighs_its_answer_among_the_words_at_every_head(
             assert f", {second:.2f}." in explanation
             assert ("near tie" in explanation) == (first - second < ptc.NEAR_TIE - 1e-9)
             seen["near tie"] += "near tie" in explanation
+            # The s29b review: a near tie was graded on 0.01. Every word offered besides the answer is at least
+            # NEAR_TIE behind it, so the grade never turns on a near tie.
+            shares = {t: round(float(v), 2) for t, v in zip(lesson.second_tokens[1:-1], words, strict=True)}
+            answer = prediction.options[prediction.answer]
+            assert shares[answer] == first
+            assert all(first - shares[o] >= ptc.NEAR_TIE - 1e-9 for o in prediction.options if o != answer)
     assert len(sink_answers) == 2  # both top buckets answer somewhere: the question is a real one
     assert all(seen.values()), seen  # both caveats occur somewhere, so both branches are tested
