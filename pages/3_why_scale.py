@@ -116,10 +116,11 @@ if answered:  # the text's 80%, the bars and the largest weight answer the quest
 else:
     widgets.answer_first("What multiplying the scores does to the softmax appears")
 # The bars on a projector screen of their own: under the formula and the paragraph they ran from 490 to 922 px
-# of 720 (the s28b review); the two numbers under them, the table below the fold (it repeats the bars).
+# of 720 (the s28b review); the two numbers under them (at 56% of the screen they fell below the fold, s29b), the
+# table below the fold (it repeats the bars).
 step_break()
 if answered:
-    with draw.shrinks_to_column("l3-sweep", projector_vh=draw.PROJECTOR_GRID_VH):
+    with draw.shrinks_to_column("l3-sweep", projector_vh=draw.PROJECTOR_CHARTS_VH):
         draw.draw(
             sweep_chart, "Bars of softmax weights for the scores [0.1, -0.2, 0.3, -0.2, 0.5] times 1, 2, 4, 8, 16."
         )

@@ -48,4 +48,13 @@ def tally_chart(tally: Tally, answer: int | None = None) -> VegaChart:
         tooltip=[alt.Tooltip("option:N"), alt.Tooltip("students:Q")],
     )
     labels = base.mark_text(align="left", dx=4, fontSize=16).encode(text="students:Q")
-    return from_altair((bars + labels).properties(height=alt.Step(48)))  # 48 px a bar: readable from the back
+    return from_altair((bars + labels).properties(height=alt.Step(tally_bar_px(len(tally.options)))))
+
+
+TALLY_BARS_PX = 192  # the bars' height in all, up to 48 px a bar: four options as before, readable from the back
+
+
+def tally_bar_px(options: int) -> int:
+    """A bar's height: 48 px up to four options, less for more (at 48 px lesson 1's six options put the last two
+    bars below a projector's fold, the s29b review), never under 28 px."""
+    return min(48, max(28, TALLY_BARS_PX // max(options, 1)))

@@ -219,7 +219,8 @@ def test_a_step_past_the_last_after_a_switch_of_weights_goes_back_without_an_err
 def test_on_a_projector_lesson_three_s_bars_and_variance_tables_get_screens_of_their_own() -> None:
     # The s28b review: the bars ran from 490 to 922 px of 720 under the formula and the paragraph (step 2), and the
     # variance chart's step ran to 1,671 px with its three tables.
-    steps = step_of_each(answered_page("why_scale", present="1").main)
+    at = answered_page("why_scale", present="1")
+    steps = step_of_each(at.main)
 
     def step_where(found) -> int:
         (number,) = {n for n, e in steps if found(e)}
@@ -230,6 +231,11 @@ def test_on_a_projector_lesson_three_s_bars_and_variance_tables_get_screens_of_t
     variance = step_where(lambda e: getattr(e, "type", None) == "vega_lite_chart" and "Log-log" in e.proto.alt)
     notebook = step_where(lambda e: getattr(e, "type", None) == "markdown" and "notebook's experiment" in e.value)
     assert bars == prose + 1 and notebook == variance + 1, (prose, bars, variance, notebook)
+    # ... shrunk to PROJECTOR_CHARTS_VH, so that the largest weight under them is in view (at 56%, below; s29b).
+    from ui.draw import PROJECTOR_CHARTS_VH
+
+    styles = [h.proto.body for h in at.get("html") if "l3-sweep" in h.proto.body]
+    assert styles and f"max-height: {PROJECTOR_CHARTS_VH}vh" in styles[0]
 
 
 def test_on_a_projector_lesson_eight_s_start_table_stands_under_its_own_paragraph() -> None:

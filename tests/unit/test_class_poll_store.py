@@ -312,3 +312,16 @@ def test_a_hostile_count_in_redis_is_read_as_zero_and_logged(redis_url, caplog, 
     assert counts == (0, 1) and counts.damaged
     assert any("count" in record.getMessage() for record in caplog.records)
     assert Tally(counts, ("a", "b")).headline() == "1 answer"
+
+
+@pytest.mark.parametrize(("options", "bar_px"), [(3, 48), (4, 48), (6, 32), (8, 28), (12, 28)])
+def test_the_tally_s_bars_fit_a_projected_question_of_many_options(options: int, bar_px: int) -> None:
+    """The s29b review: at 48 px a bar, lesson 1's six options put the last two bars below the projector's fold."""
+    import json
+
+    from core.charts.poll import tally_chart
+
+    tally = Tally(counts=tuple(range(options)), options=tuple(f"option {i}" for i in range(options)))
+    spec = json.loads(tally_chart(tally).template)
+    assert spec["height"] == {"step": bar_px}
+    assert options * bar_px <= 192 or bar_px == 28
