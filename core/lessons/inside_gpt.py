@@ -231,7 +231,10 @@ def top_token_question(analysis: PromptAnalysis, tokens: Sequence[str]) -> Predi
         "Which of these tokens does the model think most likely to come next?",
         options,
         0,
-        f"{options[0]} at {top:.1%}, ahead of {options[1]} at {float(probabilities[offered[1]]):.1%}.{tie}{close}",
+        # "the most likely option": with near tokens left out, "ahead of 'Al' at 5.9%" read as ahead of every
+        # token, where 'L' (14.2%) and 'La' were between them (the s29b review).
+        f"{options[0]} at {top:.1%}, the most likely of the options; the next of them, {options[1]}, at "
+        f"{float(probabilities[offered[1]]):.1%}.{tie}{close}",
     )
 
 

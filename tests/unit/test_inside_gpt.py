@@ -66,6 +66,11 @@ def test_every_example_prompt_is_checked(decoder, vocabulary) -> None:
         assert near == (example.key == "capital"), example.key
         assert (repr(vocabulary[int(ids[1])]) in question.options) is not near
         assert ("too close to call" in question.explanation) == near
+        # "ahead of 'Al' at 5.9%" read as ahead of every token, where 'L' was between them (the s29b review).
+        assert "ahead of" not in question.explanation
+        assert f"{question.options[0]} at " in question.explanation and "the most likely of the options" in (
+            question.explanation
+        )
 
 
 def test_a_token_tied_with_the_first_is_not_offered_but_named(decoder, vocabulary) -> None:
