@@ -235,10 +235,14 @@ def composition_sentence(lesson: InductionLesson, result: AblationLesson) -> str
     own = "A head's own pattern does not move when its output is changed: only what it writes is."
     if not fallen:
         return (
-            f"{opening} None of the others loses half its score: they find the token without what {named} writes. "
+            f"{opening} None of the {'others' if len(others) < len(lesson.top) else 'top heads'} loses half its score: "
+            f"they find the token without what {named} writes. "
             + own
         )
-    count = f"All {len(fallen)}" if len(fallen) == len(others) else f"{len(fallen)} of the {len(others)} others"
+    # "others" only where the switched-off head is one of the top heads: else "3 of the 6 others" had no "one"
+    # for them to be other than (the s29b review).
+    kind = "others" if len(others) < len(lesson.top) else "top heads"
+    count = f"All {len(fallen)}" if len(fallen) == len(others) else f"{len(fallen)} of the {len(others)} {kind}"
     one = len(fallen) == 1
     verb = "loses more than half its score: it needs" if one else "lose more than half their score: they need"
     split = composition_split_sentence(result)

@@ -119,24 +119,35 @@ class AnswerLesson:
         answer tops only the output), so where it enters the top 100 and the top 10 says more than the top token."""
         ranks = [int(r) for r in self.answer_ranks]
         labels = self.lens_labels
-        entries = []
+        # Limits first reached at one point are said once ("enters the top 100 and the top 10 ... at L29 MLP"):
+        # one point named three times read as a stammer (the s29b review).
+        reached: list[tuple[int | None, list[str]]] = []  # (first point, the limits it first reaches)
         for limit in RANK_LIMITS:
             first = next((i for i, rank in enumerate(ranks) if rank <= limit), None)
-            if first is None:
-                entries.append(f"never enters the top {limit}")
-            elif first == 0:
-                entries.append(f"is in the top {limit} from the first point")
+            if reached and reached[-1][0] == first:
+                reached[-1][1].append(f"the top {limit}")
             else:
-                entries.append(f"first enters the top {limit} at {labels[first]} (rank {ranks[first]:,})")
-        top = (
-            "never comes out on top"
-            if self.first_on_top is None
-            else f"comes out on top at {labels[self.first_on_top]}"
-        )
-        return (
-            f"Rank of {self.answer!r} among all tokens (1 = top): {ranks[0]:,} at {labels[0]}; it "
-            f"{entries[0]}, {entries[1]}, and {top}."
-        )
+                reached.append((first, [f"the top {limit}"]))
+        entries, topped = [], False
+        for first, limits in reached:
+            tops = " and ".join(limits)
+            if first is None:
+                entries.append(f"never enters {tops}")
+            elif first == 0:
+                entries.append(f"is in {tops} from the first point")
+            elif first == self.first_on_top:
+                entries.append(f"enters {tops} and comes out on top at once, at {labels[first]}")
+                topped = True
+            else:
+                entries.append(f"first enters {tops} at {labels[first]} (rank {ranks[first]:,})")
+        if not topped:
+            entries.append(
+                "never comes out on top"
+                if self.first_on_top is None
+                else f"comes out on top at {labels[self.first_on_top]}"
+            )
+        said = entries[0] if len(entries) == 1 else ", ".join(entries[:-1]) + f", and {entries[-1]}"
+        return f"Rank of {self.answer!r} among all tokens (1 = top): {ranks[0]:,} at {labels[0]}; it {said}."
 
     def top_heads(self, k: int = 3) -> list[tuple[int, int, float]]:
         """The k heads with the largest direct effect (signed: largest first)."""

@@ -192,6 +192,13 @@ def test_switching_off_the_previous_token_head_blinds_the_induction_heads_after_
     assert "(the head switched off)" in gpt_induction.composition_sentence(lesson, own)
     assert "None of the others loses half its score" in gpt_induction.composition_sentence(lesson, own)
     assert "on and then replaced by its mean" in gpt_induction.composition_sentence(lesson, own)  # the mode's own words
+    # The s29b review: with a head off that is not one of the top six, "3 of the 6 others" named no one.
+    short = gpt_induction.induction_lesson(decoder, 5, 3)
+    assert (16, 0) not in [(a, b) for a, b, _ in short.top]
+    sentence = gpt_induction.composition_sentence(
+        short, gpt_induction.ablation_lesson(decoder, 5, 3, 16, 0, choices.AblationChoice.ZERO)
+    )
+    assert "others" not in sentence and f"of the {len(short.top)} top heads" in sentence, sentence
 
 
 def test_the_previous_token_head_feeds_the_induction_heads_keys_not_their_queries(decoder) -> None:

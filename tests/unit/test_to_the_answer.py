@@ -256,6 +256,12 @@ def test_the_rank_sentence_says_the_pages_own_numbers() -> None:
     early = _fake_lens(answer_ranks=np.array([50, 120, 9, 1]))
     said = lesson11.AnswerLesson.rank_sentence(early)  # type: ignore[arg-type]
     assert "is in the top 100 from the first point, first enters the top 10 at L1 attn (rank 9)" in said
+    # The s29b review: "first enters the top 100 at L29 MLP (rank 1), first enters the top 10 at L29 MLP (rank 1),
+    # and comes out on top at L29 MLP". One point is named once.
+    late = _fake_lens(answer_ranks=np.array([4000, 900, 300, 1]))
+    said = lesson11.AnswerLesson.rank_sentence(late)  # type: ignore[arg-type]
+    assert said.endswith("it enters the top 100 and the top 10 and comes out on top at once, at L1 MLP.")
+    assert said.count("L1 MLP") == 1
 
 
 def test_the_rank_chart_has_rank_1_on_top_of_a_log_axis() -> None:
