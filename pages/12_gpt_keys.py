@@ -117,6 +117,7 @@ def rope_contrast(analysis: gpt.PromptAnalysis, result: gpt_rope.RopeLesson) -> 
 def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -> None:
     step("Position by rotation (RoPE)")
     widgets.prose(SLUG, "rope")
+    step_break()  # the pickers and the question on a projector screen of their own: under the prose, at the fold
     head, query_at, key_at = rope_pickers(analysis)
     picked = () if query_at is None and key_at is None else (query_at, key_at)  # the default pair: the shared run
     result = gpt_queue.computed(gpt_rope.ROPE, model, text, kind, head, *picked)
