@@ -221,6 +221,19 @@ def teacher_panel(page: str, step: int) -> None:
             st.code(link, language=None, wrap_lines=True)
             st.caption("They follow your lesson and step; their answers are anonymous.")
         code.image(qr_png(link), caption="Scan to join the class poll", width="stretch")  # never wider than its column
+    if not presentation.has_question(page, step):
+        # A poll started on a step without a question gave the class nothing to answer, and nothing said so
+        # (the s29 and s29b reviews): the next question's step, one click away.
+        ahead = presentation.next_question_step(page, step)
+        if ahead is not None:
+            st.button(
+                f"No question on this step: go to step {ahead}, the next question",
+                icon=":material/arrow_forward:",
+                on_click=presentation.go_to_step,
+                args=(ahead,),
+                key="class_poll_next_question",
+                type="tertiary",
+            )
     _heartbeat(room, page, step)
 
 

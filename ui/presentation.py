@@ -77,6 +77,17 @@ def has_question(page: str, step: int) -> bool:
     return step in st.session_state.get(_QUESTION_STEPS_KEY, {}).get(page, set())
 
 
+def next_question_step(page: str, step: int) -> int | None:
+    """The first step after `step` of `page` that held a question when this session last drew it, if any."""
+    later = [n for n in st.session_state.get(_QUESTION_STEPS_KEY, {}).get(page, set()) if n > step]
+    return min(later, default=None)
+
+
+def go_to_step(step: int) -> None:
+    """A button's callback: show `step` (the box is bound to the link, so the link follows)."""
+    st.session_state["step"] = step
+
+
 def the_question(key: str | None = None) -> str:
     """How a lock line names the question it waits for (`key`; by default the latest one drawn).
 

@@ -64,6 +64,19 @@ def test_the_step_bar_starts_a_poll_without_the_sidebar_and_a_refusal_is_said_th
     assert not [b for b in student.main.button if b.key == "class_poll_start_bar"]
 
 
+def test_a_poll_started_on_a_step_without_a_question_offers_the_next_question() -> None:
+    """The s29 and s29b reviews: started on lesson 1's opening step, the poll gave the class nothing to answer and
+    nothing told the teacher. The panel offers the next question's step, one click away; on it, no such button."""
+    teacher = app(registry.page("without_weights").file, present="1")
+    next(b for b in teacher.main.button if b.key == "class_poll_start_bar").click().run()
+    (go,) = [b for b in teacher.main.button if b.key == "class_poll_next_question"]
+    assert "go to step 2, the next question" in go.label
+    go.click().run()
+    assert_clean(teacher)
+    assert teacher.session_state["step"] == 2
+    assert not [b for b in teacher.main.button if b.key == "class_poll_next_question"]
+
+
 def test_a_room_refused_from_the_step_bar_is_said_in_the_step_bar(monkeypatch: pytest.MonkeyPatch) -> None:
     from ui import class_poll as class_poll_ui
 
