@@ -159,7 +159,8 @@ def test_lesson_1_keeps_the_rows_largest_score_until_a_choice(logit_scale: str) 
 def test_lesson_8_says_exactly_sqrt_dk_only_after_a_choice() -> None:
     # "Without the factor their spread is exactly √d_k times larger" sat in the text under the question.
     at = open_lesson("training_lab")
-    assert "exactly √d_k times" not in on_screen(at) and locks(at) == 1
+    # Two locks: the start table, and on the next projector screen what it shows (s29 review: the table at 710 px).
+    assert "exactly √d_k times" not in on_screen(at) and locks(at) == 2
     answered(at)
     assert "exactly √d_k times" in on_screen(at) and locks(at) == 0
 
