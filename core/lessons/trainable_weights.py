@@ -113,8 +113,10 @@ def favourite_keys_question(
             one,
             (f"{half}" if half == 2 else f"2 to {half}") + ": a few tokens are the favourite of many rows",
             # Not "most rows have a favourite of their own": 5 favourites over 8 rows can leave 3 rows on one
-            # token, as the encoder's layer 4 head 9 does (a review read the reveal against its own option).
-            f"{half + 1} to {num_tokens}: the favourites are spread over many tokens",
+            # token, as the encoder's layer 4 head 9 does (a review read the reveal against its own option). Nor
+            # "the favourites are spread over many tokens", read as the weight spread where a head that looks at
+            # itself puts 0.83 of each row on one token (the s29c review).
+            f"{half + 1} to {num_tokens}: many different tokens are favourites",
         )
     else:  # too few rows for three ranges
         bins = ((1, 1), (2, max(num_tokens, 2)))

@@ -56,7 +56,7 @@ def test_the_count_falls_in_the_range_it_is_offered_under() -> None:
     tokens = ("[CLS]", "the", "cat", "sat", "[SEP]", "a", "b", "c")
     eye = torch.eye(8)  # every row its own favourite: 8 different ones
     prediction = tw.favourite_keys_question(tokens, eye, head=SPREADS)
-    assert prediction.options[prediction.answer] == "5 to 8: the favourites are spread over many tokens"
+    assert prediction.options[prediction.answer] == "5 to 8: many different tokens are favourites"
     assert prediction.question.startswith("In layer 0, head 4, each of the 8 rows")
     assert "8 different favourites" in prediction.explanation and "spreads out" in prediction.explanation
     two = torch.zeros(8, 8)
@@ -67,7 +67,7 @@ def test_the_count_falls_in_the_range_it_is_offered_under() -> None:
     five = torch.zeros(8, 8)  # 5 different favourites, but 4 rows share "[CLS]": not "a favourite of their own"
     five[:4, 0], five[4, 1], five[5, 2], five[6, 3], five[7, 4] = 1.0, 1.0, 1.0, 1.0, 1.0
     prediction = tw.favourite_keys_question(tokens, five)
-    assert prediction.options[prediction.answer] == "5 to 8: the favourites are spread over many tokens"
+    assert prediction.options[prediction.answer] == "5 to 8: many different tokens are favourites"
     assert "“[CLS]” (4 rows)" in prediction.explanation and "own" not in prediction.options[prediction.answer]
     small = tw.favourite_keys_question(("a", "b"), torch.eye(2))  # two rows: two ranges only
     assert small.options[small.answer] == "More than one: the rows have different favourites"
