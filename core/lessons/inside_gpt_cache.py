@@ -173,13 +173,24 @@ def time_per_token_sentence(timing: CacheTiming) -> str:
     # "the ratio is what holds" stood beside a 9.8x gap between the first step's two equal passes on a loaded
     # server (the s28b review): the sentence now names that gap, the measure of the load, beside the ratio.
     first_gap = max(timing.prompt_ms) / max(min(timing.prompt_ms), 1.0)
+    gain = without_ms / max(with_ms, 1)
+    # The verdict, from the two ratios: the rule alone ("trust it only when well beyond") stood beside a 2.7x gain
+    # and a 2.9x gap and said nothing of them (the s29c review).
+    verdict = (
+        f"Here the gain is {gain / first_gap:.1f} times that gap: the cache's speed-up shows through the noise."
+        if gain >= TRUSTED_MARGIN * first_gap
+        else f"Here it is not (the gain is under {TRUSTED_MARGIN:g} times that gap): this run cannot show the "
+        "cache's speed-up; reload the page to time it again, best when the server is quieter."
+    )
     return (
         f"{prompt}; {took} {with_ms} ms with the cache and "
-        f"{without_ms} ms without ({without_ms / max(with_ms, 1):.1f}× the time). {runs} a shared server the "
+        f"{without_ms} ms without ({gain:.1f}× the time). {runs} a shared server the "
         f"times change from one page load to the next (here the first step's two equal passes differ "
-        f"{first_gap:.1f}×): compare the two ratios, and trust the new tokens' only when it is well beyond the "
-        "first step's."
+        f"{first_gap:.1f}×): trust the new tokens' ratio only when it is well beyond that. {verdict}"
     )
+
+
+TRUSTED_MARGIN = 2.0  # "well beyond": the new tokens' ratio at least this many times the first step's gap
 
 
 def cache_caption(timing: CacheTiming) -> str:

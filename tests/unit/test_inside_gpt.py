@@ -355,7 +355,11 @@ def test_the_cache_caption_times_the_prompt_pass_apart() -> None:
     assert "the next 2 tokens then took on average 35 ms with the cache and 195 ms without (5.6× the time)" in caption
     assert "median" not in caption  # one run of each step
     # Beside the ratio, the load's own measure: the two equal first passes, 900 and 250 ms (the s28b review).
-    assert "(here the first step's two equal passes differ 3.6×): compare the two ratios" in caption
+    assert "(here the first step's two equal passes differ 3.6×): trust the new tokens' ratio only when" in caption
+    # The verdict from the two ratios (the s29c review: a 2.7x gain beside a 2.9x gap, and no verdict).
+    assert "Here it is not (the gain is under 2 times that gap): this run cannot show" in caption  # 5.6 < 2 x 3.6
+    quiet = gpt_cache.CacheTiming((37, 38, 39), (260.0, 30.0, 40.0), (250.0, 190.0, 200.0), 0.0, True, 38 * 46080)
+    assert "Here the gain is 5.4 times that gap: the cache's speed-up shows through" in gpt_cache.cache_caption(quiet)
     medians = gpt_cache.CacheTiming((37, 38, 39), (900.0, 30.0, 40.0), (250.0, 190.0, 200.0), 0.0, True, 38 * 46080, 3)
     assert "Each time is the median of 3 runs of its step; on a shared server" in gpt_cache.cache_caption(medians)
     one_step = gpt_cache.CacheTiming((37,), (900.0,), (250.0,), 0.0, True, 37 * 46080)
