@@ -117,10 +117,12 @@ def rope_contrast(analysis: gpt.PromptAnalysis, result: gpt_rope.RopeLesson) -> 
 def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -> None:
     step("Position by rotation (RoPE)")
     widgets.prose(SLUG, "rope")
-    step_break()  # the pickers and the question on a projector screen of their own: under the prose, at the fold
     head, query_at, key_at = rope_pickers(analysis)
     picked = () if query_at is None and key_at is None else (query_at, key_at)  # the default pair: the shared run
     result = gpt_queue.computed(gpt_rope.ROPE, model, text, kind, head, *picked)
+    # The question on a projector screen of its own (it names its pair): under the prose and the pickers its options
+    # reached the fold, and with a class poll's tally beside them only the first showed (the s29c review).
+    step_break()
     answered = widgets.predict(gpt_keys.shift_question(result), key=PREDICT_KEY)
     # What the answer unlocks, on a projector screen of its own (lesson 10's RoPE step ran to 3,178 px).
     step_break()
@@ -144,26 +146,33 @@ def grouped_query(model) -> None:
     # The dots: lesson 10's induction scores on its default sequence (one shared run, computed for everyone).
     lesson = gpt_queue.computed(gpt_induction.INDUCTION, model, gpt.DEFAULT_REPEAT, gpt.DEFAULT_SEED)
     groups = gpt_cache.kv_groups(lesson.num_heads, lesson.num_kv_heads)
-    draw.draw(
-        charts_gpt.groups(frames.group_frame(lesson.scores.shape[0], lesson.num_heads, groups, lesson.scores), True),
-        "A 30 by 9 map of query heads coloured by the key/value head they read, with a dot on each head sized by "
-        "its induction score.",
-    )
-    st.caption(
-        f"Dots: each head's induction score as lesson 10 measures it, on {lesson.length} random tokens repeated "
-        f"(seed {lesson.seed}). " + gpt_keys.groups_sentence(lesson.scores, groups)
-    )
+    # What sharing saves first, then the map, shrunk on a projector: under the 30-row map the two sizes stood at
+    # 1,185 px of 720 (the s29c review).
     sizes = gpt_queue.computed(gpt_cache.CACHE_SIZES, model)
     m1, m2 = st.columns(2)
     m1.metric(
         f"KV cache per token, {sizes.num_kv_heads} KV heads (float32)", f"{sizes.per_token_shared / 1024:.0f} KiB"
     )
     m2.metric(f"... with {sizes.num_heads} KV heads, one per query head", f"{sizes.per_token_full / 1024:.0f} KiB")
+    step_break()
+    with draw.shrinks_to_column("gpt-keys-groups", projector_vh=draw.PROJECTOR_GRID_VH):
+        draw.draw(
+            charts_gpt.groups(
+                frames.group_frame(lesson.scores.shape[0], lesson.num_heads, groups, lesson.scores), True
+            ),
+            "A 30 by 9 map of query heads coloured by the key/value head they read, with a dot on each head sized "
+            "by its induction score.",
+        )
+    st.caption(
+        f"Dots: each head's induction score as lesson 10 measures it, on {lesson.length} random tokens repeated "
+        f"(seed {lesson.seed}). " + gpt_keys.groups_sentence(lesson.scores, groups)
+    )
 
 
 def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -> None:
     step("The KV cache, measured")
     widgets.prose(SLUG, "kvcache")
+    step_break()  # the measured numbers and their chart on a screen of their own: the chart started at 570 px (s29c)
     timing = cache_timing_when_asked(model, text, kind)
     if timing is not None:
         # The measured numbers above their chart: under it they fell below a projector's fold (the seventh review).

@@ -247,3 +247,22 @@ def test_on_a_projector_lesson_eight_s_start_table_stands_under_its_own_paragrap
     (intro_step,), (effects_step,) = intro, effects
     assert effects_step == intro_step + 1
     assert [e for n, e in steps if n == intro_step and getattr(e, "type", None) == "dataframe"]  # the table
+
+
+def test_on_a_projector_lesson_twelve_s_question_map_and_timing_get_screens_of_their_own() -> None:
+    # The s29c review: with a poll's tally beside it the question showed one option under the prose and pickers;
+    # the sizes sharing saves stood under the 30-row map at 1,185 px; the cache's chart started at 570 px.
+    steps = step_of_each(answered_page("gpt_keys", present="1").main)
+
+    def where(found) -> int:
+        (number,) = {n for n, e in steps if found(e)}
+        return number
+
+    kind = lambda e: getattr(e, "type", None)  # noqa: E731 - one attribute, read often
+    pickers = where(lambda e: kind(e) == "selectbox" and e.label == "Query token")
+    question = where(lambda e: kind(e) == "radio" and e.label == "Your prediction")
+    sizes = where(lambda e: kind(e) == "metric" and e.label.startswith("KV cache per token"))
+    groups = where(lambda e: kind(e) == "vega_lite_chart" and "key/value head they read" in e.proto.alt)
+    prose = where(lambda e: kind(e) == "markdown" and "**KV cache**" in e.value)
+    timed = where(lambda e: kind(e) == "caption" and e.value.startswith("Both runs chose"))
+    assert (question, groups, timed) == (pickers + 1, sizes + 1, prose + 1), (pickers, question, sizes, groups)
