@@ -318,9 +318,10 @@ def time_sentences(cost: CostResult) -> tuple[str, ...]:
     shortest = table.iloc[0]
     line_at_shortest = float(shortest.t2_milliseconds)
     fixed = float(shortest.milliseconds) / line_at_shortest if line_at_shortest > 0 else math.inf
+    times = f"{fixed:,.0f}" if fixed >= 10 else f"{fixed:.1f}"  # one decimal under 10: "2×" was said of 2.33 (s29c)
     said = [
         f"At {int(shortest.tokens):,} tokens a call took {duration_text(float(shortest.milliseconds))}, "
-        f"{fixed:,.0f}× the {duration_text(line_at_shortest)} the T² line predicts there: at small T what every "
+        f"{times}× the {duration_text(line_at_shortest)} the T² line predicts there: at small T what every "
         "call pays whatever T (Python, "
         "dispatching each operation, allocating its output) and the parts that grow only like T (the T × 64 inputs "
         "and output) take most of the time."

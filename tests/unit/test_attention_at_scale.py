@@ -585,6 +585,16 @@ def test_the_time_sentences_give_the_small_t_factor_and_name_a_kink() -> None:
     assert "a call at 512 tokens took longer than one at 1,024" in said
 
 
+def test_the_small_t_factor_keeps_a_decimal_below_10() -> None:
+    # The s29c review: "0.056 ms, 2× the 0.024 ms" was 2.33x, rounded down to a whole number.
+    times = [0.056, 0.1, 0.4, 1.6, 0.024 * (1024 / 64) ** 2]  # the T² line through the last: 0.024 ms at 64
+    cost = synthetic_cost(times, [t / 2 for t in times])
+    shortest = cost.table.iloc[0]
+    factor = shortest.milliseconds / shortest.t2_milliseconds
+    first = lesson.time_sentences(cost)[0]
+    assert 2 <= factor < 10 and f", {factor:.1f}× the" in first, (factor, first)
+
+
 @pytest.mark.parametrize(
     ("times", "said_of_64"),
     [
