@@ -42,10 +42,11 @@ def test_the_page_opens_clean_and_reveals_each_answer_after_a_choice(decoder) ->
     ranks = [int(r) for r in lesson.answer_ranks]
     top_10 = next(i for i, rank in enumerate(ranks) if rank <= 10)
     assert lesson.rank_sentence() in text
-    assert (
-        f"{ranks[0]:,} at {lesson.lens_labels[0]}" in text
-        and f"{lesson.lens_labels[top_10]} (rank {ranks[top_10]}" in text
-    )
+    assert f"{ranks[0]:,} at {lesson.lens_labels[0]}" in text
+    if top_10 == lesson.first_on_top:  # one point, named once (the s29b review)
+        assert f"comes out on top at once, at {lesson.lens_labels[top_10]}" in text
+    else:
+        assert f"{lesson.lens_labels[top_10]} (rank {ranks[top_10]}" in text
     assert "Pushing ' Mary' - ' John' up the most" in text
     # The opened head's sentence splits its effect into the two logits (the lesson's own numbers).
     layer, head = int(at.session_state["answer_layer"]), int(at.session_state["answer_head"])
