@@ -264,7 +264,8 @@ def guarded(part: Callable[[], T], fallback: T, what: str) -> T:
 
 hardening.keep_shared_caches()
 hardening.drop_unreadable_widget_values()
-page = st.navigation(navigation())
+# expanded: every lesson listed; with lesson 12 the menu folded the last three under "View 3 more".
+page = st.navigation(navigation(), expanded=True)
 spec = registry.page(page.url_path or registry.HOME.slug)  # the default page's url_path is ""
 # A full run that is cut short and not run again is redrawn by the poll watcher (class_poll.full_run).
 with class_poll.full_run():
