@@ -61,7 +61,6 @@ HEARTBEAT_S = 30.0  # the teacher's page tells the store it is there (a room liv
 _TEACHER = "class_poll_room"  # Room(code, secret) of the poll this session started
 _STUDENT = "class_poll_student"  # this session's anonymous id (random, never shown)
 _PROBLEM = "class_poll_problem"  # (where, why): a room refused, said beside the button that asked for it
-_JUST_STARTED = "class_poll_just_started"  # the run after a room opened: its link and QR code open too
 _FOLLOWING = "class_poll_following"  # the code from the link, once read and found valid
 _LINK_NOTE = "class_poll_link_note"  # what reading ?room= found: "" or the note to show
 _SENT = "class_poll_sent"  # question id -> the option this session last sent
@@ -115,7 +114,6 @@ def _student_id() -> str:
 def _start(where: str) -> None:
     try:  # the owner is this session: a second room replaces its first (also after a "clear cache")
         st.session_state[_TEACHER] = store().create_room(owner=_student_id(), address=hardening.client_address())
-        st.session_state[_JUST_STARTED] = True
     except PollError as error:
         st.session_state[_PROBLEM] = (where, str(error))
 
@@ -215,10 +213,7 @@ def teacher_panel(page: str, step: int) -> None:
     # Open on the lesson's first step, when the class joins; folded after it, and on a first step that holds a
     # question, so that it does not push the step's content (the question and its live count) below a
     # projector's fold (the s25 review, lesson 3's step 1). The teacher can open it again.
-    # ... and on the run right after the room opened, wherever: started on a question's step, the teacher had to
-    # open it to let the class join (the s29c review).
-    just_started = bool(st.session_state.pop(_JUST_STARTED, False))
-    joining = just_started or (step <= 1 and not presentation.has_question(page, step))
+    joining = step <= 1 and not presentation.has_question(page, step)
     with st.expander(f"Class poll {class_poll.spoken(room.code)}: the students' link and QR code", expanded=joining):
         text, code = st.columns([1, 1], vertical_alignment="center")  # half the width: 300+ px on a projector
         with text:
