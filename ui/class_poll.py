@@ -223,9 +223,10 @@ def teacher_panel(page: str, step: int) -> None:
         code.image(qr_png(link), caption="Scan to join the class poll", width="stretch")  # never wider than its column
     if not presentation.has_question(page, step):
         # A poll started on a step without a question gave the class nothing to answer, and nothing said so
-        # (the s29 and s29b reviews): the next question's step, one click away.
+        # (the s29 and s29b reviews): the first question's step, one click away, on the steps before it only
+        # (after it, on a projector, the line would only take room from the step).
         ahead = presentation.next_question_step(page, step)
-        if ahead is not None:
+        if ahead is not None and presentation.next_question_step(page, 0) == ahead:
             st.button(
                 f"No question on this step: go to step {ahead}, the next question",
                 icon=":material/arrow_forward:",

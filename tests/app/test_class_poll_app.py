@@ -75,6 +75,10 @@ def test_a_poll_started_on_a_step_without_a_question_offers_the_next_question() 
     assert_clean(teacher)
     assert teacher.session_state["step"] == 2
     assert not [b for b in teacher.main.button if b.key == "class_poll_next_question"]
+    teacher.session_state["step"] = 3  # past the first question: no such line on the projector
+    teacher.run()
+    assert_clean(teacher)
+    assert not [b for b in teacher.main.button if b.key == "class_poll_next_question"]
 
 
 def test_a_room_refused_from_the_step_bar_is_said_in_the_step_bar(monkeypatch: pytest.MonkeyPatch) -> None:
