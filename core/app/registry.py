@@ -199,6 +199,21 @@ def _ignores(**reasons: str) -> Mapping[Control, str]:
     return MappingProxyType({Control(name): reason for name, reason in reasons.items()})
 
 
+def _gpt_ignores(seed: str) -> Mapping[Control, str]:
+    """The sidebar's reasons on the GPT's own pages (lessons 10 to 12): the model fixes all but the seed's."""
+    return _ignores(
+        preset="this page has its own prompt box",
+        text="type your prompt in the page's own box",
+        d_in="fixed by the model: 576 numbers per token",
+        d_out="fixed by the model: 9 heads of width 64",
+        seed=seed,
+        dropout="the model runs in evaluation mode, without dropout",
+        num_heads="fixed by the model: 9 query heads per layer sharing 3 key/value heads",
+        scale="the model was trained with scaling by 1/√64",
+        device="the model runs on the CPU",
+    )
+
+
 _RANDOM_VECTORS = "this page uses random vectors"
 _NO_HEADS = "a single head on this page"
 _DROPOUT_LATER = "dropout arrives with causal attention (lesson 4)"
@@ -437,17 +452,7 @@ PAGES: tuple[PageSpec, ...] = (
         "Inside a GPT",
         ":material/smart_toy:",
         Section.FURTHER,
-        _ignores(
-            preset="this page has its own prompt box",
-            text="type your prompt in the page's own box",
-            d_in="fixed by the model: 576 numbers per token",
-            d_out="fixed by the model: 9 heads of width 64",
-            seed="the page has its own seed, beside the sampling controls",
-            dropout="the model runs in evaluation mode, without dropout",
-            num_heads="fixed by the model: 9 query heads per layer sharing 3 key/value heads",
-            scale="the model was trained with scaling by 1/√64",
-            device="the model runs on the CPU",
-        ),
+        _gpt_ignores(seed="the page has its own seed, beside the sampling controls"),
         controls=(
             PageControl.GPT_PROMPT,
             PageControl.GPT_TEXT,
@@ -474,17 +479,7 @@ PAGES: tuple[PageSpec, ...] = (
         "From attention to the answer",
         ":material/functions:",
         Section.FURTHER,
-        _ignores(
-            preset="this page has its own prompt box",
-            text="type your prompt in the page's own box",
-            d_in="fixed by the model: 576 numbers per token",
-            d_out="fixed by the model: 9 heads of width 64",
-            seed="nothing is drawn at random here",
-            dropout="the model runs in evaluation mode, without dropout",
-            num_heads="fixed by the model: 9 query heads per layer sharing 3 key/value heads",
-            scale="the model was trained with scaling by 1/√64",
-            device="the model runs on the CPU",
-        ),
+        _gpt_ignores(seed="nothing is drawn at random here"),
         controls=(
             PageControl.ANSWER_TEXT,
             PageControl.ANSWER_EXPLAIN,
@@ -504,17 +499,7 @@ PAGES: tuple[PageSpec, ...] = (
         "A GPT's keys: rotated, shared, cached",
         ":material/key:",
         Section.FURTHER,
-        _ignores(
-            preset="this page has its own prompt box",
-            text="type your prompt in the page's own box",
-            d_in="fixed by the model: 576 numbers per token",
-            d_out="fixed by the model: 9 heads of width 64",
-            seed="nothing is drawn at random here",
-            dropout="the model runs in evaluation mode, without dropout",
-            num_heads="fixed by the model: 9 query heads per layer sharing 3 key/value heads",
-            scale="the model was trained with scaling by 1/√64",
-            device="the model runs on the CPU",
-        ),
+        _gpt_ignores(seed="nothing is drawn at random here"),
         controls=(PageControl.GPT_PROMPT, PageControl.GPT_TEXT, PageControl.GPT_CHAT),
         summary=(
             "what modern GPTs do to their keys, on SmolLM2: rotated by position (RoPE, so a score depends only on "
