@@ -175,15 +175,7 @@ else:
 step("Context vectors for every token")
 widgets.prose("without_weights", "context")
 step_break()  # the two maps under the toggle, whole on a projector: under the paragraph they ran to 916 px (s26b)
-stretch = st.toggle(
-    "Stretch the colours to these weights",
-    False,
-    key=PageControl.STRETCH,
-    bind="query-params",
-    help="On the fixed 0–1 scale, weights a few hundredths apart look alike; stretched, the colours run "
-    "from the smallest weight to the largest (the legend says so).",
-)
-colours = common.weight_colours(lesson.weights, bool(stretch))
+colours = widgets.weight_colours(lesson.weights)
 if answered:
     context_charts(lesson, query, colours)
 else:

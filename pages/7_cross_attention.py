@@ -145,15 +145,7 @@ def the_weights(lesson: CrossLesson, answered: bool) -> None:
     if trained is None:
         # Random draws spread each row near evenly (about 1/8 each): on the fixed 0-1 scale the map is one flat
         # colour (the s29 review), so the toggle lesson 1 has stretches its colours to their own range.
-        stretch = st.toggle(
-            "Stretch the colours to these weights",
-            False,
-            key=PageControl.STRETCH,
-            bind="query-params",
-            help="On the fixed 0–1 scale, weights a few hundredths apart look alike; stretched, the colours run "
-            "from the smallest weight to the largest (the legend says so).",
-        )
-        colours = common.weight_colours(lesson.weights, bool(stretch))
+        colours = widgets.weight_colours(lesson.weights)
     if not answered:
         widgets.answer_first(
             "The weights, and the shape they have, appear"

@@ -13,7 +13,9 @@ from streamlit.delta_generator import DeltaGenerator
 
 from core.app import prose as core_prose
 from core.app.markup import literal
-from core.lessons.common import Prediction
+from core.app.registry import PageControl
+from core.lessons.common import Prediction, WeightColours
+from core.lessons.common import weight_colours as lesson_colours
 from services.class_poll import PollError
 from ui import class_poll, presentation
 from ui.frame import frame
@@ -241,6 +243,20 @@ def number_table(frame: pd.DataFrame, *, decimals: int = 4, hide_index: bool = F
 
 # A widget in the link and kept across page switches: the sidebar's and the pages' own controls.
 LINKED = MappingProxyType({"bind": "query-params", "persist_state": "session"})  # read-only: shared
+
+
+def weight_colours(weights: pd.DataFrame) -> WeightColours:
+    """The "Stretch the colours to these weights" toggle (lessons 1 and 7, in the link as ?stretch=true) and the
+    colours it asks for: the fixed 0–1 scale, or the weights' own range."""
+    stretch = st.toggle(
+        "Stretch the colours to these weights",
+        False,
+        key=PageControl.STRETCH,
+        bind="query-params",
+        help="On the fixed 0–1 scale, weights a few hundredths apart look alike; stretched, the colours run "
+        "from the smallest weight to the largest (the legend says so).",
+    )
+    return lesson_colours(weights, bool(stretch))
 
 
 def linked_select(
