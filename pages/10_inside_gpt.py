@@ -25,6 +25,15 @@ from ui.presentation import presenting, step, step_break
 LAYER, HEAD = PageControl.GPT_LAYER, PageControl.GPT_HEAD  # the chosen head (clicks on the grid set them too)
 
 
+def seed_box(where, label: str, key: PageControl) -> int:
+    """A whole-number seed box, 0 to 9999, in the link (the sampling's and the induction sequence's)."""
+    return int(
+        where.number_input(
+            label, 0.0, 9999.0, float(gpt.DEFAULT_SEED), step=1.0, format="%.0f", key=key, **widgets.LINKED
+        )
+    )
+
+
 def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...], text: str, kind) -> bool:
     """The first section; whether its question is answered (the KV cache's Code box generates the answer)."""
     step("The next token")
@@ -50,18 +59,7 @@ def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...],
     )
     top_k = c2.selectbox("Top-k (0: off)", choices.TOP_KS, key=PageControl.GPT_TOP_K, **widgets.LINKED)
     top_p = c3.selectbox("Top-p (1.0: off)", choices.TOP_PS, key=PageControl.GPT_TOP_P, **widgets.LINKED)
-    seed = int(
-        c4.number_input(
-            "Seed",
-            0.0,
-            9999.0,
-            float(gpt.DEFAULT_SEED),
-            step=1.0,
-            format="%.0f",
-            key=PageControl.GPT_SEED,
-            **widgets.LINKED,
-        )
-    )
+    seed = seed_box(c4, "Seed", PageControl.GPT_SEED)
     settings = gpt.sampling_settings(float(temperature), int(top_k), float(top_p))
     view = gpt.sampling_view(analysis, vocabulary, settings, seed)
     if not answered:
@@ -236,18 +234,7 @@ def induction(model) -> tuple[gpt_induction.InductionLesson, bool]:
     )
     # Its own seed: it was the sampling seed of "The next token", so a student trying another draw there got a new
     # random sequence here and a fresh, unanswered question (the s28b review).
-    seed = int(
-        c2.number_input(
-            "Seed of the random tokens",
-            0.0,
-            9999.0,
-            float(gpt.DEFAULT_SEED),
-            step=1.0,
-            format="%.0f",
-            key=PageControl.GPT_REPEAT_SEED,
-            **widgets.LINKED,
-        )
-    )
+    seed = seed_box(c2, "Seed of the random tokens", PageControl.GPT_REPEAT_SEED)
     lesson = gpt_queue.computed(gpt_induction.INDUCTION, model, length, seed)
     st.caption(
         f"{length} random tokens, then the same {length} again (seed {seed}): "
