@@ -35,7 +35,7 @@ def seed_box(where, label: str, key: PageControl) -> int:
 
 
 def next_token(model, analysis: gpt.PromptAnalysis, vocabulary: tuple[str, ...], text: str, kind) -> bool:
-    """The first section; whether its question is answered (the KV cache's Code box generates the answer)."""
+    """The first section; whether its question is answered."""
     step("The next token")
     # The chat template only where the prompt is a chat question: the counting prompt opens the page (s28 review).
     widgets.prose("inside_gpt", "prompt_chat" if kind is gpt.PromptKind.CHAT else "prompt")
