@@ -30,7 +30,17 @@ import altair as alt
 import pandas as pd
 import torch
 
-from bench import attention_at_scale, core_speed, latency, monte_carlo, pretrained, real_model, smollm2, training
+from bench import (
+    attention_at_scale,
+    attribution,
+    core_speed,
+    latency,
+    monte_carlo,
+    pretrained,
+    real_model,
+    smollm2,
+    training,
+)
 from loadtest import (
     capacity,
     class_poll,
@@ -56,7 +66,7 @@ def machine() -> str:
 # latency last: it runs the app in this process. capacity pins this process to core 1 while it runs.
 PARTS = (
     "core", "monte_carlo", "real_model", "memory", "hostile", "training", "training_queue", "gpt_queue", "cold_open",
-    "scale", "capacity", "replicas", "class_poll", "pretrained", "gpt", "latency",
+    "scale", "capacity", "replicas", "class_poll", "pretrained", "gpt", "attribution", "latency",
 )  # fmt: skip
 
 
@@ -68,7 +78,12 @@ def run_all(
     capacity_steps / capacity_seconds: a shorter capacity run than the full one (a busy machine)."""
     previous = HERE / "results.json"
     results: dict = json.loads(previous.read_text()) if only != set(PARTS) and previous.exists() else {}
-    results.update(date=dt.date.today().isoformat(), machine=machine())
+    today = dt.date.today().isoformat()
+    if only == set(PARTS):
+        results["date"] = today
+    # Each part's own date: a part run again later keeps the others' date honest in the table's first line.
+    results["part_dates"] = {**results.get("part_dates", {}), **dict.fromkeys(only & set(PARTS), today)}
+    results["machine"] = machine()
     if "core" in only:
         results["core_cpu"] = core_speed.run("cpu", repeats=2 if quick else 5)
         if torch.cuda.is_available():
@@ -106,9 +121,26 @@ def run_all(
         results["pretrained"] = pretrained.run(repeats=5 if quick else 10)
     if "gpt" in only:
         results["gpt"] = smollm2.run(repeats=4 if quick else 10)
+    if "attribution" in only:
+        results["attribution"] = {
+            "float32": attribution.run(repeats=3 if quick else 5),
+            "app": attribution.run(repeats=3 if quick else 5, app=True),
+        }
     if "latency" in only:
         results["latency"] = latency.run(repeats=5 if quick else 15)
     return results
+
+
+def measured_line(results: dict) -> str:
+    """The table's first line: the date of the full run, and the parts run again since on a later date."""
+    later: dict[str, list[str]] = {}
+    for part, date in results.get("part_dates", {}).items():
+        if date != results["date"]:
+            later.setdefault(date, []).append(part)
+    again = "".join(
+        f"; the {', '.join(parts)} rows {date} (`--only {','.join(parts)}`)" for date, parts in sorted(later.items())
+    )
+    return f"Measured {results['date']} on {results['machine']} (`python -m bench.run`){again}."
 
 
 def table(results: dict) -> str:
@@ -184,8 +216,10 @@ def table(results: dict) -> str:
         rows += cold_open_rows(results["cold_open"], ok)
     if "scale" in results:
         rows += attention_at_scale.rows(results["scale"], ok)
+    if "attribution" in results:
+        rows += attribution.rows(results["attribution"], ok)
     lines = [
-        f"Measured {results['date']} on {results['machine']} (`python -m bench.run`).",
+        measured_line(results),
         "",
         "| figure | measured | target | |",
         "| --- | --- | --- | --- |",

@@ -160,6 +160,31 @@ def test_the_cpu_default_keeps_the_file_s_4_bit_blocks(decoder, contents) -> Non
         sm.load_model(precision=sm.Precision.Q4_BLOCKS, device="cuda")
 
 
+def test_unpacked_codes_equal_the_kernel_s_numbers_on_every_matrix(decoder) -> None:
+    """The fast dequantization (unpacking the codes) against the reference (the int4 kernel times the identity):
+    the same float32 numbers, bit for bit, on all 7 x 30 matrices of the app's model."""
+    for index, layer in enumerate(decoder.weights.layers):
+        for name in ("query", "key", "value", "output", "gate", "up", "down"):
+            weight = getattr(layer, name)
+            fast, reference = sm.dequantized(weight), sm.dequantized(weight, through_kernel=True)
+            assert fast.shape == weight.shape and torch.equal(fast, reference), (index, name)
+
+
+@pytest.mark.parametrize(("out", "inputs"), [(16, 32), (64, 64), (96, 128), (208, 96)])
+def test_unpacked_codes_equal_the_kernel_s_numbers_on_random_blocks(out: int, inputs: int) -> None:
+    """Shapes the model does not have (rows in multiples of 16, as the kernel requires, not of 64), codes and
+    scales drawn at random: the packed layout is read back from torch, so any shape must unpack right."""
+    generator = torch.Generator().manual_seed(out * inputs)
+    codes = torch.randint(0, 16, (out, inputs), generator=generator, dtype=torch.int32)
+    packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1)
+    scales_and_zeros = torch.randn(inputs // 32, out, 2, generator=generator).to(torch.bfloat16)
+    weight = sm.PackedQ4(packed, scales_and_zeros, (out, inputs))
+    fast, reference = sm.dequantized(weight), sm.dequantized(weight, through_kernel=True)
+    assert torch.equal(fast, reference)
+    block_0 = (codes[:, :32].float() - 8) * scales_and_zeros[0, :, :1].float() + scales_and_zeros[0, :, 1:].float()
+    assert torch.equal(fast[:, :32], block_0.to(torch.bfloat16).float())  # the blocks' formula, by hand
+
+
 def test_kv_cache_bytes_per_token(decoder16) -> None:
     assert sm.kv_cache_bytes_per_token(decoder16.config) == 2 * 30 * 3 * 64 * 4 == 46_080
     assert sm.kv_cache_bytes_per_token(decoder16.config, kv_heads=9) == 3 * 46_080

@@ -6,6 +6,8 @@ Shape legend as in the package's docstring (T tokens, D hidden width, d head wid
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
@@ -19,17 +21,54 @@ def _int4_mm(x: torch.Tensor, weight: PackedQ4) -> torch.Tensor:
     return torch.ops.aten._weight_int4pack_mm_for_cpu(inputs, weight.packed, BLOCK, weight.scales_and_zeros).float()
 
 
-def dequantized(weight: Matrix) -> torch.Tensor:
+def dequantized(weight: Matrix, *, through_kernel: bool = False) -> torch.Tensor:
     """The matrix (out, in) as float32 numbers, a transient copy (the shared model is never changed).
 
-    A PackedQ4 is read back through the int4 kernel itself: the identity (in, in) times the matrix gives
-    its transpose, each number as the kernel dequantizes it, rounded to bfloat16 (the kernel's output).
+    A PackedQ4's numbers are the ones the int4 kernel multiplies by: (q - 8) * scale + zero per block of
+    32, rounded to bfloat16 (the kernel's output). through_kernel: the readable reference, which reads
+    them back through the kernel itself (the identity (in, in) times the matrix gives its transpose); it
+    costs in x in x out products, 45 ms for a feed-forward matrix on one thread, and a backward pass through
+    all 30 layers needs 210 of them (2.9 s of lesson 11's 3.8 s attribution patching). The default unpacks
+    the codes instead (`_codes`), 4-8x faster; a test holds the two equal, bit for bit, on every matrix.
     One layer's output matrix (576 x 576) is 1.3 MB in float32.
     """
-    if isinstance(weight, PackedQ4):
+    if not isinstance(weight, PackedQ4):
+        return weight.float()
+    if through_kernel:
         identity = torch.eye(weight.shape[1], device=weight.packed.device)  # (in, in)
         return _int4_mm(identity, weight).T.contiguous()  # (in, out) -> (out, in)
-    return weight.float()
+    out, inputs = weight.shape
+    codes = _codes(weight).view(out, inputs // BLOCK, BLOCK).float() - 8  # (out, blocks, 32)
+    scale_zero = weight.scales_and_zeros.float().transpose(0, 1)  # (blocks, out, 2) -> (out, blocks, 2)
+    numbers = torch.addcmul(scale_zero[..., 1:], codes, scale_zero[..., :1])  # zero + q * scale: (out, blocks, 32)
+    return numbers.to(torch.bfloat16).float().reshape(out, inputs)
+
+
+def _codes(weight: PackedQ4) -> torch.Tensor:
+    """The 4-bit codes (out * in,) uint8 in row-major order, from the kernel's packed layout."""
+    packed = weight.packed  # (out, in / 2): two codes a byte, in an order of the kernel's own
+    nibbles = torch.stack((packed & 15, packed >> 4), dim=-1).flatten()  # (out * in,) in the packed order
+    return nibbles[_packed_position(*weight.shape)]
+
+
+@functools.lru_cache(maxsize=8)  # SmolLM2 has four shapes (q and o, k and v, gate and up, down): 18 MiB in all
+def _packed_position(out: int, inputs: int) -> torch.Tensor:
+    """For each code in row-major order, where the packed layout keeps it: (out * in,) int32.
+
+    torch documents no layout for `_convert_weight_to_int4pack_for_cpu` (it blocks rows and interleaves
+    them), so it is read back from the function itself: each code's own row-major number, four bits at
+    a time, is packed as if it were the codes, and each nibble position then says whose bits it holds.
+    Read-only once made (shared by every session's thread through the cache).
+    """
+    number = torch.arange(out * inputs, dtype=torch.int64).view(out, inputs)  # (out, in)
+    owner = torch.zeros(out * inputs, dtype=torch.int64)  # per nibble position: the code it holds
+    for shift in range(0, max(1, (out * inputs - 1).bit_length()), 4):
+        digit = ((number >> shift) & 15).to(torch.int32)  # (out, in): four bits of each code's number
+        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(digit, 1)  # (out, in / 2) uint8
+        owner |= torch.stack((packed & 15, packed >> 4), dim=-1).flatten().long() << shift
+    position = torch.empty(out * inputs, dtype=torch.int32)
+    position[owner] = torch.arange(out * inputs, dtype=torch.int32)  # invert: code -> nibble position
+    return position
 
 
 class _Int4Linear(torch.autograd.Function):
