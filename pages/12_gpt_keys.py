@@ -78,17 +78,11 @@ def one_pair(result: gpt_rope.RopeLesson) -> None:
     """The pair up close: the rotated query and key, dimension by dimension, and the products that sum to its
     score (BertViz's neuron view, on a grouped-query model with RoPE)."""
     widgets.prose(SLUG, "pair")
-    whats = ("The query, rotated", "The key, rotated", "Their products, whose sum is the score")
-    for (_, frame), what in zip(frames.pair_frames(result), whats, strict=True):  # the strip's row names the vector
-        draw.heatmap(
-            frame,
-            what,
-            f"A strip of {len(result.rotated_query)} coloured cells: {what.lower()}, one cell per dimension.",
-            signed=True,
-            show_values=False,
-            x_title="dimension",
-            y_title="",
-        )
+    draw.draw(
+        charts_gpt.pair_strips(frames.pair_frame(result)),
+        f"Three rows of {len(result.rotated_query)} coloured cells, one per dimension: the rotated query, the "
+        "rotated key, and their products, whose sum is the score; each row coloured on its own scale.",
+    )
     st.caption(gpt_rope.pair_sentence(result))
 
 

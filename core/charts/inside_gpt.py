@@ -13,7 +13,7 @@ import functools
 import altair as alt
 import pandas as pd
 
-from core.charts.colours import INDUCTION_DOT, LEGEND_SYMBOL, MASKED_COLOUR
+from core.charts.colours import BLUE_ORANGE, INDUCTION_DOT, LEGEND_SYMBOL, MASKED_COLOUR
 from core.charts.common import GROWS_FOR_TEXT, PLOT_HEIGHT
 from core.charts.heads import panel_width, weights_colour
 from core.charts.real_model import CHOSEN_COLOUR, HEAD_SELECTION
@@ -34,6 +34,8 @@ DRAWN_STAGE = "drawn from"
 ROPE_TITLE = "One query and one key at every distance, the key at two places"
 MODEL_VIEW_DATA = "gpt_model_view"  # layer, head, key, key_index, value
 MODEL_VIEW_ROW_PX = 6  # a layer's row in each head's panel: 30 layers in 180 px
+PAIR_DATA = "gpt_pair"  # row, order, label, dimension, value, scaled
+PAIR_ROW_PX = 34  # one of the pair view's three rows: the whole chart stays under a projector's fold
 
 
 @functools.cache
@@ -297,3 +299,35 @@ def _rope_template() -> str:
 
 def rope_curves(frame: pd.DataFrame) -> VegaChart:
     return VegaChart(_rope_template(), {ROPE_DATA: frame})
+
+
+@functools.cache
+def _pair_template() -> str:
+    """The pair view (BertViz's neuron view): three rows of d cells, each row coloured on its own scale."""
+    chart = (
+        alt.Chart(alt.NamedData(name=PAIR_DATA))
+        .mark_rect(stroke="white", strokeWidth=0.3)
+        .encode(
+            x=alt.X("dimension:O", title="dimension", axis=alt.Axis(labelAngle=0, values=list(range(0, 64, 8)))),
+            y=alt.Y("label:N", title=None, sort=alt.SortField("order"), axis=alt.Axis(labelLimit=260)),
+            color=alt.Color(
+                "scaled:Q",
+                title=["each row ÷ its", "largest |value|"],
+                scale=alt.Scale(domain=[-1, 1], range=list(BLUE_ORANGE), interpolate="rgb", clamp=True),
+                # Beside the rows, as tall as they are: under them it took the chart to the projector's fold.
+                legend=alt.Legend(orient="right", gradientLength=3 * PAIR_ROW_PX),
+            ),
+            tooltip=["label:N", "dimension:O", alt.Tooltip("value:Q", format=".4f")],
+        )
+        .properties(
+            title=phone_title("Query, key and their products, dimension by dimension"),
+            width="container",
+            height=alt.Step(PAIR_ROW_PX),
+        )
+    )
+    return template(chart)
+
+
+def pair_strips(frame: pd.DataFrame) -> VegaChart:
+    """`frame`: inside_gpt_frames.pair_frame's (rows drawn top to bottom by `order`)."""
+    return VegaChart(_pair_template(), {PAIR_DATA: frame})

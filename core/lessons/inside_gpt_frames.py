@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import torch
 
 from core.charts.inside_gpt import DRAWN_STAGE, MODEL_STAGE
-from core.lessons.common import matrix_frame
 from core.lessons.inside_gpt import GeneratedToken, PromptAnalysis, SamplingView, TokenAcrossModel
 from core.lessons.inside_gpt_cache import CacheTiming
 from core.lessons.inside_gpt_induction import InductionLesson
@@ -203,16 +201,29 @@ ROTATED = "rotated (RoPE, this model)"
 ADDED = "sinusoidal positions added"
 
 
-def pair_frames(lesson: RopeLesson) -> tuple[tuple[str, pd.DataFrame], ...]:
-    """The pair view's three strips, each (its title, a heatmap frame of 1 x d cells from `matrix_frame`): the
-    rotated query, the rotated key, and their products (whose sum is the score)."""
-    columns = [str(n) for n in range(len(lesson.rotated_query))]
-    rows = (
-        (f"q of {lesson.query_token!r} at {lesson.i}", lesson.rotated_query),
-        (f"k of {lesson.key_token!r} at {lesson.j}", lesson.rotated_key),
-        ("q × k", tuple(float(v) for v in lesson.products)),
+PAIR_ROWS = ("q", "k", "q × k")  # the pair view's rows, top to bottom: the rotated query, key, and their products
+
+
+def pair_frame(lesson: RopeLesson) -> pd.DataFrame:
+    """The pair view in one frame, one row per cell (3 x d): row (PAIR_ROWS), order (its place, top first),
+    label (the row's name on the chart), dimension, value, and scaled = value / the row's largest |value| (-1..1).
+
+    Each row is coloured on its own scale: the products of a score near 20 reach about 6 where the vectors'
+    numbers stay near 1, and on one scale the query and key were a flat band."""
+    labels = (
+        f"q of {lesson.query_token!r} at {lesson.i}",
+        f"k of {lesson.key_token!r} at {lesson.j}",
+        "q × k (sum: the score)",
     )
-    return tuple((label, matrix_frame(torch.tensor([values]), [label], columns)) for label, values in rows)
+    rows = []
+    vectors = (lesson.rotated_query, lesson.rotated_key, tuple(float(v) for v in lesson.products))
+    for order, (row, label, values) in enumerate(zip(PAIR_ROWS, labels, vectors, strict=True)):
+        largest = max(abs(v) for v in values) or 1.0  # a row of zeros stays at the scale's middle
+        rows += [
+            {"row": row, "order": order, "label": label, "dimension": n, "value": v, "scaled": v / largest}
+            for n, v in enumerate(float(v) for v in values)
+        ]
+    return pd.DataFrame(rows)
 
 
 def rope_frame(lesson: RopeLesson) -> pd.DataFrame:

@@ -193,6 +193,25 @@ def test_the_gpts_cache_numbers_stand_above_a_projectors_fold(server: str, brows
     context.close()
 
 
+def test_lesson_12s_pair_up_close_is_one_chart_above_the_fold(server: str, browser) -> None:
+    # Issue 41, item 7: the pair's query, key and products were three heatmaps, one under another, and their
+    # step ran to 1,709 px; one chart of three rows now stands whole on its screen.
+    context = browser.new_context(**PROJECTOR)
+    page = presented(context, f"{server}/gpt_keys?present=1")
+    total = int(re.search(r"of (\d+) steps", page.locator(".st-key-al-bar").inner_text()).group(1))
+    found = []
+    for step in range(2, total + 1):
+        page.get_by_role("button", name="Next →").click()
+        page.wait_for_url(f"**step={step}**", timeout=30_000)
+        settle(page)
+        found = page.evaluate(UNLOCKED, "Three rows of 64 coloured cells")
+        if found:
+            break
+    assert len(found) == 1, found  # one chart, not a strip each
+    assert all(bottom <= FOLD for _, bottom in found), found
+    context.close()
+
+
 UNLOCKED = """(label) => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
   .filter(chart => chart.checkVisibility() && (chart.getAttribute('aria-label') || '').startsWith(label))
   .map(chart => [chart.getBoundingClientRect().top, chart.getBoundingClientRect().bottom])"""

@@ -287,9 +287,18 @@ def test_one_pair_up_close_sums_its_products_to_the_tables_score(decoder) -> Non
     result = gpt_rope.rope_lesson(decoder, "What is the capital of France?", gpt.PromptKind.CHAT, 4)
     assert len(result.rotated_query) == len(result.rotated_key) == 64
     assert result.products.sum() == pytest.approx(result.scores[0], rel=1e-6)
-    (_, query), (_, key), (title, products) = frames.pair_frames(result)
-    assert len(query) == len(key) == len(products) == 64 and title == "q × k"  # one strip of 64 cells each
+    frame = frames.pair_frame(result)
+    query, key, products = (frame[frame["row"] == row] for row in frames.PAIR_ROWS)
+    assert len(query) == len(key) == len(products) == 64  # one row of 64 cells each
     assert np.allclose(products["value"], query["value"].to_numpy() * key["value"].to_numpy())
+    for row in (query, key, products):  # each row on its own scale, its largest |value| at an end
+        assert row["scaled"].abs().max() == pytest.approx(1.0) and row["scaled"].between(-1, 1).all()
+        assert np.allclose(row["scaled"] * row["value"].abs().max(), row["value"])
+    from core.charts import inside_gpt as charts_gpt
+    from tests.support import validated_spec
+
+    spec = validated_spec(charts_gpt.pair_strips(frame))
+    assert spec["encoding"]["color"]["scale"]["domain"] == [-1, 1]
     sentence = gpt_rope.pair_sentence(result)
     assert f"add up to {result.scores[0]:.3f}" in sentence
     largest = int(np.argmax(np.abs(result.products)))
