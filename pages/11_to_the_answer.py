@@ -21,6 +21,8 @@ from ui.frame import page_start
 from ui.presentation import presenting, step, step_break
 
 LAYER, HEAD = PageControl.ANSWER_LAYER, PageControl.ANSWER_HEAD  # the opened head (clicks on the maps set them)
+LENS_QUESTION = "predict_answer_lens"
+PART_QUESTION = "predict_answer_part"  # asked in the residual's step; the attribution and patching maps wait for it
 EXACT_ASKED = "al_answer_exact"  # the (clean, corrupted) pair this session asked exact patching for
 
 
@@ -75,33 +77,49 @@ def lesson_or_default(model) -> lesson11.AnswerLesson:
     return gpt_queue.computed(lesson11.ANSWER, model, lesson11.DEFAULT_TEXT, lesson11.Explain.CONTRAST, "")
 
 
-def residual(lesson: lesson11.AnswerLesson) -> None:
+def residual(lesson: lesson11.AnswerLesson) -> bool:
+    """The residual section, which asks the attribution question before its chart; whether it is answered.
+
+    The chart's largest parts of the residual (on a model's own answer, the last layers' MLPs) hinted at the
+    question's answer when it was asked after them, in the attribution section (the s29b review)."""
     step("The residual stream is a sum")
     widgets.prose("to_the_answer", "residual")
-    draw.draw(
-        charts.parts(frames.parts_frame(lesson)),
-        f"Bars of the {len(lesson.part_labels)} parts with the largest projections on the final residual.",
-    )
     st.caption(
         f"The model answers {lesson.answer!r} ({lesson.answer_probability:.1%}). All 301 parts' shares add up to "
         f"{lesson.shares_sum:.6f}; the parts added up differ from the real residual by at most "
         f"{lesson.parts_error:.1e} in an entry (its largest entry: {lesson.residual_size:.1f})."
     )
+    answered = widgets.predict(lesson11.part_question(lesson), key=PART_QUESTION)
+    step_break()  # the chart on a screen of its own: under the question it started below a projector's fold
+    if not answered:
+        widgets.answer_first("The residual's largest parts appear")
+        return False
+    draw.draw(
+        charts.parts(frames.parts_frame(lesson)),
+        f"Bars of the {len(lesson.part_labels)} parts with the largest projections on the final residual.",
+    )
+    return True
 
 
 def lens(lesson: lesson11.AnswerLesson) -> None:
     step("The logit lens")
     widgets.prose("to_the_answer", "lens")
-    answered = widgets.predict(lesson11.lens_question(lesson), key="predict_answer_lens")
+    answered = widgets.predict(lesson11.lens_question(lesson), key=LENS_QUESTION)
     step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
+    if answered:
+        draw.draw(
+            charts.lens(frames.lens_frame(lesson)),
+            f"A line of the probability of {lesson.answer!r} at each of {len(lesson.lens_labels)} lens points.",
+        )
+        st.caption(lesson.first_on_top_sentence())
+    else:
+        widgets.answer_first("The lens's chart appears")
+    # The rank on a screen of its own, answered or not (a teacher's step numbers stay): under the probability's
+    # chart it started at 1,000 px.
+    step_break()
     if not answered:
-        widgets.answer_first("The lens's chart and table appear")
+        widgets.answer_first("The answer's rank at every point and the lens's table appear", question=LENS_QUESTION)
         return
-    draw.draw(
-        charts.lens(frames.lens_frame(lesson)),
-        f"A line of the probability of {lesson.answer!r} at each of {len(lesson.lens_labels)} lens points.",
-    )
-    st.caption(lesson.first_on_top_sentence())
     draw.draw(
         charts.lens_rank(frames.lens_frame(lesson)),
         f"A line of the rank of {lesson.answer!r} among all tokens at each of {len(lesson.lens_labels)} lens points, "
@@ -115,27 +133,31 @@ def open_head(layer: int, head: int) -> None:
     st.session_state[LAYER], st.session_state[HEAD] = layer, head
 
 
-def attribution(lesson: lesson11.AnswerLesson) -> bool:
-    """The attribution section; whether its question is answered (patching's maps wait for it too)."""
+def attribution(lesson: lesson11.AnswerLesson, answered: bool) -> None:
+    """The attribution section: its map and the opened head once the first step's question (`residual`) is
+    answered. Each on a screen of its own, answered or not (the section's one step ran to 2,495 px)."""
     step("Direct logit attribution")
     widgets.prose("to_the_answer", "attribution")
     st.caption(lesson.sum_sentence() + f" The frozen norm scale: {lesson.scale:.4f}.")
-    answered = widgets.predict(lesson11.part_question(lesson), key="predict_answer_part")
-    step_break()  # what the answer unlocks, on a screen of its own: on a projector it started below the fold
+    step_break()
     if answered:
         head_map(lesson)
     else:
-        widgets.answer_first("The map of every head's direct effect appears")
+        widgets.answer_first("The map of every head's direct effect appears", question=PART_QUESTION)
+    step_break()
+    if answered:
+        opened_head(lesson)
+    else:
+        widgets.answer_first("The opened head's pattern appears", question=PART_QUESTION)
     widgets.code_box(  # the recipe prints the top heads when run, nothing on screen gives the answer away
         lesson11.code(lesson),
         lesson11.code_note(lesson),
         title="every head's direct effect on this logit, from the model's file",
     )
-    return answered
 
 
 def head_map(lesson: lesson11.AnswerLesson) -> None:
-    """The attribution map (click a head), what it says, and the opened head's pattern."""
+    """The attribution map (click a head to open it) and what it says."""
     layer, head = int(st.session_state[LAYER]), int(st.session_state[HEAD])
     draw.draw(
         charts.head_map(
@@ -156,11 +178,15 @@ def head_map(lesson: lesson11.AnswerLesson) -> None:
         f"{lesson.embedding:+.2f}, all MLPs together {float(lesson.mlps.sum()):+.2f} (the largest, layer {mlp}, "
         f"{float(lesson.mlps[mlp]):+.2f})."
     )
-    widgets.prose("to_the_answer", "mechanism")  # after the answer: the step's question stays above a projector's fold
+
+
+def opened_head(lesson: lesson11.AnswerLesson) -> None:
+    """The opened head's pickers, its attention pattern, and its effect split into the two logits."""
     c1, c2 = st.columns(2)
     linked = {**widgets.LINKED, "help": "Counted from 0, as in the code."}
     layer = int(c1.selectbox("Layer", list(range(lesson.num_layers)), key=LAYER, **linked))
     head = int(c2.selectbox("Head", list(range(lesson.heads.shape[1])), key=HEAD, **linked))
+    st.caption(lesson.head_sentence(layer, head))  # above the pattern: under it, below a projector's fold
     draw.heatmap(
         frames.pattern_frame(lesson, layer, head),
         f"Layer {layer}, head {head}: queries down, keys across",
@@ -168,7 +194,7 @@ def head_map(lesson: lesson11.AnswerLesson) -> None:
         value_title="weight",
         show_values=False,
     )
-    st.caption(lesson.head_sentence(layer, head))
+    widgets.prose("to_the_answer", "mechanism")  # how to read the sentence above the pattern
 
 
 def patching(model, lesson: lesson11.AnswerLesson, answered: bool) -> None:
@@ -177,7 +203,7 @@ def patching(model, lesson: lesson11.AnswerLesson, answered: bool) -> None:
     step("Activation patching")
     widgets.prose("to_the_answer", "patching")
     if not answered:  # the heads that restore the most would hint at the attribution question's answer
-        widgets.answer_first("Patching's maps appear", question="predict_answer_part")
+        widgets.answer_first("Patching's maps appear", question=PART_QUESTION)
         return
     typed = st.text_input(
         "Corrupted prompt (blank: the suggested one)",
@@ -244,7 +270,8 @@ if LAYER not in st.session_state:  # first visit: the link's head, or the head w
     linked_controls = page_frame().link.controls
     best = answer_lesson.top_heads(1)[0]
     open_head(int(linked_controls.get(LAYER, best[0])), int(linked_controls.get(HEAD, best[1])))
-residual(answer_lesson)
+part_answered = residual(answer_lesson)
 lens(answer_lesson)
-patching(answer_model, answer_lesson, attribution(answer_lesson))
+attribution(answer_lesson, part_answered)
+patching(answer_model, answer_lesson, part_answered)
 gpt_queue.settle()

@@ -371,7 +371,8 @@ def part_question(lesson: AnswerLesson) -> Prediction:
     layer, head, _ = lesson.top_heads(1)[0]
     mlp = int(np.argmax(lesson.mlps))
     return Prediction(
-        f"Which single part of the residual stream pushes {lesson.explained} up the most, directly?",
+        f"Which single part of the residual stream pushes {lesson.explained} up the most, directly: by what it "
+        "writes into this sum itself, not through the layers after it?",
         PART_KINDS,
         answer,
         f"The embedding adds {lesson.embedding:+.2f}, the best head (layer {layer}, head {head}) {best_head:+.2f}, "

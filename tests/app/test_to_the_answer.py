@@ -28,7 +28,15 @@ def test_the_page_opens_clean_and_reveals_each_answer_after_a_choice(decoder) ->
     assert "The heads that restore the most" not in text  # patching would hint at the attribution's answer
     lens_radio = prediction_radio(at, "predict_answer_lens")
     assert lens_radio.value is None
+    # The s29b review: the residual's largest parts (the last MLPs) stood above the attribution question and hinted
+    # at its answer. The question now comes first, in the residual's step, and the parts' chart waits for it.
+    charts = lambda: [element.proto.alt for element in at.get("vega_lite_chart")]  # noqa: E731
+    assert not any(alt.startswith("Bars of the") for alt in charts()), charts()
+    keys = [radio.key or "" for radio in at.radio]
+    place = lambda question: next(i for i, key in enumerate(keys) if key.startswith(question))  # noqa: E731
+    assert place("predict_answer_part") < place("predict_answer_lens"), keys
     answered(at)
+    assert any(alt.startswith("Bars of the") for alt in charts()), charts()
     text = text_of(at)
     assert "The lens first puts ' Mary' on top" in text
     # The rank sentence with the lesson's own numbers (computed here as the page's lesson computes them).
