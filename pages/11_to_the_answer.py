@@ -233,6 +233,17 @@ def patching(model, lesson: lesson11.AnswerLesson, answered: bool) -> None:
     if st.session_state.get(EXACT_ASKED) == pair:
         exact = gpt_queue.computed(lesson11.PATCHING, model, lesson.text, corrupted, PatchingMethod.EXACT)
         show(exact, "exact patching", "answer_exact_map")
+        compare(estimate, exact)
+
+
+def compare(estimate: lesson11.PatchingLesson, exact: lesson11.PatchingLesson) -> None:
+    """The estimate against exact patching, head by head (the s29b review: the two maps were never compared)."""
+    draw.draw(
+        charts.patching_agreement(frames.agreement_frame(estimate, exact)),
+        "A scatter of the 270 heads: the share each restores by exact patching across, by the estimate up, with "
+        "a dashed line where the two would agree.",
+    )
+    st.caption(lesson11.patching_agreement(estimate, exact).sentence())
 
 
 def show(result: lesson11.PatchingLesson, name: str, key: str) -> None:

@@ -13,10 +13,15 @@ import altair as alt
 import pandas as pd
 
 from core.charts import real_model
+from core.charts.colours import LEGEND_SYMBOL
+from core.charts.common import GROWS_FOR_TEXT
 from core.charts.spec import VegaChart, phone_title, template
 
 PARTS_DATA = "answer_parts"  # part, share, rank
 LENS_DATA = "answer_lens"  # point, position, probability, rank, top
+AGREEMENT_DATA = "answer_agreement"  # head, layer, head_index, exact, estimate, label
+AGREEMENT_PX = 300  # the scatter's plot: shares from about -30% to 70% on both axes, near square on a laptop
+AGREEMENT_TITLE = "Each head's share restored: attribution patching's estimate against exact patching"
 PARTS_BAR_PX = 24  # a bar's height: room for its label at the projector's larger type
 PARTS_TITLE = "The largest parts of the final residual (their shares of it)"
 LENS_TITLE = "The logit lens: the answer's probability after every attention and MLP"
@@ -105,3 +110,38 @@ def head_map(frame: pd.DataFrame, title: str, value_title: str, layers_across: b
     """A layers x heads map of a signed value (layer, head, value, chosen), clickable (real_model.HEAD_SELECTION);
     layers_across: the layers along x, for a projector's screen (real_model.measure_map)."""
     return real_model.measure(frame, title, value_title, signed=True, layers_across=layers_across)
+
+
+@functools.cache
+def _agreement_template() -> str:
+    base = alt.Chart(alt.NamedData(name=AGREEMENT_DATA))
+    across, up = "share restored, exact patching", "share restored, estimated"
+    x = alt.X("exact:Q", title=across, axis=alt.Axis(format="%"))
+    y = alt.Y("estimate:Q", title=up, axis=alt.Axis(format="%"))
+    tooltip = ["head:N", alt.Tooltip("exact:Q", format=".1%"), alt.Tooltip("estimate:Q", format=".1%")]
+    # Where the two agree: the line estimate = exact, drawn from the data's own range (both axes).
+    diagonal = (
+        base.transform_fold(["exact", "estimate"], as_=["method", "share"])
+        .transform_aggregate(low="min(share)", high="max(share)")
+        .transform_fold(["low", "high"], as_=["end", "value"])
+        .mark_line(strokeDash=[4, 4], color=LEGEND_SYMBOL)  # grey, readable on either theme
+        .encode(x=alt.X("value:Q", title=across), y=alt.Y("value:Q", title=up))
+    )
+    points = base.mark_circle(size=40, opacity=0.7).encode(x=x, y=y, tooltip=tooltip)
+    labels = (
+        base.transform_filter(alt.datum.label != "")
+        .mark_text(align="left", dx=6, dy=-6, color=LEGEND_SYMBOL)  # Vega's default black vanished on dark
+        .encode(x=x, y=y, text="label:N")
+    )
+    # The plot keeps its height and the view grows for the title and axes: in a fixed total height the two-line
+    # title and the axes left the dots a strip 40 px tall.
+    chart = alt.layer(diagonal, points, labels).properties(
+        title=phone_title(AGREEMENT_TITLE), width="container", height=AGREEMENT_PX, autosize=GROWS_FOR_TEXT
+    )
+    return template(chart)
+
+
+def patching_agreement(frame: pd.DataFrame) -> VegaChart:
+    """A dot per head, exact share across and estimated share up, the heads on top of either map named, and the
+    dashed line where the two would agree: AGREEMENT_DATA = frame (core.lessons.to_the_answer_frames)."""
+    return VegaChart(_agreement_template(), {AGREEMENT_DATA: frame})

@@ -422,6 +422,51 @@ class PatchingLesson:
         )
 
 
+@dataclass(frozen=True)
+class PatchingAgreement:
+    """How attribution patching's estimate agrees with exact patching, head by head (issue 42: the estimate is
+    the live view, exact patching confirms it).
+
+    r: Pearson's correlation of the two (L, H) maps; shared: how many of each map's top `k` heads the other's
+    top k also holds; apart: the head where the two shares differ the most, (layer, head, exact, estimate).
+    """
+
+    r: float
+    k: int
+    top_exact: list[tuple[int, int, float]]
+    top_estimate: list[tuple[int, int, float]]
+    shared: int
+    apart: tuple[int, int, float, float]
+
+    def sentence(self) -> str:
+        """The agreement in words, from the numbers."""
+        name = lambda heads: ", ".join(f"layer {a} head {b} ({v:.0%})" for a, b, v in heads)  # noqa: E731
+        layer, head, exact, estimate = self.apart
+        return (
+            f"Across the {self.k} heads each method puts on top, they share {self.shared} "
+            f"(exact: {name(self.top_exact)}; estimate: {name(self.top_estimate)}); over all heads, r = {self.r:.2f}. "
+            f"They differ the most on layer {layer} head {head}: {exact:.0%} exact, {estimate:.0%} estimated. "
+            "The estimate is a straight line through each head's change; where a softmax saturates, the real "
+            "effect bends away from it."
+        )
+
+
+def patching_agreement(estimate: PatchingLesson, exact: PatchingLesson, k: int = 3) -> PatchingAgreement:
+    """Compare the two maps of the same pair of prompts (ValueError for different pairs or methods)."""
+    if (estimate.clean, estimate.corrupted) != (exact.clean, exact.corrupted):
+        raise ValueError("The two maps patch different pairs of prompts.")
+    if (estimate.method, exact.method) != (pt.PatchingMethod.ATTRIBUTION, pt.PatchingMethod.EXACT):
+        raise ValueError("Compare an attribution patching map with an exact one.")
+    ours, theirs = estimate.restored.flatten(), exact.restored.flatten()  # (L * H,) each
+    r = float(np.corrcoef(ours, theirs)[0, 1]) if ours.std() > 0 and theirs.std() > 0 else float("nan")
+    top_exact, top_estimate = exact.top_heads(k), estimate.top_heads(k)
+    shared = len({(a, b) for a, b, _ in top_exact} & {(a, b) for a, b, _ in top_estimate})
+    flat = int(np.argmax(np.abs(ours - theirs)))
+    heads = exact.restored.shape[1]
+    apart = (flat // heads, flat % heads, float(theirs[flat]), float(ours[flat]))
+    return PatchingAgreement(r, k, top_exact, top_estimate, shared, apart)
+
+
 def patching_lesson(
     _model: smollm2.SmolLM2,
     clean: str,

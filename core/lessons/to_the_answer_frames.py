@@ -8,7 +8,7 @@ import pandas as pd
 from core.app.markup import token_shown
 from core.lessons.inside_gpt_frames import _labels_at as pattern_labels
 from core.lessons.inside_gpt_frames import measure_frame
-from core.lessons.to_the_answer import AnswerLesson
+from core.lessons.to_the_answer import AnswerLesson, PatchingLesson
 
 
 def parts_frame(lesson: AnswerLesson) -> pd.DataFrame:
@@ -73,5 +73,25 @@ def pattern_frame(lesson: AnswerLesson, layer: int, head: int) -> pd.DataFrame:
             "value": weights.flatten(),
             "row_index": rows,
             "col_index": cols,
+        }
+    )
+
+
+def agreement_frame(estimate: PatchingLesson, exact: PatchingLesson, named: int = 3) -> pd.DataFrame:
+    """One row per head: head ("L23H3"), layer, head_index, exact and estimate (its shares), and label (the head's
+    name for the `named` heads on top of either map, else "")."""
+    layers, heads = np.meshgrid(
+        np.arange(exact.restored.shape[0]), np.arange(exact.restored.shape[1]), indexing="ij"
+    )  # (L, H) each
+    names = [f"L{a}H{b}" for a, b in zip(layers.flatten(), heads.flatten(), strict=True)]
+    on_top = {f"L{a}H{b}" for a, b, _ in (*exact.top_heads(named), *estimate.top_heads(named))}
+    return pd.DataFrame(
+        {
+            "head": names,
+            "layer": layers.flatten(),
+            "head_index": heads.flatten(),
+            "exact": exact.restored.astype(np.float64).flatten(),
+            "estimate": estimate.restored.astype(np.float64).flatten(),
+            "label": [name if name in on_top else "" for name in names],
         }
     )

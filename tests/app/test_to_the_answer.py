@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from core.lessons import to_the_answer as lesson11
+from core.models.patching import PatchingMethod
 from tests.support import answered, assert_clean, needs_decoder, open_page, prediction_radio, text_of
 
 pytestmark = [pytest.mark.slow, needs_decoder]
@@ -83,7 +84,7 @@ def test_a_typed_token_and_bad_input_say_why_without_a_traceback() -> None:
     assert not at.error, [e.value for e in at.error]
 
 
-def test_an_empty_prompt_and_a_prompt_without_a_repeated_name() -> None:
+def test_an_empty_prompt_and_a_prompt_without_a_repeated_name(decoder) -> None:
     at = open_page("to_the_answer", timeout_s=TIMEOUT)
     at.text_area(key="answer_text").set_value("").run()
     assert not at.exception and "Showing the opening prompt instead" in " ".join(e.value for e in at.error)
@@ -96,6 +97,16 @@ def test_an_empty_prompt_and_a_prompt_without_a_repeated_name() -> None:
     next(b for b in at.button if b.label.startswith("Run exact patching")).click().run()  # through the queue
     assert not at.exception and not at.error
     assert text_of(at).count("The heads that restore the most") == 2
+    # The s29b review: the estimate and exact patching were never compared. Now a scatter and the agreement, in
+    # the lesson's own numbers.
+    suggested = lesson11.answer_lesson(decoder, lesson11.DEFAULT_TEXT, lesson11.Explain.CONTRAST, "").corrupted
+    assert suggested is not None
+    estimate, exact = (
+        lesson11.patching_lesson(decoder, lesson11.DEFAULT_TEXT, suggested, method)
+        for method in (PatchingMethod.ATTRIBUTION, PatchingMethod.EXACT)
+    )
+    assert lesson11.patching_agreement(estimate, exact).sentence() in text_of(at)
+    assert any(e.proto.alt.startswith("A scatter of the 270 heads") for e in at.get("vega_lite_chart"))
 
 
 @pytest.mark.slow

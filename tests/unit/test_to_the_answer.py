@@ -6,6 +6,7 @@ add up to the lesson's own logit exactly, as the float32 tests (test_attribution
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import numpy as np
@@ -280,3 +281,37 @@ def test_the_rank_chart_has_rank_1_on_top_of_a_log_axis() -> None:
     svg = export.to_svg(spec).decode()
     labels = re.findall(r"<text[^>]*>([^<]+)</text>", svg)
     assert {"1", "10", "100", "1,000"} <= set(labels) and not {"20", "300", "2", "5"} & set(labels), labels
+
+
+def test_the_patching_agreement_reads_its_numbers_from_the_two_maps() -> None:
+    """The estimate against exact patching (the s29b review): r, the shared top heads, the head most apart, on maps
+    made by hand; the frame names the heads on top of either map; the scatter's spec is valid."""
+    from core.charts import to_the_answer as charts
+    from core.lessons import to_the_answer_frames as frames
+    from core.models.patching import PatchingMethod
+    from tests.support import validated_spec
+
+    exact_map = np.zeros((3, 2))
+    exact_map[2, 1], exact_map[1, 0], exact_map[0, 1] = 0.6, 0.3, 0.1
+    estimate_map = exact_map.copy()
+    estimate_map[1, 0], estimate_map[0, 0] = 0.05, 0.2  # one head underestimated, one overestimated
+
+    def made(method: PatchingMethod, restored: np.ndarray) -> lesson11.PatchingLesson:
+        return lesson11.PatchingLesson(method, "clean", "corrupted", " B", " A", 4.0, -4.0, restored)
+
+    estimate, exact = made(PatchingMethod.ATTRIBUTION, estimate_map), made(PatchingMethod.EXACT, exact_map)
+    found = lesson11.patching_agreement(estimate, exact, k=2)
+    assert found.r == pytest.approx(np.corrcoef(estimate_map.flatten(), exact_map.flatten())[0, 1])
+    assert [(a, b) for a, b, _ in found.top_exact] == [(2, 1), (1, 0)]
+    assert [(a, b) for a, b, _ in found.top_estimate] == [(2, 1), (0, 0)]
+    assert found.shared == 1 and found.apart == (1, 0, pytest.approx(0.3), pytest.approx(0.05))
+    assert "they share 1" in found.sentence() and "layer 1 head 0: 30% exact, 5% estimated" in found.sentence()
+    with pytest.raises(ValueError, match="different pairs"):
+        lesson11.patching_agreement(estimate, dataclasses.replace(exact, corrupted="other"))
+    with pytest.raises(ValueError, match="attribution patching map"):
+        lesson11.patching_agreement(exact, estimate)
+    frame = frames.agreement_frame(estimate, exact, named=1)
+    assert len(frame) == 6 and set(frame.loc[frame["label"] != "", "head"]) == {"L2H1"}
+    assert frame.loc[frame["head"] == "L1H0", ["exact", "estimate"]].values.tolist() == [[0.3, 0.05]]
+    spec = validated_spec(charts.patching_agreement(frame))
+    assert len(spec["layer"]) == 3  # the agreement line, the dots, the names
