@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from core.app.markup import token_shown
+from core.app.registry import PageControl
 from core.charts import inside_gpt as charts_gpt
 from core.lessons import gpt_keys
 from core.lessons import inside_gpt as gpt
@@ -28,7 +29,7 @@ from ui.presentation import step, step_break
 
 SLUG = "gpt_keys"
 PREDICT_KEY = "predict_gpt_keys"
-HEAD = "gpt_keys_head"  # the layer-0 head whose query and key RoPE follows
+HEAD = PageControl.KEYS_HEAD  # the layer-0 head whose query and key RoPE follows (in the link)
 QUERY_AT, KEY_AT = "gpt_rope_query", "gpt_rope_key"  # the RoPE pair's boxes, keyed per prompt (positions)
 TIMED_PROMPTS = "al_timed_prompts"  # the (text, kind) pairs this session asked the KV cache timed on
 
@@ -46,7 +47,7 @@ def rope_pickers(analysis: gpt.PromptAnalysis) -> tuple[int, int | None, int | N
     prompt = f"{zlib.crc32(chr(31).join(analysis.tokens).encode()):08x}"
     query_key, key_key = f"{QUERY_AT}_{prompt}", f"{KEY_AT}_{prompt}"
     c0, c1, c2 = st.columns([1, 2, 2])
-    head = int(c0.selectbox("Head of layer 0", list(range(analysis.num_heads)), index=best, key=HEAD))
+    head = int(c0.selectbox("Head of layer 0", list(range(analysis.num_heads)), index=best, key=HEAD, **widgets.LINKED))
     i = int(c1.selectbox("Query token", positions, index=default_i, key=query_key, format_func=label))
     keys = positions[: i + 1]
     if st.session_state.get(key_key) not in keys:  # a query moved before the key: the key follows it

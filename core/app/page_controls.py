@@ -186,6 +186,9 @@ LINKED: tuple[LinkedControl, ...] = (
     LinkedControl(P.ANSWER_CORRUPTED, Text(), "Alice met Bob. Bob gave the book to"),
     LinkedControl(P.ANSWER_LAYER, Whole(0, GPT_LAYERS - 1), "23"),
     LinkedControl(P.ANSWER_HEAD, Whole(0, GPT_HEADS - 1), "3"),
+    # lesson 12 (a GPT's keys): the RoPE section's head of layer 0 (its query and key tokens depend on the prompt,
+    # and their boxes' labels name its tokens: they stay out of the link)
+    LinkedControl(P.KEYS_HEAD, Whole(0, GPT_HEADS - 1), "4"),
 )
 
 BY_KEY: Mapping[str, LinkedControl] = MappingProxyType({spec.key: spec for spec in LINKED})

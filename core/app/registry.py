@@ -121,6 +121,7 @@ class PageControl(StrEnum):
     ANSWER_CORRUPTED = "answer_corrupted"  # the corrupted prompt for patching (blank: the suggested one)
     ANSWER_LAYER = "answer_layer"  # the head opened (clicks on the maps set them too)
     ANSWER_HEAD = "answer_head"
+    KEYS_HEAD = "gpt_keys_head"  # lesson 12 (a GPT's keys): the layer-0 head whose query and key RoPE follows
 
 
 class Section(StrEnum):
@@ -500,7 +501,7 @@ PAGES: tuple[PageSpec, ...] = (
         ":material/key:",
         Section.FURTHER,
         _gpt_ignores(seed="nothing is drawn at random here"),
-        controls=(PageControl.GPT_PROMPT, PageControl.GPT_TEXT, PageControl.GPT_CHAT),
+        controls=(PageControl.GPT_PROMPT, PageControl.GPT_TEXT, PageControl.GPT_CHAT, PageControl.KEYS_HEAD),
         summary=(
             "what modern GPTs do to their keys, on SmolLM2: rotated by position (RoPE, so a score depends only on "
             "distance), shared between heads (grouped-query attention) and cached while it writes (the KV cache, "

@@ -110,3 +110,17 @@ def test_each_prompt_has_rope_boxes_of_its_own() -> None:
     query = box(at, "Query token")
     assert query.value == len(query.options) - 1  # the new prompt's default pair
     assert not [w.value for w in at.warning if "cannot read" in w.value]
+
+
+@needs_decoder
+def test_a_link_opens_the_rope_section_on_its_head_and_a_bad_one_on_the_default() -> None:
+    """The s29c review: lesson 12's head was not in the link, so a teacher's shared link opened another head."""
+    at = open_page("gpt_keys", timeout_s=300, gpt_keys_head="6")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="gpt_keys_head").value == 6
+    assert at.query_params.get("gpt_keys_head") == "6"
+    default = open_page("gpt_keys", timeout_s=300).selectbox(key="gpt_keys_head").value
+    for bad in ("99", "-1", "four", "<b>4</b>"):
+        bad_link = open_page("gpt_keys", timeout_s=300, gpt_keys_head=bad)
+        assert not bad_link.exception and not bad_link.error, (bad, [e.value for e in bad_link.error])
+        assert bad_link.selectbox(key="gpt_keys_head").value == default, bad
