@@ -115,7 +115,7 @@ def rope(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKind) -
     head, query_at, key_at = rope_pickers(analysis)
     picked = () if query_at is None and key_at is None else (query_at, key_at)  # the default pair: the shared run
     result = gpt_queue.computed(gpt_rope.ROPE, model, text, kind, head, *picked)
-    # The question on a projector screen of its own (it names its pair): under the prose and the pickers its options
+    # The question on a projector screen of its own: under the prose and the pickers its options
     # reached the fold, and with a class poll's tally beside them only the first showed (the s29c review).
     step_break()
     answered = widgets.predict(gpt_keys.shift_question(result), key=PREDICT_KEY)

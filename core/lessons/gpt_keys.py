@@ -48,27 +48,26 @@ def how_it_moved(scores: tuple[float, ...]) -> Moved:
 
 
 def shift_question(result: RopeLesson) -> Prediction:
-    """Move the query and the key along the text together, keeping their distance: what does their score do?"""
+    """Move the query and the key along the text together, keeping their distance: what does their score do?
+
+    Asked of whichever pair and head the student picked, in words that name none of them, with the pair's own
+    numbers under it (`shift_table`'s caption): a new pick changed the question's text, so the student's answer
+    was wiped and the table locked again, though the answer is the same for every pair (the s30 review). Only
+    an answer that changes (scores beyond ROUNDING) makes it a new question."""
     moved = how_it_moved(result.scores)
-    farthest = max(result.shifts)
     return Prediction(
         question=(
-            f"Take layer 0's query of {result.query_token!r} (position {result.i}) and key of {result.key_token!r} "
-            f"(position {result.j}), and move both up to {farthest:,} positions further along the text, keeping the "
-            "distance between them. What does their score do?"
+            "Take layer 0's query and key of the pair picked above, and move both further along the text, keeping "
+            "the distance between them. What does their score do?"
         ),
         options=tuple(OPTIONS[m] for m in Moved),
         answer=int(moved),
         explanation=(
-            f"Over the {len(result.shifts)} placings the scores differ by at most {result.spread:.1e}"
-            + (
-                ": float rounding. Each rotation turns q and k by angles proportional to their positions, and a dot "
-                "product of two turned vectors depends only on the difference of the angles, so only on the "
-                "distance i − j."
-                if moved is Moved.SAME
-                else "."
-            )
-            + f" Unrotated, the same two vectors score {result.unrotated:.3f} wherever they are."
+            "Each rotation turns q and k by angles proportional to their positions, and a dot product of two "
+            "turned vectors depends only on the difference of the angles, so only on the distance i − j: the table "
+            "below moves the pair and finds the same score, up to float rounding."
+            if moved is Moved.SAME
+            else "Here the table below finds the score moving by more than float rounding."
         ),
     )
 
