@@ -509,13 +509,15 @@ OPENING_PAGE_LOGIT = 6.10
 
 def code_note(lesson: AnswerLesson) -> str:
     """The Code box's caption: why its numbers differ from the page's, by how much on the opening prompt. The s25
-    review found "6.08 here against 6.12 there" hard-coded while the page showed 6.1032."""
+    review found "6.08 here against 6.12 there" hard-coded while the page showed 6.1032; the s30 review, "a few
+    hundredths" false on another prompt (6.21 on the page, 6.09 in the box)."""
     return (
         "Plain PyTorch in float32 from the model's file. The page dequantizes the file's 4-bit weights (rounded to "
-        "bfloat16), so its effects differ from the box's by a few hundredths: on the opening prompt the box prints "
-        f"a logit difference of {OPENING_BOX_LOGIT:.2f} where the page reads {OPENING_PAGE_LOGIT:.2f}"
+        "bfloat16), so its numbers differ from the box's by an amount that depends on the prompt: on the opening "
+        f"prompt the box prints a logit difference of {OPENING_BOX_LOGIT:.2f} where the page reads "
+        f"{OPENING_PAGE_LOGIT:.2f}, and both put the same two heads on top"
         + (f" (this prompt: {lesson.logit:.2f} on the page)" if lesson.text != DEFAULT_TEXT else "")
-        + ", and the same two top heads."
+        + "."
     )
 
 

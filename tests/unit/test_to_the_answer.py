@@ -137,6 +137,8 @@ def test_the_code_box_reproduces_the_attribution(decoder) -> None:
         note
     )
     assert namespace["logit"] == pytest.approx(lesson.logit, abs=0.2)
+    # The s30 review: "differ by a few hundredths" held on the opening prompt only (another read 6.21 against 6.09).
+    assert "hundredths" not in note and "depends on the prompt" in note
     assert namespace["summed"] == pytest.approx(namespace["logit"], abs=1e-3)
     top = namespace["dla"].flatten().topk(2).indices.tolist()
     assert [divmod(i, 9) for i in top] == [(layer, head) for layer, head, _ in lesson.top_heads(2)]
