@@ -32,6 +32,7 @@ PREDICT_KEY = "predict_gpt_keys"
 HEAD = PageControl.KEYS_HEAD  # the layer-0 head whose query and key RoPE follows (in the link)
 QUERY_AT, KEY_AT = "gpt_rope_query", "gpt_rope_key"  # the RoPE pair's boxes, keyed per prompt (positions)
 TIMED_PROMPTS = "al_timed_prompts"  # the (text, kind) pairs this session asked the KV cache timed on
+ATTEMPTS = "al_kv_attempts"  # (text, kind) -> the timing this session shows: 0, the shared one, or a retiming
 
 
 def rope_pickers(analysis: gpt.PromptAnalysis) -> tuple[int, int | None, int | None]:
@@ -188,7 +189,8 @@ def kv_cache(model, analysis: gpt.PromptAnalysis, text: str, kind: gpt.PromptKin
 
 
 def cache_timing_when_asked(model, text: str, kind: gpt.PromptKind) -> gpt_cache.CacheTiming | None:
-    """The example prompts' timing (shared, computed once); on the student's own prompt, once they ask."""
+    """The example prompts' timing (shared, computed once); on the student's own prompt, once they ask. A run
+    that cannot show the speed-up through the server's noise can be timed again (up to MAX_ATTEMPTS a prompt)."""
     asked = st.session_state.setdefault(TIMED_PROMPTS, set())
     if not gpt_runs.timed_without_asking(text, kind) and (text, kind) not in asked:
         st.caption(
@@ -199,7 +201,19 @@ def cache_timing_when_asked(model, text: str, kind: gpt.PromptKind) -> gpt_cache
         if not st.button("Time the KV cache on my prompt", icon=":material/timer:", key="al_time_kv_cache"):
             return None
         st.session_state[TIMED_PROMPTS] = asked | {(text, kind)}
-    return gpt_queue.computed(gpt_cache.CACHE_TIMING, model, text, kind, gpt_cache.TIMED_TOKENS)
+    attempts = st.session_state.setdefault(ATTEMPTS, {})
+    attempt = int(attempts.get((text, kind), 0))
+    again = () if attempt == 0 else (attempt,)  # the first timing is the shared one (the warm-up's key)
+    timing = gpt_queue.computed(gpt_cache.CACHE_TIMING, model, text, kind, gpt_cache.TIMED_TOKENS, *again)
+    if not gpt_cache.shows_speed_up(timing) and attempt + 1 < gpt_cache.MAX_ATTEMPTS:
+        st.button(
+            "Time it again",
+            icon=":material/replay:",
+            key="al_time_kv_cache_again",
+            on_click=lambda: attempts.update({(text, kind): attempt + 1}),
+            help=f"A new run of its own (up to {gpt_cache.MAX_ATTEMPTS} on one prompt): the class shares the model.",
+        )
+    return timing
 
 
 page_start()

@@ -62,8 +62,8 @@ def shared_by_everyone(lesson: LessonSpec, args: tuple) -> bool:
         return False
     if lesson in (gpt.PROMPT, rope.ROPE):  # ROPE: (text, kind, head)
         return True
-    if lesson is cache.CACHE_TIMING:  # (text, kind, new_tokens)
-        return args[2] == cache.TIMED_TOKENS
+    if lesson is cache.CACHE_TIMING:  # (text, kind, new_tokens[, attempt]): a student's "Time it again" is theirs
+        return args[2] == cache.TIMED_TOKENS and tuple(args[3:]) in ((), (0,))
     if lesson is gpt.GENERATION:  # (text, kind, settings, seed, new_tokens)
         defaults = (gpt.sampling_settings(gpt.DEFAULT_TEMPERATURE, 0, 1.0), gpt.DEFAULT_SEED, gpt.DEFAULT_NEW_TOKENS)
         return tuple(args[2:5]) == defaults
@@ -79,6 +79,6 @@ def run_lesson(lesson: LessonSpec[R], model: smollm2.SmolLM2, args: tuple, keep_
     torch.inference_mode (no autograd graph can be recorded, so every intermediate tensor is freed when the run
     ends); the stoppable ones are given `keep_going` (False once nobody waits for the result)."""
     with torch.inference_mode():
-        if lesson in STOPPABLE:
-            return lesson.compute(model, *args, keep_going)
+        if lesson in STOPPABLE:  # by name: CACHE_TIMING's `attempt` may be left at its default
+            return lesson.compute(model, *args, _keep_going=keep_going)
         return lesson.compute(model, *args)

@@ -373,6 +373,10 @@ def test_the_cache_caption_times_the_prompt_pass_apart() -> None:
     assert "Each time is the median of 3 runs of its step; on a shared server" in gpt_cache.cache_caption(medians)
     one_step = gpt_cache.CacheTiming((37,), (900.0,), (250.0,), 0.0, True, 37 * 46080)
     assert "with one step there is no new token to compare" in gpt_cache.cache_caption(one_step)
+    # The page's "Time it again" follows the verdict (the s30 review: "reload the page to time it again" read the
+    # same cached run back).
+    assert not gpt_cache.shows_speed_up(timing) and gpt_cache.shows_speed_up(quiet)
+    assert gpt_cache.shows_speed_up(one_step) and "time it again" in caption and "reload" not in caption
 
 
 def test_the_induction_and_switch_off_panels_print_one_loss(decoder) -> None:
