@@ -202,6 +202,9 @@ def patching(model, lesson: lesson11.AnswerLesson, answered: bool) -> None:
 
     step("Activation patching")
     widgets.prose("to_the_answer", "patching")
+    # The runs and their map on a screen of their own, answered or not: under the prose the map's caption fell below
+    # a projector's fold at 1,604 px (the s30 review).
+    step_break()
     if not answered:  # the heads that restore the most would hint at the attribution question's answer
         widgets.answer_first("Patching's maps appear", question=PART_QUESTION)
         return
