@@ -231,7 +231,7 @@ def patching(model, lesson: lesson11.AnswerLesson, answered: bool) -> None:
         return
     show(estimate, "attribution patching (estimate)", "answer_ap_map")
     pair = (lesson.text, corrupted)
-    if st.button("Run exact patching (one run per head, tens of seconds)"):
+    if st.button("Run exact patching (one run per head: seconds to a minute)"):
         st.session_state[EXACT_ASKED] = pair
     if st.session_state.get(EXACT_ASKED) == pair:
         exact = gpt_queue.computed(lesson11.PATCHING, model, lesson.text, corrupted, PatchingMethod.EXACT)
