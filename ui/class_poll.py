@@ -277,16 +277,18 @@ def _live_tally(room: Room, question: str, prediction: Prediction, beside: bool)
     headline.markdown(f"**Class poll: {tally.headline()}** from {state.joined} joined")
     if getattr(counts, "damaged", False) or state.damaged:
         st.caption("Some of the poll's stored values could not be read; they count as 0 (the server logged them).")
+    if revealed:  # above the bars: under them it started at a projector's fold (the s30 review)
+        right = literal(prediction.options[prediction.answer])
+        st.success(f"Revealed to the class: “{right}”. {literal(prediction.explanation)}", icon=POLL_ICON)
     if tally.total > 0:  # at 0 answers an empty axis says nothing: the headline already reads "0 answers"
         draw.draw(
             tally_chart(tally, order.index(prediction.answer) if revealed else None),
             f"The class's answers: {tally.headline()}; "
             + "; ".join(f"{text}: {count}" for text, count in zip(tally.options, tally.counts, strict=True)),
         )
-    if revealed:
-        right = literal(prediction.options[prediction.answer])
-        st.success(f"Revealed to the class: “{right}”. {literal(prediction.explanation)}", icon=POLL_ICON)
-    elif button.button("Reveal", icon=":material/visibility:", key=f"class_poll_reveal_{question}", type="primary"):
+    if not revealed and button.button(
+        "Reveal", icon=":material/visibility:", key=f"class_poll_reveal_{question}", type="primary"
+    ):
         try:
             store().reveal(room.code, room.secret, question)
         except PollError as error:

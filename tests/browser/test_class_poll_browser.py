@@ -79,7 +79,12 @@ def test_the_teachers_screen_counts_live_and_the_reveal_reaches_a_phone(server: 
         student.screenshot(path=str(Path(SHOTS) / "class_poll_student.jpg"), type="jpeg", quality=55)
 
     teacher.get_by_role("button", name=re.compile("Reveal")).click()
-    teacher.get_by_text("Revealed to the class").first.wait_for(timeout=30_000)
+    revealed = teacher.get_by_text("Revealed to the class").first
+    revealed.wait_for(timeout=30_000)
+    # The answer above the class's bars: under them it started at a projector's fold (the s30 review).
+    bars = teacher.locator('[data-testid="stVegaLiteChart"][aria-label^="The class\'s answers"]').first
+    said, drawn = revealed.bounding_box(), bars.bounding_box()
+    assert said and drawn and said["y"] < drawn["y"], (said, drawn)
     verdict = student.locator('[data-testid="stAlertContentSuccess"], [data-testid="stAlertContentWarning"]')
     verdict.first.wait_for(timeout=LIVE_S * 1000)  # no click on the phone: its watcher saw the reveal
     assert "Your answer is in" not in student.locator('[data-testid="stMain"]').inner_text()
