@@ -152,7 +152,7 @@ def _cross_question(
         answer=offered.index(best),
         explanation=" ".join(
             [
-                f"“{second[best]}” gets {float(row[best]):.4f} of the weight, the most of any word; [CLS] and [SEP] "
+                f"“{second[best]}” gets {float(row[best]):.4f} of the weight, the most of any piece; [CLS] and [SEP] "
                 f"together take {special:.4f}.",
                 *caveats,
                 "The query comes from the first sentence and the keys from the second, though the head was trained "

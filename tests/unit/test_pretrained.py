@@ -359,6 +359,8 @@ def test_lesson_7_explanation_weighs_its_answer_among_the_words_at_every_head(
                 sink_answers.add(prediction.answer)
                 continue
             assert "read most?" in prediction.question
+            # The s30 review: "'.' ... the most of any word" called punctuation a word; the question says "piece".
+            assert "the most of any piece" in explanation and "of any word" not in explanation
             words = row[1:-1] / row[1:-1].sum()  # (T2 - 2,): the words' shares among themselves
             first, second = (round(float(v), 2) for v in words.sort(descending=True).values[:2])
             assert f"takes {first:.2f} and the next" in explanation
