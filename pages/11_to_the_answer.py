@@ -126,7 +126,9 @@ def lens(lesson: lesson11.AnswerLesson) -> None:
         "on a log scale with rank 1 at the top.",
     )
     st.caption(lesson.rank_sentence())
-    widgets.number_table(frames.lens_table(lesson), hide_index=True)
+    # Its 60 rows took a projector step to 1,373 px (the s30 review): folded, a click away.
+    with st.expander(f"The top tokens at each of the {len(lesson.lens_labels)} lens points", icon=":material/table:"):
+        widgets.number_table(frames.lens_table(lesson), hide_index=True)
 
 
 def open_head(layer: int, head: int) -> None:
