@@ -125,6 +125,7 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
         format_func=lambda i: literal(prediction.options[order[i]]),  # radio labels are markdown
         key=radio_key,
         label_visibility="collapsed",
+        horizontal=_side_by_side(prediction.options),
         # Kept while the session lasts: a run that does not draw the radio (another lesson, another setting)
         # dropped the answer, and coming back found the question unanswered and its charts locked (s27 review).
         # The key holds the question's fingerprint, so only the same question at the same numbers finds it again.
@@ -152,6 +153,14 @@ def _predict_box(prediction: Prediction, key: str, page: str) -> None:
 
 
 SHORT_OPTION_CHARS = 40  # options this short keep one line in a third of a projector's width
+MANY_OPTIONS = 6  # more options than this, all as short as a word, flow side by side
+WORD_CHARS = 14
+
+
+def _side_by_side(options: tuple[str, ...]) -> bool:
+    """Whether the options flow across the line: many single words (lesson 7 offers each piece of a sentence), one
+    under another, pushed the verdict below a projector's fold (13 options, the s30 review)."""
+    return len(options) > MANY_OPTIONS and max(map(len, options)) <= WORD_CHARS
 
 
 def _options_and_verdict(answer_out: bool, longest_option: int) -> tuple[DeltaGenerator, DeltaGenerator]:

@@ -187,3 +187,13 @@ def test_an_over_long_sentence_falls_back_to_the_book_with_a_message() -> None:
     at = app(registry.page("trainable_weights"), weights="pretrained", preset="custom", text=long_text)
     assert not at.exception
     assert any("Showing the book's sentence instead" in e.value for e in at.error)
+
+
+def test_lesson_7s_many_one_word_options_flow_side_by_side_and_long_ones_stack() -> None:
+    """The s30 review: lesson 7's question offers each piece of the second sentence (13 on the default pair), one
+    under another, and on a projector its verdict fell below the fold. Many short options now flow across."""
+    at = support.open_page("cross_attention", weights="pretrained")
+    radio = next(r for r in at.radio if r.label == "Your prediction")
+    assert len(radio.options) > 6 and radio.proto.horizontal
+    lesson_1 = support.open_page("without_weights")  # a few sentence-long options stay one under another
+    assert all(not r.proto.horizontal for r in lesson_1.radio if r.label == "Your prediction")
