@@ -216,12 +216,12 @@ def pair_frame(lesson: RopeLesson) -> pd.DataFrame:
         "q × k (sum: the score)",
     )
     rows = []
-    vectors = (lesson.rotated_query, lesson.rotated_key, tuple(float(v) for v in lesson.products))
-    for order, (row, label, values) in enumerate(zip(PAIR_ROWS, labels, vectors, strict=True)):
-        largest = max(abs(v) for v in values) or 1.0  # a row of zeros stays at the scale's middle
+    vectors = [[float(v) for v in values] for values in (lesson.rotated_query, lesson.rotated_key, lesson.products)]
+    for order, (row, label, numbers) in enumerate(zip(PAIR_ROWS, labels, vectors, strict=True)):
+        largest = max(map(abs, numbers)) or 1.0  # a row of zeros stays at the scale's middle
         rows += [
             {"row": row, "order": order, "label": label, "dimension": n, "value": v, "scaled": v / largest}
-            for n, v in enumerate(float(v) for v in values)
+            for n, v in enumerate(numbers)
         ]
     return pd.DataFrame(rows)
 

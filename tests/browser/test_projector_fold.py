@@ -193,28 +193,34 @@ def test_the_gpts_cache_numbers_stand_above_a_projectors_fold(server: str, brows
     context.close()
 
 
+UNLOCKED = """(label) => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+  .filter(chart => chart.checkVisibility() && (chart.getAttribute('aria-label') || '').startsWith(label))
+  .map(chart => [chart.getBoundingClientRect().top, chart.getBoundingClientRect().bottom])"""
+
+
+def next_steps_until(page, label: str, after: int) -> list[list[float]]:  # noqa: ANN001 - Playwright's page
+    """Press Next from step `after` on until a step shows charts whose description starts with `label`: their
+    [top, bottom] on the screen ([] if no later step has one)."""
+    total = int(re.search(r"of (\d+) steps", page.locator(".st-key-al-bar").inner_text()).group(1))
+    for step in range(after + 1, total + 1):
+        page.get_by_role("button", name="Next →").click()
+        page.wait_for_url(f"**step={step}**", timeout=30_000)
+        settle(page)
+        found = page.evaluate(UNLOCKED, label)
+        if found:
+            return found
+    return []
+
+
 def test_lesson_12s_pair_up_close_is_one_chart_above_the_fold(server: str, browser) -> None:
     # Issue 41, item 7: the pair's query, key and products were three heatmaps, one under another, and their
     # step ran to 1,709 px; one chart of three rows now stands whole on its screen.
     context = browser.new_context(**PROJECTOR)
     page = presented(context, f"{server}/gpt_keys?present=1")
-    total = int(re.search(r"of (\d+) steps", page.locator(".st-key-al-bar").inner_text()).group(1))
-    found = []
-    for step in range(2, total + 1):
-        page.get_by_role("button", name="Next →").click()
-        page.wait_for_url(f"**step={step}**", timeout=30_000)
-        settle(page)
-        found = page.evaluate(UNLOCKED, "Three rows of 64 coloured cells")
-        if found:
-            break
+    found = next_steps_until(page, "Three rows of 64 coloured cells", after=1)
     assert len(found) == 1, found  # one chart, not a strip each
     assert all(bottom <= FOLD for _, bottom in found), found
     context.close()
-
-
-UNLOCKED = """(label) => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
-  .filter(chart => chart.checkVisibility() && (chart.getAttribute('aria-label') || '').startsWith(label))
-  .map(chart => [chart.getBoundingClientRect().top, chart.getBoundingClientRect().bottom])"""
 
 
 @pytest.mark.parametrize(
@@ -237,15 +243,7 @@ def test_the_charts_an_answer_unlocks_stand_whole_on_a_projector_screen(
     page = presented(context, f"{server}/{slug}?present=1&step=2")
     page.locator(f"{QUESTION} [data-testid='stRadioOption']:visible").first.click()
     settle_answer(page)
-    total = int(re.search(r"of (\d+) steps", page.locator(".st-key-al-bar").inner_text()).group(1))
-    found = []
-    for step in range(3, total + 1):
-        page.get_by_role("button", name="Next →").click()
-        page.wait_for_url(f"**step={step}**", timeout=30_000)
-        settle(page)
-        found = page.evaluate(UNLOCKED, chart)
-        if found:
-            break
+    found = next_steps_until(page, chart, after=2)
     assert found, f"no chart '{chart}…' on any step"
     assert all(bottom <= FOLD for _, bottom in found), found  # the whole heatmap, not only its top
     context.close()
